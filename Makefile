@@ -1,0 +1,189 @@
+# jitherald — plain GNU make. `make help` lists the targets.
+# Everything built goes under $(BUILD) (default build/), so several builds can coexist:
+#   make BUILD=build-asan SAN=address,undefined test
+BUILD   ?= build
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCDIR  ?= $(PREFIX)/include
+BINDIR  ?= $(PREFIX)/bin
+CC      ?= cc
+CXX     ?= c++
+OPT     ?= -O2
+SAN     ?=
+V       ?= 0
+
+ifeq ($(V),0)
+Q = @
+msg = @printf '  %-6s %s\n' $(1) $(2)
+else
+Q =
+msg =
+endif
+
+SANFLAGS := $(if $(SAN),-fsanitize=$(SAN) -fno-sanitize-recover=all,)
+WARN     := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc
+CFLAGS   += -std=c11 $(OPT) -g -fno-omit-frame-pointer $(WARN) $(SANFLAGS)
+CXXFLAGS += -std=c++17 $(OPT) -g -fno-omit-frame-pointer $(WARN) $(SANFLAGS)
+LDFLAGS  += $(SANFLAGS)
+LIBS     := -lpthread -ldl
+
+SONAME   := libjitherald.so.0
+LIB_SRC  := $(sort $(wildcard src/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_A    := $(BUILD)/libjitherald.a
+LIB_SO   := $(BUILD)/$(SONAME)
+
+# The CLI's offline tools may use libraries the library itself never needs.
+TOOL_PKGS := $(shell for p in libdw capstone msgpack-c; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
+TOOL_CFLAGS := $(if $(TOOL_PKGS),$(shell pkg-config --cflags $(TOOL_PKGS)),) \
+               $(foreach p,$(TOOL_PKGS),-DJH_HAVE_$(shell echo $(p) | tr a-z- A-Z_)=1)
+TOOL_LIBS := $(if $(TOOL_PKGS),$(shell pkg-config --libs $(TOOL_PKGS)),)
+TOOL_SRC := $(sort $(wildcard tools/*.c))
+TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+CLI      := $(BUILD)/jitherald
+
+# Examples: one program per directory under examples/.
+EXAMPLES := $(patsubst examples/%/,$(BUILD)/examples/%,$(sort $(dir $(wildcard examples/*/*.c))))
+
+# The demo JIT's compiler as a library, so tests can compile code and call it.
+MJ_SRC   := $(filter-out examples/minijit/main.c,$(sort $(wildcard examples/minijit/*.c)))
+MJ_OBJ   := $(MJ_SRC:%.c=$(BUILD)/%.o)
+MJ_A     := $(BUILD)/libminijit.a
+
+# Tests: every tests/unit/*.c and *.cc is its own program, linked with the static library
+# so it can reach internal functions; tests/integration/*.sh drive the real tools.
+UNIT_C   := $(sort $(wildcard tests/unit/*.c))
+UNIT_CC  := $(sort $(wildcard tests/unit/*.cc))
+UNIT_BIN := $(UNIT_C:tests/unit/%.c=$(BUILD)/tests/%) $(UNIT_CC:tests/unit/%.cc=$(BUILD)/tests/%)
+FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
+FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all lib cli examples tests install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports
+all: lib cli examples
+
+lib: $(LIB_A) $(LIB_SO) $(BUILD)/jitherald.pc
+cli: $(CLI)
+examples: $(EXAMPLES)
+tests: $(UNIT_BIN) $(FUZZ_BIN) all
+
+$(BUILD)/examples/minijit/%.o: examples/minijit/%.c $(wildcard examples/minijit/*.h) include/jitherald.h
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(MJ_A): $(MJ_OBJ)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/src/%.o: src/%.c $(wildcard src/*.h) include/jitherald.h
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(LIB_A): $(LIB_OBJ)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJ) src/jitherald.map
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script,src/jitherald.map \
+	    -Wl,-z,defs -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
+	$(Q)ln -sf $(SONAME) $(BUILD)/libjitherald.so
+
+$(BUILD)/jitherald.pc: jitherald.pc.in Makefile
+	@mkdir -p $(@D)
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	    -e 's|@VERSION@|$(shell sed -n 's/^#define JH_VERSION_STRING "\(.*\)"/\1/p' include/jitherald.h)|' $< > $@
+
+$(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h) $(wildcard src/*.h) include/jitherald.h
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -c $< -o $@
+
+$(CLI): $(TOOL_OBJ) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(TOOL_LIBS) $(LIBS)
+
+# Examples link against the shared library, as a user's program would.
+.SECONDEXPANSION:
+$(BUILD)/examples/%: $$(wildcard examples/%/*.c) $$(wildcard examples/%/*.h) $(LIB_SO)
+	$(call msg,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) \
+	    -L$(BUILD) -ljitherald -Wl,-rpath,'$$ORIGIN/..' $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB_A) $(MJ_A)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.cc tests/unit/check.h $(LIB_A) $(MJ_A)
+	$(call msg,CXX,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(CPPFLAGS) -Iexamples/minijit $(CXXFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
+
+# Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
+# bounded number of mutations, so every target also runs as a regression test.
+$(BUILD)/fuzz/%: fuzz/%.c fuzz/driver.c $(LIB_A) $(TOOL_OBJ)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -Itools $(LDFLAGS) -o $@ $< fuzz/driver.c \
+	    $(filter-out $(BUILD)/tools/main.o,$(TOOL_OBJ)) $(LIB_A) $(TOOL_LIBS) $(LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB_A) $(MJ_A)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS) -lm
+
+# ---- running --------------------------------------------------------------------------
+test: tests check-exports
+	@BUILD=$(BUILD) tests/run.sh
+
+test-unit: tests
+	@BUILD=$(BUILD) TIERS="unit fuzz" tests/run.sh
+
+# Sanitizer builds run the unit and fuzz tiers (the integration tier drives perf, gdb and
+# valgrind, which do not mix with sanitizer runtimes).
+asan:
+	$(MAKE) BUILD=build-asan SAN=address,undefined OPT=-O1 test-unit
+tsan:
+	$(MAKE) BUILD=build-tsan SAN=thread OPT=-O1 test-unit
+
+bench: all $(BENCH_BIN)
+	@BUILD=$(BUILD) bench/run.sh
+
+demo: all
+	@BUILD=$(BUILD) examples/demo.sh
+
+# Only jh_* and the two GDB JIT-interface symbols may leave the shared library.
+check-exports: $(LIB_SO)
+	@bad=$$(nm -D --defined-only $(LIB_SO) | awk '{print $$3}' | sed 's/@.*//' | \
+	    grep -v -e '^jh_' -e '^__jit_debug_register_code$$' -e '^__jit_debug_descriptor$$' || true); \
+	if [ -n "$$bad" ]; then echo "unexpected exports: $$bad"; exit 1; fi
+
+install: all
+	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
+	install -m 644 include/jitherald.h $(DESTDIR)$(INCDIR)/
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libjitherald.so
+	sed -e 's|^prefix=.*|prefix=$(PREFIX)|' $(BUILD)/jitherald.pc > $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc
+	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(INCDIR)/jitherald.h $(DESTDIR)$(LIBDIR)/libjitherald.* \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald
+
+clean:
+	rm -rf build build-*
+
+help:
+	@echo "make [all]         library (static + shared), CLI, examples    (V=1: full commands)"
+	@echo "make demo          run the demo JIT and show what the tools see"
+	@echo "make test          every test: unit, fuzz regression, integration with real tools"
+	@echo "make asan | tsan   unit + fuzz tiers under ASan+UBSan / TSan"
+	@echo "make bench         benchmarks beside their peers (never fails on a number)"
+	@echo "make install PREFIX=/usr/local"

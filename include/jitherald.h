@@ -1,0 +1,262 @@
+/*
+ * jitherald.h — make JIT-compiled code known to every tool that looks at a process.
+ *
+ * Describe each piece of machine code once (name, address, size, source lines, how to
+ * unwind its frame) and jitherald tells perf, gdb, lldb, valgrind, the process's own
+ * unwinder and an audit log about it, through whichever channels are switched on.
+ *
+ *     jh_ctx *jh;
+ *     struct jh_options o = { .sz = sizeof o, .engine = "myvm" };   // channels from $JITHERALD
+ *     if (jh_open(&jh, &o) < 0) ...;                                 // failing channels are not fatal
+ *     struct jh_line lines[] = { { .offset = 0, .line = 3, .file = 0 }, { 9, 4, 0, 0 } };
+ *     const char *files[] = { "fib.mini" };
+ *     struct jh_code c = { .sz = sizeof c, .name = "fib", .start = code, .size = len,
+ *                          .files = files, .nfiles = 1, .lines = lines, .nlines = 2,
+ *                          .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
+ *     uint64_t id;
+ *     jh_code_add(jh, &c, &id);        // after the bytes are written, before they run
+ *     ...
+ *     jh_code_remove(jh, id);          // before the memory is freed or reused
+ *     jh_close(jh);
+ *
+ * Conventions for every function below:
+ *   - int results are 0 on success or a negative errno (-EINVAL, -ENOMEM, ...) or one of the
+ *     JH_E* codes; jh_strerror() names both.
+ *   - Everything passed in is copied before the call returns; jitherald keeps no pointer to
+ *     caller memory except the code itself (which it reads, and never writes, except the
+ *     elfmap channel's documented page swap).
+ *   - A channel that fails (cannot create its file, disk full, debugger interface taken)
+ *     is reported once through the log callback (or stderr with JITHERALD_DEBUG=1), switched
+ *     off, and the other channels carry on; the JIT's call still succeeds. jh_channels()
+ *     tells which channels are live.
+ *   - Thread safety: every function may be called from any thread at any time on the same
+ *     context, except jh_close(), which must not race with other calls on that context.
+ *   - fork(): a child inherits the context. On its first jitherald call the child's
+ *     per-process files (perf map, jitdump, audit log) are started afresh under the child's
+ *     pid and re-announce the code that is live; in-memory registrations (debugger, unwinder)
+ *     are inherited as they are. A child that only calls exec() pays nothing.
+ */
+#ifndef JITHERALD_H
+#define JITHERALD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define JH_API __attribute__((visibility("default")))
+#else
+#define JH_API
+#endif
+
+#define JH_VERSION_MAJOR 0
+#define JH_VERSION_MINOR 1
+#define JH_VERSION_PATCH 0
+#define JH_VERSION_STRING "0.1.0"
+
+/* Returns JH_VERSION_STRING of the library actually linked. */
+JH_API const char *jh_version(void);
+
+typedef struct jh_ctx jh_ctx;
+
+/* Channels: which tools get told. */
+enum {
+    JH_PERFMAP  = 1 << 0, /* /tmp/perf-<pid>.map: perf report/top, bcc, bpftrace, samply */
+    JH_JITDUMP  = 1 << 1, /* jit-<pid>.dump for `perf record -k 1` + `perf inject --jit` */
+    JH_GDB      = 1 << 2, /* GDB/LLDB JIT interface with in-memory ELF + DWARF images */
+    JH_UNWIND   = 1 << 3, /* the process's own unwinder: C++ exceptions, backtrace() */
+    JH_ELFMAP   = 1 << 4, /* code pages re-mapped from ELF files: perf and valgrind, no post-processing */
+    JH_AUDITLOG = 1 << 5, /* always-on flight recorder, read offline with `jitherald log` */
+    JH_ALL      = 0x3f
+};
+
+/* Flags for jh_options.flags. */
+enum {
+    JH_OPT_IGNORE_ENV = 1 << 0, /* do not read JITHERALD / JITHERALD_DIR */
+    JH_OPT_STRICT     = 1 << 1  /* jh_open fails if any requested channel cannot start */
+};
+
+/* Log levels passed to jh_options.log. */
+enum { JH_LOG_ERROR = 0, JH_LOG_WARN = 1, JH_LOG_INFO = 2, JH_LOG_DEBUG = 3 };
+
+typedef void jh_log_fn(void *arg, int level, const char *msg);
+
+/*
+ * Options for jh_open(). Zero-initialise, set .sz = sizeof(struct jh_options), fill in what
+ * you need. A caller built against a newer header may pass a larger struct: the bytes past
+ * what this library knows must then be zero, or jh_open() returns -EINVAL.
+ */
+struct jh_options {
+    size_t sz;
+    /* Channels to start. Ignored when the environment variable JITHERALD is set and
+     * non-empty (unless JH_OPT_IGNORE_ENV): then it is a comma-separated list of
+     * perfmap,jitdump,gdb,unwind,elfmap,auditlog, or "all", or "none". 0 here and no
+     * JITHERALD means no channel: every call then costs a few nanoseconds. */
+    unsigned channels;
+    /* Directory for jitdump, elfmap and audit-log files. $JITHERALD_DIR wins when set;
+     * default /tmp/jitherald-<uid> (created 0700; refused if owned by someone else or a
+     * symlink). The perf map always goes to /tmp, where perf looks for it. */
+    const char *dir;
+    /* Name of the JIT engine, used in file names and logs ("jit" if NULL). */
+    const char *engine;
+    unsigned flags;         /* JH_OPT_* */
+    jh_log_fn *log;         /* NULL: messages go to stderr when JITHERALD_DEBUG is set */
+    void *log_arg;
+    /* GDB channel: functions per in-memory image (0: default, see docs/channels.md). */
+    uint32_t gdb_batch;
+    /* Audit log: size limit in bytes for the log file (0: default 256 MiB). */
+    uint64_t auditlog_limit;
+};
+
+/* One row of a line table: code at `offset` (bytes from the start of the code) and
+ * following, up to the next row, comes from files[file]:line:column (column 0: unknown). */
+struct jh_line {
+    uint32_t offset;
+    uint32_t line;
+    uint32_t column;
+    uint32_t file;
+};
+
+/* How a debugger or unwinder finds the caller's frame while the pc is in this code. */
+enum jh_unwind_kind {
+    JH_UNWIND_NONE = 0,           /* unknown: tools fall back to their own heuristics */
+    JH_UNWIND_FRAME_POINTER = 1,  /* standard prologue: push rbp; mov rbp,rsp (x86-64) or
+                                     stp x29,x30,[sp,#-16]!; mov x29,sp (arm64); the frame
+                                     pointer stays valid until the return instruction */
+    JH_UNWIND_CFI = 2             /* raw DWARF call-frame instructions (after the CIE's) */
+};
+
+/*
+ * A piece of machine code. Zero-initialise, set .sz = sizeof(struct jh_code).
+ * Only name, start and size are required.
+ */
+struct jh_code {
+    size_t sz;
+    const char *name;           /* any bytes but NUL; sanitised per channel as needed */
+    const void *start;          /* first byte of the code, already written */
+    size_t size;                /* bytes, > 0 */
+    const char *const *files;   /* source file names, referred to by jh_line.file */
+    uint32_t nfiles;
+    const struct jh_line *lines; /* sorted by offset (non-decreasing), offsets < size */
+    uint32_t nlines;
+    enum jh_unwind_kind unwind;
+    /* JH_UNWIND_FRAME_POINTER: offset just after `push rbp`, and just after `mov rbp,rsp`
+     * (0 < fp_push_end <= fp_set_end <= size). */
+    uint32_t fp_push_end, fp_set_end;
+    /* JH_UNWIND_CFI: DWARF CFA instructions for an FDE whose CIE says: code alignment 1,
+     * data alignment -8, return address register 16 (x86-64) / 30 (arm64), initial rule
+     * CFA = rsp+8, ra at cfa-8. Advance instructions count bytes from `start`. */
+    const uint8_t *cfi;
+    size_t cfi_len;
+};
+
+/* Errors of our own (negative, below any errno). */
+enum {
+    JH_EOVERLAP  = -4096, /* the range overlaps code that is still registered */
+    JH_ECHANNEL  = -4097, /* JH_OPT_STRICT: a requested channel could not start */
+    JH_EFORMAT   = -4098  /* a file being read is malformed */
+};
+
+/*
+ * Open a context. opts may be NULL (channels from $JITHERALD only). On success *ctx is
+ * set and 0 returned, even if some channels failed (unless JH_OPT_STRICT): see
+ * jh_channels(). Several contexts may coexist in one process (one per JIT engine).
+ * Thread-safe.
+ */
+JH_API int jh_open(jh_ctx **ctx, const struct jh_options *opts);
+
+/* Bit set of the channels currently live on ctx (JH_PERFMAP...). */
+JH_API unsigned jh_channels(const jh_ctx *ctx);
+
+/*
+ * Announce code. Call after the bytes are in place and before they first run (tools that
+ * copy the bytes, jitdump and elfmap, read them now). The code's range must not overlap
+ * code still registered on this context. *id (if id is not NULL) receives an identifier
+ * never reused by this context. Returns -EINVAL for a malformed description (NULL or empty
+ * name, NULL start, size 0 or wrapping, a line out of range or out of order, a file index
+ * >= nfiles, bad unwind description), JH_EOVERLAP, -ENOMEM.
+ * With no channel live, the description is validated but not stored, and ranges are not
+ * checked for overlap. Thread-safe.
+ */
+JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
+
+/*
+ * The code registered as id is going away: call before its memory is freed or reused.
+ * -ENOENT for an id that is not live. Thread-safe.
+ */
+JH_API int jh_code_remove(jh_ctx *ctx, uint64_t id);
+
+/*
+ * The code registered as id has been copied to new_start (same size, same bytes) and the
+ * old copy will no longer run. JH_EOVERLAP if the new range overlaps other live code.
+ * Thread-safe.
+ */
+JH_API int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start);
+
+/*
+ * The JIT rewrote bytes [addr, addr+len) of code it announced (patched a call site, a
+ * guard...). Channels that copied the bytes refresh them (elfmap rebuilds its image and
+ * tells valgrind to discard its translations; the audit log records the new bytes).
+ * -ENOENT if the range is not inside live code. Thread-safe.
+ */
+JH_API int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len);
+
+/*
+ * Push out anything batched (debugger images, unwind tables, file buffers) so that every
+ * tool sees all code announced so far. Channels flush on their own as needed; call this
+ * at a quiet point (after a compile batch) to choose when that work is done. Thread-safe.
+ */
+JH_API int jh_flush(jh_ctx *ctx);
+
+/*
+ * Look up the live code containing addr. Fills what is non-NULL: *id, *start, *size, and
+ * the name into name[0..name_len) (NUL-terminated, truncated if needed). -ENOENT if none
+ * (always, when no channel is live). Thread-safe.
+ */
+JH_API int jh_lookup(jh_ctx *ctx, const void *addr, uint64_t *id, const void **start,
+                     size_t *size, char *name, size_t name_len);
+
+/*
+ * Unregister everything, flush and close the channels' files, free the context. Accepts
+ * NULL. Must not race with other calls on the same context.
+ */
+JH_API void jh_close(jh_ctx *ctx);
+
+/* A static English description of err (a negative errno or JH_E*). Never NULL. */
+JH_API const char *jh_strerror(int err);
+
+/* ---- Audit log: the VM's own facts (JH_AUDITLOG; no-ops returning 0 when it is off) --- */
+
+/* An attribute of an event. */
+enum jh_attr_kind {
+    JH_ATTR_INT = 0,   /* .i */
+    JH_ATTR_UINT = 1,  /* .u */
+    JH_ATTR_DOUBLE = 2,/* .d */
+    JH_ATTR_STR = 3,   /* .s, copied */
+    JH_ATTR_ADDR = 4   /* .u: an address, typically of memory logged with jh_log_memory */
+};
+struct jh_attr {
+    const char *key;
+    enum jh_attr_kind kind;
+    union { int64_t i; uint64_t u; double d; const char *s; } v;
+};
+
+/*
+ * Snapshot size bytes at addr into the audit log, tagged with type_hint (a C type name
+ * such as "struct proto", used offline to decode the bytes with the VM binary's DWARF
+ * types; may be NULL). Thread-safe.
+ */
+JH_API int jh_log_memory(jh_ctx *ctx, const void *addr, size_t size, const char *type_hint);
+
+/* Record a timestamped event with nattrs attributes. Thread-safe. */
+JH_API int jh_log_event(jh_ctx *ctx, const char *name, const struct jh_attr *attrs,
+                        size_t nattrs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* JITHERALD_H */

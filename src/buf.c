@@ -1,0 +1,120 @@
+/* buf.c — see buf.h. */
+#include "buf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void jh__buf_free(struct jh_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+    b->err = 0;
+}
+
+int jh__buf_reserve(struct jh_buf *b, size_t extra)
+{
+    if (b->err)
+        return b->err;
+    if (extra > SIZE_MAX - b->len)
+        return b->err = -ENOMEM;
+    size_t need = b->len + extra;
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p)
+        return b->err = -ENOMEM;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+void jh__buf_put(struct jh_buf *b, const void *p, size_t n)
+{
+    if (n == 0 || jh__buf_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+void jh__buf_zeros(struct jh_buf *b, size_t n)
+{
+    if (n == 0 || jh__buf_reserve(b, n))
+        return;
+    memset(b->p + b->len, 0, n);
+    b->len += n;
+}
+
+void jh__buf_align(struct jh_buf *b, size_t a)
+{
+    if (a > 1 && b->len % a)
+        jh__buf_zeros(b, a - b->len % a);
+}
+
+void jh__buf_u8(struct jh_buf *b, uint8_t v) { jh__buf_put(b, &v, 1); }
+
+void jh__buf_u16(struct jh_buf *b, uint16_t v)
+{
+    uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+    jh__buf_put(b, x, 2);
+}
+
+void jh__buf_u32(struct jh_buf *b, uint32_t v)
+{
+    uint8_t x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    jh__buf_put(b, x, 4);
+}
+
+void jh__buf_u64(struct jh_buf *b, uint64_t v)
+{
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    jh__buf_put(b, x, 8);
+}
+
+void jh__buf_uleb(struct jh_buf *b, uint64_t v)
+{
+    do {
+        uint8_t c = v & 0x7f;
+        v >>= 7;
+        jh__buf_u8(b, c | (v ? 0x80 : 0));
+    } while (v);
+}
+
+void jh__buf_sleb(struct jh_buf *b, int64_t v)
+{
+    for (;;) {
+        uint8_t c = v & 0x7f;
+        v >>= 7;    /* arithmetic shift: gcc and clang define it for signed values */
+        if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
+            jh__buf_u8(b, c);
+            return;
+        }
+        jh__buf_u8(b, c | 0x80);
+    }
+}
+
+void jh__buf_str(struct jh_buf *b, const char *s) { jh__buf_put(b, s, strlen(s) + 1); }
+
+void jh__buf_set_u32(struct jh_buf *b, size_t at, uint32_t v)
+{
+    if (b->err || at > b->len || b->len - at < 4)
+        return;
+    for (int i = 0; i < 4; i++)
+        b->p[at + i] = (uint8_t)(v >> (8 * i));
+}
+
+void jh__buf_set_u64(struct jh_buf *b, size_t at, uint64_t v)
+{
+    if (b->err || at > b->len || b->len - at < 8)
+        return;
+    for (int i = 0; i < 8; i++)
+        b->p[at + i] = (uint8_t)(v >> (8 * i));
+}

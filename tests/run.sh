@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Runs the test tiers and ends with the line "N passed, N failed, N skipped".
+#   unit:        $BUILD/tests/*          (C and C++ programs; exit 0 = pass, 77 = skip)
+#   fuzz:        $BUILD/fuzz/fuzz_*      (replay fuzz/corpus/<name>/ + bounded mutations)
+#   integration: tests/integration/*.sh  (drive perf, gdb, lldb, valgrind...; 77 = skip)
+# A skip prints its reason. With JH_REQUIRE_ALL=1 (CI) a skip counts as a failure: on CI
+# every tool is installed, so a skip there means a missing install step.
+# ONLY=pattern runs the tests whose name contains pattern.
+set -u
+BUILD=${BUILD:-build}
+TIERS=${TIERS:-unit fuzz integration}
+export BUILD
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export JH_ROOT=$ROOT
+export JH_BUILD=$ROOT/$BUILD
+cd "$ROOT"
+pass=0 fail=0 skip=0
+failed=() skipped=()
+logdir=$(mktemp -d "${TMPDIR:-/tmp}/jh-test-logs.XXXXXX")
+
+run_one() { # name timeout cmd...
+    local name=$1 t=$2; shift 2
+    case "$name" in *"${ONLY:-}"*) ;; *) return ;; esac
+    local log="$logdir/${name//\//_}.log" start=$SECONDS rc
+    timeout -k 10 "$t" "$@" >"$log" 2>&1
+    rc=$?
+    local dt=$((SECONDS - start))
+    if [ $rc -eq 0 ]; then
+        pass=$((pass + 1)); printf 'PASS  %-44s %3ss\n' "$name" "$dt"
+    elif [ $rc -eq 77 ]; then
+        local why; why=$(grep -m1 '^SKIP' "$log" || echo "SKIP (no reason given)")
+        if [ "${JH_REQUIRE_ALL:-0}" = 1 ]; then
+            fail=$((fail + 1)); failed+=("$name")
+            printf 'FAIL  %-44s skipped, but JH_REQUIRE_ALL=1: %s\n' "$name" "$why"
+        else
+            skip=$((skip + 1)); skipped+=("$name: $why")
+            printf 'SKIP  %-44s %s\n' "$name" "$why"
+        fi
+    else
+        fail=$((fail + 1)); failed+=("$name")
+        [ $rc -eq 124 ] && echo "(timed out after ${t}s)" >>"$log"
+        printf 'FAIL  %-44s rc=%s, log follows\n' "$name" "$rc"
+        tail -n 60 "$log" | sed 's/^/    | /'
+    fi
+}
+
+for tier in $TIERS; do
+    case $tier in
+    unit)
+        for t in "$BUILD"/tests/*; do
+            [ -x "$t" ] && [ -f "$t" ] || continue
+            run_one "unit/$(basename "$t")" 300 "$t"
+        done ;;
+    fuzz)
+        for t in "$BUILD"/fuzz/fuzz_*; do
+            [ -x "$t" ] || continue
+            n=$(basename "$t")
+            run_one "fuzz/$n" 300 "$t" -runs="${JH_FUZZ_RUNS:-20000}" "fuzz/corpus/${n#fuzz_}"
+        done ;;
+    integration)
+        for t in tests/integration/*.sh; do
+            [ -f "$t" ] || continue
+            run_one "integration/$(basename "$t" .sh)" 900 bash "$t"
+        done ;;
+    esac
+done
+
+if [ ${#skipped[@]} -gt 0 ]; then
+    echo; echo "!!! ${#skipped[@]} test(s) SKIPPED — these checks did NOT run:"
+    printf '!!!   %s\n' "${skipped[@]}"
+fi
+[ ${#failed[@]} -gt 0 ] && { echo; echo "failed: ${failed[*]}  (logs in $logdir)"; }
+echo
+if [ $skip -gt 0 ]; then
+    echo "$pass passed, $fail failed, $skip skipped"
+else
+    echo "$pass passed, $fail failed"
+fi
+[ $fail -eq 0 ] && [ $((pass + fail)) -gt 0 ]
