@@ -93,6 +93,7 @@ struct jh_entry *jh__reg_ceil(const struct jh_registry *r, uintptr_t addr); /* f
 bool jh__reg_overlaps(const struct jh_registry *r, uintptr_t start, size_t size,
                       const struct jh_entry *except);
 void jh__reg_fini(struct jh_registry *r);                         /* frees nothing but tables */
+void jh__reg_rekey(struct jh_registry *r, struct jh_entry *e, uintptr_t new_start);
 /* In address order: for (e = jh__reg_ceil(r, 0); e; e = jh__reg_next(r, e)) */
 struct jh_entry *jh__reg_next(const struct jh_registry *r, const struct jh_entry *e);
 

@@ -1,0 +1,243 @@
+/*
+ * registry.c — the live-code registry every channel shares: address → code for overlap
+ * checks, lookups and in-order walks (GDB batches, unwind groups, elfmap pages), and
+ * id → code for remove/move.
+ *
+ * Sized for a million entries: an intrusive AVL tree (no allocation per insert, depth ≤ 1.44
+ * log2 n ≈ 29 at 1M) and an id table in 4096-slot chunks indexed directly by id (ids are
+ * issued in order and never reused; a chunk is freed when its last entry goes, so a JIT
+ * that churns through ids keeps memory proportional to what is live plus one pointer per
+ * 4096 ids ever issued).
+ */
+#include <stdlib.h>
+
+#include "internal.h"
+
+static int height(const struct jh_entry *e) { return e ? e->height : 0; }
+
+static void fix_height(struct jh_entry *e)
+{
+    int l = height(e->left), r = height(e->right);
+    e->height = 1 + (l > r ? l : r);
+}
+
+static struct jh_entry *rotate_right(struct jh_entry *e)
+{
+    struct jh_entry *l = e->left;
+    e->left = l->right;
+    l->right = e;
+    fix_height(e);
+    fix_height(l);
+    return l;
+}
+
+static struct jh_entry *rotate_left(struct jh_entry *e)
+{
+    struct jh_entry *r = e->right;
+    e->right = r->left;
+    r->left = e;
+    fix_height(e);
+    fix_height(r);
+    return r;
+}
+
+static struct jh_entry *balance(struct jh_entry *e)
+{
+    fix_height(e);
+    int bf = height(e->left) - height(e->right);
+    if (bf > 1) {
+        if (height(e->left->left) < height(e->left->right))
+            e->left = rotate_left(e->left);
+        return rotate_right(e);
+    }
+    if (bf < -1) {
+        if (height(e->right->right) < height(e->right->left))
+            e->right = rotate_right(e->right);
+        return rotate_left(e);
+    }
+    return e;
+}
+
+static struct jh_entry *insert(struct jh_entry *t, struct jh_entry *e)
+{
+    if (!t)
+        return e;
+    if (e->start < t->start)
+        t->left = insert(t->left, e);
+    else
+        t->right = insert(t->right, e);
+    return balance(t);
+}
+
+static struct jh_entry *remove_min(struct jh_entry *t, struct jh_entry **min)
+{
+    if (!t->left) {
+        *min = t;
+        return t->right;
+    }
+    t->left = remove_min(t->left, min);
+    return balance(t);
+}
+
+static struct jh_entry *erase(struct jh_entry *t, const struct jh_entry *e)
+{
+    if (!t)
+        return NULL;
+    if (t == e) {
+        if (!t->right)
+            return t->left;
+        struct jh_entry *m;
+        struct jh_entry *r = remove_min(t->right, &m);
+        m->left = t->left;
+        m->right = r;
+        return balance(m);
+    }
+    if (e->start < t->start)
+        t->left = erase(t->left, e);
+    else
+        t->right = erase(t->right, e);
+    return balance(t);
+}
+
+/* Greatest start <= addr. */
+static struct jh_entry *floor_entry(const struct jh_registry *r, uintptr_t addr)
+{
+    struct jh_entry *t = r->root, *best = NULL;
+    while (t) {
+        if (t->start <= addr) {
+            best = t;
+            t = t->right;
+        } else {
+            t = t->left;
+        }
+    }
+    return best;
+}
+
+struct jh_entry *jh__reg_ceil(const struct jh_registry *r, uintptr_t addr)
+{
+    struct jh_entry *t = r->root, *best = NULL;
+    while (t) {
+        if (t->start >= addr) {
+            best = t;
+            t = t->left;
+        } else {
+            t = t->right;
+        }
+    }
+    return best;
+}
+
+struct jh_entry *jh__reg_next(const struct jh_registry *r, const struct jh_entry *e)
+{
+    struct jh_entry *t = r->root, *best = NULL;
+    while (t) {
+        if (t->start > e->start) {
+            best = t;
+            t = t->left;
+        } else {
+            t = t->right;
+        }
+    }
+    return best;
+}
+
+struct jh_entry *jh__reg_find(const struct jh_registry *r, uintptr_t addr)
+{
+    struct jh_entry *e = floor_entry(r, addr);
+    return e && addr - e->start < e->size ? e : NULL;
+}
+
+bool jh__reg_overlaps(const struct jh_registry *r, uintptr_t start, size_t size,
+                      const struct jh_entry *except)
+{
+    /* Live ranges never overlap each other, so only the last entry starting at or before
+     * our end can reach into us — and the one before it, when that last one is `except`. */
+    uintptr_t last = start + size - 1;
+    struct jh_entry *e = floor_entry(r, last);
+    if (e == except && e)
+        e = e->start ? floor_entry(r, e->start - 1) : NULL;
+    return e && e->start + e->size > start;
+}
+
+static struct jh_entry **id_slot(const struct jh_registry *r, uint64_t id)
+{
+    uint64_t chunk = id / JH_ID_CHUNK;
+    if (chunk >= r->idtab_chunks || !r->idtab[chunk])
+        return NULL;
+    return &r->idtab[chunk][id % JH_ID_CHUNK];
+}
+
+struct jh_entry *jh__reg_by_id(const struct jh_registry *r, uint64_t id)
+{
+    struct jh_entry **s = id_slot(r, id);
+    return s ? *s : NULL;
+}
+
+int jh__reg_insert(struct jh_registry *r, struct jh_entry *e)
+{
+    if (jh__reg_overlaps(r, e->start, e->size, NULL))
+        return JH_EOVERLAP;
+    uint64_t chunk = e->id / JH_ID_CHUNK;
+    if (chunk >= r->idtab_chunks) {
+        size_t n = r->idtab_chunks ? r->idtab_chunks : 16;
+        while (n <= chunk)
+            n *= 2;
+        struct jh_entry ***t = realloc(r->idtab, n * sizeof *t);
+        if (!t)
+            return -ENOMEM;
+        for (size_t i = r->idtab_chunks; i < n; i++)
+            t[i] = NULL;
+        r->idtab = t;
+        r->idtab_chunks = n;
+    }
+    if (!r->idtab[chunk]) {
+        r->idtab[chunk] = calloc(JH_ID_CHUNK + 1, sizeof(struct jh_entry *));
+        if (!r->idtab[chunk])
+            return -ENOMEM;
+    }
+    /* The extra slot at the end of each chunk counts its live entries. */
+    r->idtab[chunk][e->id % JH_ID_CHUNK] = e;
+    r->idtab[chunk][JH_ID_CHUNK] = (struct jh_entry *)((uintptr_t)r->idtab[chunk][JH_ID_CHUNK] + 1);
+    e->left = e->right = NULL;
+    e->height = 1;
+    r->root = insert(r->root, e);
+    r->count++;
+    return 0;
+}
+
+void jh__reg_erase(struct jh_registry *r, struct jh_entry *e)
+{
+    r->root = erase(r->root, e);
+    r->count--;
+    uint64_t chunk = e->id / JH_ID_CHUNK;
+    struct jh_entry **c = r->idtab[chunk];
+    c[e->id % JH_ID_CHUNK] = NULL;
+    uintptr_t live = (uintptr_t)c[JH_ID_CHUNK] - 1;
+    c[JH_ID_CHUNK] = (struct jh_entry *)live;
+    if (live == 0) {
+        free(c);
+        r->idtab[chunk] = NULL;
+    }
+}
+
+/* Re-key e after its start changed (jh_code_move): the caller checked overlaps. */
+void jh__reg_rekey(struct jh_registry *r, struct jh_entry *e, uintptr_t new_start)
+{
+    r->root = erase(r->root, e);
+    e->start = new_start;
+    e->left = e->right = NULL;
+    e->height = 1;
+    r->root = insert(r->root, e);
+}
+
+void jh__reg_fini(struct jh_registry *r)
+{
+    for (size_t i = 0; i < r->idtab_chunks; i++)
+        free(r->idtab[i]);
+    free(r->idtab);
+    r->idtab = NULL;
+    r->idtab_chunks = 0;
+    r->root = NULL;
+    r->count = 0;
+}
