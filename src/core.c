@@ -606,11 +606,10 @@ void jh_close(jh_ctx *ctx)
         ctx->chan[i].state = NULL;
     }
     atomic_store(&ctx->live, 0);
-    struct jh_entry *e = jh__reg_ceil(&ctx->reg, 0);
-    while (e) {
-        struct jh_entry *next = jh__reg_next(&ctx->reg, e);
+    while (ctx->reg.root) {
+        struct jh_entry *e = ctx->reg.root;
+        jh__reg_erase(&ctx->reg, e);
         entry_free(e);
-        e = next;
     }
     jh__reg_fini(&ctx->reg);
     unlock(ctx);
