@@ -30,7 +30,7 @@ static struct {
     pthread_mutex_t lock;
     int fd;
     int refs;
-    pid_t pid;
+    unsigned fork_gen;          /* jh__fork_gen when opened: no getpid() per line */
 } pm = { PTHREAD_MUTEX_INITIALIZER, -1, 0, 0 };
 
 struct perfmap {
@@ -40,9 +40,10 @@ struct perfmap {
 /* Lock held. The file is (re)opened for the current pid: a fork child gets its own. */
 static int perfmap_file(void)
 {
-    pid_t pid = getpid();
-    if (pm.fd >= 0 && pm.pid == pid)
+    unsigned gen = atomic_load_explicit(&jh__fork_gen, memory_order_relaxed);
+    if (pm.fd >= 0 && pm.fork_gen == gen)
         return pm.fd;
+    pid_t pid = getpid();
     if (pm.fd >= 0)
         close(pm.fd);
     pm.fd = -1;
@@ -52,7 +53,7 @@ static int perfmap_file(void)
     if (fd < 0)
         return fd;
     pm.fd = fd;
-    pm.pid = pid;
+    pm.fork_gen = gen;
     return fd;
 }
 
