@@ -103,7 +103,9 @@ struct jh_options {
     /* Name of the JIT engine, used in file names and logs ("jit" if NULL). */
     const char *engine;
     unsigned flags;         /* JH_OPT_* */
-    jh_log_fn *log;         /* NULL: messages go to stderr when JITHERALD_DEBUG is set */
+    /* NULL: messages go to stderr when JITHERALD_DEBUG is set. Called from inside
+     * jitherald calls, with a context lock held: it must not call jitherald. */
+    jh_log_fn *log;
     void *log_arg;
     /* GDB channel: functions per in-memory image (0: default, see docs/channels.md). */
     uint32_t gdb_batch;

@@ -416,6 +416,8 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
     }
     e->id = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
     err = jh__reg_insert(&ctx->reg, e);
+    if (!err)
+        atomic_store_explicit(&ctx->stored, true, memory_order_release);
     if (err) {
         unlock(ctx);
         entry_free(e);
@@ -437,15 +439,14 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
 /* Ids handed out while no channel was live were never stored: accept them silently. */
 static int unknown_id(jh_ctx *ctx, uint64_t id)
 {
-    return id && id < atomic_load(&ctx->next_id) && ctx->reg.count == 0 &&
-           !atomic_load(&ctx->live) ? 0 : -ENOENT;
+    return id && id < atomic_load(&ctx->next_id) && !atomic_load(&ctx->stored) ? 0 : -ENOENT;
 }
 
 int jh_code_remove(jh_ctx *ctx, uint64_t id)
 {
     if (!ctx)
         return -EINVAL;
-    if (!atomic_load_explicit(&ctx->live, memory_order_relaxed) && ctx->reg.count == 0)
+    if (!atomic_load_explicit(&ctx->stored, memory_order_acquire))
         return id && id < atomic_load(&ctx->next_id) ? 0 : -ENOENT;
     lock(ctx);
     struct jh_entry *e = jh__reg_by_id(&ctx->reg, id);

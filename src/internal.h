@@ -106,6 +106,7 @@ struct jh_ctx {
     } chan[JH_NCHAN];
     struct jh_registry reg;
     _Atomic uint64_t next_id;
+    _Atomic bool stored;        /* the registry has held an entry: ids must be checked */
     unsigned fork_gen;          /* jh__fork_gen when files were last (re)opened */
     char *dir;                  /* for jitdump, elfmap, auditlog; created on first use */
     bool dir_ready;
