@@ -152,6 +152,16 @@ asan:
 tsan:
 	$(MAKE) BUILD=build-tsan SAN=thread OPT=-O1 test-unit
 
+# Open-ended fuzzing with libFuzzer (clang): `make fuzz` builds build-fuzz/fuzz/*; run one
+# with e.g. build-fuzz/fuzz/fuzz_jitdump fuzz/corpus/jitdump -max_total_time=600.
+fuzz:
+	@mkdir -p build-fuzz/fuzz
+	$(MAKE) BUILD=build-fuzz CC=clang SAN=address,undefined OPT=-O1 lib $(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)
+	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); echo "  FUZZ   build-fuzz/fuzz/$$n"; \
+	    clang $(CPPFLAGS) $(TOOL_CFLAGS) -Itools -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -o build-fuzz/fuzz/$$n $$f $(filter-out build-fuzz/tools/main.o,$(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)) \
+	    build-fuzz/libjitherald.a $(TOOL_LIBS) $(LIBS) || exit 1; done
+
 bench: all $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh
 
@@ -186,4 +196,5 @@ help:
 	@echo "make test          every test: unit, fuzz regression, integration with real tools"
 	@echo "make asan | tsan   unit + fuzz tiers under ASan+UBSan / TSan"
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
+	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
 	@echo "make install PREFIX=/usr/local"
