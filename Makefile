@@ -48,7 +48,7 @@ EXAMPLES := $(patsubst examples/%/,$(BUILD)/examples/%,$(sort $(dir $(wildcard e
 
 # The demo JIT's compiler as a library, so tests can compile code and call it.
 MJ_SRC   := $(filter-out examples/minijit/main.c,$(sort $(wildcard examples/minijit/*.c)))
-MJ_OBJ   := $(MJ_SRC:%.c=$(BUILD)/%.o)
+MJ_OBJ   := $(MJ_SRC:examples/minijit/%.c=$(BUILD)/obj/minijit/%.o)
 MJ_A     := $(BUILD)/libminijit.a
 
 # Tests: every tests/unit/*.c and *.cc is its own program, linked with the static library
@@ -69,7 +69,7 @@ cli: $(CLI)
 examples: $(EXAMPLES)
 tests: $(UNIT_BIN) $(FUZZ_BIN) all
 
-$(BUILD)/examples/minijit/%.o: examples/minijit/%.c $(wildcard examples/minijit/*.h) include/jitherald.h
+$(BUILD)/obj/minijit/%.o: examples/minijit/%.c $(wildcard examples/minijit/*.h) include/jitherald.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
