@@ -1,0 +1,356 @@
+/*
+ * test_auditlog.c — the audit-log channel written through the public API and read back by
+ * the CLI's reader (tools/log_read.c, compiled in): code records with their bytes and line
+ * tables, memory snapshots, events with every attribute kind, patch/move/remove, the size
+ * limit and its record, four threads at once, a fork child's own log, and logs cut by
+ * SIGKILL or by a frame that was never finished.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "jitherald.h"
+#include "../../tools/log_read.c"
+
+static char dir[256];
+
+static jh_ctx *open_ctx(const char *engine, uint64_t limit)
+{
+    jh_ctx *ctx = NULL;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_AUDITLOG, .dir = dir, .engine = engine,
+                            .flags = JH_OPT_IGNORE_ENV, .auditlog_limit = limit };
+    CHECK_EQ(jh_open(&ctx, &o), 0);
+    CHECK_EQ(jh_channels(ctx), JH_AUDITLOG);
+    return ctx;
+}
+
+static uint8_t *slurp(const char *engine, pid_t pid, size_t *n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-%d.jhlog", dir, engine, (int)pid);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "no log %s\n", path);
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
+    *n = fread(p, 1, (size_t)len, f);
+    fclose(f);
+    return p;
+}
+
+static const struct log_rec *nth(const struct log_file *lf, enum log_rec_kind k, int n)
+{
+    for (size_t i = 0; i < lf->nrecs; i++)
+        if (lf->recs[i].kind == k && n-- == 0)
+            return &lf->recs[i];
+    return NULL;
+}
+
+static const uint8_t fn_bytes[] = { 0x55, 0x48, 0x89, 0xe5, 0xb8, 0x2a, 0, 0, 0, 0x5d, 0xc3 };
+
+struct thing { uint32_t a; uint64_t b; char name[8]; };
+
+static void test_roundtrip(void)
+{
+    jh_ctx *ctx = open_ctx("rt", 0);
+    uint8_t *code = mmap(NULL, 8192, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memcpy(code, fn_bytes, sizeof fn_bytes);
+    const char *files[] = { "t.mini", "u.mini" };
+    struct jh_line lines[] = { { 0, 3, 1, 0 }, { 4, 4, 0, 1 }, { 9, 5, 0, 0 } };
+    struct jh_code c = { .sz = sizeof c, .name = "answer", .start = code, .size = sizeof fn_bytes,
+                         .files = files, .nfiles = 2, .lines = lines, .nlines = 3,
+                         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
+    uint64_t id;
+    CHECK_EQ(jh_code_add(ctx, &c, &id), 0);
+    struct thing t = { 7, 1ull << 40, "thing" };
+    CHECK_EQ(jh_log_memory(ctx, &t, sizeof t, "struct thing"), 0);
+    CHECK_EQ(jh_log_memory(ctx, &t, 0, NULL), 0);
+    struct jh_attr at[] = {
+        { "i", JH_ATTR_INT, { .i = -5 } }, { "big", JH_ATTR_INT, { .i = INT64_MIN } },
+        { "u", JH_ATTR_UINT, { .u = 300 } }, { "d", JH_ATTR_DOUBLE, { .d = 1.5 } },
+        { "s", JH_ATTR_STR, { .s = "why not" } }, { "n", JH_ATTR_STR, { .s = NULL } },
+        { "obj", JH_ATTR_ADDR, { .u = (uintptr_t)&t } },
+    };
+    CHECK_EQ(jh_log_event(ctx, "compile", at, 7), 0);
+    CHECK_EQ(jh_log_event(ctx, "empty", NULL, 0), 0);
+    struct jh_attr badk = { NULL, JH_ATTR_INT, { .i = 1 } };
+    CHECK_EQ(jh_log_event(ctx, "bad", &badk, 1), -EINVAL);
+    code[5] = 0x2b;
+    CHECK_EQ(jh_code_patched(ctx, code + 5, 1), 0);
+    memcpy(code + 4096, code, sizeof fn_bytes);
+    CHECK_EQ(jh_code_move(ctx, id, code + 4096), 0);
+    CHECK_EQ(jh_code_remove(ctx, id), 0);
+    jh_close(ctx);
+
+    size_t n;
+    uint8_t *d = slurp("rt", getpid(), &n);
+    CHECK(d != NULL);
+    if (!d)
+        return;
+    struct log_file lf;
+    char err[256];
+    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK_EQ(lf.version, 1);
+    CHECK_EQ(lf.pid, getpid());
+    CHECK_STR(lf.engine, "rt");
+    CHECK(lf.closed);
+    CHECK_EQ(lf.cut, 0);
+    CHECK_EQ(lf.bad, 0);
+    CHECK_EQ(lf.resyncs, 0);
+    CHECK_EQ(lf.nfns, 1);
+    /* header, add, 2 memory, 2 events, patched, move, remove, close */
+    CHECK_EQ(lf.nrecs, 10);
+    if (lf.nfns == 1) {
+        const struct log_fn *fn = &lf.fns[0];
+        CHECK_STR(fn->name, "answer");
+        CHECK_EQ(fn->id, id);
+        CHECK_EQ(fn->start, (uintptr_t)code);
+        CHECK_EQ(fn->cur_start, (uintptr_t)code + 4096);
+        CHECK_EQ(fn->size, sizeof fn_bytes);
+        CHECK(!memcmp(fn->code, fn_bytes, sizeof fn_bytes));
+        CHECK(fn->patched && fn->patched[5] == 0x2b);
+        CHECK(fn->removed);
+        CHECK_EQ(fn->nmoves, 1);
+        CHECK_EQ(fn->nlines, 3);
+        CHECK_EQ(fn->nfiles, 2);
+        CHECK_STR(fn->unwind, "frame_pointer");
+        CHECK_EQ(fn->fp_set_end, 4);
+        uint32_t line = 0;
+        CHECK_STR(log_fn_line(fn, 5, &line), "u.mini");
+        CHECK_EQ(line, 4);
+        CHECK(log_fn_at(&lf, (uintptr_t)code + 4096 + 3, SIZE_MAX) == fn);
+        CHECK(log_fn_named(&lf, "answer") == fn);
+    }
+    CHECK_EQ(lf.nmems, 2);
+    if (lf.nmems == 2) {
+        CHECK_EQ(lf.mems[0].addr, (uintptr_t)&t);
+        CHECK_EQ(lf.mems[0].size, sizeof t);
+        CHECK(!memcmp(lf.mems[0].data, &t, sizeof t));
+        CHECK_STR(lf.mems[0].hint, "struct thing");
+        CHECK(lf.mems[1].hint == NULL);
+        CHECK(log_mem_at(&lf, (uintptr_t)&t + 4, 4, SIZE_MAX) == &lf.mems[0]);
+    }
+    const struct log_rec *ev = nth(&lf, LR_EVENT, 0);
+    CHECK(ev != NULL);
+    if (ev) {
+        struct mpv attrs, v;
+        CHECK_EQ(mp_get(&ev->map, "attrs", &attrs), 0);
+        CHECK_EQ(attrs.n, 7);
+        CHECK(mp_get(&attrs, "i", &v) == 0 && v.t == MPV_INT && v.v.i == -5);
+        CHECK(mp_get(&attrs, "big", &v) == 0 && v.t == MPV_INT && v.v.i == INT64_MIN);
+        CHECK(mp_get(&attrs, "u", &v) == 0 && v.t == MPV_UINT && v.v.u == 300);
+        CHECK(mp_get(&attrs, "d", &v) == 0 && v.t == MPV_DOUBLE && v.v.d == 1.5);
+        CHECK(mp_get(&attrs, "s", &v) == 0 && mp_str_eq(&v, "why not"));
+        CHECK(mp_get(&attrs, "n", &v) == 0 && v.t == MPV_NIL);
+        uint64_t a = 0;
+        CHECK(mp_get_u64(&attrs, "obj", &a) && a == (uintptr_t)&t);
+        CHECK(ev->thread == (uint32_t)getpid());
+        CHECK(ev->time >= lf.t0);
+    }
+    /* A frame whose first byte never got written (the writer died mid-record) is skipped
+     * by its length, and everything after it still reads. */
+    const struct log_rec *mem = nth(&lf, LR_MEMORY, 0);
+    size_t total = lf.nrecs;
+    if (mem) {
+        size_t off = (size_t)mem->off;
+        d[off] = 0;
+        log_free(&lf);
+        CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK_EQ(lf.cut, 1);
+        CHECK_EQ(lf.nrecs, total - 1);
+        CHECK(lf.closed);
+        /* ...also when even its length was never written: the reader resyncs. */
+        memset(d + off, 0, 5);
+        log_free(&lf);
+        CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK_EQ(lf.nrecs, total - 1);
+        CHECK(lf.closed);
+    }
+    log_free(&lf);
+    /* Truncated anywhere: never a crash, never a record past the cut. */
+    for (size_t cut = 0; cut < n; cut += 7) {
+        if (log_parse(&lf, d, cut, err, sizeof err) == 0)
+            log_free(&lf);
+    }
+    free(d);
+    munmap(code, 8192);
+}
+
+static void test_limit(void)
+{
+    jh_ctx *ctx = open_ctx("lim", 64 << 10);
+    static uint8_t blob[1000];
+    int ok = 0;
+    for (int i = 0; i < 200; i++)
+        ok += jh_log_memory(ctx, blob, sizeof blob, "blob") == 0;
+    CHECK_EQ(ok, 200);          /* the VM never sees an error for a full log */
+    jh_close(ctx);
+    size_t n;
+    uint8_t *d = slurp("lim", getpid(), &n);
+    if (!d)
+        return;
+    CHECK(n <= 64 << 10);
+    struct log_file lf;
+    char err[256];
+    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK(lf.limit_hit);
+    CHECK(lf.closed);
+    CHECK(lf.nmems > 50 && lf.nmems < 70);
+    CHECK_EQ(lf.dropped, 200 - lf.nmems);
+    log_free(&lf);
+    free(d);
+}
+
+#define NTHREADS 4
+#define PER_THREAD 20000
+static jh_ctx *tctx;
+static void *worker(void *arg)
+{
+    for (int i = 0; i < PER_THREAD; i++) {
+        struct jh_attr a[] = { { "w", JH_ATTR_UINT, { .u = (uintptr_t)arg } }, { "i", JH_ATTR_INT, { .i = i } } };
+        jh_log_event(tctx, "tick", a, 2);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    tctx = open_ctx("thr", 0);
+    pthread_t th[NTHREADS];
+    for (uintptr_t i = 0; i < NTHREADS; i++)
+        pthread_create(&th[i], NULL, worker, (void *)i);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+    jh_close(tctx);
+    size_t n;
+    uint8_t *d = slurp("thr", getpid(), &n);
+    if (!d)
+        return;
+    struct log_file lf;
+    char err[256];
+    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK_EQ(lf.nrecs, NTHREADS * PER_THREAD + 2);
+    CHECK_EQ(lf.cut + lf.bad + lf.resyncs, 0);
+    /* Per thread, the events appear in the order that thread logged them. */
+    int64_t last[NTHREADS] = { -1, -1, -1, -1 };
+    int inorder = 1;
+    for (size_t i = 0; i < lf.nrecs; i++) {
+        struct mpv attrs;
+        uint64_t w;
+        struct mpv iv;
+        if (lf.recs[i].kind != LR_EVENT || mp_get(&lf.recs[i].map, "attrs", &attrs) < 0 ||
+            !mp_get_u64(&attrs, "w", &w) || w >= NTHREADS || mp_get(&attrs, "i", &iv) < 0)
+            continue;
+        int64_t v = iv.t == MPV_UINT ? (int64_t)iv.v.u : iv.v.i;
+        inorder &= v == last[w] + 1;
+        last[w] = v;
+    }
+    CHECK(inorder);
+    log_free(&lf);
+    free(d);
+}
+
+/* kill -9 right after the last call: every record up to it is readable. */
+static void test_killed(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        jh_ctx *ctx = open_ctx("kill", 0);
+        for (int i = 0; i < 1000; i++) {
+            struct jh_attr a = { "i", JH_ATTR_INT, { .i = i } };
+            jh_log_event(ctx, "step", &a, 1);
+        }
+        raise(SIGKILL);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    size_t n;
+    uint8_t *d = slurp("kill", pid, &n);
+    if (!d)
+        return;
+    struct log_file lf;
+    char err[256];
+    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK(!lf.closed);
+    CHECK_EQ(lf.nrecs, 1001);   /* header + 1000 events, the last one included */
+    CHECK_EQ(lf.cut, 0);
+    log_free(&lf);
+    free(d);
+}
+
+/* A fork child writes its own log, starting with the code that is live; the parent's log
+ * never sees the child's records. */
+static void test_fork(void)
+{
+    jh_ctx *ctx = open_ctx("fork", 0);
+    uint8_t *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memcpy(code, fn_bytes, sizeof fn_bytes);
+    struct jh_code c = { .sz = sizeof c, .name = "inherited", .start = code, .size = sizeof fn_bytes };
+    CHECK_EQ(jh_code_add(ctx, &c, NULL), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        jh_log_event(ctx, "in_child", NULL, 0);   /* first call after fork: no lock taken */
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    jh_log_event(ctx, "in_parent", NULL, 0);
+    jh_close(ctx);
+    size_t n;
+    uint8_t *d = slurp("fork", pid, &n);
+    struct log_file lf;
+    char err[256];
+    if (d) {
+        CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK_EQ(lf.parent_pid, getpid());
+        CHECK_EQ(lf.nfns, 1);
+        CHECK(lf.nfns == 1 && !strcmp(lf.fns[0].name, "inherited"));
+        const struct log_rec *ev = nth(&lf, LR_EVENT, 0);
+        CHECK(ev && mp_get_str(&ev->map, "event", &(const char *){ 0 }, &(uint32_t){ 0 }));
+        CHECK(ev && ev->thread == (uint32_t)pid);
+        log_free(&lf);
+        free(d);
+    }
+    d = slurp("fork", getpid(), &n);
+    if (d) {
+        CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK(lf.closed);
+        const struct log_rec *ev = nth(&lf, LR_EVENT, 0);
+        const char *s = "";
+        uint32_t sl = 0;
+        CHECK(ev && mp_get_str(&ev->map, "event", &s, &sl) && sl == 9 && !memcmp(s, "in_parent", 9));
+        CHECK(nth(&lf, LR_EVENT, 1) == NULL);
+        log_free(&lf);
+        free(d);
+    }
+    munmap(code, 4096);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/jh-test-auditlog.XXXXXX");
+    if (!mkdtemp(dir))
+        SKIP("mkdtemp");
+    test_roundtrip();
+    test_limit();
+    test_threads();
+    test_killed();
+    test_fork();
+    if (getenv("KEEP")) return check_done();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return check_done();
+}

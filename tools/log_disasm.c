@@ -1,0 +1,128 @@
+/*
+ * log_disasm.c — a logged function's code, disassembled with capstone and interleaved
+ * with its source lines, as `objdump -dl` would show it for ahead-of-time code:
+ *
+ *     fib  #1  0x7f3a1c000000  62 bytes  added 0.000412 s, live  (frame_pointer)
+ *     fib.mini:1
+ *       7f3a1c000000:  55                    push   rbp
+ *       7f3a1c000001:  48 89 e5              mov    rbp, rsp
+ *
+ * Code bytes come from the log (with later patches applied), so this works long after the
+ * process is gone. Without capstone the bytes are dumped in hex.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "log.h"
+
+#ifdef JH_HAVE_CAPSTONE
+#include <capstone/capstone.h>
+#endif
+
+static void put(FILE *f, bool html, const char *s)
+{
+    if (html)
+        html_escape(f, s, strlen(s));
+    else
+        fputs(s, f);
+}
+
+static void header(const struct log_file *lf, const struct log_fn *fn, FILE *f, bool html)
+{
+    char buf[256];
+    if (html) {
+        fputs("<div class=fnhead>", f);
+        put(f, true, fn->name);
+    } else {
+        fputs(fn->name, f);
+    }
+    snprintf(buf, sizeof buf, "  #%" PRIu64 "  0x%" PRIx64 "  %" PRIu64 " bytes  added %.6f s, ", fn->id,
+             fn->cur_start, fn->size, log_secs(lf, fn->t_add));
+    put(f, html, buf);
+    if (fn->removed)
+        snprintf(buf, sizeof buf, "removed %.6f s", log_secs(lf, fn->t_remove));
+    else
+        snprintf(buf, sizeof buf, "live at the end");
+    put(f, html, buf);
+    snprintf(buf, sizeof buf, "  (%s%s%s)", fn->unwind, fn->nmoves ? ", moved" : "",
+             fn->npatches ? ", patched" : "");
+    put(f, html, buf);
+    fputs(html ? "</div>\n<pre class=asm>" : "\n", f);
+}
+
+/* The source line that starts at off, if a new one does. */
+static void line_mark(const struct log_fn *fn, uint64_t off, uint64_t len, const char **last_file,
+                      uint32_t *last_line, FILE *f, bool html)
+{
+    for (uint32_t i = 0; i < fn->nlines; i++) {
+        const struct log_line *l = &fn->lines[i];
+        if (l->offset < off || l->offset >= off + (len ? len : 1) || l->file >= fn->nfiles)
+            continue;
+        const char *file = fn->files[l->file];
+        if (file == *last_file && l->line == *last_line)
+            continue;
+        *last_file = file;
+        *last_line = l->line;
+        char buf[64];
+        snprintf(buf, sizeof buf, ":%u", l->line);
+        if (html) {
+            fputs("<span class=src>", f);
+            put(f, true, file);
+            fputs(buf, f);
+            fputs("</span>\n", f);
+        } else {
+            fprintf(f, "%s%s\n", file, buf);
+        }
+    }
+}
+
+int disasm_print(const struct log_file *lf, const struct log_fn *fn, FILE *f, bool html)
+{
+    const uint8_t *code = log_fn_code(fn);
+    const char *last_file = NULL;
+    uint32_t last_line = 0;
+    char buf[256];
+    header(lf, fn, f, html);
+#ifdef JH_HAVE_CAPSTONE
+    csh cs;
+    cs_arch arch = CS_ARCH_X86;
+    cs_mode mode = CS_MODE_64;
+    if (lf->arch && !strcmp(lf->arch, "aarch64")) {
+        arch = CS_ARCH_ARM64;
+        mode = CS_MODE_ARM;
+    }
+    if (cs_open(arch, mode, &cs) == CS_ERR_OK) {
+        cs_option(cs, CS_OPT_SKIPDATA, CS_OPT_ON);   /* data in code: show it and go on */
+        cs_insn *insn = cs_malloc(cs);
+        const uint8_t *p = code;
+        size_t left = fn->size;
+        uint64_t pc = fn->cur_start;
+        while (insn && left && cs_disasm_iter(cs, &p, &left, &pc, insn)) {
+            uint64_t off = insn->address - fn->cur_start;
+            line_mark(fn, off, insn->size, &last_file, &last_line, f, html);
+            int k = snprintf(buf, sizeof buf, "  %12" PRIx64 ":  ", insn->address);
+            for (int j = 0; j < insn->size && j < 10 && k < 200; j++)
+                k += snprintf(buf + k, sizeof buf - (size_t)k, "%02x ", insn->bytes[j]);
+            snprintf(buf + k, sizeof buf - (size_t)k, "%*s%s %s\n", k < 48 ? 48 - k : 1, "",
+                     insn->mnemonic, insn->op_str);
+            put(f, html, buf);
+        }
+        cs_free(insn, 1);
+        cs_close(&cs);
+        if (html)
+            fputs("</pre>\n", f);
+        return 0;
+    }
+#endif
+    for (uint64_t off = 0; off < fn->size; off += 16) {
+        line_mark(fn, off, 16, &last_file, &last_line, f, html);
+        int k = snprintf(buf, sizeof buf, "  %12" PRIx64 ": ", fn->cur_start + off);
+        for (uint64_t j = off; j < off + 16 && j < fn->size; j++)
+            k += snprintf(buf + k, sizeof buf - (size_t)k, " %02x", code[j]);
+        snprintf(buf + k, sizeof buf - (size_t)k, "\n");
+        put(f, html, buf);
+    }
+    if (html)
+        fputs("</pre>\n", f);
+    return 0;
+}

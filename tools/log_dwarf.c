@@ -1,0 +1,473 @@
+/*
+ * log_dwarf.c — a logged memory block decoded as the C type its hint names, using the
+ * DWARF type information of the VM's own binary (libdw), RaptorJIT-Studio style:
+ *
+ *     $ jitherald log minijit-4242.jhlog show 0x55d0c0a8e2a0 --vm ./minijit
+ *     struct mj_function @ 0x55d0c0a8e2a0, 96 bytes (record 5, 0.000433 s)
+ *       name = 0x55d0c0a8e300 -> "fib"
+ *       nparams = 1
+ *       code = 0x7f3a1c000000 -> fib+0x0
+ *       next = 0x55d0c0a8e1a0 -> struct mj_function {
+ *         ...
+ *
+ * Pointers are followed into other memory logged up to the same moment (the latest
+ * snapshot at or before the record being shown): a char pointer shows the string, a struct
+ * pointer the struct (to a small depth, never twice the same), a code pointer the logged
+ * function it points into. Every field's offset and size is checked against the snapshot
+ * before its bytes are read: a hint that lies, or a binary that does not match, shows
+ * "(outside the snapshot)" and never reads past the logged bytes.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#ifdef JH_HAVE_LIBDW
+#include <elfutils/libdw.h>
+
+/* The DWARF constants used here (DWARF 5 spec, section 7). Not <dwarf.h>: -Isrc puts the
+ * project's own src/dwarf.h (the encoder) first on the include path. */
+enum {
+    L_TAG_structure_type = 0x13,
+    L_TAG_union_type = 0x17,
+    L_TAG_enumeration_type = 0x04,
+    L_TAG_typedef = 0x16,
+    L_TAG_base_type = 0x24,
+    L_TAG_pointer_type = 0x0f,
+    L_TAG_const_type = 0x26,
+    L_TAG_volatile_type = 0x35,
+    L_TAG_array_type = 0x01,
+    L_TAG_subroutine_type = 0x15,
+    L_TAG_member = 0x0d,
+    L_TAG_enumerator = 0x28,
+    L_AT_declaration = 0x3c,
+    L_AT_type = 0x49,
+    L_AT_encoding = 0x3e,
+    L_AT_data_member_location = 0x38,
+    L_AT_data_bit_offset = 0x6b,
+    L_AT_const_value = 0x1c,
+    L_ATE_boolean = 0x02,
+    L_ATE_float = 0x04,
+    L_ATE_signed = 0x05,
+    L_ATE_signed_char = 0x06,
+    L_ATE_unsigned = 0x07,
+    L_ATE_unsigned_char = 0x08,
+};
+
+struct dwarf_types {
+    int fd;
+    Dwarf *dw;
+};
+
+struct dwarf_types *dwarf_open(const char *vm, char *err, size_t errlen)
+{
+    int fd = open(vm, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open", vm);
+        return NULL;
+    }
+    Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
+    if (!dw) {
+        snprintf(err, errlen, "%s: no DWARF debug information (%s)", vm, dwarf_errmsg(-1));
+        close(fd);
+        return NULL;
+    }
+    struct dwarf_types *dt = calloc(1, sizeof *dt);
+    if (!dt) {
+        dwarf_end(dw);
+        close(fd);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    dt->fd = fd;
+    dt->dw = dw;
+    return dt;
+}
+
+void dwarf_close(struct dwarf_types *dt)
+{
+    if (!dt)
+        return;
+    dwarf_end(dt->dw);
+    close(dt->fd);
+    free(dt);
+}
+
+/* "struct foo" / "union foo" / "enum foo" / "foo" (typedef or base type). */
+static int find_type(struct dwarf_types *dt, const char *hint, Dwarf_Die *out)
+{
+    int want = 0;
+    const char *name = hint;
+    while (*name == ' ')
+        name++;
+    if (!strncmp(name, "struct ", 7)) { want = L_TAG_structure_type; name += 7; }
+    else if (!strncmp(name, "union ", 6)) { want = L_TAG_union_type; name += 6; }
+    else if (!strncmp(name, "enum ", 5)) { want = L_TAG_enumeration_type; name += 5; }
+    while (*name == ' ')
+        name++;
+    Dwarf_Off off = 0, next;
+    size_t hsize;
+    while (dwarf_nextcu(dt->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+        Dwarf_Die cu, d;
+        if (dwarf_offdie(dt->dw, off + hsize, &cu) && dwarf_child(&cu, &d) == 0) {
+            do {
+                int tag = dwarf_tag(&d);
+                const char *n = dwarf_diename(&d);
+                if (!n || strcmp(n, name) || dwarf_hasattr(&d, L_AT_declaration))
+                    continue;
+                if (want ? tag == want : (tag == L_TAG_typedef || tag == L_TAG_base_type ||
+                                          tag == L_TAG_structure_type)) {
+                    *out = d;
+                    return 0;
+                }
+            } while (dwarf_siblingof(&d, &d) == 0);
+        }
+        off = next;
+    }
+    return -1;
+}
+
+static int type_of(Dwarf_Die *die, Dwarf_Die *out)
+{
+    Dwarf_Attribute a;
+    return dwarf_attr_integrate(die, L_AT_type, &a) && dwarf_formref_die(&a, out) ? 0 : -1;
+}
+
+static bool attr_u(Dwarf_Die *die, unsigned name, Dwarf_Word *v)
+{
+    Dwarf_Attribute a;
+    return dwarf_attr_integrate(die, name, &a) && dwarf_formudata(&a, v) == 0;
+}
+
+/* The type as written, for display: "struct foo *", "uint32_t", "char [16]". */
+static void type_name(Dwarf_Die *t, char *buf, size_t len, int depth)
+{
+    const char *n = dwarf_diename(t);
+    Dwarf_Die sub;
+    int tag = dwarf_tag(t);
+    if (depth > 6) {
+        snprintf(buf, len, "...");
+        return;
+    }
+    switch (tag) {
+    case L_TAG_structure_type: snprintf(buf, len, "struct %s", n ? n : "<anon>"); return;
+    case L_TAG_union_type: snprintf(buf, len, "union %s", n ? n : "<anon>"); return;
+    case L_TAG_enumeration_type: snprintf(buf, len, "enum %s", n ? n : "<anon>"); return;
+    case L_TAG_pointer_type:
+        if (type_of(t, &sub) == 0) {
+            type_name(&sub, buf, len, depth + 1);
+            size_t k = strlen(buf);
+            snprintf(buf + k, len - k, " *");
+        } else {
+            snprintf(buf, len, "void *");
+        }
+        return;
+    case L_TAG_const_type:
+    case L_TAG_volatile_type:
+        if (type_of(t, &sub) == 0) {
+            type_name(&sub, buf, len, depth + 1);
+        } else {
+            snprintf(buf, len, "void");
+        }
+        return;
+    case L_TAG_array_type:
+        if (type_of(t, &sub) == 0)
+            type_name(&sub, buf, len, depth + 1);
+        else
+            snprintf(buf, len, "?");
+        size_t k = strlen(buf);
+        snprintf(buf + k, len - k, " []");
+        return;
+    case L_TAG_subroutine_type: snprintf(buf, len, "function"); return;
+    default: snprintf(buf, len, "%s", n ? n : "?");
+    }
+}
+
+struct ctx {
+    struct dwarf_types *dt;
+    const struct log_file *lf;
+    size_t at;
+    FILE *f;
+    uint64_t seen[8];           /* structs being printed: never twice (cycles) */
+    int nseen;
+};
+
+static void indent(FILE *f, int n) { fprintf(f, "%*s", 2 * n, ""); }
+
+static uint64_t load(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    memcpy(&v, p, n < 8 ? n : 8);   /* the VM's byte order is ours (checked by arch) */
+    return v;
+}
+
+static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t avail,
+                        uint64_t addr, int depth);
+
+static void print_string_at(struct ctx *c, uint64_t a)
+{
+    const struct log_mem *m = log_mem_at(c->lf, a, 1, c->at);
+    if (!m) {
+        fprintf(c->f, " (string not logged)");
+        return;
+    }
+    const uint8_t *s = m->data + (a - m->addr);
+    size_t max = m->size - (a - m->addr), n = 0;
+    while (n < max && n < 200 && s[n])
+        n++;
+    fputs(" -> \"", c->f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(c->f, s[i] >= 0x20 && s[i] < 0x7f && s[i] != '"' && s[i] != '\\' ? "%c" : "\\x%02x", s[i]);
+    fputs(n == max ? "\"... (snapshot ends)" : "\"", c->f);
+}
+
+static void print_pointer(struct ctx *c, Dwarf_Die *type, uint64_t v, int depth)
+{
+    fprintf(c->f, "0x%" PRIx64, v);
+    if (!v)
+        return;
+    Dwarf_Die to, peeled;
+    const struct log_fn *fn = log_fn_at(c->lf, v, c->at);
+    if (fn) {
+        fprintf(c->f, " -> %s+0x%" PRIx64, fn->name, v - fn->cur_start);
+        return;
+    }
+    if (type_of(type, &to) < 0 || dwarf_peel_type(&to, &peeled) != 0)
+        return;
+    int tag = dwarf_tag(&peeled);
+    Dwarf_Word enc = 0;
+    if (tag == L_TAG_base_type && attr_u(&peeled, L_AT_encoding, &enc) &&
+        (enc == L_ATE_signed_char || enc == L_ATE_unsigned_char) && dwarf_bytesize(&peeled) == 1) {
+        print_string_at(c, v);
+        return;
+    }
+    if (tag != L_TAG_structure_type && tag != L_TAG_union_type)
+        return;
+    int size = dwarf_bytesize(&peeled);
+    const struct log_mem *m = size > 0 ? log_mem_at(c->lf, v, (uint64_t)size, c->at) : NULL;
+    if (!m)
+        return;
+    for (int i = 0; i < c->nseen; i++)
+        if (c->seen[i] == v) {
+            fprintf(c->f, " (shown above)");
+            return;
+        }
+    if (depth >= 3 || c->nseen == 8) {
+        fprintf(c->f, " (logged: show 0x%" PRIx64 ")", v);
+        return;
+    }
+    fprintf(c->f, " -> ");
+    print_value(c, &peeled, m->data + (v - m->addr), m->size - (v - m->addr), v, depth);
+}
+
+static void print_members(struct ctx *c, Dwarf_Die *st, const uint8_t *p, size_t avail,
+                          uint64_t addr, int depth)
+{
+    Dwarf_Die mem, mt;
+    if (dwarf_child(st, &mem) != 0)
+        return;
+    do {
+        if (dwarf_tag(&mem) != L_TAG_member)
+            continue;
+        const char *name = dwarf_diename(&mem);
+        Dwarf_Word off = 0;
+        attr_u(&mem, L_AT_data_member_location, &off);
+        indent(c->f, depth + 1);
+        fprintf(c->f, "%s = ", name ? name : "<anon>");
+        if (type_of(&mem, &mt) < 0) {
+            fprintf(c->f, "?\n");
+            continue;
+        }
+        int bits = dwarf_bitsize(&mem);
+        if (bits > 0) {
+            Dwarf_Word bo = 0;
+            if (!attr_u(&mem, L_AT_data_bit_offset, &bo))
+                bo = off * 8;
+            if (bits > 64 || bo / 8 >= avail) {
+                fprintf(c->f, "(outside the snapshot)\n");
+                continue;
+            }
+            size_t nb = (bo % 8 + (size_t)bits + 7) / 8;
+            if (bo / 8 + nb > avail) {
+                fprintf(c->f, "(outside the snapshot)\n");
+                continue;
+            }
+            unsigned __int128 w = 0;
+            for (size_t i = 0; i < nb; i++)
+                w |= (unsigned __int128)p[bo / 8 + i] << (8 * i);
+            uint64_t v = (uint64_t)(w >> (bo % 8)) & (bits == 64 ? ~0ull : ((1ull << bits) - 1));
+            fprintf(c->f, "%" PRIu64 "\n", v);
+            continue;
+        }
+        if (off > avail) {
+            fprintf(c->f, "(outside the snapshot)\n");
+            continue;
+        }
+        print_value(c, &mt, p + off, avail - off, addr + off, depth + 1);
+        fputc('\n', c->f);
+    } while (dwarf_siblingof(&mem, &mem) == 0);
+}
+
+static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t avail,
+                        uint64_t addr, int depth)
+{
+    Dwarf_Die t, sub;
+    if (dwarf_peel_type(type, &t) != 0) {
+        fprintf(c->f, "?");
+        return;
+    }
+    int tag = dwarf_tag(&t);
+    Dwarf_Word size = 0;
+    if (dwarf_aggregate_size(&t, &size) != 0)
+        size = 0;
+    if (tag == L_TAG_subroutine_type)
+        size = 0;
+    if (size > avail) {
+        fprintf(c->f, "(outside the snapshot: %" PRIu64 " bytes needed, %zu logged)", (uint64_t)size, avail);
+        return;
+    }
+    char tn[256];
+    switch (tag) {
+    case L_TAG_base_type: {
+        Dwarf_Word enc = 0;
+        attr_u(&t, L_AT_encoding, &enc);
+        if (enc == L_ATE_float && size == 8) {
+            double d;
+            memcpy(&d, p, 8);
+            fprintf(c->f, "%g", d);
+        } else if (enc == L_ATE_float && size == 4) {
+            float fl;
+            memcpy(&fl, p, 4);
+            fprintf(c->f, "%g", fl);
+        } else if (enc == L_ATE_boolean) {
+            fprintf(c->f, "%s", load(p, size) ? "true" : "false");
+        } else if ((enc == L_ATE_signed || enc == L_ATE_signed_char) && size && size <= 8) {
+            int sh = 64 - 8 * (int)size;
+            int64_t v = sh ? (int64_t)(load(p, size) << sh) >> sh : (int64_t)load(p, size);
+            fprintf(c->f, "%" PRId64, v);
+        } else if (size && size <= 8) {
+            fprintf(c->f, "%" PRIu64, load(p, size));
+        } else {
+            fprintf(c->f, "<%" PRIu64 " bytes>", (uint64_t)size);
+        }
+        break;
+    }
+    case L_TAG_enumeration_type: {
+        int64_t v = size && size <= 8 ? (int64_t)load(p, size) : 0;
+        if (size == 4)
+            v = (int32_t)v;
+        fprintf(c->f, "%" PRId64, v);
+        Dwarf_Die e;
+        if (dwarf_child(&t, &e) == 0) {
+            do {
+                Dwarf_Attribute a;
+                Dwarf_Sword sv;
+                if (dwarf_tag(&e) == L_TAG_enumerator && dwarf_attr(&e, L_AT_const_value, &a) &&
+                    dwarf_formsdata(&a, &sv) == 0 && sv == v) {
+                    fprintf(c->f, " (%s)", dwarf_diename(&e) ? dwarf_diename(&e) : "?");
+                    break;
+                }
+            } while (dwarf_siblingof(&e, &e) == 0);
+        }
+        break;
+    }
+    case L_TAG_pointer_type:
+        print_pointer(c, &t, load(p, size ? size : 8), depth);
+        break;
+    case L_TAG_structure_type:
+    case L_TAG_union_type:
+        type_name(&t, tn, sizeof tn, 0);
+        fprintf(c->f, "%s {\n", tn);
+        if (c->nseen < 8)
+            c->seen[c->nseen++] = addr;
+        print_members(c, &t, p, avail, addr, depth);
+        indent(c->f, depth);
+        fputc('}', c->f);
+        break;
+    case L_TAG_array_type: {
+        Dwarf_Die et, ep;
+        if (type_of(&t, &et) < 0 || dwarf_peel_type(&et, &ep) != 0) {
+            fprintf(c->f, "?");
+            break;
+        }
+        Dwarf_Word esize = 0;
+        if (dwarf_aggregate_size(&ep, &esize) != 0 || esize == 0) {
+            fprintf(c->f, "[?]");
+            break;
+        }
+        uint64_t n = size / esize;
+        Dwarf_Word enc = 0;
+        if (dwarf_tag(&ep) == L_TAG_base_type && esize == 1 && attr_u(&ep, L_AT_encoding, &enc) &&
+            (enc == L_ATE_signed_char || enc == L_ATE_unsigned_char)) {
+            fputc('"', c->f);
+            for (uint64_t i = 0; i < n && p[i]; i++)
+                fprintf(c->f, p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' ? "%c" : "\\x%02x", p[i]);
+            fputc('"', c->f);
+            break;
+        }
+        fputc('[', c->f);
+        for (uint64_t i = 0; i < n && i < 16; i++) {
+            if (i)
+                fputs(", ", c->f);
+            print_value(c, &ep, p + i * esize, avail - i * esize, addr + i * esize, depth + 1);
+        }
+        fputs(n > 16 ? ", ...]" : "]", c->f);
+        break;
+    }
+    default:
+        (void)sub;
+        type_name(&t, tn, sizeof tn, 0);
+        fprintf(c->f, "<%s>", tn);
+    }
+}
+
+int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct log_mem *m,
+                size_t at, FILE *out, bool html)
+{
+    Dwarf_Die type;
+    if (!m->hint || find_type(dt, m->hint, &type) < 0) {
+        fprintf(out, html ? "<p class=warn>type %s not found in the VM binary's DWARF</p>\n"
+                          : "type %s not found in the VM binary's DWARF\n",
+                m->hint ? m->hint : "(no hint)");
+        return -1;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = html ? open_memstream(&text, &len) : out;
+    if (!f)
+        return -1;
+    struct ctx c = { .dt = dt, .lf = lf, .at = at < m->rec ? m->rec : at, .f = f };
+    fprintf(f, "%s @ 0x%" PRIx64 ", %u bytes (record %zu, %.6f s)\n", m->hint, m->addr, m->size,
+            m->rec, log_secs(lf, m->time));
+    print_value(&c, &type, m->data, m->size, m->addr, 0);
+    fputc('\n', f);
+    if (html) {
+        fclose(f);
+        fputs("<pre class=struct>", out);
+        html_escape(out, text, len);
+        fputs("</pre>\n", out);
+        free(text);
+    }
+    return 0;
+}
+
+#else /* !JH_HAVE_LIBDW */
+
+struct dwarf_types *dwarf_open(const char *vm, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "built without libdw: cannot read types from %s", vm);
+    return NULL;
+}
+
+void dwarf_close(struct dwarf_types *dt) { (void)dt; }
+
+int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct log_mem *m,
+                size_t at, FILE *out, bool html)
+{
+    (void)dt; (void)lf; (void)m; (void)at; (void)out; (void)html;
+    return -1;
+}
+#endif

@@ -1,0 +1,129 @@
+/*
+ * log_export.c — perf's inputs regenerated from an audit log, after the fact:
+ *
+ *     $ jitherald log minijit-4242.jhlog to-perfmap > /tmp/perf-4242.map
+ *     $ perf report -i perf.data            # names JIT samples though no map was written live
+ *
+ *     $ jitherald log minijit-4242.jhlog to-jitdump -o ~/.debug/jit/.../jit-4242.dump
+ *     $ perf inject --jit -i perf.data -o perf.jit.data
+ *
+ * perf reads the perf map lazily at report time, so a run recorded with only the audit log
+ * can still be profiled: write the map under the pid the log names. perf inject only reads
+ * a jitdump the process mapped while perf recorded (it finds it through that mmap event),
+ * so to-jitdump serves a run that had the jitdump channel on, or any other consumer.
+ *
+ * Records follow the log's order with its CLOCK_MONOTONIC timestamps (perf record -k 1).
+ * A function's LOAD carries its bytes as they stood at the end of the log (patches applied:
+ * jitdump has no record for a patch); code_index is the log's id, never reused. DEBUG_INFO
+ * precedes its LOAD and holds absolute addresses (no +0x40: see FACTS.md).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "log.h"
+
+int export_perfmap(const struct log_file *lf, FILE *f)
+{
+    for (size_t i = 0; i < lf->nrecs; i++) {
+        const struct log_rec *r = &lf->recs[i];
+        if ((r->kind != LR_CODE_ADD && r->kind != LR_CODE_MOVE) || r->ref < 0)
+            continue;
+        const struct log_fn *fn = &lf->fns[r->ref];
+        uint64_t start = fn->start;
+        if (r->kind == LR_CODE_MOVE && !mp_get_u64(&r->map, "start", &start))
+            continue;
+        /* perf drops the last character of each line and reads the name to its end. */
+        fprintf(f, "%" PRIx64 " %" PRIx64 " ", start, fn->size);
+        for (const char *c = fn->name; *c; c++)
+            fputc(*c == '\n' || *c == '\r' ? ' ' : *c, f);
+        fputc('\n', f);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* ---- jitdump (perf's tools/perf/util/jitdump.h, version 1) ----------------------------- */
+enum { JIT_LOAD = 0, JIT_MOVE = 1, JIT_DEBUG_INFO = 2, JIT_CLOSE = 3 };
+
+static void w32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
+static void w64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
+static void pad(FILE *f, size_t n) { static const uint8_t z[8]; fwrite(z, 1, n, f); }
+static size_t pad8(size_t n) { return (8 - n % 8) % 8; }
+
+static void rec_header(FILE *f, uint32_t id, size_t total, uint64_t ts)
+{
+    w32(f, id);
+    w32(f, (uint32_t)total);
+    w64(f, ts);
+}
+
+static void debug_info(FILE *f, const struct log_fn *fn, uint64_t start, uint64_t ts)
+{
+    size_t total = 16 + 16;
+    for (uint32_t i = 0; i < fn->nlines; i++)
+        total += 16 + strlen(fn->files[fn->lines[i].file]) + 1;
+    size_t p = pad8(total);
+    rec_header(f, JIT_DEBUG_INFO, total + p, ts);
+    w64(f, start);
+    w64(f, fn->nlines);
+    for (uint32_t i = 0; i < fn->nlines; i++) {
+        const struct log_line *l = &fn->lines[i];
+        const char *file = fn->files[l->file];
+        w64(f, start + l->offset);
+        w32(f, l->line);
+        w32(f, 0);
+        fwrite(file, 1, strlen(file) + 1, f);
+    }
+    pad(f, p);
+}
+
+int export_jitdump(const struct log_file *lf, FILE *f)
+{
+    uint32_t mach = lf->arch && !strcmp(lf->arch, "aarch64") ? 183 : 62;   /* EM_AARCH64 : EM_X86_64 */
+    w32(f, 0x4A695444);
+    w32(f, 1);
+    w32(f, 40);
+    w32(f, mach);
+    w32(f, 0);
+    w32(f, (uint32_t)lf->pid);
+    w64(f, lf->t0);
+    w64(f, 0);
+    uint64_t last = lf->t0;
+    for (size_t i = 0; i < lf->nrecs; i++) {
+        const struct log_rec *r = &lf->recs[i];
+        last = r->time > last ? r->time : last;
+        if ((r->kind != LR_CODE_ADD && r->kind != LR_CODE_MOVE) || r->ref < 0)
+            continue;
+        const struct log_fn *fn = &lf->fns[r->ref];
+        if (r->kind == LR_CODE_ADD) {
+            if (fn->nlines)
+                debug_info(f, fn, fn->start, r->time);
+            size_t nlen = strlen(fn->name) + 1;
+            size_t total = 16 + 40 + nlen + fn->size;
+            size_t p = pad8(total);
+            rec_header(f, JIT_LOAD, total + p, r->time);
+            w32(f, (uint32_t)lf->pid);
+            w32(f, r->thread ? r->thread : (uint32_t)lf->pid);
+            w64(f, fn->start);
+            w64(f, fn->start);
+            w64(f, fn->size);
+            w64(f, fn->id);
+            fwrite(fn->name, 1, nlen, f);
+            fwrite(log_fn_code(fn), 1, fn->size, f);
+            pad(f, p);
+        } else {
+            uint64_t from = 0, to = 0;
+            if (!mp_get_u64(&r->map, "old_start", &from) || !mp_get_u64(&r->map, "start", &to))
+                continue;
+            rec_header(f, JIT_MOVE, 16 + 48, r->time);
+            w32(f, (uint32_t)lf->pid);
+            w32(f, r->thread ? r->thread : (uint32_t)lf->pid);
+            w64(f, to);
+            w64(f, from);
+            w64(f, to);
+            w64(f, fn->size);
+            w64(f, fn->id);
+        }
+    }
+    rec_header(f, JIT_CLOSE, 16, last);
+    return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,234 @@
+/*
+ * log_report.c — `jitherald log FILE report -o report.html`: one self-contained page (no
+ * script, no external file) that a person browses instead of reading hex:
+ *
+ *   - a summary (engine, pid, whether the log was closed or cut by a crash, limit hits);
+ *   - a timeline (inline SVG): one bar per function from load to unload, events as ticks;
+ *   - the table of functions with sizes, lifetimes and source (table id "functions");
+ *   - per function, its disassembly with source lines (<details>, closed by default);
+ *   - the events, with address attributes linked to the memory they refer to;
+ *   - the logged memory, decoded as C structs when the VM binary's DWARF is at hand.
+ *
+ * Big logs are cut to the first REPORT_MAX of each list, and the page says so.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define REPORT_MAX 500
+#define TL_ROWS 60
+
+static void esc(FILE *f, const char *s) { html_escape(f, s ? s : "", s ? strlen(s) : 0); }
+
+static const char css[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}"
+    "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d0d7de}"
+    ".sum{color:#57606a}.bad{color:#b42318;font-weight:600}.ok{color:#1a7f37}"
+    "table{border-collapse:collapse;font-size:13px;background:#fff}"
+    "th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left}th{background:#f0f3f6}"
+    "td.n{text-align:right;font-variant-numeric:tabular-nums}"
+    "pre{background:#fff;border:1px solid #d0d7de;padding:8px;overflow-x:auto;font-size:12px}"
+    ".src{color:#0550ae;font-weight:600}.fnhead{font-family:monospace;margin-top:6px}"
+    "details{margin:4px 0}summary{cursor:pointer;font-family:monospace}"
+    "svg{background:#fff;border:1px solid #d0d7de}.warn{color:#9a6700}";
+
+static void fmt_secs(FILE *f, const struct log_file *lf, uint64_t t) { fprintf(f, "%.6f", log_secs(lf, t)); }
+
+static void timeline(const struct log_file *lf, FILE *f)
+{
+    uint64_t t0 = lf->t0, t1 = t0 + 1;
+    for (size_t i = 0; i < lf->nrecs; i++)
+        if (lf->recs[i].time > t1)
+            t1 = lf->recs[i].time;
+    size_t rows = lf->nfns < TL_ROWS ? lf->nfns : TL_ROWS;
+    const int W = 900, left = 160, lane = 14, top = 24;
+    int H = top + (int)rows * lane + 40;
+    double span = (double)(t1 - t0);
+#define X(t) (left + (double)((t) < t0 ? 0 : (t) - t0) / span * (W - left - 10))
+    fprintf(f, "<svg id=timeline width=%d height=%d viewBox='0 0 %d %d' xmlns='http://www.w3.org/2000/svg'>\n",
+            W, H, W, H);
+    fprintf(f, "<text x=4 y=14 font-size=11 fill='#57606a'>0 s</text>"
+               "<text x=%d y=14 font-size=11 text-anchor=end fill='#57606a'>%.6f s</text>\n",
+            W - 10, span / 1e9);
+    for (size_t i = 0; i < rows; i++) {
+        const struct log_fn *fn = &lf->fns[i];
+        double x0 = X(fn->t_add), x1 = X(fn->removed ? fn->t_remove : t1);
+        int y = top + (int)i * lane;
+        fprintf(f, "<text x=4 y=%d font-size=11 font-family=monospace>", y + 10);
+        char name[24];
+        snprintf(name, sizeof name, "%s", fn->name);
+        esc(f, name);
+        fprintf(f, "</text><rect x=%.1f y=%d width=%.1f height=%d rx=2 fill='%s'><title>", x0, y + 2,
+                x1 - x0 < 2 ? 2 : x1 - x0, lane - 4, fn->removed ? "#8c959f" : "#2f81f7");
+        esc(f, fn->name);
+        fprintf(f, " #%" PRIu64 ", %" PRIu64 " bytes</title></rect>\n", fn->id, fn->size);
+    }
+    int ey = top + (int)rows * lane + 8;
+    fprintf(f, "<text x=4 y=%d font-size=11>events</text>\n", ey + 10);
+    size_t ne = 0;
+    for (size_t i = 0; i < lf->nrecs && ne < 2000; i++) {
+        const struct log_rec *r = &lf->recs[i];
+        if (r->kind != LR_EVENT && r->kind != LR_LIMIT)
+            continue;
+        ne++;
+        fprintf(f, "<line x1=%.1f x2=%.1f y1=%d y2=%d stroke='%s'/>", X(r->time), X(r->time), ey, ey + 14,
+                r->kind == LR_LIMIT ? "#b42318" : "#bf8700");
+    }
+    fputs("</svg>\n", f);
+    if (lf->nfns > rows)
+        fprintf(f, "<p class=sum>timeline shows the first %zu of %zu functions</p>\n", rows, lf->nfns);
+#undef X
+}
+
+static void fn_table(const struct log_file *lf, FILE *f)
+{
+    fputs("<table id=functions><thead><tr><th>id</th><th>name</th><th>address</th><th>size</th>"
+          "<th>added (s)</th><th>removed (s)</th><th>lifetime (s)</th><th>source</th><th>notes</th>"
+          "</tr></thead><tbody>\n", f);
+    uint64_t tend = lf->nrecs ? lf->recs[lf->nrecs - 1].time : lf->t0;
+    for (size_t i = 0; i < lf->nfns && i < REPORT_MAX; i++) {
+        const struct log_fn *fn = &lf->fns[i];
+        fprintf(f, "<tr><td class=n>%" PRIu64 "</td><td><a href='#fn-%zu'>", fn->id, i);
+        esc(f, fn->name);
+        fprintf(f, "</a></td><td>0x%" PRIx64 "</td><td class=n>%" PRIu64 "</td><td class=n>", fn->cur_start,
+                fn->size);
+        fmt_secs(f, lf, fn->t_add);
+        fputs("</td><td class=n>", f);
+        if (fn->removed)
+            fmt_secs(f, lf, fn->t_remove);
+        else
+            fputs("live", f);
+        uint64_t end = fn->removed ? fn->t_remove : tend;
+        fprintf(f, "</td><td class=n>%.6f</td><td>", end > fn->t_add ? (double)(end - fn->t_add) / 1e9 : 0.0);
+        uint32_t line;
+        const char *file = log_fn_line(fn, 0, &line);
+        if (file) {
+            esc(f, file);
+            fprintf(f, ":%u", line);
+        }
+        fprintf(f, "</td><td>%s%s%s</td></tr>\n", fn->unwind, fn->nmoves ? ", moved" : "",
+                fn->npatches ? ", patched" : "");
+    }
+    fputs("</tbody></table>\n", f);
+    if (lf->nfns > REPORT_MAX)
+        fprintf(f, "<p class=sum>first %d of %zu functions</p>\n", REPORT_MAX, lf->nfns);
+}
+
+static void events(const struct log_file *lf, FILE *f)
+{
+    fputs("<table id=events><thead><tr><th>#</th><th>time (s)</th><th>thread</th><th>event</th>"
+          "<th>attributes</th></tr></thead><tbody>\n", f);
+    size_t n = 0;
+    for (size_t i = 0; i < lf->nrecs && n < REPORT_MAX; i++) {
+        const struct log_rec *r = &lf->recs[i];
+        if (r->kind != LR_EVENT)
+            continue;
+        n++;
+        const char *s = "";
+        uint32_t sl = 0;
+        mp_get_str(&r->map, "event", &s, &sl);
+        fprintf(f, "<tr><td class=n>%zu</td><td class=n>", i);
+        fmt_secs(f, lf, r->time);
+        fprintf(f, "</td><td class=n>%u</td><td>", r->thread);
+        html_escape(f, s, sl);
+        fputs("</td><td>", f);
+        struct mpv attrs, k, v;
+        if (mp_get(&r->map, "attrs", &attrs) == 0 && attrs.t == MPV_MAP) {
+            const uint8_t *it = attrs.p;
+            for (uint32_t j = 0; j < attrs.n && mp_next(&attrs, &it, &k) == 0 && mp_next(&attrs, &it, &v) == 0; j++) {
+                if (j)
+                    fputs(", ", f);
+                if (k.t == MPV_STR)
+                    html_escape(f, (const char *)k.p, k.n);
+                fputc('=', f);
+                if (v.t == MPV_EXT && v.ext == 1 && v.n == 8) {
+                    uint64_t a = 0;
+                    for (int b = 0; b < 8; b++)
+                        a = a << 8 | v.p[b];
+                    const struct log_mem *m = log_mem_at(lf, a, 1, i);
+                    const struct log_fn *fn = log_fn_at(lf, a, i);
+                    if (m && m->addr == a)
+                        fprintf(f, "<a href='#mem-%zu'>0x%" PRIx64 "</a>", (size_t)(m - lf->mems), a);
+                    else if (fn)
+                        fprintf(f, "<a href='#fn-%zu'>0x%" PRIx64 "</a>", (size_t)(fn - lf->fns), a);
+                    else
+                        fprintf(f, "0x%" PRIx64, a);
+                } else {
+                    char *txt = NULL;
+                    size_t len = 0;
+                    FILE *mf = open_memstream(&txt, &len);
+                    if (mf) {
+                        mp_print(mf, &v, 1);
+                        fclose(mf);
+                        html_escape(f, txt, len);
+                        free(txt);
+                    }
+                }
+            }
+        }
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+}
+
+int report_html(const struct log_file *lf, struct dwarf_types *dt, FILE *f)
+{
+    fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>jitherald audit log: ", f);
+    esc(f, lf->engine);
+    fprintf(f, " pid %" PRIu64 "</title><style>%s</style></head><body>\n", lf->pid, css);
+    fputs("<h1>Audit log: ", f);
+    esc(f, lf->engine);
+    fprintf(f, ", pid %" PRIu64 "</h1>\n<p class=sum>", lf->pid);
+    esc(f, lf->exe);
+    size_t nev = 0, live = 0;
+    for (size_t i = 0; i < lf->nrecs; i++)
+        nev += lf->recs[i].kind == LR_EVENT;
+    for (size_t i = 0; i < lf->nfns; i++)
+        live += !lf->fns[i].removed;
+    fprintf(f, " &middot; %s &middot; format version %" PRIu64 " &middot; %zu records: %zu functions "
+               "(%zu live at the end), %zu memory snapshots, %zu events</p>\n<p>",
+            lf->arch ? lf->arch : "?", lf->version, lf->nrecs, lf->nfns, live, lf->nmems, nev);
+    if (lf->closed)
+        fputs("<span class=ok>closed cleanly</span>", f);
+    else
+        fputs("<span class=bad>not closed: the process ended without jh_close (crash or kill)</span>", f);
+    if (lf->cut)
+        fprintf(f, " &middot; <span class=bad>%zu record(s) cut mid-write</span>", lf->cut);
+    if (lf->limit_hit || lf->dropped)
+        fprintf(f, " &middot; <span class=bad>size limit of %" PRIu64 " bytes reached, %" PRIu64
+                   " record(s) dropped</span>", lf->limit, lf->dropped);
+    fputs("</p>\n<h2>Timeline</h2>\n", f);
+    timeline(lf, f);
+    fputs("<h2>Functions</h2>\n", f);
+    fn_table(lf, f);
+    fputs("<h2>Events</h2>\n", f);
+    events(lf, f);
+    fputs("<h2>Code</h2>\n", f);
+    for (size_t i = 0; i < lf->nfns && i < REPORT_MAX; i++) {
+        fprintf(f, "<details id='fn-%zu'><summary>", i);
+        esc(f, lf->fns[i].name);
+        fprintf(f, " (%" PRIu64 " bytes)</summary>\n", lf->fns[i].size);
+        disasm_print(lf, &lf->fns[i], f, true);
+        fputs("</details>\n", f);
+    }
+    fputs("<h2>Memory</h2>\n", f);
+    if (!dt && lf->nmems)
+        fputs("<p class=warn>no VM binary with DWARF (--vm): memory shown as bytes</p>\n", f);
+    for (size_t i = 0; i < lf->nmems && i < REPORT_MAX; i++) {
+        const struct log_mem *m = &lf->mems[i];
+        fprintf(f, "<div id='mem-%zu'>\n", i);
+        if (!dt || dwarf_print(dt, lf, m, m->rec, f, true) < 0) {
+            fputs("<pre>", f);
+            esc(f, m->hint ? m->hint : "memory");
+            fprintf(f, " @ 0x%" PRIx64 ", %u bytes\n", m->addr, m->size);
+            for (uint32_t k = 0; k < m->size && k < 4096; k++)
+                fprintf(f, "%02x%s", m->data[k], k % 16 == 15 ? "\n" : " ");
+            fputs("</pre>\n", f);
+        }
+        fputs("</div>\n", f);
+    }
+    fputs("<p class=sum>generated by jitherald log report</p>\n</body></html>\n", f);
+    return ferror(f) ? -1 : 0;
+}
