@@ -82,13 +82,57 @@ static int check_spec(const struct jh_elf_spec *s, uintptr_t *lo, size_t *size)
     return 0;
 }
 
+/* A .text section: one per maximal run of adjacent functions in NOBITS auto mode. */
+struct run {
+    uintptr_t lo, hi;
+};
+
+/* Runs of adjacent functions. Exact ranges matter: LLDB maps an address to the section
+ * with the greatest start below it, so an image whose single .text spanned another image's
+ * function would capture that function's addresses and hide its name. */
+static int make_runs(const struct jh_elf_spec *s, uintptr_t lo, size_t size, struct run **out,
+                     size_t *nruns, uint32_t *fn_run)
+{
+    size_t n = 1;
+    bool auto_range = s->text == JH_ELF_TEXT_NOBITS && !s->text_size;
+    if (auto_range)
+        for (size_t i = 1; i < s->nfns; i++)
+            n += s->fns[i]->start != s->fns[i - 1]->start + s->fns[i - 1]->size;
+    if (n >= SHN_LORESERVE - S_MAX || n >= PN_XNUM - 2)
+        return -E2BIG;
+    struct run *r = malloc(n * sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    if (!auto_range) {
+        r[0] = (struct run){ lo, lo + size };
+        for (size_t i = 0; i < s->nfns; i++)
+            fn_run[i] = 0;
+    } else {
+        size_t k = 0;
+        r[0] = (struct run){ s->fns[0]->start, s->fns[0]->start + s->fns[0]->size };
+        fn_run[0] = 0;
+        for (size_t i = 1; i < s->nfns; i++) {
+            const struct jh_entry *e = s->fns[i];
+            if (e->start != r[k].hi)
+                r[++k] = (struct run){ e->start, e->start };
+            r[k].hi = e->start + e->size;
+            fn_run[i] = (uint32_t)k;
+        }
+    }
+    *out = r;
+    *nruns = n;
+    return 0;
+}
+
 int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf_layout *layout)
 {
     struct jh_dwarf dw = { 0 };
     struct jh_cfi_func *cf = NULL;
+    struct run *runs = NULL;
+    uint32_t *fn_run = NULL;
     struct sec sec[S_MAX];
     uintptr_t text_lo;
-    size_t text_size, eh_size = 0, strtab_size = 1, shstr_size = 0;
+    size_t text_size, nruns = 0, eh_size = 0, strtab_size = 1, shstr_size = 0;
     const bool copy = s && s->text == JH_ELF_TEXT_COPY;
     const size_t page = s && s->page_size ? s->page_size : 4096;
     const size_t orig = out->len;
@@ -99,10 +143,15 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
         return err;
     if (out->err)
         return out->err;
+    fn_run = malloc((s->nfns ? s->nfns : 1) * sizeof *fn_run);
+    if (!fn_run)
+        return -ENOMEM;
+    if ((err = make_runs(s, text_lo, text_size, &runs, &nruns, fn_run)))
+        goto fail;
     if (!(s->flags & JH_ELF_NO_DWARF)) {
         struct jh_dwarf_opts dopts = { .producer = s->producer, .comp_dir = s->comp_dir };
         if ((err = jh__dwarf_build(&dw, s->fns, s->nfns, &dopts)))
-            return err;
+            goto fail;
     }
 
     struct jh_cfi_opts copts = { .arch = JH_CFI_HOST, .ptr = copy ? JH_CFI_PCREL : JH_CFI_ABS };
@@ -130,12 +179,12 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     for (size_t i = 0; i < s->nfns; i++)
         strtab_size += strlen(s->fns[i]->name) + 1;
 
-    /* ---- the section table, then the layout ---- */
+    /* ---- the section table (.text runs take indices 1..nruns), then the layout ---- */
     memset(sec, 0, sizeof sec);
     sec[S_NULL].on = true;
     sec[S_TEXT] = (struct sec){ .on = true, .type = copy ? SHT_PROGBITS : SHT_NOBITS,
         .flags = SHF_ALLOC | SHF_EXECINSTR, .addr = text_lo, .size = text_size,
-        .align = 16, .bytes = copy ? s->text_bytes : NULL };
+        .align = copy ? 16 : 1, .bytes = copy ? s->text_bytes : NULL };
     sec[S_EH] = (struct sec){ .on = want_eh, .type = SHT_PROGBITS,
         .flags = SHF_ALLOC | (copy ? SHF_WRITE : 0), .size = eh_size, .align = 8 };
     sec[S_DATA] = (struct sec){ .on = copy && s->rw_addr && !want_eh, .type = SHT_PROGBITS,
@@ -157,14 +206,17 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     for (int i = 0; i < S_MAX; i++) {
         if (!sec[i].on)
             continue;
-        sec[i].index = nsec++;
-        sec[i].name = (uint32_t)shstr_size;
+        sec[i].index = nsec;
+        nsec += i == S_TEXT ? (uint32_t)nruns : 1;
+        sec[i].name = (uint32_t)shstr_size;   /* every run shares the name ".text" */
         shstr_size += strlen(sec_name[i]) + 1;
     }
     sec[S_SHSTRTAB].size = shstr_size;
     sec[S_SYMTAB].link = sec[S_STRTAB].index;
 
-    const int nph = copy && s->rw_addr ? 2 : 1;
+    /* NOBITS: a PT_LOAD per run with no file bytes (LLDB places sections through segments
+     * when there are any). COPY: the code segment, and the rw one if asked for. */
+    const size_t nph = copy ? (s->rw_addr ? 2 : 1) : nruns;
     size_t off = sizeof(Elf64_Ehdr) + nph * sizeof(Elf64_Phdr);
     size_t rw_off = 0, rw_size = 0;
     if (copy) {
@@ -179,10 +231,13 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
             rw_size = sec[r].size;
             off += rw_size;
         }
-    } else if (want_eh) {
+    } else {
         off = align_up(off, 8);
-        sec[S_EH].off = off;
-        off += eh_size;
+        sec[S_TEXT].off = off;      /* NOBITS: an offset inside the file, no bytes */
+        if (want_eh) {
+            sec[S_EH].off = off;
+            off += eh_size;
+        }
     }
     for (int i = S_INFO; i < S_MAX; i++) {
         if (!sec[i].on)
@@ -222,19 +277,25 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     eh.e_shstrndx = (uint16_t)sec[S_SHSTRTAB].index;
     jh__buf_put(out, &eh, sizeof eh);
 
-    /* NOBITS: the code segment has no file bytes; LLDB still wants a PT_LOAD to place it. */
-    Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = sec[S_TEXT].off,
-                      .p_vaddr = text_lo, .p_paddr = text_lo,
-                      .p_filesz = copy ? text_size : 0, .p_memsz = text_size,
-                      .p_align = copy ? page : 1 };
-    if (!copy)
-        ph.p_offset = 0;
-    jh__buf_put(out, &ph, sizeof ph);
-    if (nph == 2) {
-        Elf64_Phdr rw = { .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = rw_off,
-                          .p_vaddr = s->rw_addr, .p_paddr = s->rw_addr, .p_filesz = rw_size,
-                          .p_memsz = rw_size, .p_align = page };
-        jh__buf_put(out, &rw, sizeof rw);
+    if (copy) {
+        Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = sec[S_TEXT].off,
+                          .p_vaddr = text_lo, .p_paddr = text_lo, .p_filesz = text_size,
+                          .p_memsz = text_size, .p_align = page };
+        jh__buf_put(out, &ph, sizeof ph);
+        if (s->rw_addr) {
+            Elf64_Phdr rw = { .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = rw_off,
+                              .p_vaddr = s->rw_addr, .p_paddr = s->rw_addr,
+                              .p_filesz = rw_size, .p_memsz = rw_size, .p_align = page };
+            jh__buf_put(out, &rw, sizeof rw);
+        }
+    } else {
+        for (size_t k = 0; k < nruns; k++) {
+            Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+                              .p_offset = sec[S_TEXT].off, .p_vaddr = runs[k].lo,
+                              .p_paddr = runs[k].lo, .p_memsz = runs[k].hi - runs[k].lo,
+                              .p_align = 1 };
+            jh__buf_put(out, &ph, sizeof ph);
+        }
     }
 
     for (int i = S_TEXT; i < S_MAX; i++) {
@@ -260,7 +321,7 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
             for (size_t k = 0; k < s->nfns; k++) {
                 const struct jh_entry *e = s->fns[k];
                 sym = (Elf64_Sym){ .st_name = name, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
-                    .st_other = STV_DEFAULT, .st_shndx = (uint16_t)sec[S_TEXT].index,
+                    .st_other = STV_DEFAULT, .st_shndx = (uint16_t)(sec[S_TEXT].index + fn_run[k]),
                     .st_value = e->start, .st_size = e->size };
                 jh__buf_put(out, &sym, sizeof sym);
                 name += (uint32_t)strlen(e->name) + 1;
@@ -284,16 +345,24 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
         if (!sec[i].on)
             continue;
         Elf64_Shdr sh = { 0 };
-        if (i != S_NULL) {
-            sh = (Elf64_Shdr){ .sh_name = sec[i].name, .sh_type = sec[i].type,
-                .sh_flags = sec[i].flags, .sh_addr = sec[i].addr,
-                .sh_offset = sec[i].off, .sh_size = sec[i].size, .sh_link = sec[i].link,
-                .sh_info = sec[i].info, .sh_addralign = sec[i].align,
-                .sh_entsize = sec[i].entsize };
-            if (i == S_TEXT && !copy)
-                sh.sh_offset = sec[S_EH].on ? sec[S_EH].off : sizeof eh;
+        if (i == S_NULL) {
+            jh__buf_put(out, &sh, sizeof sh);
+            continue;
         }
-        jh__buf_put(out, &sh, sizeof sh);
+        sh = (Elf64_Shdr){ .sh_name = sec[i].name, .sh_type = sec[i].type,
+            .sh_flags = sec[i].flags, .sh_addr = sec[i].addr,
+            .sh_offset = sec[i].off, .sh_size = sec[i].size, .sh_link = sec[i].link,
+            .sh_info = sec[i].info, .sh_addralign = sec[i].align,
+            .sh_entsize = sec[i].entsize };
+        if (i == S_TEXT && !copy) {
+            for (size_t k = 0; k < nruns; k++) {
+                sh.sh_addr = runs[k].lo;
+                sh.sh_size = runs[k].hi - runs[k].lo;
+                jh__buf_put(out, &sh, sizeof sh);
+            }
+        } else {
+            jh__buf_put(out, &sh, sizeof sh);
+        }
     }
     if (out->err) {
         err = out->err;
@@ -305,15 +374,19 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     }
     if (layout) {
         *layout = (struct jh_elf_layout){ .size = total, .text_off = copy ? sec[S_TEXT].off : 0,
-            .rw_off = rw_off, .rw_size = rw_size,
+            .rw_off = rw_off, .rw_size = rw_size, .ntext = nruns,
             .eh_frame_off = want_eh ? sec[S_EH].off : 0, .eh_frame_size = eh_size,
             .eh_frame_addr = want_eh ? sec[S_EH].addr : 0, .nfde = want_eh ? nfde : 0 };
     }
+    free(runs);
+    free(fn_run);
     free(cf);
     jh__dwarf_free(&dw);
     return 0;
 
 fail:
+    free(runs);
+    free(fn_run);
     free(cf);
     jh__dwarf_free(&dw);
     if (out->len > orig)

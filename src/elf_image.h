@@ -5,7 +5,8 @@
  *
  * The image (x86-64 or arm64 host, little-endian):
  *   .text          JH_ELF_TEXT_NOBITS: SHT_NOBITS at the code's real address (the debugger
- *                  reads the bytes from the process). JH_ELF_TEXT_COPY: PROGBITS holding a
+ *                  reads the bytes from the process); one section per run of adjacent
+ *                  functions unless a range is given. JH_ELF_TEXT_COPY: PROGBITS holding a
  *                  copy of a page range, at a file offset congruent to its address modulo
  *                  the page size, covered by an R+X PT_LOAD, so that
  *                  mmap(text_addr, text_size, PROT_READ|PROT_EXEC, MAP_FIXED|MAP_PRIVATE,
@@ -19,7 +20,7 @@
  *   .symtab .strtab  one sized STT_FUNC STB_GLOBAL symbol per function, in .text.
  * Every SHF_ALLOC section sits at its real absolute address: GDB sorts sections of all
  * objfiles by address, and sections left at 0 made it spend 90% of its time sorting.
- * Program headers (PT_LOAD for .text, and the rw segment in COPY mode) are always written:
+ * Program headers (a PT_LOAD per .text, and the rw segment in COPY mode) are always written:
  * LLDB places sections through segments when there are any, and tools that map the file
  * (valgrind, perf) need them.
  *
@@ -52,8 +53,10 @@ struct jh_elf_spec {
     const struct jh_entry *const *fns;
     size_t nfns;
     enum jh_elf_text text;
-    /* The .text range. NOBITS: 0/0 means [first start, last end). COPY: required, and
-     * text_addr must be a multiple of page_size (the range is what gets mapped). */
+    /* The .text range. NOBITS: 0/0 means one .text section (and PT_LOAD) per run of
+     * adjacent functions, with exact bounds, so images never claim each other's code.
+     * COPY: required, and text_addr must be a multiple of page_size (the range is what
+     * gets mapped). */
     uintptr_t text_addr;
     size_t text_size;
     const void *text_bytes;     /* COPY: text_size bytes, the code as it is now */
@@ -75,6 +78,7 @@ struct jh_elf_layout {
     size_t eh_frame_off, eh_frame_size;
     uint64_t eh_frame_addr;     /* .eh_frame's sh_addr (0 if none) */
     size_t nfde;                /* functions that got an FDE */
+    size_t ntext;               /* .text sections (section indices 1..ntext) */
 };
 
 /*
