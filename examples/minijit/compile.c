@@ -48,6 +48,8 @@ struct cc {
     jmp_buf fail;
     struct sig *sigs;
     int nsigs;
+    int32_t *hash;              /* sigs by name: open addressing, -1 = empty */
+    uint32_t hcap;              /* power of 2, or 0 */
     void **table;
     /* the function being compiled */
     struct mj_asm a;
@@ -124,6 +126,67 @@ static bool same(const char *a, uint32_t alen, const struct mj_token *k)
 static bool is_builtin(const struct mj_token *k)
 {
     return same("print", 5, k) || same("callback", 8, k);
+}
+
+/* ---- function names: a hash, so programs of a million functions compile in linear time */
+
+static uint32_t hash_name(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u;   /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+static int sig_find(struct cc *c, const struct mj_token *name)
+{
+    for (uint32_t h = hash_name(name->text, name->len); c->hcap; h++) {
+        int32_t i = c->hash[h & (c->hcap - 1)];
+        if (i < 0)
+            break;
+        if (same(c->sigs[i].name, c->sigs[i].len, name))
+            return i;
+    }
+    return -1;
+}
+
+static void hash_put(int32_t *hash, uint32_t cap, uint32_t h, int32_t i)
+{
+    while (hash[h & (cap - 1)] >= 0)
+        h++;
+    hash[h & (cap - 1)] = i;
+}
+
+/* Index sigs[nsigs - 1]. */
+static void sig_index(struct cc *c, const struct mj_token *at)
+{
+    if ((uint64_t)c->nsigs * 2 > c->hcap) {
+        uint32_t cap = c->hcap ? c->hcap * 2 : 64;
+        int32_t *n = cap < (1u << 30) ? malloc(cap * sizeof *n) : NULL;
+        if (!n)
+            fail_at(c, at, "out of memory");
+        memset(n, 0xff, cap * sizeof *n);
+        for (int i = 0; i < c->nsigs - 1; i++)
+            hash_put(n, cap, hash_name(c->sigs[i].name, c->sigs[i].len), i);
+        free(c->hash);
+        c->hash = n;
+        c->hcap = cap;
+    }
+    const struct sig *s = &c->sigs[c->nsigs - 1];
+    hash_put(c->hash, c->hcap, hash_name(s->name, s->len), c->nsigs - 1);
+}
+
+int mj__unit_find(const struct mj__unit *u, const char *name)
+{
+    size_t len = strlen(name);
+    for (uint32_t h = hash_name(name, len); u->hcap; h++) {
+        int32_t i = u->hash[h & (u->hcap - 1)];
+        if (i < 0)
+            break;
+        if (i < u->nfns && !strcmp(u->fns[i].name, name))
+            return i;
+    }
+    return -1;
 }
 
 /* ---- line table ---------------------------------------------------------------------- */
@@ -210,9 +273,7 @@ static void call(struct cc *c, const struct mj_token *name)
     else if (same("callback", 8, name))
         builtin = (const void *)mj__builtin_callback, want = 1;
     else {
-        for (int i = 0; i < c->nsigs; i++)
-            if (same(c->sigs[i].name, c->sigs[i].len, name))
-                index = i;
+        index = sig_find(c, name);
         if (index < 0)
             fail_at(c, name, "unknown function '%.*s'", (int)name->len, name->text);
         want = c->sigs[index].nparams;
@@ -517,10 +578,10 @@ static void signatures(struct cc *c)
         const struct mj_token *name = expect(c, T_IDENT, " after 'fn'");
         if (is_builtin(name))
             fail_at(c, name, "'%.*s' is a builtin function", (int)name->len, name->text);
-        for (int i = 0; i < c->nsigs; i++)
-            if (same(c->sigs[i].name, c->sigs[i].len, name))
-                fail_at(c, name, "function '%.*s' is already defined on line %u", (int)name->len,
-                        name->text, c->sigs[i].line);
+        int dup = sig_find(c, name);
+        if (dup >= 0)
+            fail_at(c, name, "function '%.*s' is already defined on line %u", (int)name->len,
+                    name->text, c->sigs[dup].line);
         expect(c, T_LPAREN, " after the function name");
         int n = 0;
         if (peek(c)->kind != T_RPAREN) {
@@ -543,6 +604,7 @@ static void signatures(struct cc *c)
         if (c->nsigs == cap)
             c->sigs = grow(c, c->sigs, &cap, sizeof *c->sigs, fn);
         c->sigs[c->nsigs++] = (struct sig){ name->text, name->len, n, fn->line, fn->col, c->i };
+        sig_index(c, fn);
         /* Skip the body; it is compiled once every name is known. */
         int open = 0;
         do {
@@ -565,6 +627,7 @@ void mj__unit_free(struct mj__unit *u)
     }
     free(u->fns);
     free(u->table);
+    free(u->hash);
     *u = (struct mj__unit){ 0 };
 }
 
@@ -602,10 +665,14 @@ int mj__compile_unit(const char *src, const char *filename, struct mj__unit *u, 
         function(c, i, &u->fns[i]);
         u->nfns = i + 1;
     }
+    u->hash = c->hash;
+    u->hcap = c->hcap;
+    c->hash = NULL;
     rc = 0;
 out:
     free(toks);
     free(c->sigs);
+    free(c->hash);
     free(c->locals);
     free(c->rets);
     free(c);

@@ -175,10 +175,8 @@ const struct mj_function *mj_function_at(const mj_program *p, int i)
 
 const struct mj_function *mj_function_get(const mj_program *p, const char *fn)
 {
-    for (int i = 0; p && fn && i < p->unit.nfns; i++)
-        if (!strcmp(p->fns[i].name, fn))
-            return &p->fns[i];
-    return NULL;
+    int i = p && fn && p->fns ? mj__unit_find(&p->unit, fn) : -1;
+    return i >= 0 ? &p->fns[i] : NULL;
 }
 
 void *mj_lookup(mj_program *p, const char *fn)

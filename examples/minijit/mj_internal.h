@@ -115,7 +115,12 @@ struct mj__unit {
     struct mj__unit_fn *fns;    /* source order */
     int nfns;
     void **table;               /* entry points by index: fill in before running */
+    int32_t *hash;              /* function index by name (see mj__unit_find) */
+    uint32_t hcap;
 };
+
+/* Index of the function called name, or -1. */
+int mj__unit_find(const struct mj__unit *u, const char *name);
 
 /* 0, or -1 with "file:line:col: error: message" in err (u is then empty). */
 int mj__compile_unit(const char *src, const char *filename, struct mj__unit *u, char *err,
