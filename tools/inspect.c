@@ -1,17 +1,95 @@
-/* inspect.c — not written yet. */
+/*
+ * inspect.c — `jitherald inspect FILE` and `jitherald check FILE`, for the files perf reads
+ * about JIT code: jitdump files (jit-<pid>.dump, recognised by their magic) and perf maps
+ * (anything else).
+ *
+ *     $ jitherald check /tmp/jitherald-0/jit-4242.dump
+ *     /tmp/jitherald-0/jit-4242.dump: ok: jitdump, 31 records: 10 LOAD, 10 DEBUG_INFO, ...
+ *     $ jitherald check broken.dump
+ *     broken.dump: offset 0x1f0: record id 0 of 4096 bytes runs past the end of the file ...
+ *     $ jitherald inspect /tmp/perf-4242.map
+ *
+ * check: exit 0 if perf will take the whole file, 1 at the first problem (one line naming
+ * the offset or line and what perf would do with it), 2 for usage or I/O errors. Warnings
+ * that do not stop perf go to stderr and do not change the exit status.
+ * inspect: prints every record (header, names, addresses, line tables, unwind rules) and
+ * then runs the same checks.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
+#include "jitdump_read.h"
+#include "perfmap_read.h"
 
-int jh_cmd_inspect(int argc, char **argv)
+static bool is_jitdump(const uint8_t *d, size_t n)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "jitherald inspect: not implemented yet\n");
-    return 2;
+    uint32_t m;
+    if (n < 4)
+        return false;
+    memcpy(&m, d, 4);
+    return m == JH_JD_MAGIC || m == JH_JD_MAGIC_SWAPPED;
 }
 
-int jh_cmd_check(int argc, char **argv)
+static int run(const char *cmd, int argc, char **argv, bool print)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "jitherald check: not implemented yet\n");
-    return 2;
+    bool quiet = false;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
+            quiet = true;
+        else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            printf("usage: jitherald %s [-q] FILE\n  FILE: a jitdump (jit-<pid>.dump) or a "
+                   "perf map (perf-<pid>.map)\n", cmd);
+            return 0;
+        } else if (!path)
+            path = argv[i];
+        else
+            path = NULL, i = argc;
+    }
+    if (!path) {
+        fprintf(stderr, "usage: jitherald %s [-q] FILE\n", cmd);
+        return 2;
+    }
+    uint8_t *data;
+    size_t len;
+    int err = jh_read_file(path, &data, &len);
+    if (err) {
+        fprintf(stderr, "jitherald %s: %s: %s\n", cmd, path, strerror(-err));
+        return 2;
+    }
+    FILE *out = print ? stdout : NULL;
+    FILE *warn = quiet ? NULL : stderr;
+    int rc;
+    if (is_jitdump(data, len)) {
+        struct jh_jdr r;
+        struct jh_jdr_stats st;
+        rc = jh_jdr_check(&r, data, len, out, true, warn, &st);
+        if (rc) {
+            fprintf(print ? stdout : stderr, "%s: %s\n", path, r.err);
+        } else if (!quiet) {
+            printf("%s: ok: jitdump, %zu records: %zu LOAD, %zu DEBUG_INFO, %zu UNWINDING_INFO, "
+                   "%zu MOVE, %zu CLOSE", path, st.records, st.loads, st.debug, st.unwind,
+                   st.moves, st.closes);
+            if (st.unknown)
+                printf(", %zu unknown", st.unknown);
+            printf("\n");
+        }
+    } else {
+        char msg[256];
+        size_t n = 0;
+        rc = jh_pmr_check(data, len, out, warn, msg, sizeof msg, &n);
+        if (rc)
+            fprintf(print ? stdout : stderr, "%s: %s\n", path, msg);
+        else if (!quiet)
+            printf("%s: ok: perf map, %zu lines\n", path, n);
+    }
+    free(data);
+    return rc ? 1 : 0;
 }
+
+int jh_cmd_inspect(int argc, char **argv) { return run("inspect", argc, argv, true); }
+
+int jh_cmd_check(int argc, char **argv) { return run("check", argc, argv, false); }

@@ -15,13 +15,18 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include "check.h"
 #include "cfi.h"
 
+/* libgcc's unwinder, declared here because -Isrc makes <unwind.h> find src/unwind.h.
+ * _Unwind_Reason_Code is an enum: int on every ABI we build for. */
 void __register_frame(void *);
 void __deregister_frame(void *);
+struct _Unwind_Context;
+int _Unwind_Backtrace(int (*fn)(struct _Unwind_Context *, void *), void *arg);
+uintptr_t _Unwind_GetIP(struct _Unwind_Context *);
+#define URC_NO_REASON 0
 
 static char tmpdir[] = "/tmp/jh-test-cfi.XXXXXX";
 
@@ -231,12 +236,12 @@ static void test_decoders(void)
 static uintptr_t trace[MAXF];
 static int ntrace;
 
-static _Unwind_Reason_Code collect(struct _Unwind_Context *uc, void *arg)
+static int collect(struct _Unwind_Context *uc, void *arg)
 {
     (void)arg;
     if (ntrace < MAXF)
         trace[ntrace++] = _Unwind_GetIP(uc);
-    return _URC_NO_REASON;
+    return URC_NO_REASON;
 }
 
 __attribute__((noinline)) static long callback(void)
