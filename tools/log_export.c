@@ -15,7 +15,8 @@
  * Records follow the log's order with its CLOCK_MONOTONIC timestamps (perf record -k 1).
  * A function's LOAD carries its bytes as they stood at the end of the log (patches applied:
  * jitdump has no record for a patch); code_index is the log's id, never reused. DEBUG_INFO
- * precedes its LOAD and holds absolute addresses (no +0x40: see FACTS.md).
+ * precedes its LOAD and holds absolute addresses (no +0x40: see FACTS.md). No padding:
+ * perf takes a LOAD's code from the end of the record (total_size - code_size).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -46,8 +47,6 @@ enum { JIT_LOAD = 0, JIT_MOVE = 1, JIT_DEBUG_INFO = 2, JIT_CLOSE = 3 };
 
 static void w32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
 static void w64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
-static void pad(FILE *f, size_t n) { static const uint8_t z[8]; fwrite(z, 1, n, f); }
-static size_t pad8(size_t n) { return (8 - n % 8) % 8; }
 
 static void rec_header(FILE *f, uint32_t id, size_t total, uint64_t ts)
 {
@@ -61,8 +60,7 @@ static void debug_info(FILE *f, const struct log_fn *fn, uint64_t start, uint64_
     size_t total = 16 + 16;
     for (uint32_t i = 0; i < fn->nlines; i++)
         total += 16 + strlen(fn->files[fn->lines[i].file]) + 1;
-    size_t p = pad8(total);
-    rec_header(f, JIT_DEBUG_INFO, total + p, ts);
+    rec_header(f, JIT_DEBUG_INFO, total, ts);
     w64(f, start);
     w64(f, fn->nlines);
     for (uint32_t i = 0; i < fn->nlines; i++) {
@@ -73,7 +71,6 @@ static void debug_info(FILE *f, const struct log_fn *fn, uint64_t start, uint64_
         w32(f, 0);
         fwrite(file, 1, strlen(file) + 1, f);
     }
-    pad(f, p);
 }
 
 int export_jitdump(const struct log_file *lf, FILE *f)
@@ -99,8 +96,7 @@ int export_jitdump(const struct log_file *lf, FILE *f)
                 debug_info(f, fn, fn->start, r->time);
             size_t nlen = strlen(fn->name) + 1;
             size_t total = 16 + 40 + nlen + fn->size;
-            size_t p = pad8(total);
-            rec_header(f, JIT_LOAD, total + p, r->time);
+            rec_header(f, JIT_LOAD, total, r->time);
             w32(f, (uint32_t)lf->pid);
             w32(f, r->thread ? r->thread : (uint32_t)lf->pid);
             w64(f, fn->start);
@@ -109,7 +105,6 @@ int export_jitdump(const struct log_file *lf, FILE *f)
             w64(f, fn->id);
             fwrite(fn->name, 1, nlen, f);
             fwrite(log_fn_code(fn), 1, fn->size, f);
-            pad(f, p);
         } else {
             uint64_t from = 0, to = 0;
             if (!mp_get_u64(&r->map, "old_start", &from) || !mp_get_u64(&r->map, "start", &to))
