@@ -1,13 +1,801 @@
-/* unwind.c — the unwind channel. Not written yet: it refuses to start, and says so once. */
+/*
+ * unwind.c — the process's own unwinder sees JIT code (channel JH_UNWIND).
+ *
+ *     $ JITHERALD=unwind ./myvm script
+ *   Without it, a C++ exception thrown by a runtime function that JIT code called ends in
+ *   "terminate called after throwing an instance of 'vm_error'", and backtrace() stops at
+ *   the first JIT frame. With it the exception crosses the JIT frames to the C++ catch
+ *   above them, and backtrace(), _Unwind_Backtrace, libunwind's unw_backtrace and
+ *   sanitizer reports walk through to main:
+ *       ./myvm(rt_throw+0x2c) [0x55e0c2a1b3cc]
+ *       [0x7f8e4c001047]               <- JIT frames (jh_lookup() names them)
+ *       [0x7f8e4c00101b]
+ *       ./myvm(main+0x9e) [0x55e0c2a1b0fe]
+ *
+ * Who is fed what (decided once per process, see detect()):
+ *   - libgcc up to GCC 12 keeps registered objects in a list sorted by lowest pc and, for
+ *     a pc, searches only the first object whose lowest pc is <= pc. One registration per
+ *     function makes every frame's lookup walk the whole list (measured: 0.7 us per
+ *     backtrace with 1 function, 1,400 us with 50,000), and an object whose range
+ *     interleaves another's hides the other. So functions are grouped into runs covering
+ *     disjoint address ranges, each one sorted .eh_frame (libgcc binary-searches inside
+ *     an object). Code landing in a gap becomes a run of one, merged with neighbours no
+ *     bigger than it — a binary counter, O(log n) copies per function while code grows
+ *     upwards — and the smallest neighbours are merged whenever there are more than
+ *     max_runs runs. Code landing inside a run's range rebuilds that run. A rebuilt run is
+ *     registered *before* the old one is deregistered: the list tolerates the overlap
+ *     (both describe the live functions alike), so no live function is ever without FDE.
+ *     libgcc sorts an object at the first lookup that reaches it (init_object, under its
+ *     global lock): a run rebuilt many times between two unwinds is sorted once.
+ *   - libgcc 13+ finds objects in a b-tree keyed by pc range: one registration per
+ *     function is already logarithmic there, and its b-tree refuses the overlapping
+ *     ranges grouping needs. Told apart at run time: register two runs for one range and
+ *     deregister the second; the list gives back the second object, the b-tree (which
+ *     refused the duplicate key) the first.
+ *   - LLVM libunwind (__unw_add_dynamic_fde present): one FDE per call, no CIE.
+ *   - nongnu libunwind (if the program links it: _U_dyn_register present) never sees the
+ *     above, walks its own list of unw_dyn_info_t for every frame, lock-free, and takes the
+ *     first range that matches: the same disjoint runs go there too, as REMOTE_TABLE (a
+ *     sorted table of int32 offsets from the run's address, so the run is allocated within
+ *     2 GiB of its code). Its DYNAMIC format only names procedures on x86-64.
+ * Removed functions stay in their run, marked dead, until half of the run is dead, code is
+ * added over them, or jh_flush(): bulk removal stays linear. An unwinder consults a dead
+ * FDE only for a pc inside the dead code.
+ * Deregistering does not wait for a thread that already holds an FDE pointer: old runs are
+ * freed after GRACE_NS, or at once when libgcc never looked at them (its object's pc_begin
+ * still (void *)-1) and libunwind was not fed.
+ * State is process-wide, not per context: runs of two JIT engines must not interleave.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cfi.h"
 #include "internal.h"
+#include "unwind_channel.h"
+
+#define GRACE_NS 2000000000ull
+#define SPAN_MAX ((uintptr_t)1 << 30)   /* keeps a run's table offsets in int32 */
+
+/* nongnu libunwind's unw_dyn_info_t (libunwind-dynamic.h, stable since 2002), declared here
+ * so that the library neither needs libunwind to build nor links it. */
+struct uw_dyn_info {
+    struct uw_dyn_info *next, *prev;
+    uintptr_t start_ip, end_ip, gp;
+    int32_t format, pad;
+    uintptr_t load_offset;
+    struct { uintptr_t name_ptr, segbase, table_len, table_data; } rti;
+};
+#define UW_INFO_FORMAT_REMOTE_TABLE 2
+
+struct uw_seg;
+struct uw_ctx;
+
+/* One function with an FDE. */
+struct uw_fn {
+    uintptr_t start, end;
+    uint8_t *run;               /* CIE + FDE + terminator from the CFI encoder; NULL once dead */
+    uint32_t run_len, fde_off, fde_len;
+    bool dead;
+    struct uw_seg *seg;         /* NULL when runs are not grouped */
+    struct uw_ctx *owner;
+    struct uw_fn *prev, *next;  /* owner's live functions */
+};
+
+/* One registered run: what libgcc and libunwind read. */
+struct uw_img {
+    uint8_t *buf;
+    size_t len, maplen;         /* maplen != 0: buf was mmap'd near the code */
+    void *ob[8];                /* libgcc's struct object (7 words in GCC 12), ours to keep */
+    struct uw_dyn_info di;
+    int32_t *table;             /* libunwind: (start - buf, fde - buf) pairs */
+    bool gcc, dyn;
+};
+
+struct uw_seg {
+    uintptr_t lo, hi;           /* lowest start, highest end, dead functions included */
+    struct uw_fn **fn;          /* sorted by start */
+    size_t n, ndead;
+    struct uw_img *img;
+};
+
+struct uw_ctx {
+    jh_ctx *ctx;
+    struct uw_fn *live;
+};
+
+struct uw_retired {
+    uint64_t when;
+    void *p;
+    bool img;
+};
+
+static struct {
+    pthread_mutex_t lock;
+    bool detected;
+    int forced, mode;
+    bool dyn;
+    void (*reg_info)(const void *, void *);
+    void *(*dereg_info)(const void *);
+    void (*reg_frame)(void *);
+    void (*dereg_frame)(void *);
+    void (*llvm_add)(uintptr_t);
+    void (*llvm_remove)(uintptr_t);
+    void (*dyn_register)(struct uw_dyn_info *);
+    void (*dyn_cancel)(struct uw_dyn_info *);
+    struct uw_seg **seg;
+    size_t nseg, segcap;
+    struct uw_retired *ret;
+    size_t rhead, rlen, rcap;
+    uint8_t cie[64];
+    size_t cie_len;
+    size_t max_fdes, max_runs;
+    size_t live, dead, far;
+    uint64_t copied, rebuilds;
+    size_t page;
+} U = { .lock = PTHREAD_MUTEX_INITIALIZER, .max_fdes = 16384, .max_runs = 64 };
+
+static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static bool grouped(void) { return U.mode == JH_UW_LIST || U.dyn; }
+static bool per_function(void) { return U.mode == JH_UW_PERFN || U.mode == JH_UW_LLVM; }
+
+/* ---- freeing what an unwinder may still be reading ----------------------------------- */
+static void img_free(struct uw_img *im)
+{
+    if (!im)
+        return;
+    if (im->maplen)
+        munmap(im->buf, im->maplen);
+    else
+        free(im->buf);
+    free(im->table);
+    free(im);
+}
+
+static void retire(void *p, bool img)
+{
+    if (U.rlen == U.rcap) {
+        if (U.rhead) {
+            memmove(U.ret, U.ret + U.rhead, (U.rlen - U.rhead) * sizeof *U.ret);
+            U.rlen -= U.rhead;
+            U.rhead = 0;
+        }
+        if (U.rlen == U.rcap) {
+            size_t cap = U.rcap ? 2 * U.rcap : 64;
+            struct uw_retired *r = realloc(U.ret, cap * sizeof *r);
+            if (!r)
+                return;         /* cannot wait for the grace period: leak rather than crash */
+            U.ret = r;
+            U.rcap = cap;
+        }
+    }
+    U.ret[U.rlen++] = (struct uw_retired){ jh__now_ns(), p, img };
+}
+
+static void sweep(void)
+{
+    if (U.rhead == U.rlen)
+        return;
+    uint64_t now = jh__now_ns();
+    while (U.rhead < U.rlen && now - U.ret[U.rhead].when >= GRACE_NS) {
+        struct uw_retired *r = &U.ret[U.rhead++];
+        if (r->img)
+            img_free(r->p);
+        else
+            free(r->p);
+    }
+    if (U.rhead == U.rlen)
+        U.rhead = U.rlen = 0;
+}
+
+/* ---- which unwinder, and how to reach it --------------------------------------------- */
+static uint8_t probe_code[64] __attribute__((aligned(16)));
+static uint64_t probe_run[2][32];
+static void *probe_ob[2][8];
+
+/* 1 if libgcc keeps objects in a list (GCC <= 12), 0 for the b-tree (GCC 13+), < 0 if the
+ * probe could not run. */
+static int probe_list(void)
+{
+    struct jh_cfi_func f = { .start = (uintptr_t)probe_code, .size = 16,
+                             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
+                             .fp_set_end = 4 };
+    struct jh_cfi_opts o = { .ptr = JH_CFI_ABS };
+    struct jh_buf b = { 0 };
+    int n = jh__cfi_eh_frame(&b, &o, &f, 1, NULL);
+    if (n != 1 || b.len > sizeof probe_run[0]) {
+        jh__buf_free(&b);
+        return -EPROTO;
+    }
+    memcpy(probe_run[0], b.p, b.len);
+    memcpy(probe_run[1], b.p, b.len);
+    jh__buf_free(&b);
+    U.reg_info(probe_run[0], probe_ob[0]);
+    U.reg_info(probe_run[1], probe_ob[1]);
+    void *got = U.dereg_info(probe_run[1]);
+    if (got == probe_ob[1]) {
+        U.dereg_info(probe_run[0]);
+        return 1;
+    }
+    return 0;                   /* the b-tree refused run 1 and has just dropped run 0 */
+}
+
+static void atfork_child(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    U.lock = m;
+}
+
+static void detect(void)
+{
+    U.page = (size_t)sysconf(_SC_PAGESIZE);
+    pthread_atfork(NULL, NULL, atfork_child);
+    *(void **)&U.dyn_register = dlsym(RTLD_DEFAULT, "_U_dyn_register");
+    *(void **)&U.dyn_cancel = dlsym(RTLD_DEFAULT, "_U_dyn_cancel");
+    U.dyn = U.dyn_register && U.dyn_cancel;
+
+    *(void **)&U.llvm_add = dlsym(RTLD_DEFAULT, "__unw_add_dynamic_fde");
+    *(void **)&U.llvm_remove = dlsym(RTLD_DEFAULT, "__unw_remove_dynamic_fde");
+    if (U.forced == JH_UW_LLVM || (!U.forced && U.llvm_add && U.llvm_remove)) {
+        U.mode = U.llvm_add && U.llvm_remove ? JH_UW_LLVM : JH_UW_NONE;
+        return;
+    }
+    /* A C program may not have libgcc_s loaded yet: glibc's backtrace() dlopens the same
+     * file when first called, so registering there is registering with it. */
+    void *h = RTLD_DEFAULT;
+    if (!dlsym(h, "__register_frame_info") && !(h = dlopen("libgcc_s.so.1", RTLD_NOW)))
+        return;
+    *(void **)&U.reg_info = dlsym(h, "__register_frame_info");
+    *(void **)&U.dereg_info = dlsym(h, "__deregister_frame_info");
+    *(void **)&U.reg_frame = dlsym(h, "__register_frame");
+    *(void **)&U.dereg_frame = dlsym(h, "__deregister_frame");
+    if (!U.reg_info || !U.dereg_info || !U.reg_frame || !U.dereg_frame)
+        return;
+    int list = probe_list();
+    if (list < 0)
+        return;
+    if (U.forced == JH_UW_PERFN)
+        U.mode = JH_UW_PERFN;
+    else if (U.forced == JH_UW_LIST)
+        U.mode = list ? JH_UW_LIST : JH_UW_NONE;
+    else
+        U.mode = list ? JH_UW_LIST : JH_UW_PERFN;
+}
+
+/* ---- runs ----------------------------------------------------------------------------- */
+static bool fits(uintptr_t base, uintptr_t lo, uintptr_t hi, size_t len)
+{
+    int64_t a = (int64_t)(lo - base), b = (int64_t)(hi - base);
+    return a >= INT32_MIN && a <= INT32_MAX && b >= INT32_MIN && b <= INT32_MAX &&
+           len < INT32_MAX;
+}
+
+/* libunwind reads 32-bit offsets from the run to the code: place the run near the code. */
+static uint8_t *img_alloc(struct uw_img *im, size_t len, uintptr_t lo, uintptr_t hi,
+                          bool *near)
+{
+    uint8_t *p = malloc(len);
+    *near = p && fits((uintptr_t)p, lo, hi, len);
+    if (!U.dyn || *near || !p)
+        return p;
+    size_t ml = (len + U.page - 1) & ~(U.page - 1);
+    uintptr_t gap = (uintptr_t)1 << 20;
+    uintptr_t hints[4] = { 0, (hi + gap + U.page - 1) & ~(U.page - 1), 0,
+                           (hi + (gap << 8)) & ~(U.page - 1) };
+    if (lo > ml + gap)
+        hints[0] = (lo - ml - gap) & ~(U.page - 1);
+    if (lo > ml + (gap << 8))
+        hints[2] = (lo - ml - (gap << 8)) & ~(U.page - 1);
+    for (int i = 0; i < 4; i++) {
+        if (!hints[i])
+            continue;
+        void *q = mmap((void *)hints[i], ml, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (q == MAP_FAILED)
+            continue;
+        if (fits((uintptr_t)q, lo, hi, len)) {
+            free(p);
+            im->maplen = ml;
+            *near = true;
+            return q;
+        }
+        munmap(q, ml);
+    }
+    U.far++;
+    return p;
+}
+
+/* Build (not register) the run for fn[0..n), sorted by start. */
+static struct uw_img *img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintptr_t hi)
+{
+    struct uw_img *im = calloc(1, sizeof *im);
+    if (!im)
+        return NULL;
+    size_t len = U.cie_len + 4;
+    for (size_t i = 0; i < n; i++)
+        len += fn[i]->fde_len;
+    bool near;
+    im->buf = img_alloc(im, len, lo, hi, &near);
+    if (!im->buf) {
+        free(im);
+        return NULL;
+    }
+    im->len = len;
+    if (U.dyn && near && !(im->table = malloc(n * 2 * sizeof *im->table))) {
+        img_free(im);
+        return NULL;
+    }
+    uintptr_t base = (uintptr_t)im->buf;
+    memcpy(im->buf, U.cie, U.cie_len);
+    size_t at = U.cie_len;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(im->buf + at, fn[i]->run + fn[i]->fde_off, fn[i]->fde_len);
+        wr32(im->buf + at + 4, (uint32_t)(at + 4));     /* CIE pointer: back to offset 0 */
+        if (im->table) {
+            im->table[2 * i] = (int32_t)(int64_t)(fn[i]->start - base);
+            im->table[2 * i + 1] = (int32_t)at;
+        }
+        at += fn[i]->fde_len;
+    }
+    wr32(im->buf + at, 0);
+    if (im->table) {
+        im->di.start_ip = lo;
+        im->di.end_ip = hi;
+        im->di.format = UW_INFO_FORMAT_REMOTE_TABLE;
+        im->di.rti.name_ptr = (uintptr_t)"jitherald";
+        im->di.rti.segbase = base;
+        im->di.rti.table_len = n;       /* in words: one 8-byte entry each */
+        im->di.rti.table_data = (uintptr_t)im->table;
+    }
+    U.copied += n;
+    U.rebuilds++;
+    return im;
+}
+
+static void img_register(struct uw_img *im)
+{
+    if (U.mode == JH_UW_LIST) {
+        U.reg_info(im->buf, im->ob);
+        im->gcc = true;
+    }
+    if (im->table) {
+        U.dyn_register(&im->di);
+        im->dyn = true;
+    }
+}
+
+static void img_release(struct uw_img *im)
+{
+    if (!im)
+        return;
+    bool seen = false;
+    if (im->gcc) {
+        void *ob = U.dereg_info(im->buf);
+        seen = ob != (void *)im->ob || im->ob[0] != (void *)-1;
+    }
+    if (im->dyn) {
+        U.dyn_cancel(&im->di);
+        seen = true;
+    }
+    if (seen)
+        retire(im, true);
+    else
+        img_free(im);
+}
+
+/* ---- grouping ------------------------------------------------------------------------- */
+static size_t seg_upper(uintptr_t addr)         /* first run ending after addr */
+{
+    size_t lo = 0, hi = U.nseg;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (U.seg[m]->hi <= addr)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+static void seg_free(struct uw_seg *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->fn[i]->dead)
+            free(s->fn[i]);
+    free(s->fn);
+    free(s);
+}
+
+/*
+ * Replace runs [i0, i1) by one run holding their live functions plus add (if not NULL),
+ * registered before the old ones go. i0 == i1 inserts a new run at i0.
+ */
+static int seg_rebuild(size_t i0, size_t i1, struct uw_fn *add)
+{
+    size_t n = add ? 1 : 0;
+    for (size_t i = i0; i < i1; i++)
+        n += U.seg[i]->n - U.seg[i]->ndead;
+    struct uw_seg *s = NULL;
+    if (n) {
+        if (i0 == i1 && U.nseg == U.segcap) {
+            size_t cap = U.segcap ? 2 * U.segcap : 16;
+            struct uw_seg **a = realloc(U.seg, cap * sizeof *a);
+            if (!a)
+                return -ENOMEM;
+            U.seg = a;
+            U.segcap = cap;
+        }
+        if (!(s = calloc(1, sizeof *s)) || !(s->fn = malloc(n * sizeof *s->fn))) {
+            free(s);
+            return -ENOMEM;
+        }
+        size_t k = 0;
+        for (size_t i = i0; i < i1; i++) {
+            struct uw_seg *o = U.seg[i];
+            for (size_t j = 0; j < o->n; j++) {
+                struct uw_fn *f = o->fn[j];
+                if (f->dead)
+                    continue;
+                if (add && add->start < f->start) {
+                    s->fn[k++] = add;
+                    add = NULL;
+                }
+                s->fn[k++] = f;
+            }
+        }
+        if (add)
+            s->fn[k++] = add;
+        s->n = n;
+        s->lo = s->fn[0]->start;
+        for (size_t i = 0; i < n; i++)
+            if (s->fn[i]->end > s->hi)
+                s->hi = s->fn[i]->end;
+        if (!(s->img = img_build(s->fn, n, s->lo, s->hi))) {
+            free(s->fn);
+            free(s);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+            s->fn[i]->seg = s;
+        img_register(s->img);
+    }
+    for (size_t i = i0; i < i1; i++) {
+        img_release(U.seg[i]->img);
+        U.dead -= U.seg[i]->ndead;
+        seg_free(U.seg[i]);
+    }
+    size_t keep = s ? 1 : 0;
+    memmove(U.seg + i0 + keep, U.seg + i1, (U.nseg - i1) * sizeof *U.seg);
+    U.nseg = U.nseg - (i1 - i0) + keep;
+    if (s)
+        U.seg[i0] = s;
+    return 0;
+}
+
+static bool can_merge(const struct uw_seg *a, const struct uw_seg *b, bool by_size)
+{
+    return b->hi - a->lo <= SPAN_MAX && (!by_size || a->n + b->n <= U.max_fdes);
+}
+
+/* Run i is new or grew: merge it with neighbours no bigger than it, then keep the number
+ * of runs (what every libgcc lookup walks) within max_runs. */
+static int seg_settle(size_t i)
+{
+    int err = 0;
+    while (!err && i < U.nseg) {
+        struct uw_seg *x = U.seg[i];
+        struct uw_seg *l = i ? U.seg[i - 1] : NULL, *r = i + 1 < U.nseg ? U.seg[i + 1] : NULL;
+        bool ml = l && l->n <= x->n && can_merge(l, x, true);
+        bool mr = r && r->n <= x->n && can_merge(x, r, true);
+        if (ml && mr)
+            ml = l->n <= r->n, mr = !ml;
+        if (ml)
+            err = seg_rebuild(i - 1, i + 1, NULL), i--;
+        else if (mr)
+            err = seg_rebuild(i, i + 2, NULL);
+        else
+            break;
+    }
+    while (!err && U.nseg > U.max_runs) {
+        size_t best = U.nseg, bestn = SIZE_MAX;
+        for (size_t j = 0; j + 1 < U.nseg; j++) {
+            size_t m = U.seg[j]->n + U.seg[j + 1]->n;
+            if (m < bestn && can_merge(U.seg[j], U.seg[j + 1], false))
+                best = j, bestn = m;
+        }
+        if (best == U.nseg)
+            break;
+        err = seg_rebuild(best, best + 2, NULL);
+    }
+    return err;
+}
+
+static int group_add(struct uw_fn *u)
+{
+    size_t i0 = seg_upper(u->start), i1 = i0;
+    while (i1 < U.nseg && U.seg[i1]->lo < u->end)
+        i1++;
+    int err = seg_rebuild(i0, i1, u);
+    if (!err)
+        seg_settle(i0);         /* u is registered either way: merging is only thrift */
+    return err;
+}
+
+/* Code without unwind info replaces whatever dead FDEs described its range. */
+static int group_clear(uintptr_t start, uintptr_t end)
+{
+    size_t i0 = seg_upper(start), i1 = i0;
+    while (i1 < U.nseg && U.seg[i1]->lo < end)
+        i1++;
+    int err = 0;
+    for (size_t i = i1; !err && i-- > i0;)
+        err = seg_rebuild(i, i + 1, NULL);
+    return err;
+}
+
+static int group_remove(struct uw_fn *u)
+{
+    struct uw_seg *s = u->seg;
+    size_t i = seg_upper(u->start);
+    if (i >= U.nseg || U.seg[i] != s)
+        return -EPROTO;         /* our own bookkeeping is broken: stop the channel */
+    u->dead = true;
+    s->ndead++;
+    U.dead++;
+    if (2 * s->ndead > s->n)
+        return seg_rebuild(i, i + 1, NULL);
+    return 0;
+}
+
+/* ---- one function --------------------------------------------------------------------- */
+static int fn_encode(struct uw_fn *u, const struct jh_entry *e)
+{
+    struct jh_cfi_func f;
+    jh__cfi_func_from_entry(&f, e);
+    struct jh_cfi_opts o = { .ptr = JH_CFI_ABS };
+    struct jh_cfi_index idx;
+    struct jh_buf b = { 0 };
+    int n = jh__cfi_eh_frame(&b, &o, &f, 1, &idx);
+    if (n <= 0) {
+        jh__buf_free(&b);
+        return n;
+    }
+    size_t cie_len = 4 + (size_t)rd32(b.p);
+    u->run = b.p;
+    u->run_len = (uint32_t)b.len;
+    u->fde_off = (uint32_t)idx.off;
+    u->fde_len = 4 + rd32(b.p + idx.off);
+    if (cie_len > sizeof U.cie || u->fde_off + (size_t)u->fde_len > b.len) {
+        free(u->run);
+        return -EPROTO;
+    }
+    if (!U.cie_len) {
+        memcpy(U.cie, b.p, cie_len);
+        U.cie_len = cie_len;
+    } else if (cie_len != U.cie_len || memcmp(U.cie, b.p, cie_len)) {
+        free(u->run);
+        return -EPROTO;         /* runs share one CIE: the encoder changed under us */
+    }
+    return 1;
+}
+
+static int fn_register(struct uw_fn *u)
+{
+    if (U.mode == JH_UW_PERFN)
+        U.reg_frame(u->run);
+    else if (U.mode == JH_UW_LLVM)
+        U.llvm_add((uintptr_t)(u->run + u->fde_off));
+    if (grouped()) {
+        int err = group_add(u);
+        if (err && per_function()) {
+            if (U.mode == JH_UW_PERFN)
+                U.dereg_frame(u->run);
+            else
+                U.llvm_remove((uintptr_t)(u->run + u->fde_off));
+        }
+        return err;
+    }
+    return 0;
+}
+
+static int fn_remove(struct uw_fn *u)
+{
+    struct uw_ctx *c = u->owner;
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        c->live = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    U.live--;
+    if (per_function()) {
+        if (U.mode == JH_UW_PERFN)
+            U.dereg_frame(u->run);
+        else
+            U.llvm_remove((uintptr_t)(u->run + u->fde_off));
+        retire(u->run, false);
+    } else {
+        free(u->run);
+    }
+    u->run = NULL;
+    if (!u->seg) {
+        free(u);
+        return 0;
+    }
+    return group_remove(u);
+}
+
+/* ---- the channel ---------------------------------------------------------------------- */
+static const char *mode_name(int m)
+{
+    static const char *const names[] = { "none", "libgcc (grouped runs)",
+                                         "libgcc b-tree (one run per function)",
+                                         "LLVM libunwind (one FDE per call)" };
+    return m >= 0 && m <= JH_UW_LLVM ? names[m] : "?";
+}
 
 static int unwind_open(jh_ctx *ctx, void **state)
 {
+    pthread_mutex_lock(&U.lock);
+    if (!U.detected) {
+        detect();
+        U.detected = true;
+    } else if (!U.dyn && !U.nseg && U.mode != JH_UW_PERFN && U.mode != JH_UW_LLVM) {
+        /* libunwind may have been loaded since the first context opened */
+        *(void **)&U.dyn_register = dlsym(RTLD_DEFAULT, "_U_dyn_register");
+        *(void **)&U.dyn_cancel = dlsym(RTLD_DEFAULT, "_U_dyn_cancel");
+        U.dyn = U.dyn_register && U.dyn_cancel;
+    }
+    int mode = U.mode;
+    bool dyn = U.dyn;
+    pthread_mutex_unlock(&U.lock);
+    if (mode == JH_UW_NONE && !dyn) {
+        jh__log(ctx, JH_LOG_WARN, "unwind: no unwinder to register with (neither libgcc's "
+                "__register_frame_info nor LLVM's __unw_add_dynamic_fde)");
+        return -ENOSYS;
+    }
+    struct uw_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->ctx = ctx;
+    *state = c;
+    jh__log(ctx, JH_LOG_DEBUG, "unwind: %s%s", mode_name(mode),
+            dyn ? ", and libunwind's _U_dyn_register" : "");
+    return 0;
+}
+
+static int unwind_add(void *state, struct jh_entry *e)
+{
+    struct uw_ctx *c = state;
+    struct uw_fn *u = calloc(1, sizeof *u);
+    if (!u)
+        return -ENOMEM;
+    u->start = e->start;
+    u->end = e->start + e->size;
+    pthread_mutex_lock(&U.lock);
+    int n = fn_encode(u, e);
+    int err = n < 0 ? n : 0;
+    size_t far = U.far;
+    if (n == 0 && grouped())
+        err = group_clear(u->start, u->end);
+    if (n == 1 && !(err = fn_register(u))) {
+        u->owner = c;
+        u->next = c->live;
+        if (c->live)
+            c->live->prev = u;
+        c->live = u;
+        U.live++;
+        e->chan[JH_CH_UNWIND] = u;
+        u = NULL;
+    }
+    if (u && n == 1)
+        free(u->run);
+    sweep();
+    bool now_far = U.far != far && far == 0;
+    pthread_mutex_unlock(&U.lock);
+    free(u);
+    if (now_far)
+        jh__log(c->ctx, JH_LOG_WARN, "unwind: could not place unwind tables within 2 GiB of "
+                "code at %p: libunwind will not see it", (void *)e->start);
+    if (err == -EINVAL) {       /* one bad CFI description: skip it, keep the channel */
+        jh__log(c->ctx, JH_LOG_WARN, "unwind: %s: CFI rejected by the encoder, no unwind "
+                "info registered for it", e->name);
+        err = 0;
+    }
+    return err;
+}
+
+static int unwind_remove(void *state, struct jh_entry *e)
+{
     (void)state;
-    jh__log(ctx, JH_LOG_WARN, "unwind: channel not implemented yet");
-    return -ENOSYS;
+    struct uw_fn *u = e->chan[JH_CH_UNWIND];
+    if (!u)
+        return 0;
+    e->chan[JH_CH_UNWIND] = NULL;
+    pthread_mutex_lock(&U.lock);
+    int err = fn_remove(u);
+    sweep();
+    pthread_mutex_unlock(&U.lock);
+    return err;
+}
+
+static int unwind_move(void *state, struct jh_entry *e, uintptr_t old_start)
+{
+    (void)old_start;
+    int err = unwind_remove(state, e);
+    return err ? err : unwind_add(state, e);
+}
+
+static int unwind_flush(void *state)
+{
+    (void)state;
+    int err = 0;
+    pthread_mutex_lock(&U.lock);
+    for (size_t i = U.nseg; !err && i-- > 0;)
+        if (U.seg[i]->ndead)
+            err = seg_rebuild(i, i + 1, NULL);
+    sweep();
+    pthread_mutex_unlock(&U.lock);
+    return err;
+}
+
+static void unwind_close(void *state)
+{
+    struct uw_ctx *c = state;
+    if (!c)
+        return;
+    pthread_mutex_lock(&U.lock);
+    while (c->live)
+        fn_remove(c->live);
+    sweep();
+    pthread_mutex_unlock(&U.lock);
+    free(c);
 }
 
 const struct jh_channel_ops jh__unwind_ops = {
-    .name = "unwind", .bit = JH_UNWIND, .open = unwind_open,
+    .name = "unwind", .bit = JH_UNWIND, .open = unwind_open, .add = unwind_add,
+    .remove = unwind_remove, .move = unwind_move, .flush = unwind_flush,
+    .close = unwind_close,
 };
+
+/* ---- for tests and benchmarks --------------------------------------------------------- */
+void jh__unwind_get_stats(struct jh__unwind_stats *st)
+{
+    pthread_mutex_lock(&U.lock);
+    memset(st, 0, sizeof *st);
+    st->mode = U.mode;
+    st->libunwind = U.dyn;
+    st->segments = U.nseg;
+    for (size_t i = 0; i < U.nseg; i++)
+        if (U.seg[i]->n > st->largest)
+            st->largest = U.seg[i]->n;
+    st->live = U.live;
+    st->dead = U.dead;
+    st->fdes_copied = U.copied;
+    st->rebuilds = U.rebuilds;
+    st->retired = U.rlen - U.rhead;
+    pthread_mutex_unlock(&U.lock);
+}
+
+int jh__unwind_force_mode(int mode)
+{
+    pthread_mutex_lock(&U.lock);
+    int err = U.detected ? -EBUSY : 0;
+    if (!err)
+        U.forced = mode;
+    pthread_mutex_unlock(&U.lock);
+    return err;
+}
+
+void jh__unwind_tune(size_t max_fdes, size_t max_runs)
+{
+    pthread_mutex_lock(&U.lock);
+    if (max_fdes)
+        U.max_fdes = max_fdes;
+    if (max_runs)
+        U.max_runs = max_runs;
+    pthread_mutex_unlock(&U.lock);
+}

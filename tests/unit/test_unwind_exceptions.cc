@@ -1,0 +1,207 @@
+// test_unwind_exceptions.cc — with JH_UNWIND, the process's own unwinder crosses JIT frames:
+// a C++ exception thrown by the host below four minijit frames is caught above them, and
+// backtrace() / _Unwind_Backtrace walk from the host callback through every JIT frame to
+// main. The same after the functions are removed and compiled again at the same addresses.
+// A control run without the channel shows the walk stopping at the first JIT frame, so the
+// checks cannot pass by accident.
+#include <execinfo.h>
+#include <stdexcept>
+#include <unwind.h>
+
+#include "check.h"
+#include "jitherald.h"
+#include "minijit.h"
+#include "unwind_channel.h"
+
+int main();
+#include "unwind_channel.h"
+
+static const char *const source =
+    "fn d(x) {\n"
+    "    return callback(x + 1) + 1\n"
+    "}\n"
+    "fn c(x) {\n"
+    "    return d(x + 1) + 1\n"
+    "}\n"
+    "fn b(x) {\n"
+    "    return c(x + 1) + 1\n"
+    "}\n"
+    "fn a(x) {\n"
+    "    return b(x + 1) + 1\n"
+    "}\n"
+    "fn main() {\n"
+    "    return a(1) + 1\n"
+    "}\n";
+
+enum { CB_THROW, CB_BACKTRACE, CB_UNWIND_BACKTRACE };
+static int cb_mode;
+static void *pcs[128];
+static int npcs;
+
+static _Unwind_Reason_Code collect(struct _Unwind_Context *uc, void *)
+{
+    if (npcs == 128)
+        return _URC_END_OF_STACK;
+    pcs[npcs++] = (void *)_Unwind_GetIP(uc);
+    return _URC_NO_REASON;
+}
+
+struct jit_error : std::runtime_error {
+    int64_t value;
+    explicit jit_error(int64_t v) : std::runtime_error("thrown below JIT frames"), value(v) {}
+};
+
+static int64_t host_callback(int64_t x)
+{
+    switch (cb_mode) {
+    case CB_THROW:
+        throw jit_error(x);
+    case CB_BACKTRACE:
+        npcs = backtrace(pcs, 128);
+        break;
+    case CB_UNWIND_BACKTRACE:
+        npcs = 0;
+        _Unwind_Backtrace(collect, nullptr);
+        break;
+    }
+    return x;
+}
+
+static mj_program *compile(jh_ctx *jh)
+{
+    char err[256];
+    mj_program *p = mj_compile(source, "chain.mini", jh, err, sizeof err);
+    if (!p)
+        fprintf(stderr, "compile: %s\n", err);
+    return p;
+}
+
+// Walk pcs[]: the JIT frames must be d, c, b, a, main (minijit's) in that order, each pc
+// inside the code minijit reports for that function, and main (ours) must follow.
+static bool trace_complete(mj_program *p, const char *what, bool quiet = false)
+{
+    static const char *const order[] = { "d", "c", "b", "a", "main" };
+    size_t next = 0;
+    bool reached_main = false;
+    for (int i = 0; i < npcs; i++) {
+        uintptr_t pc = (uintptr_t)pcs[i];
+        for (int k = 0; k < mj_function_count(p); k++) {
+            const mj_function *f = mj_function_at(p, k);
+            uintptr_t lo = (uintptr_t)f->code, hi = lo + f->code_size;
+            if (pc > lo && pc <= hi) {      // a return address: just after the call
+                if (next < 5 && !strcmp(f->name, order[next]))
+                    next++;
+                else if (!quiet)
+                    fprintf(stderr, "%s: frame %d is JIT function %s, expected %s\n", what,
+                            i, f->name, next < 5 ? order[next] : "none");
+            }
+        }
+        if (next == 5 && _Unwind_FindEnclosingFunction((void *)(pc - 1)) == (void *)&main)
+            reached_main = true;
+    }
+    if (!quiet && (next != 5 || !reached_main))
+        fprintf(stderr, "%s: %d frames, %zu of 5 JIT frames in order, main %sreached\n", what,
+                npcs, next, reached_main ? "" : "not ");
+    return next == 5 && reached_main;
+}
+
+static void exercise(jh_ctx *jh, mj_program *p, const char *round)
+{
+    char what[64];
+    (void)jh;
+    cb_mode = CB_THROW;
+    bool caught = false;
+    try {
+        mj_run(p, "main", nullptr, 0);
+    } catch (const jit_error &e) {
+        caught = true;
+        CHECK_EQ(e.value, 5);   // 1 + 1 (a) + 1 (b) + 1 (c) + 1 (d)
+    }
+    CHECK(caught);
+
+    cb_mode = CB_BACKTRACE;
+    npcs = 0;
+    CHECK_EQ(mj_run(p, "main", nullptr, 0), 5 + 5);
+    snprintf(what, sizeof what, "%s backtrace()", round);
+    CHECK(trace_complete(p, what));
+
+    cb_mode = CB_UNWIND_BACKTRACE;
+    npcs = 0;
+    CHECK_EQ(mj_run(p, "main", nullptr, 0), 5 + 5);
+    snprintf(what, sizeof what, "%s _Unwind_Backtrace", round);
+    CHECK(trace_complete(p, what));
+
+    // The exception again, after the walks: libgcc sorted the runs at the first lookup.
+    cb_mode = CB_THROW;
+    caught = false;
+    try {
+        mj_run(p, "main", nullptr, 0);
+    } catch (const jit_error &) {
+        caught = true;
+    }
+    CHECK(caught);
+}
+
+int main()
+{
+    mj_set_callback(host_callback);
+
+    // Control: the same code, not announced. backtrace() stops at the first JIT frame.
+    mj_program *p = compile(nullptr);
+    CHECK(p);
+    if (!p)
+        return check_done();
+    cb_mode = CB_BACKTRACE;
+    npcs = 0;
+    mj_run(p, "main", nullptr, 0);
+    CHECK(!trace_complete(p, "control", true));
+    CHECK(npcs < 8);
+    mj_free(p);
+
+    jh_ctx *jh = nullptr;
+    struct jh_options o = {};
+    o.sz = sizeof o;
+    o.channels = JH_UNWIND;
+    o.flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT;
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    CHECK_EQ(jh_channels(jh), JH_UNWIND);
+    struct jh__unwind_stats st;
+    jh__unwind_get_stats(&st);
+    printf("unwind mode %d, libunwind %d\n", st.mode, st.libunwind);
+    CHECK(st.mode != JH_UW_NONE);
+
+    p = compile(jh);
+    CHECK(p);
+    if (!p)
+        return check_done();
+    exercise(jh, p, "first");
+
+    // Remove everything and compile again: minijit's arena reuses the same addresses.
+    void *old_d = mj_function_get(p, "d")->code;
+    mj_free(p);
+    jh__unwind_get_stats(&st);
+    CHECK_EQ(st.live, 0);
+    p = compile(jh);
+    CHECK(p);
+    if (!p)
+        return check_done();
+    CHECK(mj_function_get(p, "d")->code == old_d);
+    exercise(jh, p, "re-added");
+
+    // Removed but not freed (announced code gone, bytes still there): no stale FDE after a
+    // flush, so the walk stops again.
+    CHECK_EQ(mj_remove_all(p), 0);
+    CHECK_EQ(jh_flush(jh), 0);
+    jh__unwind_get_stats(&st);
+    CHECK_EQ(st.live, 0);
+    CHECK_EQ(st.dead, 0);
+    CHECK_EQ(st.segments, 0);
+    cb_mode = CB_BACKTRACE;
+    npcs = 0;
+    mj_run(p, "main", nullptr, 0);
+    CHECK(!trace_complete(p, "after removal", true));
+    mj_free(p);
+
+    jh_close(jh);
+    return check_done();
+}
