@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The demo JIT with the audit log on: the timeline names every function of the program
+# with its source line, the disassembly shows the code with its source lines, the VM's own
+# struct mj_function is decoded from DWARF with the values the program has, and an
+# independent msgpack decoder (msgpack-c) reads every frame of the file.
+set -eu
+B=$JH_BUILD; R=$JH_ROOT
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+prog=$R/examples/minijit/loops.mini
+JITHERALD=auditlog JITHERALD_DIR=$T "$B/examples/minijit" --log-structs "$prog" > "$T/out"
+log=$(ls "$T"/minijit-*.jhlog)
+J="$B/jitherald log $log"
+
+$J info | tee "$T/info"
+grep -q "closed cleanly, nothing dropped" "$T/info"
+
+# Every `fn NAME` of the source appears as a code_add at its line, and is removed at exit.
+$J code > "$T/code"; cat "$T/code"
+n=0
+while IFS=: read -r line rest; do
+    name=$(echo "$rest" | sed -n 's/^fn \([a-z_0-9]*\).*/\1/p')
+    grep -Eq "add +[0-9]+  $name .*loops.mini:$line\$" "$T/code" || { echo "FAIL: no add of $name at line $line"; exit 1; }
+    grep -Eq "remove +[0-9]+  $name " "$T/code" || { echo "FAIL: no remove of $name"; exit 1; }
+    n=$((n + 1))
+done < <(grep -n '^fn ' "$prog")
+[ "$n" -eq 5 ]
+grep -q "5 functions added, 5 removed, 0 live" "$T/code"
+
+# One compile event per function, its address attributes resolved.
+$J events > "$T/events"; cat "$T/events"
+[ "$(grep -c ' compile name="' "$T/events")" -eq 5 ]
+grep -q 'compile name="gcd" code=0x[0-9a-f]*\[gcd+0x0\].*function=0x[0-9a-f]*\[struct mj_function, [0-9]* B logged\]' "$T/events"
+
+# Disassembly of gcd with its source lines (gcd is defined on line 38).
+$J show gcd > "$T/gcd"; head -20 "$T/gcd"
+grep -q "^loops.mini:38\|/loops.mini:38$" "$T/gcd"
+grep -q "push *rbp" "$T/gcd"
+grep -Eq "\bret\b" "$T/gcd"
+
+# struct mj_function of gcd, decoded with the DWARF of the minijit binary.
+addr=$(sed -n 's/.*compile name="gcd".*function=\(0x[0-9a-f]*\).*/\1/p' "$T/events")
+size=$(sed -n 's/.*compile name="gcd".* size=\([0-9]*\) .*/\1/p' "$T/events")
+$J show "$addr" --vm "$B/examples/minijit" > "$T/struct"; cat "$T/struct"
+grep -q "^struct mj_function {" "$T/struct"
+grep -q "^  nparams = 2$" "$T/struct"            # fn gcd(a, b)
+grep -q "^  line = 38$" "$T/struct"
+grep -q "^  code_size = $size$" "$T/struct"
+grep -q "^  code = 0x[0-9a-f]* -> gcd+0x0$" "$T/struct"
+grep -q "^  announced = 1$" "$T/struct"
+grep -q "^  index = 3$" "$T/struct"               # the fourth fn of the file
+
+# The perf map regenerated from the log names the five functions.
+$J to-perfmap > "$T/map"; cat "$T/map"
+[ "$(grep -Ec '^[0-9a-f]+ [0-9a-f]+ (prime_sum|collatz|classify|gcd|main)$' "$T/map")" -eq 5 ]
+
+# An independent decoder: msgpack-c walks the file as a stream of msgpack objects.
+cat > "$T/walk.c" <<'C'
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+    FILE *f = fopen(argv[1], "rb");
+    static char buf[1 << 22];
+    size_t n = fread(buf, 1, sizeof buf, f), off = 0;
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    int frames = 0, maps = 0;
+    while (off < n) {
+        if (msgpack_unpack_next(&u, buf, n, &off) != MSGPACK_UNPACK_SUCCESS) return 1;
+        if (u.data.type == MSGPACK_OBJECT_POSITIVE_INTEGER) { frames++; continue; }
+        if (u.data.type != MSGPACK_OBJECT_MAP) return 2;
+        msgpack_object_kv *kv = u.data.via.map.ptr;
+        if (kv[0].key.type != MSGPACK_OBJECT_STR || kv[0].key.via.str.size != 4 ||
+            memcmp(kv[0].key.via.str.ptr, "type", 4)) return 3;
+        maps++;
+    }
+    printf("%d frames, %d records\n", frames, maps);
+    return frames == maps ? 0 : 4;
+}
+C
+cc -o "$T/walk" "$T/walk.c" $(pkg-config --cflags --libs msgpack 2>/dev/null || echo -lmsgpackc)
+"$T/walk" "$log" | tee "$T/walk.out"
+nrec=$($J list | wc -l)
+grep -q "^$nrec frames, $nrec records$" "$T/walk.out"
+echo PASS
