@@ -33,7 +33,13 @@ struct chunk {
     struct chunk *next;
     uint8_t *base;
     size_t size, used;          /* bump pointer */
-    uint8_t *exec;              /* per page: 1 once it holds published code */
+    uint8_t *state;             /* per page: PAGE_* */
+};
+
+enum {
+    PAGE_FRESH = 0,             /* RW since the mmap, never executable */
+    PAGE_EXEC = 1,              /* RX: holds published code */
+    PAGE_OPEN = 2               /* writable while a batch is being copied */
 };
 
 struct hole {                   /* a freed range, reusable first fit */
@@ -64,10 +70,12 @@ static struct chunk *chunk_new(size_t min)
     struct chunk *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
-    c->exec = calloc(size / page_size, 1);
+    c->state = calloc(size / page_size, 1);
     c->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (!c->exec || c->base == MAP_FAILED) {
-        free(c->exec);
+    if (!c->state || c->base == MAP_FAILED) {
+        if (c->base != MAP_FAILED)
+            munmap(c->base, size);
+        free(c->state);
         free(c);
         return NULL;
     }
@@ -166,57 +174,110 @@ static uint8_t *alloc_locked(size_t size)
     return p;
 }
 
-static int protect(struct chunk *c, uint8_t *p, size_t len, bool writing)
+/* Pages touched by the batch being published, to be made RX again at the end. */
+struct opened {
+    uintptr_t *pages;
+    size_t n, cap;
+};
+
+static int open_pages(struct chunk *c, uint8_t *p, size_t len, struct opened *o)
 {
     uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(page_size - 1);
     uintptr_t hi = round_up((uintptr_t)p + len, page_size);
     for (uintptr_t pg = lo; pg < hi; pg += page_size) {
-        size_t idx = (pg - (uintptr_t)c->base) / page_size;
-        int prot = writing ? PROT_READ | PROT_WRITE | (c->exec[idx] ? PROT_EXEC : 0)
-                           : PROT_READ | PROT_EXEC;
-        if (mprotect((void *)pg, page_size, prot) < 0)
+        uint8_t *st = &c->state[(pg - (uintptr_t)c->base) / page_size];
+        if (*st == PAGE_OPEN)
+            continue;
+        if (o->n == o->cap) {
+            size_t cap = o->cap ? o->cap * 2 : 16;
+            uintptr_t *n = realloc(o->pages, cap * sizeof *n);
+            if (!n)
+                return -ENOMEM;
+            o->pages = n;
+            o->cap = cap;
+        }
+        /* A fresh page is still RW from the mmap: no syscall. */
+        if (*st == PAGE_EXEC &&
+            mprotect((void *)pg, page_size, PROT_READ | PROT_WRITE | PROT_EXEC) < 0)
             return -errno;
-        if (!writing)
-            c->exec[idx] = 1;
+        o->pages[o->n++] = pg;
+        *st = PAGE_OPEN;
     }
     return 0;
 }
 
-void *mj__arena_publish(const uint8_t *bytes, size_t len, mj_publish_fn *fn, void *arg,
-                        int *err)
+static int cmp_page(const void *a, const void *b)
 {
-    if (!len) {
-        *err = -EINVAL;
-        return NULL;
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Everything opened goes to RX, in as few mprotect calls as contiguous runs allow. */
+static int close_pages(struct opened *o)
+{
+    int rc = 0;
+    qsort(o->pages, o->n, sizeof *o->pages, cmp_page);
+    for (size_t i = 0, j; i < o->n; i = j) {
+        for (j = i + 1; j < o->n && o->pages[j] == o->pages[j - 1] + page_size; j++)
+            ;
+        if (mprotect((void *)o->pages[i], (j - i) * page_size, PROT_READ | PROT_EXEC) < 0 && !rc)
+            rc = -errno;
+        for (size_t k = i; k < j; k++) {
+            struct chunk *c = chunk_of((uint8_t *)o->pages[k]);
+            c->state[(o->pages[k] - (uintptr_t)c->base) / page_size] = PAGE_EXEC;
+        }
     }
-    size_t size = round_up(len, ALIGN);
+    free(o->pages);
+    *o = (struct opened){ 0 };
+    return rc;
+}
+
+int mj__arena_publish(size_t n, const uint8_t *const *bytes, const size_t *lens, void **out,
+                      mj_publish_fn *fn, void *arg)
+{
+    struct opened o = { 0 };
+    size_t got = 0, i;
+    int rc = 0;
+
+    for (i = 0; i < n; i++) {
+        out[i] = NULL;
+        if (!lens[i])
+            return -EINVAL;
+    }
     pthread_mutex_lock(&lock);
     if (!page_size)
         page_size = (size_t)sysconf(_SC_PAGESIZE);
-    uint8_t *p = alloc_locked(size);
-    if (!p) {
-        pthread_mutex_unlock(&lock);
-        *err = -ENOMEM;
-        return NULL;
+    for (; got < n && rc == 0; got++) {
+        if (!(out[got] = alloc_locked(round_up(lens[got], ALIGN)))) {
+            rc = -ENOMEM;
+            break;
+        }
+        rc = open_pages(chunk_of(out[got]), out[got], round_up(lens[got], ALIGN), &o);
     }
-    struct chunk *c = chunk_of(p);
-    int rc = protect(c, p, size, true);
-    if (rc == 0) {
-        memcpy(p, bytes, len);
-        memset(p + len, 0xcc, size - len);      /* int3 between functions */
-        rc = protect(c, p, size, false);
+    for (i = 0; rc == 0 && i < n; i++) {
+        memcpy(out[i], bytes[i], lens[i]);
+        memset((uint8_t *)out[i] + lens[i], 0xcc, round_up(lens[i], ALIGN) - lens[i]); /* int3 */
     }
-    if (rc == 0 && fn)
-        rc = fn(arg, p);
-    if (rc) {
-        give_back(p, size);
-        pthread_mutex_unlock(&lock);
-        *err = rc;
-        return NULL;
+    int rc2 = close_pages(&o);
+    if (!rc)
+        rc = rc2;
+    /* Announce only once every byte of the batch is in place and executable. */
+    size_t keep = 0;
+    for (; rc == 0 && keep < n; keep++)
+        if (fn && (rc = fn(arg, keep, out[keep])) != 0)
+            break;
+    if (rc == 0)
+        keep = n;
+    /* Undo in reverse, so the bump pointer retracts over what this batch took. */
+    for (i = got; i-- > keep;) {
+        if (out[i])
+            give_back(out[i], round_up(lens[i], ALIGN));
+        out[i] = NULL;
     }
-    used_bytes += size;
+    for (i = 0; i < keep; i++)
+        used_bytes += round_up(lens[i], ALIGN);
     pthread_mutex_unlock(&lock);
-    return p;
+    return rc;
 }
 
 void mj__arena_release(void *code, size_t len, void (*undo)(void *arg, void *code), void *arg)

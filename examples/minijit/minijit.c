@@ -60,21 +60,15 @@ __attribute__((noinline)) int64_t mj__builtin_callback(int64_t x)
     return r;
 }
 
-struct publish {
-    mj_program *p;
-    int i;
-};
-
 /* Runs under the arena lock, with the bytes already read+exec. */
-static int announce(void *arg, void *code)
+static int announce(void *arg, size_t i, void *code)
 {
-    struct publish *pub = arg;
-    mj_program *p = pub->p;
-    struct mj__unit_fn *u = &p->unit.fns[pub->i];
-    struct mj_function *f = &p->fns[pub->i];
+    mj_program *p = arg;
+    struct mj__unit_fn *u = &p->unit.fns[i];
+    struct mj_function *f = &p->fns[i];
 
     f->code = code;
-    p->unit.table[pub->i] = code;
+    p->unit.table[i] = code;
     if (!p->jh)
         return 0;
     struct jh_code c = {
@@ -85,7 +79,7 @@ static int announce(void *arg, void *code)
     int rc = jh_code_add(p->jh, &c, &f->jh_id);
     if (rc < 0) {
         f->code = NULL;         /* the arena takes the bytes back */
-        p->unit.table[pub->i] = NULL;
+        p->unit.table[i] = NULL;
         return rc;
     }
     f->announced = 1;
@@ -147,18 +141,36 @@ mj_program *mj_compile_ex(const char *source, const char *filename, jh_ctx *jh,
             .lines = u->lines, .frame_slots = u->frame_slots, .index = (uint32_t)i,
         };
     }
-    for (int i = 0; i < p->unit.nfns; i++) {
-        struct mj__unit_fn *u = &p->unit.fns[i];
-        struct publish pub = { p, i };
-        int rc = 0;
-        if (!mj__arena_publish(u->code, u->len, announce, &pub, &rc)) {
-            snprintf(err, errlen, "%s:%u:%u: error: cannot publish function '%s': %s", filename,
-                     u->line, u->column, u->name,
-                     rc == -ENOMEM ? "out of code memory" : jh_strerror(rc));
-            mj_free(p);
-            return NULL;
+    size_t n = (size_t)p->unit.nfns;
+    const uint8_t **bytes = malloc(n * sizeof *bytes);
+    size_t *lens = malloc(n * sizeof *lens);
+    void **out = malloc(n * sizeof *out);
+    int rc = -ENOMEM;
+    if (bytes && lens && out) {
+        for (size_t i = 0; i < n; i++) {
+            bytes[i] = p->unit.fns[i].code;
+            lens[i] = p->unit.fns[i].len;
         }
+        rc = mj__arena_publish(n, bytes, lens, out, announce, p);
     }
+    free(bytes);
+    free(lens);
+    free(out);
+    if (rc < 0) {
+        int bad = 0;
+        while (bad < p->unit.nfns - 1 && p->fns[bad].code)
+            bad++;
+        struct mj__unit_fn *u = &p->unit.fns[bad];
+        snprintf(err, errlen, "%s:%u:%u: error: cannot publish function '%s': %s", filename,
+                 u->line, u->column, u->name,
+                 rc == -ENOMEM ? "out of code memory" : jh_strerror(rc));
+        mj_free(p);
+        return NULL;
+    }
+    /* A compiled program is a batch: make it visible to every tool now (the gdb channel
+     * groups functions into one image per batch) rather than at some later announcement. */
+    if (jh)
+        jh_flush(jh);
     return p;
 }
 
@@ -229,6 +241,8 @@ int mj_remove_all(mj_program *p)
         if (rc < 0 && !first)
             first = rc;
     }
+    if (p && p->jh)
+        jh_flush(p->jh);
     return first;
 }
 

@@ -13,16 +13,17 @@
 
 /* ---- arena.c: executable memory ------------------------------------------------------ */
 
-/* Called with the arena lock held once the bytes are in place and read+exec. A non-zero
- * return undoes the allocation and is passed back. */
-typedef int mj_publish_fn(void *arg, void *code);
+/* Called with the arena lock held for code i of a batch, once every byte of the batch is
+ * in place and read+exec. A non-zero return stops the batch: codes i.. are taken back. */
+typedef int mj_publish_fn(void *arg, size_t i, void *code);
 
-/* Copy len bytes into the arena (16-byte aligned), make them executable and call fn (may be
- * NULL). Returns the code address, or NULL with *err set to a negative errno / fn's result.
- * The lock is held across the copy and fn, so no other thread writes to a page while a
- * channel (elfmap) may be copying it. */
-void *mj__arena_publish(const uint8_t *bytes, size_t len, mj_publish_fn *fn, void *arg,
-                        int *err);
+/* Copy n pieces of code into the arena (each 16-byte aligned, packed), make them executable
+ * and call fn for each in order. out[i] receives each address (NULL for what was taken
+ * back). Returns 0, -ENOMEM, -errno from mprotect, or fn's result; codes before the one fn
+ * refused stay allocated (release them with mj__arena_release). The lock is held across the
+ * copy and fn, so no other thread writes to a page while a channel (elfmap) copies it. */
+int mj__arena_publish(size_t n, const uint8_t *const *bytes, const size_t *lens, void **out,
+                      mj_publish_fn *fn, void *arg);
 /* Give code back for reuse; undo(arg, code) runs first under the lock (may be NULL): it is
  * where the caller says goodbye to tools before the bytes can be reused. */
 void mj__arena_release(void *code, size_t len, void (*undo)(void *arg, void *code), void *arg);
