@@ -364,7 +364,8 @@ static void test_announce(void)
         char name[32] = "";
         const void *start = NULL;
         size_t size = 0;
-        if ((jh_channels(jh) & JH_PERFMAP) && fib) {
+        CHECK(jh_channels(jh) & JH_PERFMAP);
+        if (fib) {
             CHECK_EQ(jh_lookup(jh, (uint8_t *)fib->code + 5, NULL, &start, &size, name, sizeof name), 0);
             CHECK_STR(name, "fib");
             CHECK(start == fib->code);
