@@ -79,6 +79,9 @@ enum {
     JH_OPT_STRICT     = 1 << 1  /* jh_open fails if any requested channel cannot start */
 };
 
+/* jh_options.gdb_batch: new code reaches debuggers at jh_flush(), not at each add. */
+#define JH_GDB_DEFER 0x80000000u
+
 /* Log levels passed to jh_options.log. */
 enum { JH_LOG_ERROR = 0, JH_LOG_WARN = 1, JH_LOG_INFO = 2, JH_LOG_DEBUG = 3 };
 
@@ -107,7 +110,12 @@ struct jh_options {
      * jitherald calls, with a context lock held: it must not call jitherald. */
     jh_log_fn *log;
     void *log_arg;
-    /* GDB channel: functions per in-memory image (0: default, see docs/channels.md). */
+    /* GDB channel: functions per in-memory image (0: default 1024; $JITHERALD_GDB_BATCH
+     * wins). By default each jh_code_add is visible to an attached debugger before it
+     * returns (about two debugger stops per function while one listens). OR in
+     * JH_GDB_DEFER to register new code as one image at jh_flush() or every gdb_batch
+     * functions instead (one stop per image): then call jh_flush() before running new
+     * code. See docs/gdb.md. */
     uint32_t gdb_batch;
     /* Audit log: size limit in bytes for the log file (0: default 256 MiB). */
     uint64_t auditlog_limit;

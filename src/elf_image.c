@@ -215,8 +215,9 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     sec[S_SYMTAB].link = sec[S_STRTAB].index;
 
     /* NOBITS: a PT_LOAD per run with no file bytes (LLDB places sections through segments
-     * when there are any). COPY: the code segment, and the rw one if asked for. */
-    const size_t nph = copy ? (s->rw_addr ? 2 : 1) : nruns;
+     * when there are any), and one for .eh_frame. COPY: the code segment, and the rw one
+     * if asked for. */
+    const size_t nph = copy ? (s->rw_addr ? 2 : 1) : nruns + want_eh;
     size_t off = sizeof(Elf64_Ehdr) + nph * sizeof(Elf64_Phdr);
     size_t rw_off = 0, rw_size = 0;
     if (copy) {
@@ -294,6 +295,13 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
                               .p_offset = sec[S_TEXT].off, .p_vaddr = runs[k].lo,
                               .p_paddr = runs[k].lo, .p_memsz = runs[k].hi - runs[k].lo,
                               .p_align = 1 };
+            jh__buf_put(out, &ph, sizeof ph);
+        }
+        /* BFD warns about an SHF_ALLOC section outside every segment */
+        if (want_eh) {
+            Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = sec[S_EH].off,
+                              .p_vaddr = sec[S_EH].addr, .p_paddr = sec[S_EH].addr,
+                              .p_filesz = eh_size, .p_memsz = eh_size, .p_align = 1 };
             jh__buf_put(out, &ph, sizeof ph);
         }
     }

@@ -195,7 +195,7 @@ static void test_nobits(void)
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(b.p + 8 + eh->e_shoff);
     /* one exact .text per run of adjacent functions: fib+main, helper, stub */
     CHECK_EQ(lay.ntext, 3);
-    CHECK_EQ(eh->e_phnum, 3);
+    CHECK_EQ(eh->e_phnum, 4);     /* and one for .eh_frame */
     CHECK_EQ(sh[1].sh_type, SHT_NOBITS);
     CHECK_EQ(sh[1].sh_addr, base);
     CHECK_EQ(sh[1].sh_size, 352);
