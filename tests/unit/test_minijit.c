@@ -319,6 +319,154 @@ static void test_errors(void)
     mj_free(NULL);
 }
 
+/*
+ * Differential test: random expressions over a, b, c, evaluated by the JIT and by a C
+ * model of the language's semantics (wrapping arithmetic, total division, 0/1 logic).
+ */
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+static int64_t wrap_add(int64_t x, int64_t y) { return (int64_t)((uint64_t)x + (uint64_t)y); }
+static int64_t wrap_sub(int64_t x, int64_t y) { return (int64_t)((uint64_t)x - (uint64_t)y); }
+static int64_t wrap_mul(int64_t x, int64_t y) { return (int64_t)((uint64_t)x * (uint64_t)y); }
+static int64_t model_div(int64_t x, int64_t y)
+{
+    return y == 0 ? 0 : y == -1 ? wrap_sub(0, x) : x / y;
+}
+static int64_t model_mod(int64_t x, int64_t y) { return y == 0 || y == -1 ? 0 : x % y; }
+
+/* Appends source for a random expression to buf and returns its value for (a, b, c). */
+static int64_t gen(char *buf, size_t cap, int depth, const int64_t v[3])
+{
+    size_t len = strlen(buf);
+    if (depth == 0 || rnd(4) == 0) {
+        if (rnd(2)) {
+            int k = (int)rnd(3);
+            snprintf(buf + len, cap - len, "%c", "abc"[k]);
+            return v[k];
+        }
+        static const int64_t lits[] = { 0, 1, 2, 3, 7, -1, 100, 65536, 2147483647, 4294967296LL,
+                                        INT64_MAX };
+        int64_t x = lits[rnd(sizeof lits / sizeof *lits)];
+        snprintf(buf + len, cap - len, x < 0 ? "(%" PRId64 ")" : "%" PRId64, x);
+        return x;
+    }
+    static const char *const ops[] = { "+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=",
+                                       "&&", "||", "neg", "!" };
+    int op = (int)rnd(sizeof ops / sizeof *ops);
+    if (op >= 13) {
+        snprintf(buf + len, cap - len, op == 13 ? "-(" : "!(");
+        int64_t x = gen(buf, cap, depth - 1, v);
+        len = strlen(buf);
+        snprintf(buf + len, cap - len, ")");
+        return op == 13 ? wrap_sub(0, x) : !x;
+    }
+    snprintf(buf + len, cap - len, "(");
+    int64_t x = gen(buf, cap, depth - 1, v);
+    len = strlen(buf);
+    snprintf(buf + len, cap - len, " %s ", ops[op]);
+    int64_t y = gen(buf, cap, depth - 1, v);
+    len = strlen(buf);
+    snprintf(buf + len, cap - len, ")");
+    switch (op) {
+    case 0: return wrap_add(x, y);
+    case 1: return wrap_sub(x, y);
+    case 2: return wrap_mul(x, y);
+    case 3: return model_div(x, y);
+    case 4: return model_mod(x, y);
+    case 5: return x == y;
+    case 6: return x != y;
+    case 7: return x < y;
+    case 8: return x <= y;
+    case 9: return x > y;
+    case 10: return x >= y;
+    case 11: return x && y;
+    default: return x || y;
+    }
+}
+
+static void test_random_expressions(void)
+{
+    static const int64_t inputs[][3] = { { 0, 0, 0 }, { 1, 2, 3 }, { -5, 7, -1 },
+                                         { INT64_MAX, INT64_MIN, 2 }, { 1000003, -97, 13 } };
+    enum { N = 300 };
+    for (size_t in = 0; in < sizeof inputs / sizeof *inputs; in++) {
+        /* The model needs the inputs while generating, so one program per input triple. */
+        size_t cap = N * 1200 + 64;
+        char *src = malloc(cap);
+        int64_t want[N];
+        src[0] = 0;
+        for (int i = 0; i < N; i++) {
+            char e[1024] = "";
+            want[i] = gen(e, sizeof e, 1 + (int)rnd(5), inputs[in]);
+            size_t len = strlen(src);
+            snprintf(src + len, cap - len, "fn f%d(a, b, c) { return %s }\n", i, e);
+        }
+        char err[256];
+        mj_program *p = mj_compile(src, "rand.mini", NULL, err, sizeof err);
+        CHECK(p != NULL);
+        if (!p) {
+            fprintf(stderr, "%s\n", err);
+            free(src);
+            continue;
+        }
+        for (int i = 0; i < N; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "f%d", i);
+            int64_t got = mj_run(p, name, inputs[in], 3);
+            check_count++;
+            if (got != want[i]) {
+                check_failures++;
+                const struct mj_function *f = mj_function_get(p, name);
+                fprintf(stderr, "random expression on line %u: got %" PRId64 ", want %" PRId64 "\n",
+                        f ? f->line : 0, got, want[i]);
+            }
+        }
+        mj_free(p);
+        free(src);
+    }
+}
+
+/* Mutated programs must compile or fail with a message: never crash or hang. */
+static void test_mutations(void)
+{
+    char err[256];
+    char *base = mj_read_file("examples/minijit/loops.mini", err, sizeof err);
+    CHECK(base != NULL);
+    if (!base)
+        return;
+    size_t len = strlen(base);
+    char *m = malloc(len + 1);
+    static const char alphabet[] = "(){}+-*/%=!<>&|,;#\n 0123456789abcfnvrwie_";
+    int compiled = 0;
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(m, base, len + 1);
+        for (int k = 1 + (int)rnd(4); k > 0; k--)
+            m[rnd((uint32_t)len)] = alphabet[rnd(sizeof alphabet - 1)];
+        err[0] = 0;
+        mj_program *p = mj_compile(m, "mut.mini", NULL, err, sizeof err);
+        if (p) {
+            compiled++;
+            mj_free(p);     /* not run: a mutation may well loop forever */
+        } else {
+            check_count++;
+            if (strncmp(err, "mut.mini:", 9) || !strstr(err, ": error: ")) {
+                check_failures++;
+                fprintf(stderr, "bad error message: %s\n", err);
+            }
+        }
+    }
+    CHECK(compiled > 0);
+    free(m);
+    free(base);
+}
+
 /* Code freed and compiled again lands where it was (first fit): the address-reuse case. */
 static void test_reuse(void)
 {
@@ -483,6 +631,8 @@ int main(void)
     test_samples();
     test_callback();
     test_errors();
+    test_random_expressions();
+    test_mutations();
     test_reuse();
     test_announce();
     test_threads();
