@@ -135,7 +135,7 @@ static struct {
     size_t live, dead, far;
     uint64_t copied, rebuilds;
     size_t page;
-} U = { .lock = PTHREAD_MUTEX_INITIALIZER, .max_fdes = 16384, .max_runs = 64 };
+} U = { .lock = PTHREAD_MUTEX_INITIALIZER, .max_fdes = 8192, .max_runs = 64 };
 
 static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
@@ -475,9 +475,21 @@ static int seg_rebuild(size_t i0, size_t i1, struct uw_fn *add)
     return 0;
 }
 
+/*
+ * Merging a and b (a below b) makes one run cover the gap between them, and code added in
+ * that gap later rebuilds the whole run. Merges by size therefore only join runs that are
+ * densely adjacent (a gap of at most a few functions), which is where a bump allocator puts
+ * the next function anyway; merges by count take any gap.
+ */
 static bool can_merge(const struct uw_seg *a, const struct uw_seg *b, bool by_size)
 {
-    return b->hi - a->lo <= SPAN_MAX && (!by_size || a->n + b->n <= U.max_fdes);
+    if (b->hi - a->lo > SPAN_MAX)
+        return false;
+    if (!by_size)
+        return true;
+    uintptr_t gap = b->lo > a->hi ? b->lo - a->hi : 0;
+    uintptr_t mean = ((a->hi - a->lo) + (b->hi - b->lo)) / (a->n + b->n);
+    return a->n + b->n <= U.max_fdes && (gap <= 256 || gap <= 4 * mean);
 }
 
 /* Run i is new or grew: merge it with neighbours no bigger than it, then keep the number

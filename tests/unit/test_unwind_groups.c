@@ -1,0 +1,211 @@
+/*
+ * test_unwind_groups.c — the unwind channel's bookkeeping under churn, checked through the
+ * unwinder itself: after every phase, _Unwind_Find_FDE(pc) for a pc inside every live
+ * function must return that function's FDE (bases.func == its start), in whatever way the
+ * FDEs were grouped. Phases: code growing upwards (the binary counter), half removed at
+ * random, the holes refilled in random order at the same addresses, code growing
+ * downwards, a move, everything removed. Then again with tiny limits so that every merge
+ * path (by size, by number of runs) runs thousands of times.
+ * test_unwind_perfn.c and test_unwind_llvm.c include this file with another mode forced.
+ */
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "check.h"
+#include "jitherald.h"
+#include "unwind_channel.h"
+
+#ifndef UW_FORCE
+#define UW_FORCE 0
+#define UW_N 20000
+#endif
+
+struct eh_bases { void *tbase, *dbase, *func; };
+typedef const void *find_fde_fn(void *pc, struct eh_bases *bases);
+static find_fde_fn *find_fde;
+
+#define SLOT 32
+static uint8_t *area;           /* PROT_NONE: the code is described, never run */
+static uint64_t *ids;           /* per slot, 0 = not registered */
+static jh_ctx *jh;
+static unsigned rng = 12345;
+static uint64_t ops, last_ops, last_copied;
+
+static unsigned rnd(void) { rng = rng * 1103515245u + 12345u; return rng >> 8; }
+
+static size_t slot_size(size_t i) { return 8 + (i * 7) % 24; }
+
+static int add(size_t i)
+{
+    struct jh_code c = { .sz = sizeof c, .name = "f", .start = area + i * SLOT,
+                         .size = slot_size(i), .unwind = JH_UNWIND_FRAME_POINTER,
+                         .fp_push_end = 1, .fp_set_end = 4 };
+    ops++;
+    return jh_code_add(jh, &c, &ids[i]);
+}
+
+static int del(size_t i)
+{
+    ops++;
+    int err = jh_code_remove(jh, ids[i]);
+    ids[i] = 0;
+    return err;
+}
+
+/* Every live function found with its own start; returns the number of misses. */
+static size_t verify(size_t n, const char *phase, bool removed_too)
+{
+    size_t bad = 0, live = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct eh_bases b = { 0 };
+        uint8_t *pc = area + i * SLOT + slot_size(i) - 1;
+        const void *fde = find_fde(pc, &b);
+        if (ids[i]) {
+            live++;
+            if (!fde || b.func != area + i * SLOT) {
+                if (bad++ < 5)
+                    fprintf(stderr, "%s: slot %zu (%p): fde %p func %p\n", phase, i,
+                            (void *)pc, fde, b.func);
+            }
+        } else if (removed_too && fde && b.func == area + i * SLOT) {
+            if (bad++ < 5)
+                fprintf(stderr, "%s: removed slot %zu still has an FDE\n", phase, i);
+        }
+    }
+    struct jh__unwind_stats st;
+    jh__unwind_get_stats(&st);
+    printf("%-28s live %6zu  runs %4zu  largest %6zu  dead %6zu  FDE copies/op %.1f\n", phase,
+           live, st.segments, st.largest, st.dead,
+           (double)(st.fdes_copied - last_copied) / (double)(ops - last_ops + 1));
+    last_copied = st.fdes_copied;
+    last_ops = ops;
+    CHECK_EQ(st.live, live);
+    return bad;
+}
+
+static void churn(size_t n, size_t max_runs)
+{
+    size_t err = 0;
+    /* upwards */
+    for (size_t i = 0; i < n / 2; i++)
+        err += add(i) != 0;
+    CHECK_EQ(err, 0);
+    CHECK_EQ(verify(n, "grown upwards", false), 0);
+    struct jh__unwind_stats st;
+    jh__unwind_get_stats(&st);
+    if (UW_FORCE != JH_UW_PERFN && UW_FORCE != JH_UW_LLVM)
+        CHECK(st.segments <= max_runs);
+
+    /* half removed at random */
+    for (size_t i = 0; i < n / 2; i++)
+        if (rnd() & 1)
+            err += del(i) != 0;
+    CHECK_EQ(err, 0);
+    CHECK_EQ(verify(n, "half removed", false), 0);
+
+    /* holes refilled in random order: same addresses, inside existing runs */
+    for (size_t k = 0; k < n / 2; k++) {
+        size_t i = rnd() % (n / 2);
+        if (!ids[i])
+            err += add(i) != 0;
+    }
+    CHECK_EQ(err, 0);
+    CHECK_EQ(verify(n, "holes refilled", false), 0);
+
+    /* downwards, above the first half */
+    for (size_t i = n; i-- > n / 2;)
+        err += add(i) != 0;
+    CHECK_EQ(err, 0);
+    CHECK_EQ(verify(n, "grown downwards", false), 0);
+
+    /* a move into a free slot */
+    size_t from = n / 2 + 3;
+    CHECK_EQ(del(n / 2 + 5), 0);
+    CHECK_EQ(jh_code_move(jh, ids[from], area + (n / 2 + 5) * SLOT), JH_EOVERLAP - JH_EOVERLAP);
+    ids[n / 2 + 5] = ids[from];
+    ids[from] = 0;
+    /* slot sizes differ: re-describe it with its new slot's size */
+    CHECK_EQ(del(n / 2 + 5), 0);
+    CHECK_EQ(add(n / 2 + 5), 0);
+    CHECK_EQ(jh_flush(jh), 0);
+    CHECK_EQ(verify(n, "moved, flushed", true), 0);
+
+    /* every other one removed, flushed: no stale FDE left */
+    for (size_t i = 0; i < n; i += 2)
+        if (ids[i])
+            err += del(i) != 0;
+    CHECK_EQ(jh_flush(jh), 0);
+    CHECK_EQ(verify(n, "half removed, flushed", true), 0);
+
+    for (size_t i = 0; i < n; i++)
+        if (ids[i])
+            err += del(i) != 0;
+    CHECK_EQ(err, 0);
+    CHECK_EQ(jh_flush(jh), 0);
+    CHECK_EQ(verify(n, "all removed", true), 0);
+    jh__unwind_get_stats(&st);
+    CHECK_EQ(st.segments, 0);
+    CHECK_EQ(st.dead, 0);
+}
+
+int main(void)
+{
+#ifdef UW_SETUP
+    UW_SETUP
+#endif
+    if (UW_FORCE)
+        CHECK_EQ(jh__unwind_force_mode(UW_FORCE), 0);
+    size_t n = UW_N;
+    area = mmap(NULL, (n + 1) * SLOT, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ids = calloc(n, sizeof *ids);
+    CHECK(area != MAP_FAILED && ids);
+    struct jh_options o = { .sz = sizeof o, .channels = JH_UNWIND,
+                            .flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT };
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    struct jh__unwind_stats st;
+    jh__unwind_get_stats(&st);
+    printf("mode %d\n", st.mode);
+    if (UW_FORCE)
+        CHECK_EQ(st.mode, UW_FORCE);
+    if (!find_fde)
+        find_fde = (find_fde_fn *)dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
+    if (!find_fde) {    /* a C program: libgcc_s is loaded by the channel (as by backtrace()) */
+        void *h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+        find_fde = h ? (find_fde_fn *)dlsym(h, "_Unwind_Find_FDE") : NULL;
+    }
+    CHECK(find_fde);
+    if (!find_fde || !jh)
+        return check_done();
+
+    churn(n, 64);
+    /* tiny limits: merges by size and by count on almost every call */
+    jh__unwind_tune(16, 6);
+    churn(n / 4, 6);
+    jh__unwind_tune(8192, 64);
+
+    /* a second context's code between the first one's: one process-wide set of runs */
+    jh_ctx *jh2;
+    CHECK_EQ(jh_open(&jh2, &o), 0);
+    for (size_t i = 0; i < 64; i++) {
+        jh_ctx *c = jh;
+        jh = i & 1 ? jh2 : c;
+        CHECK_EQ(add(i), 0);
+        jh = c;
+    }
+    CHECK_EQ(verify(64, "two contexts interleaved", false), 0);
+    jh_close(jh2);
+    for (size_t i = 0; i < 64; i += 2)
+        CHECK_EQ(del(i), 0);
+    for (size_t i = 1; i < 64; i += 2)
+        ids[i] = 0;     /* closed with jh2 */
+    CHECK_EQ(jh_flush(jh), 0);
+    CHECK_EQ(verify(64, "second context closed", true), 0);
+
+    jh_close(jh);
+    jh__unwind_get_stats(&st);
+    CHECK_EQ(st.live, 0);
+    CHECK_EQ(st.segments, 0);
+    return check_done();
+}
