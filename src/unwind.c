@@ -403,8 +403,10 @@ static size_t seg_upper(uintptr_t addr)         /* first run ending after addr *
 static void seg_free(struct uw_seg *s)
 {
     for (size_t i = 0; i < s->n; i++)
-        if (s->fn[i]->dead)
+        if (s->fn[i]->dead) {
+            free(s->fn[i]->run);
             free(s->fn[i]);
+        }
     free(s->fn);
     free(s);
 }
@@ -530,6 +532,31 @@ static int group_add(struct uw_fn *u)
     size_t i0 = seg_upper(u->start), i1 = i0;
     while (i1 < U.nseg && U.seg[i1]->lo < u->end)
         i1++;
+    /* The same function again where it was removed (a recompile landing on the same
+     * addresses, a code cache reloaded): the run still holds its FDE, byte for byte. */
+    if (i1 == i0 + 1) {
+        struct uw_seg *s = U.seg[i0];
+        size_t lo = 0, hi = s->n;
+        while (lo < hi) {
+            size_t m = lo + (hi - lo) / 2;
+            if (s->fn[m]->start < u->start)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        struct uw_fn *d = lo < s->n ? s->fn[lo] : NULL;
+        if (d && d->dead && d->run && d->start == u->start && d->end == u->end &&
+            d->fde_len == u->fde_len &&
+            !memcmp(d->run + d->fde_off, u->run + u->fde_off, u->fde_len)) {
+            s->fn[lo] = u;
+            u->seg = s;
+            s->ndead--;
+            U.dead--;
+            free(d->run);
+            free(d);
+            return 0;
+        }
+    }
     int err = seg_rebuild(i0, i1, u);
     if (!err)
         seg_settle(i0);         /* u is registered either way: merging is only thrift */
@@ -629,15 +656,14 @@ static int fn_remove(struct uw_fn *u)
         else
             U.llvm_remove((uintptr_t)(u->run + u->fde_off));
         retire(u->run, false);
-    } else {
-        free(u->run);
+        u->run = NULL;
     }
-    u->run = NULL;
     if (!u->seg) {
+        free(u->run);
         free(u);
         return 0;
     }
-    return group_remove(u);
+    return group_remove(u);     /* a dead function keeps its FDE bytes: see group_add() */
 }
 
 /* ---- the channel ---------------------------------------------------------------------- */

@@ -29,6 +29,8 @@ static find_fde_fn *find_fde;
 #define SLOT 32
 static uint8_t *area;           /* PROT_NONE: the code is described, never run */
 static uint64_t *ids;           /* per slot, 0 = not registered */
+static uint8_t *sizes;          /* per slot, as registered */
+static size_t shrink;           /* add() registers slot_size(i) - shrink bytes */
 static jh_ctx *jh;
 static unsigned rng = 12345;
 static uint64_t ops, last_ops, last_copied;
@@ -40,9 +42,10 @@ static size_t slot_size(size_t i) { return 8 + (i * 7) % 24; }
 static int add(size_t i)
 {
     struct jh_code c = { .sz = sizeof c, .name = "f", .start = area + i * SLOT,
-                         .size = slot_size(i), .unwind = JH_UNWIND_FRAME_POINTER,
+                         .size = slot_size(i) - shrink, .unwind = JH_UNWIND_FRAME_POINTER,
                          .fp_push_end = 1, .fp_set_end = 4 };
     ops++;
+    sizes[i] = (uint8_t)c.size;
     return jh_code_add(jh, &c, &ids[i]);
 }
 
@@ -60,7 +63,7 @@ static size_t verify(size_t n, const char *phase, bool removed_too)
     size_t bad = 0, live = 0;
     for (size_t i = 0; i < n; i++) {
         struct eh_bases b = { 0 };
-        uint8_t *pc = area + i * SLOT + slot_size(i) - 1;
+        uint8_t *pc = area + i * SLOT + (ids[i] ? sizes[i] : slot_size(i)) - 1;
         const void *fde = find_fde(pc, &b);
         if (ids[i]) {
             live++;
@@ -112,7 +115,21 @@ static void churn(size_t n, size_t max_runs)
             err += add(i) != 0;
     }
     CHECK_EQ(err, 0);
-    CHECK_EQ(verify(n, "holes refilled", false), 0);
+    CHECK_EQ(verify(n, "holes refilled alike", false), 0);
+
+    /* again, refilled with shorter functions: the runs must be rebuilt */
+    for (size_t i = 0; i < n / 2; i++)
+        if (ids[i] && rnd() & 1)
+            err += del(i) != 0;
+    shrink = 1;
+    for (size_t k = 0; k < n / 2; k++) {
+        size_t i = rnd() % (n / 2);
+        if (!ids[i])
+            err += add(i) != 0;
+    }
+    shrink = 0;
+    CHECK_EQ(err, 0);
+    CHECK_EQ(verify(n, "holes refilled, shorter", false), 0);
 
     /* downwards, above the first half */
     for (size_t i = n; i-- > n / 2;)
@@ -160,7 +177,8 @@ int main(void)
     size_t n = UW_N;
     area = mmap(NULL, (n + 1) * SLOT, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ids = calloc(n, sizeof *ids);
-    CHECK(area != MAP_FAILED && ids);
+    sizes = calloc(n, 1);
+    CHECK(area != MAP_FAILED && ids && sizes);
     struct jh_options o = { .sz = sizeof o, .channels = JH_UNWIND,
                             .flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT };
     CHECK_EQ(jh_open(&jh, &o), 0);
