@@ -62,11 +62,18 @@ if ! grep -q '\[\.\] fib' "$tmp/report"; then
     die "perf did not name 'fib': the perf map was not used (see above)"
 fi
 
+say "6. For comparison, the same program without jitherald (JITHERALD=none)"
+if JITHERALD=none perf record -F 2000 -g -o "$tmp/none.data" "$MINIJIT" "$PROGRAM" 32 \
+        >/dev/null 2>&1; then
+    perf report --stdio -i "$tmp/none.data" --no-children --sort dso,sym -g none 2>/dev/null |
+        grep -v '^#' | grep -v '^$' | head -3
+fi
+
 cat <<EOF
 
 ${bold}== What you see${plain}
  - 'fib' and 'main' are functions minijit compiled at run time into anonymous memory.
-   Without jitherald perf shows them as bare hex addresses in '[unknown]' / '//anon'.
+   Without jitherald perf can only show their bare addresses (step 6).
  - perf found the names in $map, written by jitherald's perfmap channel as
    minijit announced each function with jh_code_add(). The map stays in /tmp after the
    process exits (perf reads it at report time); delete it when you are done.
