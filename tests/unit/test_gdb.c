@@ -1,0 +1,324 @@
+/*
+ * test_gdb.c — the gdb channel's bookkeeping, seen the way a debugger that attaches at a
+ * given moment sees it: walk __jit_debug_descriptor's list and read each image's symbols.
+ * Checked after every kind of change: every live function named exactly once, removed
+ * and moved code gone from its old place, few images (packing works), deferred mode
+ * invisible until jh_flush, several contexts and threads sharing the one list. One image
+ * is also handed to llvm-dwarfdump-14 --verify, the decoder's verdict rather than ours.
+ */
+#include <elf.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "jitherald.h"
+
+struct jit_code_entry {
+    struct jit_code_entry *next_entry, *prev_entry;
+    const char *symfile_addr;
+    uint64_t symfile_size;
+};
+struct jit_descriptor {
+    uint32_t version, action_flag;
+    struct jit_code_entry *relevant_entry, *first_entry;
+};
+extern struct jit_descriptor __jit_debug_descriptor;
+extern void __jit_debug_register_code(void);
+
+/* ---- the debugger's view ---- */
+struct sym {
+    uintptr_t addr;
+    uint64_t size;
+    char name[32];
+};
+
+static struct sym *view;
+static size_t nview, view_cap, nimages;
+
+static void add_sym(uintptr_t addr, uint64_t size, const char *name)
+{
+    if (nview == view_cap) {
+        view_cap = view_cap ? 2 * view_cap : 1024;
+        view = realloc(view, view_cap * sizeof *view);
+    }
+    view[nview].addr = addr;
+    view[nview].size = size;
+    snprintf(view[nview].name, sizeof view[nview].name, "%s", name);
+    nview++;
+}
+
+/* Read every image in the list as an attaching debugger would: list order, ELF symtab. */
+static void snapshot(void)
+{
+    nview = nimages = 0;
+    const struct jit_code_entry *prev = NULL;
+    for (const struct jit_code_entry *ce = __jit_debug_descriptor.first_entry; ce;
+         ce = ce->next_entry) {
+        CHECK(ce->prev_entry == prev);
+        prev = ce;
+        nimages++;
+        const uint8_t *p = (const uint8_t *)ce->symfile_addr;
+        const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+        if (ce->symfile_size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG)) {
+            CHECK(!"image is not ELF");
+            continue;
+        }
+        const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff);
+        CHECK(eh->e_shoff + eh->e_shnum * sizeof *sh <= ce->symfile_size);
+        for (int i = 0; i < eh->e_shnum; i++) {
+            if (sh[i].sh_type != SHT_SYMTAB)
+                continue;
+            const Elf64_Sym *sym = (const Elf64_Sym *)(p + sh[i].sh_offset);
+            const char *str = (const char *)(p + sh[sh[i].sh_link].sh_offset);
+            for (size_t k = 1; k < sh[i].sh_size / sizeof *sym; k++) {
+                const Elf64_Shdr *text = &sh[sym[k].st_shndx];
+                CHECK(sym[k].st_value >= text->sh_addr &&
+                      sym[k].st_value + sym[k].st_size <= text->sh_addr + text->sh_size);
+                add_sym(sym[k].st_value, sym[k].st_size, str + sym[k].st_name);
+            }
+        }
+    }
+    CHECK_EQ(__jit_debug_descriptor.version, 1);
+}
+
+static int count_named(const char *name, uintptr_t addr)
+{
+    int n = 0;
+    for (size_t i = 0; i < nview; i++)
+        n += !strcmp(view[i].name, name) && (!addr || view[i].addr == addr);
+    return n;
+}
+
+/* ---- code to announce (never run: a region of rets is enough) ---- */
+enum { FN_SIZE = 32 };
+
+static uint8_t *code_region(size_t n)
+{
+    uint8_t *p = mmap(NULL, n * FN_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    memset(p, 0xc3, n * FN_SIZE);
+    return p;
+}
+
+static const char *files[] = { "test.mini", "lib.mini" };
+
+static uint64_t add_fn(jh_ctx *jh, const uint8_t *at, const char *name, uint32_t line)
+{
+    struct jh_line lines[2] = { { .offset = 0, .line = line, .file = 0 },
+                                { .offset = 4, .line = line + 1, .column = 3, .file = 1 } };
+    struct jh_code c = { .sz = sizeof c, .name = name, .start = at, .size = FN_SIZE,
+        .files = files, .nfiles = 2, .lines = lines, .nlines = 2,
+        .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
+    uint64_t id = 0;
+    CHECK_EQ(jh_code_add(jh, &c, &id), 0);
+    return id;
+}
+
+static jh_ctx *open_gdb(uint32_t batch)
+{
+    jh_ctx *jh = NULL;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_GDB, .flags = JH_OPT_IGNORE_ENV,
+                            .engine = "test", .gdb_batch = batch };
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    CHECK(jh && (jh_channels(jh) & JH_GDB));
+    return jh;
+}
+
+static void test_immediate(void)
+{
+    enum { N = 3000 };
+    uint8_t *code = code_region(N);
+    static uint64_t ids[N];
+    char name[32];
+    jh_ctx *jh = open_gdb(0);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        ids[i] = add_fn(jh, code + (size_t)i * FN_SIZE, name, (uint32_t)i + 1);
+        if (i == 0 || i == 16 || i == 300 || i == N - 1) {
+            /* what a debugger attaching right now finds: everything so far, once */
+            snapshot();
+            CHECK_EQ(nview, i + 1);
+            CHECK_EQ(count_named(name, (uintptr_t)(code + (size_t)i * FN_SIZE)), 1);
+            CHECK_EQ(count_named("f0", (uintptr_t)code), 1);
+        }
+    }
+    snapshot();
+    CHECK_EQ(nview, N);
+    /* 3000 = 2 full images of 1024 + classes below: far fewer images than functions */
+    printf("immediate: %d functions in %zu images\n", N, nimages);
+    CHECK(nimages <= 2 + 3 * 15);
+    int dup = 0;
+    for (int i = 0; i < N; i += 7) {
+        snprintf(name, sizeof name, "f%d", i);
+        dup += count_named(name, (uintptr_t)(code + (size_t)i * FN_SIZE)) != 1;
+    }
+    CHECK_EQ(dup, 0);
+
+    /* remove every third function: gone at once, the others untouched */
+    for (int i = 0; i < N; i += 3)
+        CHECK_EQ(jh_code_remove(jh, ids[i]), 0);
+    snapshot();
+    CHECK_EQ(nview, N - (N + 2) / 3);
+    CHECK_EQ(count_named("f0", 0), 0);
+    CHECK_EQ(count_named("f2997", 0), 0);
+    CHECK_EQ(count_named("f2998", 0), 1);
+    CHECK_EQ(count_named("f1", (uintptr_t)(code + FN_SIZE)), 1);
+
+    /* move f1 into the hole f0 left: the name follows the code */
+    CHECK_EQ(jh_code_move(jh, ids[1], code), 0);
+    snapshot();
+    CHECK_EQ(count_named("f1", (uintptr_t)code), 1);
+    CHECK_EQ(count_named("f1", (uintptr_t)(code + FN_SIZE)), 0);
+
+    /* reuse a freed address for new code */
+    add_fn(jh, code + 3 * FN_SIZE, "reborn", 7);
+    snapshot();
+    CHECK_EQ(count_named("reborn", (uintptr_t)(code + 3 * FN_SIZE)), 1);
+    CHECK_EQ(count_named("f3", 0), 0);
+
+    CHECK_EQ(jh_flush(jh), 0);
+    jh_close(jh);
+    snapshot();
+    CHECK_EQ(nimages, 0);
+    CHECK(__jit_debug_descriptor.first_entry == NULL);
+    munmap(code, N * FN_SIZE);
+}
+
+static void test_deferred(void)
+{
+    enum { N = 700 };
+    uint8_t *code = code_region(N);
+    static uint64_t ids[N];
+    char name[32];
+    jh_ctx *jh = open_gdb(256 | JH_GDB_DEFER);
+    for (int i = 0; i < 100; i++) {
+        snprintf(name, sizeof name, "d%d", i);
+        ids[i] = add_fn(jh, code + (size_t)i * FN_SIZE, name, 1);
+    }
+    snapshot();
+    CHECK_EQ(nview, 0);             /* not yet: the JIT flushes before running new code */
+    CHECK_EQ(jh_flush(jh), 0);
+    snapshot();
+    CHECK_EQ(nview, 100);
+    CHECK_EQ(nimages, 1);
+    for (int i = 100; i < N; i++) {
+        snprintf(name, sizeof name, "d%d", i);
+        ids[i] = add_fn(jh, code + (size_t)i * FN_SIZE, name, 1);
+    }
+    snapshot();                     /* 256 pending filled an image by themselves, twice */
+    CHECK_EQ(nview, 100 + 512);
+    CHECK_EQ(jh_code_remove(jh, ids[5]), 0);        /* in an image: rebuilt at the flush */
+    CHECK_EQ(jh_code_remove(jh, ids[N - 1]), 0);    /* still pending: never shown */
+    CHECK_EQ(jh_flush(jh), 0);
+    snapshot();
+    CHECK_EQ(nview, N - 2);
+    CHECK_EQ(count_named("d5", 0), 0);
+    CHECK_EQ(count_named("d699", 0), 0);
+    CHECK_EQ(count_named("d698", 0), 1);
+    CHECK(nimages <= 4);
+    jh_close(jh);
+    snapshot();
+    CHECK_EQ(nimages, 0);
+    munmap(code, N * FN_SIZE);
+}
+
+/* Several contexts (one per JIT engine) in several threads share the one list. */
+enum { NT = 4, PER = 400 };
+static uint8_t *tcode;
+
+static void *worker(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    char name[32];
+    jh_ctx *jh = open_gdb(t % 2 ? 64 : 0);
+    uint64_t ids[PER];
+    for (int i = 0; i < PER; i++) {
+        snprintf(name, sizeof name, "t%d_%d", t, i);
+        ids[i] = add_fn(jh, tcode + ((size_t)t * PER + i) * FN_SIZE, name, 1);
+    }
+    for (int i = 0; i < PER; i += 2)
+        CHECK_EQ(jh_code_remove(jh, ids[i]), 0);
+    return jh;
+}
+
+static void test_threads(void)
+{
+    pthread_t th[NT];
+    jh_ctx *ctxs[NT];
+    tcode = code_region(NT * PER);
+    for (int t = 0; t < NT; t++)
+        pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
+    for (int t = 0; t < NT; t++)
+        pthread_join(th[t], (void **)&ctxs[t]);
+    snapshot();
+    CHECK_EQ(nview, NT * PER / 2);
+    CHECK_EQ(count_named("t3_1", 0), 1);
+    CHECK_EQ(count_named("t3_0", 0), 0);
+    jh_close(ctxs[1]);
+    snapshot();
+    CHECK_EQ(nview, (NT - 1) * PER / 2);
+    CHECK_EQ(count_named("t1_1", 0), 0);
+    CHECK_EQ(count_named("t2_1", 0), 1);
+    for (int t = 0; t < NT; t++)
+        if (t != 1)
+            jh_close(ctxs[t]);
+    snapshot();
+    CHECK_EQ(nimages, 0);
+    munmap(tcode, NT * PER * FN_SIZE);
+}
+
+/* The packed image as LLVM's verifier sees it. */
+static void test_verify(void)
+{
+    if (system("llvm-dwarfdump-14 --version >/dev/null 2>&1") != 0) {
+        printf("llvm-dwarfdump-14 missing: image not verified\n");
+        return;
+    }
+    enum { N = 300 };
+    uint8_t *code = code_region(N);
+    char name[32], path[] = "/tmp/jh-test-gdb.XXXXXX";
+    jh_ctx *jh = open_gdb(0);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        add_fn(jh, code + (size_t)i * FN_SIZE, name, (uint32_t)i + 1);
+    }
+    size_t biggest = 0;
+    const struct jit_code_entry *big = NULL;
+    for (const struct jit_code_entry *ce = __jit_debug_descriptor.first_entry; ce; ce = ce->next_entry)
+        if (ce->symfile_size > biggest)
+            biggest = ce->symfile_size, big = ce;
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && big);
+    if (fd >= 0 && big) {
+        CHECK_EQ(write(fd, big->symfile_addr, big->symfile_size), (ssize_t)big->symfile_size);
+        close(fd);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --verify %s | grep -q 'No errors.'", path);
+        CHECK_EQ(system(cmd), 0);
+        snprintf(cmd, sizeof cmd, "readelf -a -w %s 2>&1 | grep -q -i -e warning -e error", path);
+        CHECK(system(cmd) != 0);
+        unlink(path);
+    }
+    jh_close(jh);
+    munmap(code, N * FN_SIZE);
+}
+
+int main(void)
+{
+    /* the debugger's breakpoint target must exist as a real function */
+    CHECK(*(volatile uint8_t *)(uintptr_t)__jit_debug_register_code != 0);
+    test_immediate();
+    test_deferred();
+    test_threads();
+    test_verify();
+    free(view);
+    return check_done();
+}
