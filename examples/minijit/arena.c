@@ -14,8 +14,10 @@
  * W^X: a page that has never held published code is written while it is RW and then turned
  * RX. A page that already holds published code may be executing on another thread right
  * now; dropping its PROT_EXEC for the copy would crash that thread, so for such a page the
- * copy is done under RWX and the page goes back to RX straight after. Both happen under
- * the arena lock, with the caller's announcement, so no tool ever copies a half-written page.
+ * copy is done under RWX and the page goes back to RX straight after. A program is published
+ * as one batch (each touched page opened once, closed with one mprotect per contiguous run),
+ * under the arena lock and together with the caller's announcements, so no tool ever copies
+ * a half-written page.
  */
 #include "mj_internal.h"
 

@@ -23,10 +23,11 @@
  *
  * Code lives in one process-wide arena of mmap'd chunks (4 MiB each, more added as needed):
  * functions are bump-allocated at 16-byte alignment, so several functions — of several
- * programs and threads — share a page. Bytes are written while the page is writable and the
- * page is made read+exec (mprotect) before the function is announced and run. A page that
- * already holds published code keeps PROT_EXEC while a new function is copied into it
- * (RWX for that copy only), because another thread may be running code on it. Freed code
+ * programs and threads — share a page. A program's functions are published as one batch:
+ * written while their pages are writable, then made read+exec (mprotect) before any of them
+ * is announced and run. A page that already holds published code keeps PROT_EXEC while the
+ * batch is copied into it (RWX for that copy only), because another thread may be running
+ * code on it. Freed code
  * (mj_free) is reused by later compiles, first fit, so a recompile of the same program
  * after mj_free lands on the same addresses.
  *
