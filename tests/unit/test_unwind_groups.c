@@ -19,7 +19,11 @@
 
 #ifndef UW_FORCE
 #define UW_FORCE 0
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define UW_N 4000               /* the same paths, within the sanitizers' time */
+#else
 #define UW_N 20000
+#endif
 #endif
 
 struct eh_bases { void *tbase, *dbase, *func; };

@@ -1,0 +1,194 @@
+// test_unwind_threads.cc — 8 threads compile, run and free minijit programs (jh_code_add /
+// jh_code_remove, runs rebuilt and retired all the time) while 2 threads unwind through
+// their own long-lived JIT frames in a loop: C++ exceptions thrown below the JIT frames and
+// caught above them, backtrace() and _Unwind_Backtrace reaching the thread's start routine.
+// Nothing may crash, every walk must be complete. Run under `make tsan` and `make asan` too.
+#include <atomic>
+#include <execinfo.h>
+#include <pthread.h>
+#include <stdexcept>
+#include <string>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "check.h"
+#include "jitherald.h"
+#include "minijit.h"
+#include "unwind_channel.h"
+
+static const char *const chain =
+    "fn d(x) {\n    return callback(x + 1) + 1\n}\n"
+    "fn c(x) {\n    return d(x + 1) + 1\n}\n"
+    "fn b(x) {\n    return c(x + 1) + 1\n}\n"
+    "fn a(x) {\n    return b(x + 1) + 1\n}\n";
+
+static jh_ctx *jh;
+static std::atomic<bool> stop{false};
+static std::atomic<long> walks{0}, throws{0}, churns{0}, bad{0};
+
+enum { CB_PASS, CB_THROW, CB_BACKTRACE, CB_UNWIND_BACKTRACE };
+static thread_local int cb_mode;
+static thread_local void *pcs[128];
+static thread_local int npcs;
+
+static _Unwind_Reason_Code collect(struct _Unwind_Context *uc, void *)
+{
+    if (npcs == 128)
+        return _URC_END_OF_STACK;
+    pcs[npcs++] = (void *)_Unwind_GetIP(uc);
+    return _URC_NO_REASON;
+}
+
+struct jit_error : std::runtime_error {
+    jit_error() : std::runtime_error("below JIT frames") {}
+};
+
+static int64_t host_callback(int64_t x)
+{
+    switch (cb_mode) {
+    case CB_THROW:
+        throw jit_error();
+    case CB_BACKTRACE:
+        npcs = backtrace(pcs, 128);
+        break;
+    case CB_UNWIND_BACKTRACE:
+        npcs = 0;
+        _Unwind_Backtrace(collect, nullptr);
+        break;
+    }
+    return x;
+}
+
+static void *unwinder(void *);
+
+// d, c, b, a in order, then the thread's start routine.
+static bool complete(mj_program *p)
+{
+    static const char *const order[] = { "d", "c", "b", "a" };
+    size_t next = 0;
+    bool start = false;
+    for (int i = 0; i < npcs; i++) {
+        uintptr_t pc = (uintptr_t)pcs[i];
+        for (int k = 0; k < mj_function_count(p); k++) {
+            const mj_function *f = mj_function_at(p, k);
+            uintptr_t lo = (uintptr_t)f->code, hi = lo + f->code_size;
+            if (pc > lo && pc <= hi && next < 4 && !strcmp(f->name, order[next]))
+                next++;
+        }
+        if (next == 4 && _Unwind_FindEnclosingFunction((void *)(pc - 1)) == (void *)unwinder)
+            start = true;
+    }
+    return next == 4 && start;
+}
+
+static double now()
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void *unwinder(void *)
+{
+    char err[256];
+    mj_program *p = mj_compile(chain, "chain.mini", jh, err, sizeof err);
+    if (!p) {
+        fprintf(stderr, "compile: %s\n", err);
+        bad++;
+        return nullptr;
+    }
+    int64_t arg = 1;
+    for (unsigned i = 0; !stop.load(); i++) {
+        cb_mode = CB_THROW + i % 3;
+        if (cb_mode == CB_THROW) {
+            bool caught = false;
+            try {
+                mj_run(p, "a", &arg, 1);
+            } catch (const jit_error &) {
+                caught = true;
+            }
+            if (!caught)
+                bad++;
+            throws++;
+        } else {
+            npcs = 0;
+            mj_run(p, "a", &arg, 1);
+            if (!complete(p)) {
+                if (bad++ < 3)
+                    fprintf(stderr, "incomplete walk (%s): %d frames\n",
+                            cb_mode == CB_BACKTRACE ? "backtrace" : "_Unwind_Backtrace", npcs);
+            }
+            walks++;
+        }
+    }
+    mj_free(p);
+    return nullptr;
+}
+
+static void *churner(void *arg)
+{
+    long id = (long)(intptr_t)arg;
+    char err[256];
+    for (unsigned i = 0; !stop.load(); i++) {
+        // programs of 1..6 functions, so runs of many sizes come and go
+        std::string src;
+        int nf = 1 + (int)((id + i) % 6);
+        for (int k = 0; k < nf; k++)
+            src += "fn f" + std::to_string(k) + "(x) {\n    return callback(x) + " +
+                   std::to_string(k) + "\n}\n";
+        mj_program *p = mj_compile(src.c_str(), "churn.mini", jh, err, sizeof err);
+        if (!p) {
+            fprintf(stderr, "compile: %s\n", err);
+            bad++;
+            return nullptr;
+        }
+        cb_mode = CB_PASS;
+        int64_t x = 7;
+        if (mj_run(p, "f0", &x, 1) != 7)
+            bad++;
+        if (i % 4 == 0)
+            jh_flush(jh);
+        mj_free(p);
+        churns++;
+    }
+    return nullptr;
+}
+
+int main()
+{
+    mj_set_callback(host_callback);
+    struct jh_options o = {};
+    o.sz = sizeof o;
+    o.channels = JH_UNWIND;
+    o.flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT;
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    if (!jh)
+        return check_done();
+
+    pthread_t t[10];
+    for (long i = 0; i < 8; i++)
+        CHECK_EQ(pthread_create(&t[i], nullptr, churner, (void *)(intptr_t)i), 0);
+    for (int i = 8; i < 10; i++)
+        CHECK_EQ(pthread_create(&t[i], nullptr, unwinder, nullptr), 0);
+    double t0 = now();
+    while (now() - t0 < 2.0 && bad.load() == 0)
+        usleep(50 * 1000);
+    stop = true;
+    for (int i = 0; i < 10; i++)
+        pthread_join(t[i], nullptr);
+
+    struct jh__unwind_stats st;
+    jh__unwind_get_stats(&st);
+    printf("%ld walks, %ld exceptions, %ld programs compiled and freed; %zu runs, "
+           "%zu retired\n", walks.load(), throws.load(), churns.load(), st.segments,
+           st.retired);
+    CHECK_EQ(bad.load(), 0);
+    CHECK(walks.load() > 10);
+    CHECK(throws.load() > 5);
+    CHECK(churns.load() > 20);
+    jh_close(jh);
+    jh__unwind_get_stats(&st);
+    CHECK_EQ(st.live, 0);
+    return check_done();
+}
