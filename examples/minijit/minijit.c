@@ -84,8 +84,6 @@ static int announce(void *arg, size_t i, void *code)
     }
     f->announced = 1;
     if (p->flags & MJ_LOG_STRUCTS) {
-        /* The name first, so the offline decoder can print f->name as a string. */
-        jh_log_memory(p->jh, f->name, strlen(f->name) + 1, "char");
         jh_log_memory(p->jh, f, sizeof *f, "struct mj_function");
         struct jh_attr attrs[] = {
             { .key = "name", .kind = JH_ATTR_STR, .v.s = f->name },
