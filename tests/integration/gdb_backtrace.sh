@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# gdb through the JIT interface on the demo JIT: a pending breakpoint on a JIT function
+# (`break c` before `run`) hits; the backtrace names every JIT frame with calls.mini:LINE
+# down to the C main; `info line *$pc`, `disassemble`, `up`, `finish` work. Run twice:
+# the default (immediate) mode and the deferred mode (JITHERALD_GDB_DEFER=1, minijit
+# flushes before running main).
+set -eu
+B=$JH_BUILD; R=$JH_ROOT
+command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+
+run_gdb() { # mode-env... -- output file
+    env JITHERALD=gdb "$@" timeout 120 gdb -q -nx -batch \
+        -ex 'set breakpoint pending on' -ex 'set pagination off' \
+        -ex 'break c' -ex run -ex bt -ex 'info line *$pc' \
+        -ex 'disassemble a' -ex 'info symbol a' \
+        -ex 'break mj__builtin_callback' -ex continue -ex bt -ex up -ex 'info frame' \
+        -ex finish \
+        --args "$B/examples/minijit" "$R/examples/minijit/calls.mini" 2>&1
+}
+
+check() { # file
+    local o=$1
+    # the pending breakpoint resolved and hit, after the prologue, at the first statement
+    grep -q 'Breakpoint 1 (c) pending' "$o"
+    grep -Eq '^Breakpoint 1, c \(\) at .*calls\.mini:6' "$o"
+    # the whole chain, each frame with its file:line, down to the host's main
+    grep -Eq '^#0  c \(\) at .*calls\.mini:6$' "$o"
+    grep -Eq '^#1  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
+    grep -Eq '^#2  0x[0-9a-f]+ in a \(\) at .*calls\.mini:17$' "$o"
+    grep -Eq '^#3  0x[0-9a-f]+ in main \(\) at .*calls\.mini:22$' "$o"
+    grep -Eq '^#4  0x[0-9a-f]+ in mj_call ' "$o"
+    grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in main \(argc=' "$o"
+    grep -Eq '^Line 6 of ".*calls\.mini" starts at address 0x[0-9a-f]+ <c\+[0-9]+>' "$o"
+    grep -q 'Dump of assembler code for function a:' "$o"
+    grep -Eq '<\+0>:.push +%rbp' "$o"
+    grep -Eq '^a in section \.text of <in-memory@0x' "$o"
+    # from C code called by JIT code: unwinding back through the JIT frames
+    grep -Eq '^#1  0x[0-9a-f]+ in c \(\) at .*calls\.mini:7$' "$o"
+    grep -Eq '^#2  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
+    grep -Eq '^#4  0x[0-9a-f]+ in main \(\) at .*calls\.mini:22$' "$o"
+    # `up` into c, source shown from the file; `finish` returns into b
+    grep -Eq '^7\s+return callback\(y \+ 1\)' "$o"
+    grep -Eq '^0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
+    ! grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in \?\? \(\)' "$o"
+    ! grep -q 'outside of ELF segments' "$o"
+    ! grep -q 'Unable to find JITed code' "$o"
+}
+
+run_gdb > "$T/immediate"
+cat "$T/immediate"
+check "$T/immediate"
+run_gdb JITHERALD_GDB_DEFER=1 > "$T/deferred"
+check "$T/deferred" || { cat "$T/deferred"; exit 1; }
+echo PASS
