@@ -165,6 +165,10 @@ mj_program *mj_compile_ex(const char *source, const char *filename, jh_ctx *jh,
         mj_free(p);
         return NULL;
     }
+    for (int i = 0; i < p->unit.nfns; i++) {   /* the arena has its own copy now */
+        free(p->unit.fns[i].code);
+        p->unit.fns[i].code = NULL;
+    }
     /* A compiled program is a batch: make it visible to every tool now (the gdb channel
      * groups functions into one image per batch) rather than at some later announcement. */
     if (jh)
