@@ -251,8 +251,10 @@ static int cmp_line(const void *a, const void *b)
 int jh_cgsyms_finish(struct jh_cgsyms *s)
 {
     for (size_t i = 0; i < s->nfns; i++)
-        qsort(s->lines + s->fns[i].line0, s->fns[i].nlines, sizeof *s->lines, cmp_line);
-    qsort(s->fns, s->nfns, sizeof *s->fns, cmp_fn);
+        if (s->fns[i].nlines > 1)
+            qsort(s->lines + s->fns[i].line0, s->fns[i].nlines, sizeof *s->lines, cmp_line);
+    if (s->nfns > 1)
+        qsort(s->fns, s->nfns, sizeof *s->fns, cmp_fn);
     s->finished = true;
     return 0;
 }
@@ -462,6 +464,8 @@ static void put(struct rw *w, const char *s) { jh__buf_put(w->out, s, strlen(s))
 
 static void put_ref(struct rw *w, const char *key, int ns, long i)
 {
+    if (i < 0 || (size_t)i >= w->t[ns].n)
+        return;                 /* a default that the input never set */
     struct name *nm = &w->t[ns].v[i];
     put(w, key);
     const char *str = nm->jit ? w->s->strs[nm->jit->name] :
@@ -821,6 +825,8 @@ static int do_line(struct rw *w, char *line)
             c++;
         char *after_count = c;
         if (parse_pos(w, &c, v, &nv)) {
+            if (w->jit)
+                jit_line(w, w->jit, w->jit_addr, v, false);
             jh__buf_put(w->out, line, (size_t)(after_count - line));
             put(w, " ");
             put_pos(w, v);
