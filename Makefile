@@ -168,6 +168,11 @@ bench: all $(BENCH_BIN)
 demo: all
 	@BUILD=$(BUILD) examples/demo.sh
 
+# Screenshot of the audit log's HTML report for the README (generated, not committed).
+.PHONY: report-demo
+report-demo: all
+	@BUILD=$(BUILD) tools/report_demo.sh docs/img/auditlog-report.png
+
 # Only jh_* and the two GDB JIT-interface symbols may leave the shared library.
 check-exports: $(LIB_SO)
 	@bad=$$(nm -D --defined-only $(LIB_SO) | awk '$$2 != "A" {print $$3}' | sed 's/@.*//' | \

@@ -78,10 +78,11 @@ static int grow(struct al_state *st, uint64_t need)
         uint64_t to = (need + AL_CHUNK - 1) / AL_CHUNK * AL_CHUNK;
         if (to > st->limit)
             to = st->limit;
-        if (ftruncate(st->fd, (off_t)to) != 0)
+        if (ftruncate(st->fd, (off_t)to) != 0) {
             err = -errno;
-        else
+        } else {
             atomic_store_explicit(&st->file_size, to, memory_order_release);
+        }
     }
     pthread_mutex_unlock(&st->grow_lock);
     return err;

@@ -36,12 +36,35 @@ static const char css[] =
 
 static void fmt_secs(FILE *f, const struct log_file *lf, uint64_t t) { fprintf(f, "%.6f", log_secs(lf, t)); }
 
+static const char *palette[] = { "#2f81f7", "#1a7f37", "#bf3989", "#9a6700", "#8250df", "#0a7b83" };
+
+/* Colour of a function's bar: by the thread that compiled it (the first THREADS seen). */
+static const char *thread_colour(const struct log_file *lf, uint32_t tid, uint32_t *seen, int *nseen)
+{
+    for (int i = 0; i < *nseen; i++)
+        if (seen[i] == tid)
+            return palette[i % 6];
+    if (*nseen < 64)
+        seen[(*nseen)++] = tid;
+    (void)lf;
+    return palette[(*nseen - 1) % 6];
+}
+
 static void timeline(const struct log_file *lf, FILE *f)
 {
-    uint64_t t0 = lf->t0, t1 = t0 + 1;
-    for (size_t i = 0; i < lf->nrecs; i++)
-        if (lf->recs[i].time > t1)
-            t1 = lf->recs[i].time;
+    /* From the first thing the VM did (not the header: start-up is not interesting). */
+    uint64_t t0 = 0, t1 = 0;
+    for (size_t i = 1; i < lf->nrecs; i++) {
+        uint64_t t = lf->recs[i].time;
+        if (!t0 || t < t0)
+            t0 = t;
+        if (t > t1)
+            t1 = t;
+    }
+    if (!t0)
+        t0 = t1 = lf->t0;
+    if (t1 <= t0)
+        t1 = t0 + 1;
     size_t rows = lf->nfns < TL_ROWS ? lf->nfns : TL_ROWS;
     const int W = 900, left = 160, lane = 14, top = 24;
     int H = top + (int)rows * lane + 40;
@@ -49,21 +72,29 @@ static void timeline(const struct log_file *lf, FILE *f)
 #define X(t) (left + (double)((t) < t0 ? 0 : (t) - t0) / span * (W - left - 10))
     fprintf(f, "<svg id=timeline width=%d height=%d viewBox='0 0 %d %d' xmlns='http://www.w3.org/2000/svg'>\n",
             W, H, W, H);
-    fprintf(f, "<text x=4 y=14 font-size=11 fill='#57606a'>0 s</text>"
-               "<text x=%d y=14 font-size=11 text-anchor=end fill='#57606a'>%.6f s</text>\n",
-            W - 10, span / 1e9);
+    for (int k = 0; k <= 4; k++) {
+        double x = left + k * (W - left - 10) / 4.0;
+        fprintf(f, "<line x1=%.1f x2=%.1f y1=16 y2=%d stroke='#eaeef2'/><text x=%.1f y=12 font-size=10 "
+                   "text-anchor=%s fill='#57606a'>%.6f s</text>\n", x, x, H - 4, x,
+                k == 0 ? "start" : k == 4 ? "end" : "middle",
+                log_secs(lf, t0) + span / 1e9 * k / 4);
+    }
+    uint32_t seen[64];
+    int nseen = 0;
     for (size_t i = 0; i < rows; i++) {
         const struct log_fn *fn = &lf->fns[i];
         double x0 = X(fn->t_add), x1 = X(fn->removed ? fn->t_remove : t1);
         int y = top + (int)i * lane;
+        const char *col = thread_colour(lf, fn->rec < lf->nrecs ? lf->recs[fn->rec].thread : 0, seen, &nseen);
         fprintf(f, "<text x=4 y=%d font-size=11 font-family=monospace>", y + 10);
         char name[24];
         snprintf(name, sizeof name, "%s", fn->name);
         esc(f, name);
-        fprintf(f, "</text><rect x=%.1f y=%d width=%.1f height=%d rx=2 fill='%s'><title>", x0, y + 2,
-                x1 - x0 < 2 ? 2 : x1 - x0, lane - 4, fn->removed ? "#8c959f" : "#2f81f7");
+        fprintf(f, "</text><rect x=%.1f y=%d width=%.1f height=%d rx=2 fill='%s' fill-opacity='%s'><title>",
+                x0, y + 2, x1 - x0 < 2 ? 2 : x1 - x0, lane - 4, col, fn->removed ? "0.75" : "1");
         esc(f, fn->name);
-        fprintf(f, " #%" PRIu64 ", %" PRIu64 " bytes</title></rect>\n", fn->id, fn->size);
+        fprintf(f, " #%" PRIu64 ", %" PRIu64 " bytes, thread %u</title></rect>\n", fn->id, fn->size,
+                fn->rec < lf->nrecs ? lf->recs[fn->rec].thread : 0);
     }
     int ey = top + (int)rows * lane + 8;
     fprintf(f, "<text x=4 y=%d font-size=11>events</text>\n", ey + 10);
@@ -76,9 +107,11 @@ static void timeline(const struct log_file *lf, FILE *f)
         fprintf(f, "<line x1=%.1f x2=%.1f y1=%d y2=%d stroke='%s'/>", X(r->time), X(r->time), ey, ey + 14,
                 r->kind == LR_LIMIT ? "#b42318" : "#bf8700");
     }
-    fputs("</svg>\n", f);
+    fputs("</svg>\n<p class=sum>one bar per function, from load to unload, coloured by the thread "
+          "that compiled it", f);
     if (lf->nfns > rows)
-        fprintf(f, "<p class=sum>timeline shows the first %zu of %zu functions</p>\n", rows, lf->nfns);
+        fprintf(f, "; the first %zu of %zu functions", rows, lf->nfns);
+    fputs("</p>\n", f);
 #undef X
 }
 
@@ -105,8 +138,12 @@ static void fn_table(const struct log_file *lf, FILE *f)
         uint32_t line;
         const char *file = log_fn_line(fn, 0, &line);
         if (file) {
+            const char *base = strrchr(file, '/');
+            fputs("<span title='", f);
             esc(f, file);
-            fprintf(f, ":%u", line);
+            fputs("'>", f);
+            esc(f, base ? base + 1 : file);
+            fprintf(f, ":%u</span>", line);
         }
         fprintf(f, "</td><td>%s%s%s</td></tr>\n", fn->unwind, fn->nmoves ? ", moved" : "",
                 fn->npatches ? ", patched" : "");
@@ -207,7 +244,7 @@ int report_html(const struct log_file *lf, struct dwarf_types *dt, FILE *f)
     events(lf, f);
     fputs("<h2>Code</h2>\n", f);
     for (size_t i = 0; i < lf->nfns && i < REPORT_MAX; i++) {
-        fprintf(f, "<details id='fn-%zu'><summary>", i);
+        fprintf(f, "<details id='fn-%zu'%s><summary>", i, i == 0 ? " open" : "");
         esc(f, lf->fns[i].name);
         fprintf(f, " (%" PRIu64 " bytes)</summary>\n", lf->fns[i].size);
         disasm_print(lf, &lf->fns[i], f, true);

@@ -21,7 +21,8 @@ dom = open(sys.argv[1]).read()
 m = re.search(r'<table id="functions">.*?</table>', dom, re.S)
 assert m, "no function table in the DOM"
 rows = re.findall(r'<tr><td class="n">(\d+)</td><td><a href="#fn-\d+">([^<]*)</a></td>'
-                 r'<td>0x[0-9a-f]+</td><td class="n">(\d+)</td>.*?<td>([^<]*)</td><td>', m.group(0), re.S)
+                 r'<td>0x[0-9a-f]+</td><td class="n">(\d+)</td>.*?<td><span title="[^"]*">([^<]*)</span></td><td>',
+                 m.group(0), re.S)
 names = sorted(r[1] for r in rows)
 print("function rows:", rows)
 assert names == ["a", "b", "c", "main"], names
