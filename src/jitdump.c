@@ -30,8 +30,8 @@
  * process-wide counter, never reused. jh_code_remove writes nothing (the format has no
  * unload); jh_code_patched writes the function again under a new index; jh_code_move writes
  * MOVE. After fork() the child starts jit-<child pid>.dump and writes all live code again.
- * Any write error (disk full...) leaves the file with a possibly truncated last record, which
- * perf's reader stops at; the channel then reports and switches off.
+ * A write error (disk full...) cuts the partial unit off again, so the file stays valid up
+ * to the last complete function; the channel then reports and switches off.
  */
 #include <fcntl.h>
 #include <limits.h>
@@ -55,7 +55,8 @@ struct jd_file {
     size_t marker_len;
     pid_t pid;
     int refs;
-    int err;                    /* sticky: a write failed, the file may end mid-record */
+    int err;                    /* sticky: a write failed */
+    uint64_t size;              /* bytes of whole records written */
 };
 
 /* Guards the list, every jd_file and the index counter. Taken inside a context's lock.
@@ -145,6 +146,7 @@ static int file_start(jh_ctx *ctx, struct jd_file *f)
     f->marker_len = mlen;
     f->pid = pid;
     f->err = 0;
+    f->size = JH_JD_HEADER_SIZE;
     return 0;
 }
 
@@ -178,9 +180,16 @@ static int file_write(struct jd_file *f, struct jh_buf *b, const size_t *stamps,
     }
     struct iovec iov[2] = { { b->p, b->len }, { (void *)code, code_len } };
     int err = jh__writev_all(f->fd, iov, code_len ? 2 : 1);
-    if (err)
+    if (err) {
+        /* Cut a partial unit off, so the file stays well-formed up to the last complete
+         * function; if even that fails, perf's reader stops at the torn record anyway. */
         f->err = err;
-    return err;
+        if (ftruncate(f->fd, (off_t)f->size) != 0)
+            return err;
+        return err;
+    }
+    f->size += b->len + code_len;
+    return 0;
 }
 
 /* ---- records ------------------------------------------------------------------------- */

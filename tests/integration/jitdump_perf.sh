@@ -17,6 +17,8 @@ command -v perf >/dev/null || { echo "SKIP perf not installed"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/jh-jitdump-perf.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# perf caches every jitted-*.so under ~/.debug: keep ours in the test directory
+perf() { command perf --buildid-dir "$tmp/buildid" "$@"; }
 cd "$tmp"
 export JITHERALD=jitdump JITHERALD_DIR=$tmp/jd JITHERALD_DEBUG=1
 
