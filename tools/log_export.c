@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "jitdump_format.h"
 #include "log.h"
 
 int export_perfmap(const struct log_file *lf, FILE *f)
@@ -42,8 +43,9 @@ int export_perfmap(const struct log_file *lf, FILE *f)
     return ferror(f) ? -1 : 0;
 }
 
-/* ---- jitdump (perf's tools/perf/util/jitdump.h, version 1) ----------------------------- */
-enum { JIT_LOAD = 0, JIT_MOVE = 1, JIT_DEBUG_INFO = 2, JIT_CLOSE = 3 };
+/* ---- jitdump (src/jitdump_format.h, shared with the jitdump channel and its reader) ---- */
+enum { JIT_LOAD = JH_JD_CODE_LOAD, JIT_MOVE = JH_JD_CODE_MOVE, JIT_DEBUG_INFO = JH_JD_CODE_DEBUG_INFO,
+       JIT_CLOSE = JH_JD_CODE_CLOSE };
 
 static void w32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
 static void w64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
@@ -55,18 +57,22 @@ static void rec_header(FILE *f, uint32_t id, size_t total, uint64_t ts)
     w64(f, ts);
 }
 
+/* As the jitdump channel writes it: one entry per line row plus one at the end of the code,
+ * which closes the last row's range in the line table perf inject builds from it. */
 static void debug_info(FILE *f, const struct log_fn *fn, uint64_t start, uint64_t ts)
 {
-    size_t total = 16 + 16;
+    const struct log_line *last = &fn->lines[fn->nlines - 1];
+    size_t total = JH_JD_PREFIX_SIZE + 16;
     for (uint32_t i = 0; i < fn->nlines; i++)
-        total += 16 + strlen(fn->files[fn->lines[i].file]) + 1;
+        total += JH_JD_DEBUG_ENTRY_FIXED + strlen(fn->files[fn->lines[i].file]) + 1;
+    total += JH_JD_DEBUG_ENTRY_FIXED + strlen(fn->files[last->file]) + 1;
     rec_header(f, JIT_DEBUG_INFO, total, ts);
     w64(f, start);
-    w64(f, fn->nlines);
-    for (uint32_t i = 0; i < fn->nlines; i++) {
-        const struct log_line *l = &fn->lines[i];
+    w64(f, (uint64_t)fn->nlines + 1);
+    for (uint32_t i = 0; i <= fn->nlines; i++) {
+        const struct log_line *l = i < fn->nlines ? &fn->lines[i] : last;
         const char *file = fn->files[l->file];
-        w64(f, start + l->offset);
+        w64(f, start + (i < fn->nlines ? l->offset : fn->size));
         w32(f, l->line);
         w32(f, 0);
         fwrite(file, 1, strlen(file) + 1, f);
@@ -75,10 +81,10 @@ static void debug_info(FILE *f, const struct log_fn *fn, uint64_t start, uint64_
 
 int export_jitdump(const struct log_file *lf, FILE *f)
 {
-    uint32_t mach = lf->arch && !strcmp(lf->arch, "aarch64") ? 183 : 62;   /* EM_AARCH64 : EM_X86_64 */
-    w32(f, 0x4A695444);
-    w32(f, 1);
-    w32(f, 40);
+    uint32_t mach = lf->arch && !strcmp(lf->arch, "aarch64") ? JH_JD_EM_AARCH64 : JH_JD_EM_X86_64;
+    w32(f, JH_JD_MAGIC);
+    w32(f, JH_JD_VERSION);
+    w32(f, JH_JD_HEADER_SIZE);
     w32(f, mach);
     w32(f, 0);
     w32(f, (uint32_t)lf->pid);
@@ -95,7 +101,7 @@ int export_jitdump(const struct log_file *lf, FILE *f)
             if (fn->nlines)
                 debug_info(f, fn, fn->start, r->time);
             size_t nlen = strlen(fn->name) + 1;
-            size_t total = 16 + 40 + nlen + fn->size;
+            size_t total = JH_JD_LOAD_FIXED + nlen + fn->size;
             rec_header(f, JIT_LOAD, total, r->time);
             w32(f, (uint32_t)lf->pid);
             w32(f, r->thread ? r->thread : (uint32_t)lf->pid);
@@ -109,7 +115,7 @@ int export_jitdump(const struct log_file *lf, FILE *f)
             uint64_t from = 0, to = 0;
             if (!mp_get_u64(&r->map, "old_start", &from) || !mp_get_u64(&r->map, "start", &to))
                 continue;
-            rec_header(f, JIT_MOVE, 16 + 48, r->time);
+            rec_header(f, JIT_MOVE, JH_JD_MOVE_SIZE, r->time);
             w32(f, (uint32_t)lf->pid);
             w32(f, r->thread ? r->thread : (uint32_t)lf->pid);
             w64(f, to);
@@ -119,6 +125,6 @@ int export_jitdump(const struct log_file *lf, FILE *f)
             w64(f, fn->id);
         }
     }
-    rec_header(f, JIT_CLOSE, 16, last);
+    rec_header(f, JIT_CLOSE, JH_JD_PREFIX_SIZE, last);
     return ferror(f) ? -1 : 0;
 }

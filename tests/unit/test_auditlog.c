@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -289,6 +290,79 @@ static void test_killed(void)
     free(d);
 }
 
+/* A segfault right after the last call: the same. (Under ASan the sanitizer reports the
+ * fault and exits instead of dying by the signal: either way nothing closes the log.) */
+__attribute__((no_sanitize("undefined"))) static void crash(void)
+{
+    volatile int *volatile nowhere = NULL;
+    *nowhere = 1;
+}
+
+static void test_segfault(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        jh_ctx *ctx = open_ctx("segv", 0);
+        static uint32_t state[16] = { 0xdeadbeef };
+        jh_log_memory(ctx, state, sizeof state, "struct vm_state");
+        jh_log_event(ctx, "about_to_crash", NULL, 0);
+        signal(SIGSEGV, SIG_DFL);
+        crash();
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) || (WIFEXITED(status) && WEXITSTATUS(status)));
+    size_t n;
+    uint8_t *d = slurp("segv", pid, &n);
+    if (!d)
+        return;
+    struct log_file lf;
+    char err[256];
+    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK(!lf.closed);
+    CHECK_EQ(lf.nrecs, 3);
+    CHECK(lf.nmems == 1 && lf.mems[0].size == 64 && lf.mems[0].data[0] == 0xef);
+    const struct log_rec *ev = nth(&lf, LR_EVENT, 0);
+    CHECK(ev && ev == &lf.recs[2]);
+    log_free(&lf);
+    free(d);
+}
+
+/* The file cannot grow (disk full, quota; here RLIMIT_FSIZE): the VM neither crashes
+ * (no SIGBUS from an unbacked page) nor sees an error, and what fitted is readable. */
+static void test_disk_full(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = { 3u << 20, 3u << 20 };
+        setrlimit(RLIMIT_FSIZE, &rl);
+        jh_ctx *ctx = open_ctx("full", 0);
+        static uint8_t blob[1000];
+        int bad = 0;
+        for (int i = 0; i < 6000; i++)
+            bad += jh_log_memory(ctx, blob, sizeof blob, "blob") != 0;
+        jh_close(ctx);
+        _exit(bad ? 3 : 0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    size_t n;
+    uint8_t *d = slurp("full", pid, &n);
+    if (!d)
+        return;
+    CHECK(n <= 3u << 20);
+    struct log_file lf;
+    char err[256];
+    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK(lf.nmems > 2000 && lf.nmems < 3200);
+    CHECK_EQ(lf.bad, 0);
+    log_free(&lf);
+    free(d);
+}
+
 /* A fork child writes its own log, starting with the code that is live; the parent's log
  * never sees the child's records. */
 static void test_fork(void)
@@ -346,6 +420,8 @@ int main(void)
     test_limit();
     test_threads();
     test_killed();
+    test_segfault();
+    test_disk_full();
     test_fork();
     if (getenv("KEEP")) return check_done();
     char cmd[300];
