@@ -38,9 +38,11 @@
  * Cost: an image, a file and two mmaps per swap. Swaps are immediate (code is named
  * before it first runs) up to a burst of ELFMAP_BURST, then at most one per
  * ELFMAP_REFILL_NS, batching whatever was announced meanwhile into one image per run of
- * pages (and at least every ELFMAP_MAX_PENDING functions); jh_flush swaps everything
- * pending. This keeps a 100k-function compile burst to a few hundred files and mappings
- * (vm.max_map_count is 65530) instead of one per function.
+ * pages (and at least every ELFMAP_MAX_PENDING functions). This keeps a 100k-function
+ * compile burst to a few hundred files and mappings (vm.max_map_count is 65530) instead
+ * of one per function. jh_flush, which JITs call after a batch and often outside their
+ * code lock (minijit does), swaps only runs of pages with no free room left, where no
+ * thread can be writing a new function; the others wait for the next jh_code_add.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -57,9 +59,10 @@
 #include "elf_image.h"
 #include "pageswap.h"
 
-#define ELFMAP_BURST 64
-#define ELFMAP_REFILL_NS 2000000ull
+#define ELFMAP_BURST 32
+#define ELFMAP_REFILL_NS 10000000ull
 #define ELFMAP_MAX_PENDING 4096
+#define ELFMAP_SETTLED_GAP 16   /* less room than this after the last function: padding */
 
 /* One image file, while some of its pages are still mapped where we put them. */
 struct gen {
@@ -91,6 +94,8 @@ struct elfmap {
     size_t nseg, capseg;
     struct gen **gens;
     size_t ngens, capgens;
+    uintptr_t *freed;           /* pages code was removed from (freed_add) */
+    size_t nfreed, capfreed;
     const struct jh_entry **fns;    /* scratch: the functions of one image */
     size_t capfns;
     struct jh_buf img;
@@ -468,23 +473,109 @@ static int cmp_start(const void *a, const void *b)
 }
 
 /* Swap every pending entry's pages: one image per run of adjacent pages. */
-static int swap_pending(struct elfmap *m)
+/* Pages that held code that was removed or moved away: a JIT may re-use that room at any
+ * time, so jh_flush leaves them to jh_code_add. A hash set of page numbers; never shrinks. */
+static int freed_add(struct elfmap *m, uintptr_t lo, uintptr_t hi)
+{
+    for (uintptr_t pg = pg_down(m, lo); pg < hi; pg += m->page) {
+        if ((m->nfreed + 1) * 2 > m->capfreed) {
+            size_t cap = m->capfreed ? m->capfreed * 2 : 256;
+            uintptr_t *t = calloc(cap, sizeof *t);
+            if (!t)
+                return -ENOMEM;
+            for (size_t i = 0; i < m->capfreed; i++) {
+                if (!m->freed[i])
+                    continue;
+                size_t k = (m->freed[i] / m->page * 0x9e3779b97f4a7c15ull) & (cap - 1);
+                while (t[k])
+                    k = (k + 1) & (cap - 1);
+                t[k] = m->freed[i];
+            }
+            free(m->freed);
+            m->freed = t;
+            m->capfreed = cap;
+        }
+        size_t k = (pg / m->page * 0x9e3779b97f4a7c15ull) & (m->capfreed - 1);
+        while (m->freed[k] && m->freed[k] != pg)
+            k = (k + 1) & (m->capfreed - 1);
+        if (!m->freed[k]) {
+            m->freed[k] = pg;
+            m->nfreed++;
+        }
+    }
+    return 0;
+}
+
+static bool freed_any(const struct elfmap *m, uintptr_t lo, uintptr_t hi)
+{
+    if (!m->nfreed)
+        return false;
+    for (uintptr_t pg = lo; pg < hi; pg += m->page) {
+        size_t k = (pg / m->page * 0x9e3779b97f4a7c15ull) & (m->capfreed - 1);
+        for (; m->freed[k]; k = (k + 1) & (m->capfreed - 1))
+            if (m->freed[k] == pg)
+                return true;
+    }
+    return false;
+}
+
+/* May jh_flush, outside the JIT's lock, swap [lo, hi)? Not if the JIT may be writing new
+ * code there right now: in room freed by a removal, or in the free tail of the last page
+ * after the last function (where a bump allocator puts the next one). */
+static bool flush_safe(struct elfmap *m, uintptr_t lo, uintptr_t hi)
+{
+    if (freed_any(m, lo, hi))
+        return false;
+    const struct jh_registry *r = &m->ctx->reg;
+    const struct jh_entry *last = jh__reg_find(r, hi - 1);
+    if (!last) {
+        const struct jh_entry *e = jh__reg_ceil(r, hi - m->page);
+        for (; e && e->start < hi; e = jh__reg_next(r, e))
+            last = e;
+    }
+    return !last || last->start + last->size >= hi ||
+           hi - (last->start + last->size) < ELFMAP_SETTLED_GAP;
+}
+
+/*
+ * Swap the pages of pending entries: one image per run of adjacent pages. settled_only
+ * (jh_flush, which a JIT may call without holding its code lock): only runs where no other
+ * thread can be writing new code (flush_safe); the rest stays pending for the next
+ * jh_code_add, which the contract says runs under that lock.
+ */
+static int swap_pending(struct elfmap *m, bool settled_only)
 {
     if (!m->npend)
         return 0;
     qsort(m->pend, m->npend, sizeof *m->pend, cmp_start);
     int err = 0;
-    for (size_t i = 0; i < m->npend && !err;) {
+    size_t keep = 0, i = 0;
+    while (i < m->npend) {
         uintptr_t lo = pg_down(m, m->pend[i]->start);
         uintptr_t hi = pg_up(m, m->pend[i]->start + m->pend[i]->size);
         size_t j = i + 1;
         extend(m, &lo, &hi);
-        while (j < m->npend && pg_down(m, m->pend[j]->start) <= hi) {
-            uintptr_t h = pg_up(m, m->pend[j]->start + m->pend[j]->size);
-            if (h > hi)
-                hi = h;
-            extend(m, &lo, &hi);
+        bool ok = !settled_only || flush_safe(m, lo, hi);
+        while (ok && j < m->npend && pg_down(m, m->pend[j]->start) <= hi) {
+            uintptr_t l = lo, h = pg_up(m, m->pend[j]->start + m->pend[j]->size);
+            if (h < hi)
+                h = hi;
+            extend(m, &l, &h);
+            /* Growing a run checked already: only the new part needs checking. */
+            if (settled_only && h > hi && !flush_safe(m, hi, h))
+                break;
+            lo = l;
+            hi = h;
             j++;
+        }
+        if (err || !ok) {
+            for (size_t k = i; k < j; k++) {
+                m->pend[keep] = m->pend[k];
+                SLOT(m->pend[keep]) = (void *)(uintptr_t)(keep + 1);
+                keep++;
+            }
+            i = j;
+            continue;
         }
         enum jh_vma_verdict v;
         int r = swap_range(m, lo, hi, &v);
@@ -503,11 +594,11 @@ static int swap_pending(struct elfmap *m)
         }
         if (r < 0)
             err = r;
+        for (size_t k = i; k < j; k++)
+            SLOT(m->pend[k]) = NULL;
         i = j;
     }
-    for (size_t i = 0; i < m->npend; i++)
-        SLOT(m->pend[i]) = NULL;
-    m->npend = 0;
+    m->npend = keep;
     return err;
 }
 
@@ -531,9 +622,9 @@ static int maybe_swap(struct elfmap *m)
     }
     if (m->tokens) {
         m->tokens--;
-        return swap_pending(m);
+        return swap_pending(m, false);
     }
-    return m->npend >= ELFMAP_MAX_PENDING ? swap_pending(m) : 0;
+    return m->npend >= ELFMAP_MAX_PENDING ? swap_pending(m, false) : 0;
 }
 
 /* ---- hooks ------------------------------------------------------------------------------ */
@@ -573,7 +664,7 @@ static int elfmap_remove(void *state, struct jh_entry *e)
     /* The pages stay mapped from our file (same bytes); what valgrind translated there
      * must go, since new code written over a file-backed page is not noticed. */
     VALGRIND_DISCARD_TRANSLATIONS(e->start, e->size);
-    return 0;
+    return freed_add(m, e->start, e->start + e->size);
 }
 
 static int elfmap_move(void *state, struct jh_entry *e, uintptr_t old_start)
@@ -581,7 +672,9 @@ static int elfmap_move(void *state, struct jh_entry *e, uintptr_t old_start)
     struct elfmap *m = state;
     VALGRIND_DISCARD_TRANSLATIONS(old_start, e->size);
     VALGRIND_DISCARD_TRANSLATIONS(e->start, e->size);
-    int err = pend(m, e);
+    int err = freed_add(m, old_start, old_start + e->size);
+    if (!err)
+        err = pend(m, e);
     return err ? err : maybe_swap(m);
 }
 
@@ -598,7 +691,7 @@ static int elfmap_patched(void *state, struct jh_entry *e, uintptr_t addr, size_
 
 static int elfmap_flush(void *state)
 {
-    return swap_pending(state);
+    return swap_pending(state, true);
 }
 
 static void elfmap_close(void *state)
@@ -625,6 +718,7 @@ static void elfmap_close(void *state)
     free(m->seg);
     free(m->pend);
     free(m->fns);
+    free(m->freed);
     jh__buf_free(&m->img);
     free(m);
 }

@@ -1,0 +1,326 @@
+/*
+ * test_elfmap.c — the elfmap channel in process: which pages it swaps and which it leaves,
+ * that no byte of code changes, and how it follows the JIT (new code in a page's free
+ * tail, patches, removal and re-use, moves, a burst of thousands of functions, threads
+ * compiling into shared pages). /proc/self/maps is the witness.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+#include "minijit.h"
+
+static char dir[64];
+static char logbuf[8192];
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void logger(void *arg, int level, const char *msg)
+{
+    (void)arg; (void)level;
+    pthread_mutex_lock(&log_lock);
+    size_t n = strlen(logbuf);
+    snprintf(logbuf + n, sizeof logbuf - n, "%s\n", msg);
+    pthread_mutex_unlock(&log_lock);
+}
+
+static jh_ctx *open_ctx(void)
+{
+    jh_ctx *jh = NULL;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_ELFMAP, .dir = dir,
+                            .flags = JH_OPT_IGNORE_ENV, .log = logger, .engine = "t" };
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    CHECK_EQ(jh_channels(jh), JH_ELFMAP);
+    return jh;
+}
+
+/* The mapping holding addr: its perms and path ("" if anonymous). */
+static int mapping_of(const void *addr, char perms[5], char *path, size_t pathlen)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long s, e;
+        int n = 0;
+        if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &s, &e, perms, &n) < 3)
+            continue;
+        if ((uintptr_t)addr >= s && (uintptr_t)addr < e) {
+            char *p = line + n;
+            p[strcspn(p, "\n")] = 0;
+            snprintf(path, pathlen, "%s", p);
+            found = 1;
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+static int swapped(const void *addr)
+{
+    char perms[5], path[512];
+    if (!mapping_of(addr, perms, path, sizeof path))
+        return 0;
+    return !strcmp(perms, "r-xp") && !strncmp(path, dir, strlen(dir)) && strstr(path, "/jit-");
+}
+
+static int count_files(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '^jit-.*\\.elf$'", dir);
+    FILE *p = popen(cmd, "r");
+    int n = 0;
+    if (p && fscanf(p, "%d", &n) != 1)
+        n = 0;
+    if (p)
+        pclose(p);
+    return n;
+}
+
+/* mov eax, imm32; ret */
+static void emit_ret(uint8_t *p, uint32_t v)
+{
+    p[0] = 0xb8;
+    memcpy(p + 1, &v, 4);
+    p[5] = 0xc3;
+}
+
+static uint64_t add(jh_ctx *jh, const char *name, const void *code, size_t size)
+{
+    struct jh_code c = { .sz = sizeof c, .name = name, .start = code, .size = size };
+    uint64_t id = 0;
+    CHECK_EQ(jh_code_add(jh, &c, &id), 0);
+    return id;
+}
+
+typedef uint32_t fn_t(void);
+
+static void test_wx_page(jh_ctx *jh)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    memset(p, 0xcc, 2 * pg);
+    emit_ret(p, 11);
+    emit_ret(p + 64, 22);
+    uint8_t before[8192];
+    memcpy(before, p, 2 * pg);
+    CHECK_EQ(mprotect(p, 2 * pg, PROT_READ | PROT_EXEC), 0);
+    add(jh, "f11", p, 6);
+    add(jh, "f22", p + 64, 6);
+    CHECK(swapped(p));
+    CHECK(!swapped(p + pg));                  /* no code there: left alone */
+    CHECK(!memcmp(before, p, 2 * pg));
+    CHECK_EQ(((fn_t *)(void *)p)(), 11);
+    CHECK_EQ(((fn_t *)(void *)(p + 64))(), 22);
+
+    /* New code in the page's free tail, the W^X way: copy-on-write of our file page. */
+    char old_path[512], path[512], perms[5];
+    mapping_of(p, perms, old_path, sizeof old_path);
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE), 0);
+    emit_ret(p + 128, 33);
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
+    uint64_t id33 = add(jh, "f33", p + 128, 6);
+    CHECK(swapped(p));
+    mapping_of(p, perms, path, sizeof path);
+    CHECK(strcmp(path, old_path) != 0);      /* a new generation, a new file name */
+    CHECK_EQ(((fn_t *)(void *)(p + 128))(), 33);
+    CHECK_EQ(((fn_t *)(void *)p)(), 11);
+    /* the new image holds all three functions and the current bytes */
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    uint8_t *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    CHECK(img != MAP_FAILED);
+    CHECK(memmem(img, (size_t)st.st_size, "f11", 4) && memmem(img, (size_t)st.st_size, "f33", 4));
+    CHECK(!memcmp(img + pg, p, pg));          /* .text at the page-aligned offset */
+    munmap(img, (size_t)st.st_size);
+    close(fd);
+
+    /* Patched in place: the image is redone with the new bytes. */
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE), 0);
+    emit_ret(p + 64, 44);
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
+    CHECK_EQ(jh_code_patched(jh, p + 65, 4), 0);
+    CHECK_EQ(jh_flush(jh), 0);
+    CHECK_EQ(((fn_t *)(void *)(p + 64))(), 44);
+    CHECK(swapped(p));
+    char path2[512];
+    mapping_of(p, perms, path2, sizeof path2);
+    CHECK(strcmp(path2, path) != 0);
+    fd = open(path2, O_RDONLY);
+    uint8_t text[6];
+    CHECK(pread(fd, text, 6, (off_t)pg + 64) == 6);
+    CHECK(!memcmp(text, p + 64, 6));
+    close(fd);
+    CHECK_EQ(jh_code_patched(jh, p + 500, 4), -ENOENT);
+
+    /* Removed, then the same addresses re-used for other code. */
+    CHECK_EQ(jh_code_remove(jh, id33), 0);
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE), 0);
+    emit_ret(p + 128, 55);
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
+    add(jh, "f55", p + 128, 6);
+    CHECK_EQ(((fn_t *)(void *)(p + 128))(), 55);
+    CHECK(swapped(p));
+
+    /* Moved: the new copy's page is swapped too. */
+    uint8_t *q = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memcpy(q, p + 128, 6);
+    CHECK_EQ(mprotect(q, pg, PROT_READ | PROT_EXEC), 0);
+    uint64_t idm;
+    struct jh_code c = { .sz = sizeof c, .name = "mover", .start = p + 192, .size = 6 };
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE), 0);
+    memcpy(p + 192, p + 128, 6);
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
+    CHECK_EQ(jh_code_add(jh, &c, &idm), 0);
+    CHECK_EQ(jh_code_move(jh, idm, q), 0);
+    CHECK_EQ(jh_flush(jh), 0);
+    CHECK(swapped(q));
+    CHECK_EQ(((fn_t *)(void *)q)(), 55);
+    munmap(q, pg);
+    /* freeing the memory under registered code is the JIT's business; unregister first */
+    CHECK_EQ(jh_code_remove(jh, idm), 0);
+}
+
+static void test_left_alone(jh_ctx *jh)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    /* RWX: the JIT may be writing it right now. */
+    uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    emit_ret(p, 7);
+    logbuf[0] = 0;
+    add(jh, "rwx", p, 6);
+    CHECK(!swapped(p));
+    CHECK(strstr(logbuf, "writable") != NULL);
+    CHECK_EQ(((fn_t *)(void *)p)(), 7);
+    CHECK_EQ(jh_channels(jh), JH_ELFMAP);     /* a fallback, not a failure */
+
+    /* A double-mapped code buffer (memfd: RW view + RX view): swapping the RX view would
+     * cut it off from the writes through the other view. */
+    int fd = memfd_create("jitcode", 0);
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)pg) == 0);
+    uint8_t *w = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    uint8_t *x = mmap(NULL, pg, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
+    CHECK(w != MAP_FAILED && x != MAP_FAILED);
+    emit_ret(w, 8);
+    logbuf[0] = 0;
+    add(jh, "dual", x, 6);
+    CHECK(!swapped(x));
+    CHECK(strstr(logbuf, "shared") != NULL);
+    emit_ret(w + 64, 9);                      /* still reaches the executable view */
+    CHECK_EQ(((fn_t *)(void *)(x + 64))(), 9);
+    close(fd);
+}
+
+/* Thousands of functions announced back to back: a few files, not one per function; after
+ * jh_flush every page is swapped but the last, whose free tail the JIT may be filling
+ * (jh_flush may run outside the JIT's lock); the next jh_code_add takes care of it. */
+static void test_burst(jh_ctx *jh)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = 5000, len = n * 16;
+    size_t maplen = (len + pg - 1) / pg * pg;
+    uint8_t *p = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    memset(p, 0xcc, maplen);
+    for (size_t i = 0; i < n; i++)
+        emit_ret(p + i * 16, (uint32_t)i);
+    CHECK_EQ(mprotect(p, maplen, PROT_READ | PROT_EXEC), 0);
+    int files0 = count_files();
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "b%zu", i);
+        add(jh, name, p + i * 16, 6);
+    }
+    CHECK_EQ(jh_flush(jh), 0);
+    int made = count_files() - files0;
+    printf("burst: %zu functions on %zu pages -> %d image files\n", n, maplen / pg, made);
+    CHECK(made > 0 && made < 150);
+    for (size_t off = 0; off + pg < maplen; off += pg)
+        CHECK(swapped(p + off));
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += ((fn_t *)(void *)(p + i * 16))() != (uint32_t)i;
+    CHECK_EQ(bad, 0);
+    /* the next announcement (made under the JIT's lock, by contract) swaps the rest */
+    uint8_t *q = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    emit_ret(q, 1);
+    CHECK_EQ(mprotect(q, pg, PROT_READ | PROT_EXEC), 0);
+    usleep(20000);              /* past the swap budget of the burst */
+    add(jh, "next", q, 6);
+    CHECK(swapped(p + maplen - pg));
+    CHECK(swapped(q));
+    CHECK_EQ(((fn_t *)(void *)(p + len - 16))(), n - 1);
+}
+
+/* minijit: threads compiling into shared pages (announcing under the arena lock) while
+ * others run the code. */
+static jh_ctx *shared_jh;
+static atomic_int thread_bad;
+
+static void *worker(void *arg)
+{
+    int t = (int)(intptr_t)arg;
+    for (int k = 0; k < 25; k++) {
+        char src[256], err[256];
+        snprintf(src, sizeof src, "fn sq(x) { return x * x + %d }\nfn main(n) { return sq(n) + %d }",
+                 t, k);
+        mj_program *p = mj_compile(src, "w.mini", shared_jh, err, sizeof err);
+        if (!p) {
+            fprintf(stderr, "compile: %s\n", err);
+            atomic_fetch_add(&thread_bad, 1);
+            continue;
+        }
+        int64_t a = 7;
+        if (mj_run(p, "main", &a, 1) != 49 + t + k)
+            atomic_fetch_add(&thread_bad, 1);
+        if (k % 3 == 0)
+            mj_free(p);         /* freed code gets re-used by other threads' compiles */
+    }
+    return NULL;
+}
+
+static void test_threads(jh_ctx *jh)
+{
+    shared_jh = jh;
+    pthread_t th[4];
+    for (int t = 0; t < 4; t++)
+        pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
+    for (int t = 0; t < 4; t++)
+        pthread_join(th[t], NULL);
+    CHECK_EQ(atomic_load(&thread_bad), 0);
+    CHECK_EQ(jh_channels(jh), JH_ELFMAP);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/jh-test-elfmap-XXXXXX");
+    if (!mkdtemp(dir))
+        SKIP("mkdtemp failed");
+    jh_ctx *jh = open_ctx();
+    test_wx_page(jh);
+    test_left_alone(jh);
+    test_burst(jh);
+    test_threads(jh);
+    jh_close(jh);
+    if (logbuf[0])
+        printf("log:\n%s", logbuf);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cleanup failed\n");
+    return check_done();
+}
