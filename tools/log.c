@@ -24,8 +24,9 @@ static int usage(FILE *f)
         "commands:\n"
         "  info              what the log holds, and whether it was closed or cut by a crash\n"
         "  list              every record, in order\n"
-        "  events            events, with their attributes (addresses resolved to logged memory)\n"
-        "  code              code loads, moves, patches and unloads, then a table of functions\n"
+        "  events [NAME]     events (only those named NAME), with their attributes; addresses\n"
+        "                    are resolved to logged memory and code\n"
+        "  code [NAME]       code loads, moves, patches and unloads (of the functions NAME)\n"
         "  show ADDR|NAME    a function's code disassembled with source lines, or the memory\n"
         "                    logged at ADDR decoded as the C type of its hint (needs --vm)\n"
         "  to-perfmap        a perf map (/tmp/perf-PID.map) of the code in the log\n"
@@ -36,6 +37,7 @@ static int usage(FILE *f)
         "                    executable named in the log, if it is still there)\n"
         "  --type TYPE       decode as TYPE instead of the logged hint (\"struct foo\")\n"
         "  --at N            show memory as it stood at record N (default: the end)\n"
+        "  --no-source       do not read the source files the line tables name\n"
         "  -o FILE           output file (default: standard output)\n");
     return f == stdout ? 0 : 2;
 }
@@ -155,7 +157,7 @@ static void print_info(FILE *f, const struct log_file *lf)
         fprintf(f, "damage: %zu undecodable record(s), %zu resync(s)\n", lf->bad, lf->resyncs);
 }
 
-static void print_code(FILE *f, const struct log_file *lf)
+static void print_code(FILE *f, const struct log_file *lf, const char *only)
 {
     fprintf(f, "%6s %11s  %-8s %5s  %-24s %-18s %8s  %s\n", "rec", "time(s)", "what", "id", "name",
             "address", "size", "source");
@@ -164,6 +166,8 @@ static void print_code(FILE *f, const struct log_file *lf)
         if (r->kind < LR_CODE_ADD || r->kind > LR_CODE_PATCHED || r->ref < 0)
             continue;
         const struct log_fn *fn = &lf->fns[r->ref];
+        if (only && strcmp(fn->name, only))
+            continue;
         static const char *what[] = { "add", "remove", "move", "patch" };
         uint64_t addr = fn->start;
         if (r->kind == LR_CODE_MOVE || r->kind == LR_CODE_REMOVE)
@@ -252,6 +256,10 @@ int jh_cmd_log(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
             return usage(stdout);
+        if (!strcmp(a, "--no-source")) {
+            log_source = false;
+            continue;
+        }
         if ((!strcmp(a, "--vm") || !strcmp(a, "--type") || !strcmp(a, "-o") || !strcmp(a, "--at")) && i + 1 < argc) {
             const char *v = argv[++i];
             if (a[2] == 'v') vm = v;
@@ -296,11 +304,17 @@ int jh_cmd_log(int argc, char **argv)
         for (size_t i = 0; i < lf.nrecs; i++)
             print_rec(out, &lf, i);
     } else if (!strcmp(cmd, "events")) {
-        for (size_t i = 0; i < lf.nrecs; i++)
+        for (size_t i = 0; i < lf.nrecs; i++) {
+            const char *s;
+            uint32_t n;
+            if (arg && !(mp_get_str(&lf.recs[i].map, "event", &s, &n) && strlen(arg) == n &&
+                         !memcmp(arg, s, n)))
+                continue;
             if (lf.recs[i].kind == LR_EVENT || lf.recs[i].kind == LR_LIMIT)
                 print_rec(out, &lf, i);
+        }
     } else if (!strcmp(cmd, "code")) {
-        print_code(out, &lf);
+        print_code(out, &lf, arg);
     } else if (!strcmp(cmd, "show") && arg) {
         rc = do_show(out, &lf, arg, vm, type, at);
     } else if (!strcmp(cmd, "to-perfmap")) {

@@ -141,7 +141,8 @@ void dwarf_close(struct dwarf_types *dt);
 int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct log_mem *m,
                 size_t at, FILE *f, bool html);
 
-/* log_disasm.c */
+/* log_disasm.c; log_source: show source text beside file:line (default true) */
+extern bool log_source;
 int disasm_print(const struct log_file *lf, const struct log_fn *fn, FILE *f, bool html);
 
 /* log_export.c */

@@ -8,10 +8,14 @@
  *       7f3a1c000001:  48 89 e5              mov    rbp, rsp
  *
  * Code bytes come from the log (with later patches applied), so this works long after the
- * process is gone. Without capstone the bytes are dumped in hex.
+ * process is gone. Without capstone the bytes are dumped in hex. When a source file named
+ * in the line table can be read (now, from the current directory for a relative name), the
+ * line's text is shown beside its file:line; log_source = false turns that off.
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 
@@ -50,6 +54,61 @@ static void header(const struct log_file *lf, const struct log_fn *fn, FILE *f, 
     fputs(html ? "</div>\n<pre class=asm>" : "\n", f);
 }
 
+bool log_source = true;
+
+/* Source files read so far: name -> lines (NULL: unreadable). */
+static struct src { char *name; char *text; char **lines; uint32_t n; } srcs[64];
+static int nsrcs;
+
+static const char *source_line(const char *file, uint32_t line)
+{
+    if (!log_source)
+        return NULL;
+    struct src *s = NULL;
+    for (int i = 0; i < nsrcs && !s; i++)
+        if (!strcmp(srcs[i].name, file))
+            s = &srcs[i];
+    if (!s) {
+        if (nsrcs == 64)
+            return NULL;
+        s = &srcs[nsrcs++];
+        s->name = strdup(file);
+        struct stat st;
+        /* Only regular files: a name like /dev/stdin or a FIFO in a log must not block us. */
+        FILE *f = stat(file, &st) == 0 && S_ISREG(st.st_mode) ? fopen(file, "r") : NULL;
+        size_t len = 0;
+        if (f) {
+            FILE *m = open_memstream(&s->text, &len);
+            char buf[4096];
+            size_t k;
+            while (m && len < (4u << 20) && (k = fread(buf, 1, sizeof buf, f)) > 0)
+                fwrite(buf, 1, k, m);
+            if (m)
+                fclose(m);
+            fclose(f);
+        }
+        for (size_t i = 0; s->text && i < len; i++)
+            s->n += s->text[i] == '\n';
+        s->lines = s->text ? calloc((size_t)s->n + 2, sizeof *s->lines) : NULL;
+        if (s->lines) {
+            uint32_t k = 0;
+            s->lines[k++] = s->text;
+            for (size_t i = 0; i < len && k <= s->n; i++)
+                if (s->text[i] == '\n') {
+                    s->text[i] = 0;
+                    s->lines[k++] = s->text + i + 1;
+                }
+            s->n = k;
+        }
+    }
+    if (!s->lines || line == 0 || line > s->n)
+        return NULL;
+    const char *t = s->lines[line - 1];
+    while (*t == ' ' || *t == '\t')
+        t++;
+    return t;
+}
+
 /* The source line that starts at off, if a new one does. */
 static void line_mark(const struct log_fn *fn, uint64_t off, uint64_t len, const char **last_file,
                       uint32_t *last_line, FILE *f, bool html)
@@ -65,13 +124,18 @@ static void line_mark(const struct log_fn *fn, uint64_t off, uint64_t len, const
         *last_line = l->line;
         char buf[64];
         snprintf(buf, sizeof buf, ":%u", l->line);
+        const char *text = source_line(file, l->line);
+        char tbuf[160];
+        snprintf(tbuf, sizeof tbuf, "%s%s", text ? "    " : "", text ? text : "");
         if (html) {
             fputs("<span class=src>", f);
             put(f, true, file);
             fputs(buf, f);
+            fputs("</span><span class=srctext>", f);
+            put(f, true, tbuf);
             fputs("</span>\n", f);
         } else {
-            fprintf(f, "%s%s\n", file, buf);
+            fprintf(f, "%s%s%s\n", file, buf, tbuf);
         }
     }
 }

@@ -30,7 +30,7 @@ static const char css[] =
     "th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left}th{background:#f0f3f6}"
     "td.n{text-align:right;font-variant-numeric:tabular-nums}"
     "pre{background:#fff;border:1px solid #d0d7de;padding:8px;overflow-x:auto;font-size:12px}"
-    ".src{color:#0550ae;font-weight:600}.fnhead{font-family:monospace;margin-top:6px}"
+    ".src{color:#0550ae;font-weight:600}.srctext{color:#0550ae}.fnhead{font-family:monospace;margin-top:6px}"
     "details{margin:4px 0}summary{cursor:pointer;font-family:monospace}"
     "svg{background:#fff;border:1px solid #d0d7de}.warn{color:#9a6700}";
 

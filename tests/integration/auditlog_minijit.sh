@@ -25,6 +25,7 @@ while IFS=: read -r line rest; do
 done < <(grep -n '^fn ' "$prog")
 [ "$n" -eq 5 ]
 grep -q "5 functions added, 5 removed, 0 live" "$T/code"
+[ "$($J code gcd | grep -Ec '^ +[0-9]+ +[0-9.]+  (add|remove) ')" -eq 2 ]   # one function's history
 
 # One compile event per function, its address attributes resolved.
 $J events > "$T/events"; cat "$T/events"
@@ -33,7 +34,7 @@ grep -q 'compile name="gcd" code=0x[0-9a-f]*\[gcd+0x0\].*function=0x[0-9a-f]*\[s
 
 # Disassembly of gcd with its source lines (gcd is defined on line 38).
 $J show gcd > "$T/gcd"; head -20 "$T/gcd"
-grep -q "^loops.mini:38\|/loops.mini:38$" "$T/gcd"
+grep -Eq "(^|/)loops.mini:38 +fn gcd\(a, b\) \{$" "$T/gcd"     # with the source text
 grep -q "push *rbp" "$T/gcd"
 grep -Eq "\bret\b" "$T/gcd"
 
