@@ -1,10 +1,196 @@
-/* clean.c — not written yet. */
+/*
+ * clean.c — `jitherald clean [DIR]`: remove the elfmap images (jit-PID-GEN.elf) and jitdump
+ * files (jit-PID.dump) of processes that are gone, once nobody is likely to need them:
+ *
+ *     $ jitherald clean                  # $JITHERALD_DIR, else /tmp/jitherald-UID
+ *     removed 412 files (9.8 MiB); kept 20 of running processes, 2 younger than 86400s
+ *
+ * Why files outlive their process: `perf report` opens jit-PID-GEN.elf (the mapping's path
+ * in perf.data) and `perf inject --jit` reads jit-PID.dump long after the run, so the
+ * channels never delete them. The policy, in this order:
+ *   - only regular files of ours with those two name patterns (never symlinks), in a
+ *     directory of ours;
+ *   - a file whose process still runs is kept. "Still runs" means the pid exists and that
+ *     process started before the file was last written (else the pid was reused);
+ *   - of the others, files written less than --age ago (default 1 day) are kept, so a
+ *     profile taken today still reports; --all removes them whatever their age.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli.h"
+
+/* "jit-PID-GEN.elf" or "jit-PID.dump": the pid, or 0 for other names. */
+static long pid_of(const char *name)
+{
+    if (strncmp(name, "jit-", 4))
+        return 0;
+    char *end;
+    long pid = strtol(name + 4, &end, 10);
+    if (pid <= 0 || end == name + 4)
+        return 0;
+    if (!strcmp(end, ".dump"))
+        return pid;
+    if (*end != '-' || end[1] < '0' || end[1] > '9')
+        return 0;
+    strtoull(end + 1, &end, 10);
+    return !strcmp(end, ".elf") ? pid : 0;
+}
+
+static time_t boot_time(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    char line[256];
+    long long bt = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "btime %lld", &bt) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return (time_t)bt;
+}
+
+/* When did process pid start (seconds since the epoch)? 0 if unknown. */
+static time_t start_time(long pid, time_t btime)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    /* Field 22, counted after the ")" that ends the command name (which may hold spaces). */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    unsigned long long ticks = 0;
+    int field = 2;
+    for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " "))
+        if (++field == 22) {
+            ticks = strtoull(tok, NULL, 10);
+            break;
+        }
+    long hz = sysconf(_SC_CLK_TCK);
+    return btime && hz > 0 ? btime + (time_t)(ticks / (unsigned long long)hz) : 0;
+}
+
+/* Is the process that wrote a file at mtime still running? */
+static bool running(long pid, time_t mtime, time_t btime)
+{
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return false;
+    time_t st = start_time(pid, btime);
+    /* started after the file was last written: the pid was reused (1 s of slack for the
+     * coarse clocks) */
+    return !(st && st > mtime + 1);
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: jitherald clean [--dry-run] [--all | --age SECONDS] [DIR]\n"
+            "Remove elfmap images (jit-PID-GEN.elf) and jitdump files (jit-PID.dump) of\n"
+            "processes that are gone and that were last written more than --age seconds\n"
+            "ago (default 86400; --all: any age). DIR: $JITHERALD_DIR, else /tmp/jitherald-UID.\n");
+    return 2;
+}
 
 int jh_cmd_clean(int argc, char **argv)
 {
-    (void)argc; (void)argv;
-    fprintf(stderr, "jitherald clean: not implemented yet\n");
-    return 2;
+    const char *dir = NULL;
+    bool dry = false;
+    long long age = 86400;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--dry-run") || !strcmp(argv[i], "-n")) {
+            dry = true;
+        } else if (!strcmp(argv[i], "--all")) {
+            age = 0;
+        } else if (!strcmp(argv[i], "--age") && i + 1 < argc) {
+            char *end;
+            age = strtoll(argv[++i], &end, 10);
+            if (*end || age < 0)
+                return usage();
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage();
+            return 0;
+        } else if (argv[i][0] == '-' || dir) {
+            return usage();
+        } else {
+            dir = argv[i];
+        }
+    }
+    char def[64];
+    if (!dir) {
+        dir = getenv("JITHERALD_DIR");
+        if (!dir || !*dir) {
+            snprintf(def, sizeof def, "/tmp/jitherald-%u", (unsigned)getuid());
+            dir = def;
+        }
+    }
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat dst;
+    if (dfd < 0 || fstat(dfd, &dst) != 0) {
+        if (errno == ENOENT) {
+            printf("%s: nothing to clean\n", dir);
+            return 0;
+        }
+        fprintf(stderr, "jitherald clean: %s: %s\n", dir, strerror(errno));
+        return 2;
+    }
+    if (dst.st_uid != geteuid()) {
+        fprintf(stderr, "jitherald clean: %s is not ours; not touching it\n", dir);
+        close(dfd);
+        return 2;
+    }
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return 2;
+    }
+    time_t now = time(NULL), btime = boot_time();
+    size_t removed = 0, kept_running = 0, kept_recent = 0, failed = 0;
+    unsigned long long bytes = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long pid = pid_of(de->d_name);
+        struct stat st;
+        if (!pid || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        if (running(pid, st.st_mtime, btime)) {
+            kept_running++;
+            continue;
+        }
+        if (now - st.st_mtime < age) {
+            kept_recent++;
+            continue;
+        }
+        if (dry) {
+            printf("would remove %s/%s\n", dir, de->d_name);
+        } else if (unlinkat(dfd, de->d_name, 0) != 0) {
+            fprintf(stderr, "jitherald clean: %s/%s: %s\n", dir, de->d_name, strerror(errno));
+            failed++;
+            continue;
+        }
+        removed++;
+        bytes += (unsigned long long)st.st_size;
+    }
+    closedir(d);
+    printf("%s %zu files (%.1f MiB); kept %zu of running processes, %zu younger than %llds\n",
+           dry ? "would remove" : "removed", removed, (double)bytes / 1048576.0, kept_running,
+           kept_recent, age);
+    return failed ? 1 : 0;
 }
