@@ -53,19 +53,23 @@
 #endif
 
 struct al_state {
+    /* Read by every record, written rarely. */
     jh_ctx *ctx;
     int fd;
     uint8_t *map;                   /* `limit` bytes of address space, MAP_SHARED on fd */
     uint64_t limit, data_limit;
-    _Atomic uint64_t tail;          /* next free byte */
     _Atomic uint64_t file_size;     /* bytes the file has been grown to */
-    pthread_mutex_t grow_lock;
-    _Atomic uint64_t records, dropped;
     _Atomic int full;               /* the `limit` record has been written */
     _Atomic int stuck;              /* the file could not grow (disk full, quota, EFBIG) */
     _Atomic unsigned gen;           /* jh__fork_gen the file belongs to */
+    pthread_mutex_t grow_lock;
     char *path;
     struct jh_buf scratch;          /* code records, built under the context lock */
+    _Atomic uint64_t dropped;
+    /* Written by every record: alone on its cache line, so the CAS of one thread does not
+     * evict the fields above from the others' caches. */
+    _Alignas(64) _Atomic uint64_t tail;     /* next free byte */
+    char pad[64 - sizeof(uint64_t)];
 };
 
 /* ---- reserving and committing frames ------------------------------------------------- */
@@ -140,7 +144,7 @@ static uint8_t *reserve(struct al_state *st, size_t len)
 
 static void commit(struct al_state *st, uint8_t *p)
 {
-    atomic_fetch_add_explicit(&st->records, 1, memory_order_relaxed);
+    (void)st;
     atomic_store_explicit((_Atomic uint8_t *)p, 0xce, memory_order_release);
 }
 
@@ -486,7 +490,6 @@ static int start_file(struct al_state *st, pid_t parent)
     st->map = m;
     atomic_store(&st->tail, 0);
     atomic_store(&st->file_size, 0);
-    atomic_store(&st->records, 0);
     atomic_store(&st->dropped, 0);
     atomic_store(&st->full, 0);
     atomic_store(&st->stuck, 0);
@@ -499,7 +502,7 @@ static void put_close_record(struct al_state *st)
 {
     struct jh_buf *b = &st->scratch;
     rec_begin(b, 5, "close");
-    jh__mp_kuint(b, "records", atomic_load(&st->records));
+    jh__mp_kuint(b, "bytes", atomic_load(&st->tail));
     jh__mp_kuint(b, "dropped", atomic_load(&st->dropped));
     put_buf(st, b, st->limit);
 }
@@ -556,9 +559,10 @@ static void al_close(void *state)
 
 static int al_open(jh_ctx *ctx, void **state)
 {
-    struct al_state *st = calloc(1, sizeof *st);
+    struct al_state *st = aligned_alloc(64, sizeof *st);
     if (!st)
         return -ENOMEM;
+    memset(st, 0, sizeof *st);
     st->ctx = ctx;
     st->fd = -1;
     st->limit = ctx->auditlog_limit < AL_MIN_LIMIT ? AL_MIN_LIMIT : ctx->auditlog_limit;
