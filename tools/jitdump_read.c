@@ -326,9 +326,9 @@ static int cfa_insns(struct cur c, int64_t daf, uint64_t pc0, uint64_t range, FI
         default:
             switch (op) {
             case 0x00: break;
-            case 0x02: { uint8_t d; bad = c_u8(&c, &d); adv = d; break; }
-            case 0x03: { uint16_t d; bad = c_bytes(&c, &d, 2); adv = d; break; }
-            case 0x04: { uint32_t d; bad = c_bytes(&c, &d, 4); adv = d; break; }
+            case 0x02: { uint8_t d = 0; bad = c_u8(&c, &d); adv = d; break; }
+            case 0x03: { uint16_t d = 0; bad = c_bytes(&c, &d, 2); adv = d; break; }
+            case 0x04: { uint32_t d = 0; bad = c_bytes(&c, &d, 4); adv = d; break; }
             case 0x0a: if (out) fprintf(out, " remember;"); break;
             case 0x0b: if (out) fprintf(out, " restore_state;"); break;
             case 0x2d: break;

@@ -10,10 +10,13 @@
  *   - unwind data left out when perf's widened mapping would cover the next function;
  *   - fork: the child writes jit-<child>.dump with the live code, the parent's file is
  *     untouched by the child;
+ *   - two contexts in one process share one file; 4 threads per context announce at once:
+ *     every function arrives as a whole unit, one CLOSE when the last context closes;
  *   - bad places: symlink, file owned by someone else, unwritable directory: jh_open still
  *     succeeds, the channel is off, the error reached the log callback.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +274,66 @@ static void test_bad_places(void)
     unlink(sub);
 }
 
+struct worker { jh_ctx *c; uint8_t *code; int base; };
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < 200; i++) {
+        uint8_t *p = w->code + (size_t)(w->base + i) * 16;
+        char name[32];
+        snprintf(name, sizeof name, "w%d_%d", w->base, i);
+        if (add(w->c, name, p, emit(p, 2), NULL) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void test_threads_two_contexts(void)
+{
+    uint8_t *code = mmap(NULL, 8 * 200 * 16, PROT_READ | PROT_WRITE | PROT_EXEC,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(code != MAP_FAILED);
+    jh_ctx *c1 = open_ctx(dir), *c2 = open_ctx(dir);
+    CHECK_EQ(jh_channels(c1), JH_JITDUMP);
+    CHECK_EQ(jh_channels(c2), JH_JITDUMP);
+    pthread_t t[8];
+    struct worker w[8];
+    for (int i = 0; i < 8; i++) {
+        w[i] = (struct worker){ i % 2 ? c2 : c1, code, i * 200 };
+        pthread_create(&t[i], NULL, work, &w[i]);
+    }
+    for (int i = 0; i < 8; i++) {
+        void *rc;
+        pthread_join(t[i], &rc);
+        CHECK(rc == NULL);
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/jit-%d.dump", dir, (int)getpid());
+    jh_close(c1);               /* c2 still uses the file: no CLOSE yet */
+    uint8_t *data;
+    size_t len;
+    struct jh_jdr r;
+    struct jh_jdr_stats st;
+    CHECK_EQ(jh_read_file(path, &data, &len), 0);
+    CHECK_EQ(jh_jdr_check(&r, data, len, NULL, false, NULL, &st), 0);
+    CHECK_EQ(st.loads, 1600);
+    CHECK_EQ(st.debug, 1600);
+    CHECK_EQ(st.closes, 0);
+    free(data);
+    jh_close(c2);
+    CHECK_EQ(jh_read_file(path, &data, &len), 0);
+    int rc = jh_jdr_check(&r, data, len, NULL, false, NULL, &st);
+    CHECK_EQ(rc, 0);
+    if (rc)
+        fprintf(stderr, "%s\n", r.err);
+    CHECK_EQ(st.loads, 1600);
+    CHECK_EQ(st.closes, 1);
+    free(data);
+    unlink(path);
+    munmap(code, 8 * 200 * 16);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -278,6 +341,7 @@ int main(void)
         return 1;
     }
     test_channel();
+    test_threads_two_contexts();
     test_bad_places();
     rmdir(dir);
     return check_done();
