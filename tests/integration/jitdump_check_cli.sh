@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# jitdump_check_cli.sh — `jitherald check` / `inspect` as a user meets them: files the demo
+# JIT really wrote (a jitdump and a perf map) pass and are decoded; files broken the way
+# writers break them fail with exit 1 and a message naming the offset or line and the
+# problem; usage and I/O errors exit 2.
+set -eu
+: "${JH_BUILD:?run through tests/run.sh}" "${JH_ROOT:?}"
+MINIJIT=$JH_BUILD/examples/minijit
+CLI=$JH_BUILD/jitherald
+FIB=$JH_ROOT/examples/minijit/fib.mini
+[ -x "$MINIJIT" ] && [ -x "$CLI" ] || { echo "FAIL: minijit or jitherald not built"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/jh-jitdump-cli.XXXXXX")
+pid=
+trap 'rm -rf "$tmp"; [ -n "$pid" ] && rm -f "/tmp/perf-$pid.map"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+cd "$tmp"
+
+JITHERALD=perfmap,jitdump JITHERALD_DIR=$tmp/jd "$MINIJIT" "$FIB" 20 >run.out || fail "minijit"
+grep -qx 6765 run.out || fail "wrong result"
+dump=$(ls jd/jit-*.dump)
+pid=${dump##*/jit-}; pid=${pid%.dump}
+map=/tmp/perf-$pid.map
+cp "$map" good.map
+cp "$dump" good.dump
+
+# 1. the real files
+"$CLI" check good.dump >out 2>err || { cat out err; fail "check refuses a real dump"; }
+grep -q 'ok: jitdump, 7 records: 2 LOAD, 2 DEBUG_INFO, 2 UNWINDING_INFO, 0 MOVE, 1 CLOSE' out || { cat out; fail "summary"; }
+"$CLI" check good.map >out 2>err || { cat out err; fail "check refuses a real perf map"; }
+grep -q 'ok: perf map, 2 lines' out || { cat out; fail "perf map summary"; }
+"$CLI" inspect good.dump >out || fail "inspect dump"
+grep -Eq '^0x[0-9a-f]+ LOAD .* fib$' out && grep -Eq '^0x[0-9a-f]+ LOAD .* main$' out || { cat out; fail "inspect names"; }
+grep -q 'fib.mini:5$' out || { cat out; fail "inspect line table"; }
+grep -q 'cfa=rbp;' out || { cat out; fail "inspect unwind rules"; }
+"$CLI" inspect good.map | grep -q ' fib$' || fail "inspect perf map"
+
+# 2. broken files: expect exit 1 and a message
+expect() { # file regex
+    local rc=0
+    "$CLI" check "$1" >out 2>&1 || rc=$?
+    [ $rc = 1 ] || { cat out; fail "$1: exit $rc, want 1"; }
+    grep -Eq "$2" out || { cat out; fail "$1: message does not match /$2/"; }
+    echo "ok: $1: $(head -1 out | sed "s|^$1: ||")"
+}
+# perl helpers over the records of good.dump
+edit() { # out-file perl-code-on-$d-with-@r   (@r: [offset, id, size] per record)
+    perl -e 'open F, "<", "good.dump" or die; binmode F; local $/; our $d = <F>; our @r; my $p = 40;
+             while ($p + 16 <= length $d) { my ($id, $sz) = unpack("VV", substr($d, $p, 8));
+             push @r, [$p, $id, $sz]; $p += $sz } '"$2"';
+             open G, ">", $ARGV[0] or die; binmode G; print G $d' "$1"
+}
+size=$(stat -c %s good.dump)
+head -c $((size - 30)) good.dump >cut.dump
+expect cut.dump 'offset 0x[0-9a-f]+: record id 0 of [0-9]+ bytes runs past the end of the file .*truncated'
+edit flag.dump 'substr($d, 32, 1) = chr(2)'
+expect flag.dump 'offset 0x20: unknown flag bits 0x2: perf rejects the whole file'
+edit ver.dump 'substr($d, 4, 1) = chr(2)'
+expect ver.dump 'offset 0x4: version 2: perf 6.1 reads version 1 only'
+edit dup.dump 'my ($l) = grep { $_->[1] == 0 } @r; $d .= substr($d, $l->[0], $l->[2])'
+expect dup.dump 'LOAD reuses code_index 0: perf would overwrite jitted-[0-9]+-0.so'
+edit rel.dump 'my ($g) = grep { $_->[1] == 2 } @r; my $a = unpack("Q<", substr($d, $g->[0] + 32, 8));
+               substr($d, $g->[0] + 32, 8) = pack("Q<", 0)'
+expect rel.dump 'DEBUG_INFO entry 0 at 0x0 is outside the code .*absolute'
+edit order.dump 'my ($g) = grep { $_->[1] == 2 } @r; my ($u) = grep { $_->[1] == 4 } @r;
+                 my $gs = substr($d, $g->[0], $g->[2]); my $us = substr($d, $u->[0], $u->[2]);
+                 substr($d, $g->[0], $g->[2] + $u->[2]) = $us . $gs'
+expect order.dump 'DEBUG_INFO after UNWINDING_INFO'
+# the FDE's pc_range (record + 40 fixed bytes + 24-byte CIE + 12) one byte too long
+edit fde.dump 'my ($u) = grep { $_->[1] == 4 } @r; my $o = $u->[0] + 40 + 24 + 12;
+               substr($d, $o, 4) = pack("V", unpack("V", substr($d, $o, 4)) + 1)'
+expect fde.dump 'UNWINDING_INFO for the LOAD at 0x[0-9a-f]+: .eh_frame\+0x18: FDE covers 0x80\.\.0x[0-9a-f]+ but perf puts the code at 0x80\.\.'
+sed 's/^/0x/' good.map >hex.map
+expect hex.map '^hex.map: line 1: start address has a 0x prefix'
+printf '%s' "$(cat good.map)" >nonl.map
+expect nonl.map 'line 2: no newline at the end of the file: perf drops the last character'
+printf '7f00 10\n' >noname.map
+expect noname.map 'line 1: a space and a name must follow the size'
+
+# 3. usage and I/O errors: exit 2
+rc=0; "$CLI" check >/dev/null 2>&1 || rc=$?; [ $rc = 2 ] || fail "no argument: exit $rc"
+rc=0; "$CLI" check "$tmp/nope" >/dev/null 2>&1 || rc=$?; [ $rc = 2 ] || fail "missing file: exit $rc"
+echo "PASS: real files accepted and decoded; 10 kinds of broken file refused with a precise message"
