@@ -245,24 +245,19 @@ static pid_t current_pid(struct elfmap *m)
     return m->pid;
 }
 
-/* Grow [lo, hi) until no announced function straddles its ends. */
-static void extend(struct elfmap *m, uintptr_t *lo, uintptr_t *hi)
+/* Grow [lo, hi) until no announced function straddles its ends; functions below `from`
+ * (>= lo) were looked at already, so growing a run costs only what it adds. */
+static void extend(struct elfmap *m, uintptr_t *lo, uintptr_t *hi, uintptr_t from)
 {
     const struct jh_registry *r = &m->ctx->reg;
-    for (bool changed = true; changed;) {
-        changed = false;
-        const struct jh_entry *e = jh__reg_find(r, *lo);
-        if (e && pg_down(m, e->start) < *lo) {
-            *lo = pg_down(m, e->start);
-            changed = true;
-        }
-        for (e = jh__reg_ceil(r, *lo); e && e->start < *hi; e = jh__reg_next(r, e)) {
-            if (pg_up(m, e->start + e->size) > *hi) {
-                *hi = pg_up(m, e->start + e->size);
-                changed = true;
-            }
-        }
-    }
+    const struct jh_entry *e;
+    while ((e = jh__reg_find(r, *lo)) && pg_down(m, e->start) < *lo)
+        *lo = pg_down(m, e->start);
+    if ((e = jh__reg_find(r, from)) && pg_up(m, e->start + e->size) > *hi)
+        *hi = pg_up(m, e->start + e->size);
+    for (e = jh__reg_ceil(r, from); e && e->start < *hi; e = jh__reg_next(r, e))
+        if (pg_up(m, e->start + e->size) > *hi)
+            *hi = pg_up(m, e->start + e->size);
 }
 
 static int collect(struct elfmap *m, uintptr_t lo, uintptr_t hi, size_t *nfns, size_t *eh_est)
@@ -554,13 +549,15 @@ static int swap_pending(struct elfmap *m, bool settled_only)
         uintptr_t lo = pg_down(m, m->pend[i]->start);
         uintptr_t hi = pg_up(m, m->pend[i]->start + m->pend[i]->size);
         size_t j = i + 1;
-        extend(m, &lo, &hi);
+        extend(m, &lo, &hi, lo);
         bool ok = !settled_only || flush_safe(m, lo, hi);
         while (ok && j < m->npend && pg_down(m, m->pend[j]->start) <= hi) {
             uintptr_t l = lo, h = pg_up(m, m->pend[j]->start + m->pend[j]->size);
-            if (h < hi)
-                h = hi;
-            extend(m, &l, &h);
+            if (h <= hi) {
+                j++;            /* inside the run already */
+                continue;
+            }
+            extend(m, &l, &h, hi);
             /* Growing a run checked already: only the new part needs checking. */
             if (settled_only && h > hi && !flush_safe(m, hi, h))
                 break;
@@ -585,7 +582,7 @@ static int swap_pending(struct elfmap *m, bool settled_only)
             for (size_t k = i; k < j && r >= 0; k++) {
                 uintptr_t l = pg_down(m, m->pend[k]->start);
                 uintptr_t h = pg_up(m, m->pend[k]->start + m->pend[k]->size);
-                extend(m, &l, &h);
+                extend(m, &l, &h, l);
                 if (l < done)
                     continue;
                 r = swap_range(m, l, h, &v);
