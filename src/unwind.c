@@ -479,31 +479,40 @@ static int seg_rebuild(size_t i0, size_t i1, struct uw_fn *add)
 
 /*
  * Merging a and b (a below b) makes one run cover the gap between them, and code added in
- * that gap later rebuilds the whole run. Merges by size therefore only join runs that are
- * densely adjacent (a gap of at most a few functions), which is where a bump allocator puts
- * the next function anyway; merges by count take any gap.
+ * that gap later rebuilds the whole run. Merges therefore prefer runs that are densely
+ * adjacent (a gap of at most a few functions), which is where a bump allocator puts the
+ * next function anyway.
  */
-static bool can_merge(const struct uw_seg *a, const struct uw_seg *b, bool by_size)
+static bool dense(const struct uw_seg *a, const struct uw_seg *b)
 {
-    if (b->hi - a->lo > SPAN_MAX)
-        return false;
-    if (!by_size)
-        return true;
     uintptr_t gap = b->lo > a->hi ? b->lo - a->hi : 0;
     uintptr_t mean = ((a->hi - a->lo) + (b->hi - b->lo)) / (a->n + b->n);
-    return a->n + b->n <= U.max_fdes && (gap <= 256 || gap <= 4 * mean);
+    return gap <= 256 || gap <= 4 * mean;
 }
 
-/* Run i is new or grew: merge it with neighbours no bigger than it, then keep the number
- * of runs (what every libgcc lookup walks) within max_runs. */
+static bool can_merge(const struct uw_seg *a, const struct uw_seg *b)
+{
+    if (b->hi - a->lo > SPAN_MAX || !dense(a, b))
+        return false;
+    /* The binary counter leaves fewer than 2n/cap full runs: with the cap at least
+     * 4n/max_runs they stay under half the budget, and merges by count stay rare. */
+    size_t cap = (U.live + U.dead) / U.max_runs * 4;
+    if (cap < U.max_fdes)
+        cap = U.max_fdes;
+    return a->n + b->n <= cap;
+}
+
+/* Run i is new or grew: merge it with neighbours no bigger than it (a binary counter).
+ * Past max_runs runs (what every libgcc lookup walks), merge the smallest neighbours,
+ * densely adjacent ones first, down to half the budget so that this stays rare. */
 static int seg_settle(size_t i)
 {
     int err = 0;
     while (!err && i < U.nseg) {
         struct uw_seg *x = U.seg[i];
         struct uw_seg *l = i ? U.seg[i - 1] : NULL, *r = i + 1 < U.nseg ? U.seg[i + 1] : NULL;
-        bool ml = l && l->n <= x->n && can_merge(l, x, true);
-        bool mr = r && r->n <= x->n && can_merge(x, r, true);
+        bool ml = l && l->n <= x->n && can_merge(l, x);
+        bool mr = r && r->n <= x->n && can_merge(x, r);
         if (ml && mr)
             ml = l->n <= r->n, mr = !ml;
         if (ml)
@@ -513,13 +522,17 @@ static int seg_settle(size_t i)
         else
             break;
     }
-    while (!err && U.nseg > U.max_runs) {
+    if (U.nseg <= U.max_runs)
+        return err;
+    while (!err && U.nseg > U.max_runs / 2 + 1) {
         size_t best = U.nseg, bestn = SIZE_MAX;
-        for (size_t j = 0; j + 1 < U.nseg; j++) {
-            size_t m = U.seg[j]->n + U.seg[j + 1]->n;
-            if (m < bestn && can_merge(U.seg[j], U.seg[j + 1], false))
-                best = j, bestn = m;
-        }
+        for (int pass = 0; pass < 2 && best == U.nseg; pass++)
+            for (size_t j = 0; j + 1 < U.nseg; j++) {
+                struct uw_seg *a = U.seg[j], *b = U.seg[j + 1];
+                size_t m = a->n + b->n;
+                if (m < bestn && b->hi - a->lo <= SPAN_MAX && (pass || dense(a, b)))
+                    best = j, bestn = m;
+            }
         if (best == U.nseg)
             break;
         err = seg_rebuild(best, best + 2, NULL);

@@ -1,0 +1,275 @@
+/*
+ * bench/unwind.c — what a backtrace through one JIT frame costs with 1, 10k, 100k and 1M
+ * JIT functions registered with the process's unwinder, jitherald's unwind channel beside
+ * the naive way (one __register_frame per function, what most JITs do), in the same run.
+ *
+ * A hand-written JIT function (push rbp; mov rbp,rsp; call host; pop rbp; ret) calls the
+ * host, which times glibc's backtrace() from there: host, JIT frame, bench, main. The
+ * other functions are described but never run: FDEs for 16..32-byte slots of a PROT_NONE
+ * area around the real one (half below, half above it).
+ *
+ * Columns: add/fn = jh_code_add per function (core + channel; for the baseline,
+ * __register_frame); 1st bt = the first backtrace after registering them all (libgcc sorts
+ * what it has not seen yet then); bt = steady state; x1 = bt / bt with one function;
+ * add+bt = one more function added, then one backtrace (the run it landed in is re-sorted
+ * by libgcc: the cost of compiling code while something unwinds); rm/fn = removal.
+ *   JH_BENCH_UNWIND_N="1,10000,50000,100000,1000000"   sizes to run
+ *   JH_BENCH_UNWIND_NAIVE_MAX=50000   largest baseline run (100k: 11 s for its 1st bt)
+ */
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cfi.h"
+#include "jitherald.h"
+#include "unwind_channel.h"
+
+#define SLOT 32
+#define MAXN 4000000
+
+static const uint8_t code[] = { 0x55, 0x48, 0x89, 0xe5,         /* push rbp; mov rbp,rsp */
+                                0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs rax, host */
+                                0xff, 0xd0, 0x5d, 0xc3 };         /* call rax; pop rbp; ret */
+static uint8_t *area, *tramp;
+static size_t area_slots, tramp_slot;
+static int reps, depth, walked_jit;
+static double bt_ns;
+
+static double now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+static int64_t host(int64_t x)
+{
+    void *pcs[64];
+    double t0 = now_ns();
+    for (int i = 0; i < reps; i++)
+        depth = backtrace(pcs, 64);
+    bt_ns = (now_ns() - t0) / reps;
+    walked_jit = 0;
+    for (int i = 0; i + 1 < depth; i++)      /* the JIT frame and something above it */
+        if ((uint8_t *)pcs[i] > tramp && (uint8_t *)pcs[i] <= tramp + sizeof code)
+            walked_jit = 1;
+    return x;
+}
+
+static int64_t (*jit)(int64_t);
+
+__attribute__((noinline)) static double time_bt(int n)
+{
+    reps = n;
+    jit(1);
+    __asm__ volatile("" ::: "memory");
+    return walked_jit ? bt_ns : -1;
+}
+
+/* Slot k of the n functions around the trampoline (which is slot n/2's neighbour). */
+static uint8_t *slot(size_t k, size_t n)
+{
+    size_t first = tramp_slot - n / 2;
+    size_t s = first + k;
+    if (s >= tramp_slot)
+        s += 4096 / SLOT;       /* skip the trampoline's page */
+    return area + s * SLOT;
+}
+
+static size_t slot_size(size_t k) { return 16 + k % 16; }
+
+struct row {
+    size_t n;
+    double add, first, bt, addbt, rm;
+    size_t runs;
+};
+
+static void ours(struct row *r, size_t n)
+{
+    jh_ctx *jh;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_UNWIND,
+                            .flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT };
+    if (jh_open(&jh, &o)) {
+        fprintf(stderr, "jh_open failed\n");
+        exit(1);
+    }
+    uint64_t *ids = malloc((n + 200) * sizeof *ids);
+    struct jh_code c = { .sz = sizeof c, .name = "tramp", .start = tramp, .size = sizeof code,
+                         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
+    uint64_t tid;
+    jh_code_add(jh, &c, &tid);
+    c.name = "f";
+    double t0 = now_ns();
+    for (size_t k = 0; k + 1 < n; k++) {
+        c.start = slot(k, n);
+        c.size = slot_size(k);
+        if (jh_code_add(jh, &c, &ids[k])) {
+            fprintf(stderr, "jh_code_add failed\n");
+            exit(1);
+        }
+    }
+    r->add = n > 1 ? (now_ns() - t0) / (double)(n - 1) : 0;
+    r->first = time_bt(1);
+    time_bt(200);
+    r->bt = time_bt(n >= 100000 ? 2000 : 5000);
+    /* one more function on top of the code, then a backtrace: 100 times */
+    size_t extra = 0;
+    t0 = now_ns();
+    for (; extra < 100; extra++) {
+        c.start = slot(n - 1 + extra, n);
+        c.size = slot_size(n - 1 + extra);
+        jh_code_add(jh, &c, &ids[n - 1 + extra]);
+        time_bt(1);
+    }
+    r->addbt = (now_ns() - t0) / (double)extra;
+    struct jh__unwind_stats st;
+    jh__unwind_get_stats(&st);
+    r->runs = st.segments;
+    t0 = now_ns();
+    for (size_t k = 0; k + 1 < n + extra; k++)
+        jh_code_remove(jh, ids[k]);
+    r->rm = n + extra > 1 ? (now_ns() - t0) / (double)(n + extra - 1) : 0;
+    jh_close(jh);
+    free(ids);
+}
+
+static void (*reg_frame)(void *);
+static void (*dereg_frame)(void *);
+
+static void naive(struct row *r, size_t n)
+{
+    uint8_t **runs = malloc((n + 100) * sizeof *runs);
+    struct jh_cfi_opts o = { .ptr = JH_CFI_ABS };
+    size_t total = n + 100;
+    for (size_t k = 0; k < total; k++) {     /* encoding is not what is measured */
+        struct jh_cfi_func f = { .start = (uintptr_t)(k + 1 == n ? tramp : slot(k, n)),
+                                 .size = k + 1 == n ? sizeof code : slot_size(k),
+                                 .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
+                                 .fp_set_end = 4 };
+        if (k + 1 > n)
+            f.start = (uintptr_t)slot(k - 1, n), f.size = slot_size(k - 1);
+        struct jh_buf b = { 0 };
+        if (jh__cfi_eh_frame(&b, &o, &f, 1, NULL) != 1) {
+            fprintf(stderr, "encoding failed\n");
+            exit(1);
+        }
+        runs[k] = b.p;
+    }
+    double t0 = now_ns();
+    for (size_t k = 0; k < n; k++)
+        reg_frame(runs[k]);
+    r->add = (now_ns() - t0) / (double)n;
+    r->first = time_bt(1);
+    r->bt = time_bt(n >= 100000 ? 5 : n >= 10000 ? 50 : 5000);
+    int extra = 0;
+    t0 = now_ns();
+    for (; extra < (n >= 100000 ? 5 : 100); extra++) {
+        reg_frame(runs[n + extra]);
+        time_bt(1);
+    }
+    r->addbt = (now_ns() - t0) / extra;
+    r->runs = n + extra;
+    /* libgcc's list is sorted by descending address: deregister from the top, or each
+     * call walks the whole list */
+    t0 = now_ns();
+    for (int k = extra; k-- > 0;)
+        dereg_frame(runs[n + k]);
+    for (size_t k = n - 1; k-- > n / 2;)
+        dereg_frame(runs[k]);
+    dereg_frame(runs[n - 1]);
+    for (size_t k = n / 2; k-- > 0;)
+        dereg_frame(runs[k]);
+    r->rm = (now_ns() - t0) / (double)(n + extra);
+    for (size_t k = 0; k < total; k++)
+        free(runs[k]);
+    free(runs);
+}
+
+static void us(char *b, double ns)
+{
+    if (ns < 0)
+        snprintf(b, 16, "BROKEN");
+    else if (ns < 10000)
+        snprintf(b, 16, "%.2f", ns / 1000);
+    else
+        snprintf(b, 16, "%.0f", ns / 1000);
+}
+
+int main(void)
+{
+    size_t ns[16], nn = 0;
+    const char *e = getenv("JH_BENCH_UNWIND_N");
+    char *spec = strdup(e && *e ? e : "1,10000,50000,100000,1000000");
+    for (char *t = strtok(spec, ","); t && nn < 16; t = strtok(NULL, ","))
+        if (strtoull(t, NULL, 10) >= 1 && strtoull(t, NULL, 10) <= MAXN)
+            ns[nn++] = strtoull(t, NULL, 10);
+    size_t naive_max = 50000;
+    if ((e = getenv("JH_BENCH_UNWIND_NAIVE_MAX")) && *e)
+        naive_max = strtoull(e, NULL, 10);
+    size_t maxn = 1;
+    for (size_t i = 0; i < nn; i++)
+        if (ns[i] > maxn)
+            maxn = ns[i];
+
+    area_slots = maxn + 400 + 2 * 4096 / SLOT;
+    area = mmap(NULL, area_slots * SLOT, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    tramp_slot = (area_slots / 2) & ~(size_t)(4096 / SLOT - 1);
+    tramp = area + tramp_slot * SLOT;
+    if (area == MAP_FAILED || mprotect(tramp, 4096, PROT_READ | PROT_WRITE)) {
+        perror("mmap");
+        return 1;
+    }
+    memcpy(tramp, code, sizeof code);
+    int64_t (*h)(int64_t) = host;
+    memcpy(tramp + 6, &h, 8);
+    if (mprotect(tramp, 4096, PROT_READ | PROT_EXEC)) {
+        perror("mprotect");
+        return 1;
+    }
+    *(void **)&jit = tramp;
+    void *gcc = dlopen("libgcc_s.so.1", RTLD_NOW);
+    *(void **)&reg_frame = gcc ? dlsym(gcc, "__register_frame") : NULL;
+    *(void **)&dereg_frame = gcc ? dlsym(gcc, "__deregister_frame") : NULL;
+
+    struct row o[16], b[16];
+    for (size_t i = 0; i < nn; i++) {
+        ours(&o[i], ns[i]);
+        b[i].n = 0;
+        if (reg_frame && dereg_frame && ns[i] <= naive_max)
+            naive(&b[i], ns[i]), b[i].n = ns[i];
+    }
+    struct jh__unwind_stats st;
+    jh__unwind_get_stats(&st);
+    printf("backtrace() through one JIT frame (4 frames + libc), times in microseconds\n");
+    printf("jitherald unwind channel, mode: %s\n",
+           st.mode == JH_UW_LIST ? "libgcc list, grouped sorted runs" :
+           st.mode == JH_UW_PERFN ? "libgcc b-tree, one run per function" : "other");
+    printf("%9s | %-44s | %-38s | %s\n", "", "jitherald", "naive: __register_frame per function",
+           "naive/ours");
+    printf("%9s | %6s %8s %7s %5s %8s %5s %5s | %6s %8s %8s %5s %7s | %8s\n", "functions",
+           "add/fn", "1st bt", "bt", "x1", "add+bt", "rm/fn", "runs", "add/fn", "1st bt", "bt",
+           "x1", "add+bt", "bt");
+    for (size_t i = 0; i < nn; i++) {
+        char a[16], f[16], t[16], ab[16], rm[16];
+        us(a, o[i].add), us(f, o[i].first), us(t, o[i].bt), us(ab, o[i].addbt), us(rm, o[i].rm);
+        printf("%9zu | %6s %8s %7s %5.2f %8s %5s %5zu | ", ns[i], a, f, t,
+               o[i].bt / o[0].bt, ab, rm, o[i].runs);
+        if (b[i].n) {
+            us(a, b[i].add), us(f, b[i].first), us(t, b[i].bt), us(ab, b[i].addbt);
+            printf("%6s %8s %8s %5.0f %7s | %7.1fx\n", a, f, t, b[i].bt / b[0].bt, ab,
+                   b[i].bt / o[i].bt);
+        } else {
+            printf("%6s %8s %8s %5s %7s | %8s\n", "-", "-", "-", "-", "-", "-");
+        }
+    }
+    if (nn && ns[nn - 1] > naive_max)
+        printf("baseline capped at %zu functions (JH_BENCH_UNWIND_NAIVE_MAX): every frame's "
+               "lookup walks all registrations\n", naive_max);
+    free(spec);
+    return 0;
+}
