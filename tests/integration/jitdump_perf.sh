@@ -5,7 +5,8 @@
 # Asserts what a user looks for: fib by name with fib.mini:LINE of its body, the caller
 # chain through the JIT frames (frame pointers), perf annotate disassembling fib next to
 # its source, and the exact line table in perf's synthetic ELF (rows start at .text, so no
-# stale +0x40). `jitherald check` must accept the dump and its -q mode must stay silent.
+# stale +0x40). `jitherald check` must accept the dump and its -q mode must stay silent;
+# a version-2 header or an unknown flag bit, which check refuses, perf refuses as well.
 set -eu
 : "${JH_BUILD:?run through tests/run.sh}" "${JH_ROOT:?}"
 MINIJIT=$JH_BUILD/examples/minijit
@@ -68,4 +69,17 @@ first=$(readelf -wL "$so" | awk '/fib\.mini +[0-9]+ +0x/ { print $3; exit }')
     { readelf -SW "$so"; readelf -wL "$so"; fail "line table starts at $first, .text at 0x$text"; }
 eh=$(secaddr .eh_frame)
 readelf -wf "$so" | grep -q "pc=0*$text\.\." || { readelf -wf "$so"; fail ".eh_frame FDE does not cover .text"; }
+# 5. What `jitherald check` calls fatal, perf 6.1 refuses too: version 2, an unknown flag.
+rm -f jd/jitted-*.so
+printf '\x02' | dd of="$dump" bs=1 seek=4 conv=notrunc 2>/dev/null
+"$CLI" check -q "$dump" >/dev/null 2>&1 && fail "check accepts version 2"
+perf inject -v --jit -i perf.data -o v2.data >v2.err 2>&1 || true
+grep -q 'wrong jitdump version 2' v2.err || { cat v2.err; fail "perf accepted version 2?"; }
+[ -z "$(ls jd | grep jitted)" ] || fail "perf inject used a version-2 dump"
+printf '\x01' | dd of="$dump" bs=1 seek=4 conv=notrunc 2>/dev/null
+printf '\x02' | dd of="$dump" bs=1 seek=32 conv=notrunc 2>/dev/null
+"$CLI" check -q "$dump" >/dev/null 2>&1 && fail "check accepts flag bit 1"
+perf inject -v --jit -i perf.data -o fl.data >fl.err 2>&1 || true
+grep -q 'invalid or unsupported flags' fl.err || { cat fl.err; fail "perf accepted an unknown flag?"; }
+
 echo "PASS: fib $fibpct% with fib.mini lines, chains through JIT frames, annotate, lines at .text 0x$text, .eh_frame at 0x$eh"
