@@ -5,11 +5,13 @@
  *                                functions: elfmap beside its peer jitdump (and the perf
  *                                map, and no channel), plus the image files elfmap wrote
  *   bench/elfmap --workload N S  the workload of bench/elfmap.sh: N small JIT functions
- *                                announced (channels from $JITHERALD), then all called in
- *                                turn for S seconds, for perf record to sample
+ *                                announced (channels from $JITHERALD), jh_flush, then all
+ *                                called in turn for S seconds, for perf record to sample.
+ *                                N a multiple of 256 fills its last page: jh_flush then
+ *                                swaps every page (see "jh_flush" in docs/elfmap.md)
  *
  * The code is real: each function is `push rbp; mov rbp,rsp; mov ecx,K; 1: dec ecx; jnz 1b;
- * pop rbp; ret`, 32 bytes apart in pages made r-x before they are announced (W^X, as
+ * pop rbp; ret`, 16 bytes apart in pages made r-x before they are announced (W^X, as
  * elfmap wants), with a two-row line table and frame-pointer unwind info.
  */
 #include <dirent.h>
@@ -23,7 +25,7 @@
 
 #include "jitherald.h"
 
-#define STRIDE 32
+#define STRIDE 16
 
 static double now(void)
 {
