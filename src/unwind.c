@@ -540,28 +540,52 @@ static int seg_settle(size_t i)
     return err;
 }
 
+/* Index of the first function of s starting at or after addr. */
+static size_t fn_lower(const struct uw_seg *s, uintptr_t addr)
+{
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (s->fn[m]->start < addr)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* Functions of runs [i0, i1) overlapping [start, end): bit 0 a dead one, bit 1 a live one.
+ * Functions in a run never overlap each other, so this looks at a handful. */
+static int overlapping(size_t i0, size_t i1, uintptr_t start, uintptr_t end)
+{
+    int found = 0;
+    for (size_t i = i0; i < i1; i++) {
+        const struct uw_seg *s = U.seg[i];
+        for (size_t j = fn_lower(s, end); j-- > 0 && s->fn[j]->end > start;)
+            found |= s->fn[j]->dead ? 1 : 2;
+    }
+    return found;
+}
+
 static int group_add(struct uw_fn *u)
 {
     size_t i0 = seg_upper(u->start), i1 = i0;
     while (i1 < U.nseg && U.seg[i1]->lo < u->end)
         i1++;
+    /* Live code of another context there: one context's registry cannot refuse it, and
+     * overlapping FDEs would break libgcc's binary search for both. */
+    if (i1 > i0 && overlapping(i0, i1, u->start, u->end) & 2)
+        return JH_EOVERLAP;
     /* The same function again where it was removed (a recompile landing on the same
      * addresses, a code cache reloaded): the run still holds its FDE, byte for byte. */
     if (i1 == i0 + 1) {
         struct uw_seg *s = U.seg[i0];
-        size_t lo = 0, hi = s->n;
-        while (lo < hi) {
-            size_t m = lo + (hi - lo) / 2;
-            if (s->fn[m]->start < u->start)
-                lo = m + 1;
-            else
-                hi = m;
-        }
-        struct uw_fn *d = lo < s->n ? s->fn[lo] : NULL;
+        size_t j = fn_lower(s, u->start);
+        struct uw_fn *d = j < s->n ? s->fn[j] : NULL;
         if (d && d->dead && d->run && d->start == u->start && d->end == u->end &&
             d->fde_len == u->fde_len &&
             !memcmp(d->run + d->fde_off, u->run + u->fde_off, u->fde_len)) {
-            s->fn[lo] = u;
+            s->fn[j] = u;
             u->seg = s;
             s->ndead--;
             U.dead--;
@@ -570,6 +594,8 @@ static int group_add(struct uw_fn *u)
             return 0;
         }
     }
+    /* Anywhere else inside a run's range, even in a gap between its functions, the run is
+     * rebuilt: a run of one there would hide the functions above it from libgcc. */
     int err = seg_rebuild(i0, i1, u);
     if (!err)
         seg_settle(i0);         /* u is registered either way: merging is only thrift */
@@ -584,7 +610,8 @@ static int group_clear(uintptr_t start, uintptr_t end)
         i1++;
     int err = 0;
     for (size_t i = i1; !err && i-- > i0;)
-        err = seg_rebuild(i, i + 1, NULL);
+        if (overlapping(i, i + 1, start, end) & 1)
+            err = seg_rebuild(i, i + 1, NULL);
     return err;
 }
 
@@ -694,7 +721,7 @@ static int unwind_open(jh_ctx *ctx, void **state)
     if (!U.detected) {
         detect();
         U.detected = true;
-    } else if (!U.dyn && !U.nseg && U.mode != JH_UW_PERFN && U.mode != JH_UW_LLVM) {
+    } else if (!U.dyn && !U.nseg && !U.live) {
         /* libunwind may have been loaded since the first context opened */
         *(void **)&U.dyn_register = dlsym(RTLD_DEFAULT, "_U_dyn_register");
         *(void **)&U.dyn_cancel = dlsym(RTLD_DEFAULT, "_U_dyn_cancel");
@@ -754,6 +781,10 @@ static int unwind_add(void *state, struct jh_entry *e)
     if (err == -EINVAL) {       /* one bad CFI description: skip it, keep the channel */
         jh__log(c->ctx, JH_LOG_WARN, "unwind: %s: CFI rejected by the encoder, no unwind "
                 "info registered for it", e->name);
+        err = 0;
+    } else if (err == JH_EOVERLAP) {
+        jh__log(c->ctx, JH_LOG_WARN, "unwind: %s at %p overlaps live code of another "
+                "context: no unwind info registered for it", e->name, (void *)e->start);
         err = 0;
     }
     return err;

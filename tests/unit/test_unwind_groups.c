@@ -217,9 +217,45 @@ int main(void)
         jh = c;
     }
     CHECK_EQ(verify(64, "two contexts interleaved", false), 0);
+    /* jh2 announces code over jh's slot 2: its own registry cannot refuse it; the channel
+     * must skip it and keep slot 2's FDE */
+    uint64_t over;
+    struct jh_code oc = { .sz = sizeof oc, .name = "over", .start = area + 2 * SLOT + 4,
+                          .size = 8, .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
+                          .fp_set_end = 4 };
+    CHECK_EQ(jh_code_add(jh2, &oc, &over), 0);
+    if (!UW_FORCE)              /* one registration per function: nothing to compare with */
+        CHECK_EQ(verify(64, "overlap from another context", false), 0);
+    CHECK_EQ(jh_code_remove(jh2, over), 0);
+
+    /* code without unwind info: over a dead FDE it clears it at once (no flush); in a gap
+     * between live functions it costs no rebuild */
+    CHECK_EQ(del(10), 0);
+    struct eh_bases eb = { 0 };
+    if (!UW_FORCE)              /* grouped: the dead FDE stays until something replaces it */
+        CHECK(find_fde(area + 10 * SLOT + 1, &eb) && eb.func == area + 10 * SLOT);
+    oc.start = area + 10 * SLOT;
+    oc.size = 4;
+    oc.unwind = JH_UNWIND_NONE;
+    uint64_t none;
+    CHECK_EQ(jh_code_add(jh, &oc, &none), 0);
+    eb.func = NULL;
+    CHECK(!find_fde(area + 10 * SLOT + 1, &eb) || eb.func != area + 10 * SLOT);
+    struct jh__unwind_stats before, after;
+    jh__unwind_get_stats(&before);
+    oc.start = area + 12 * SLOT + 28;       /* the gap after slot 12 (its size is < 28) */
+    CHECK(slot_size(12) < 28);
+    uint64_t gap;
+    CHECK_EQ(jh_code_add(jh, &oc, &gap), 0);
+    jh__unwind_get_stats(&after);
+    CHECK_EQ(after.rebuilds, before.rebuilds);
+    CHECK_EQ(jh_code_remove(jh, gap), 0);
+    CHECK_EQ(jh_code_remove(jh, none), 0);
+    CHECK_EQ(verify(64, "code without unwind info", false), 0);
     jh_close(jh2);
     for (size_t i = 0; i < 64; i += 2)
-        CHECK_EQ(del(i), 0);
+        if (ids[i])
+            CHECK_EQ(del(i), 0);
     for (size_t i = 1; i < 64; i += 2)
         ids[i] = 0;     /* closed with jh2 */
     CHECK_EQ(jh_flush(jh), 0);
