@@ -190,6 +190,9 @@ JH_API unsigned jh_channels(const jh_ctx *ctx);
  * >= nfiles, bad unwind description), JH_EOVERLAP, -ENOMEM.
  * With no channel live, the description is validated but not stored, and ranges are not
  * checked for overlap. Thread-safe.
+ * elfmap: the code's pages (if private, r-x: W^X) may be re-mapped from a file with the
+ * same bytes; call this, jh_code_patched and jh_code_move while no other thread can make
+ * those pages writable, e.g. under your code lock (docs/elfmap.md, "contract").
  */
 JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
 
@@ -209,7 +212,8 @@ JH_API int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start);
 /*
  * The JIT rewrote bytes [addr, addr+len) of code it announced (patched a call site, a
  * guard...). Channels that copied the bytes refresh them (elfmap rebuilds its image and
- * tells valgrind to discard its translations; the audit log records the new bytes).
+ * tells valgrind to discard its translations, which it must: valgrind does not watch
+ * file-backed code for self-modification; the audit log records the new bytes).
  * -ENOENT if the range is not inside live code. Thread-safe.
  */
 JH_API int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len);
