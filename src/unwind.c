@@ -377,7 +377,13 @@ static void img_release(struct uw_img *im)
         seen = ob != (void *)im->ob || im->ob[0] != (void *)-1;
     }
     if (im->dyn) {
+        /* libunwind's readers walk its list without its lock, and _U_dyn_cancel clears
+         * next after unlinking: a reader standing on this entry would stop there and miss
+         * every entry after it (seen: JIT frames without proc info under churn). Point it
+         * back into the list; the entry itself lives on for the grace period. */
+        struct uw_dyn_info *next = im->di.next;
         U.dyn_cancel(&im->di);
+        __atomic_store_n(&im->di.next, next, __ATOMIC_RELEASE);
         seen = true;
     }
     if (seen)

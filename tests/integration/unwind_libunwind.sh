@@ -3,7 +3,8 @@
 # runs four minijit frames below main; from the host callback, unw_step + unw_get_proc_info
 # must give every JIT frame its function's start address (only the unwind channel's
 # _U_dyn_register tables can tell libunwind that), unw_backtrace must reach main, and both
-# still hold after the code is freed and compiled again at the same addresses. The same
+# still hold after the code is freed and compiled again at the same addresses, and while
+# other threads compile and free code (libunwind reads its list without a lock). The same
 # program with the channel off must NOT see the JIT functions: the check can fail.
 set -eu
 : "${JH_BUILD:?}" "${JH_ROOT:?}"
@@ -13,7 +14,10 @@ fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 cat >"$tmp/t.cc" <<'EOF'
 #define UNW_LOCAL_ONLY
+#include <atomic>
 #include <libunwind.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include "jitherald.h"
@@ -25,13 +29,17 @@ static const char *src =
     "fn b(x) {\n    return c(x + 1) + 1\n}\n"
     "fn a(x) {\n    return b(x + 1) + 1\n}\n"
     "fn main() {\n    return a(1) + 1\n}\n";
-static mj_program *prog;
-static int jit_found, main_found, bt_main, bt_depth;
+static thread_local mj_program *prog;
+static thread_local int jit_found, main_found, bt_main, bt_depth;
+static thread_local void *root;     /* main, or a thread's start routine */
+static thread_local bool churning;
 int main(int argc, char **argv);
 
 static int64_t cb(int64_t x)
 {
     static const char *const order[] = { "d", "c", "b", "a", "main" };
+    if (churning)
+        return x;
     unw_context_t uc;
     unw_cursor_t cur;
     unw_getcontext(&uc);
@@ -49,7 +57,7 @@ static int64_t cb(int64_t x)
                 pi.end_ip == (unw_word_t)f->code + f->code_size)
                 jit_found++;
         }
-        if (pi.start_ip == (unw_word_t)(void *)&main)
+        if (pi.start_ip == (unw_word_t)root)
             main_found = 1;
     }
     void *pcs[128];
@@ -58,7 +66,7 @@ static int64_t cb(int64_t x)
     for (int i = 0; i < bt_depth; i++) {
         unw_proc_info_t pi;
         if (!unw_get_proc_info_by_ip(unw_local_addr_space, (unw_word_t)pcs[i] - 1, &pi,
-                                     nullptr) && pi.start_ip == (unw_word_t)(void *)&main)
+                                     nullptr) && pi.start_ip == (unw_word_t)root)
             bt_main = 1;
     }
     return x;
@@ -79,8 +87,68 @@ static int round_(jh_ctx *jh, const char *what)
     return jit_found == 5 && main_found && bt_main ? 0 : 1;
 }
 
+// threads: 4 threads compile and free programs (runs rebuilt, cancelled, retired) while 2
+// threads walk through their own JIT frames with unw_step and unw_backtrace.
+static jh_ctx *shared;
+static std::atomic<bool> stop{false};
+static std::atomic<long> walks{0}, bad{0};
+
+static void *walker(void *)
+{
+    root = (void *)walker;
+    char err[256];
+    prog = mj_compile(src, "chain.mini", shared, err, sizeof err);
+    if (!prog) {
+        bad++;
+        return nullptr;
+    }
+    while (!stop) {
+        mj_run(prog, "main", nullptr, 0);
+        if (jit_found != 5 || !main_found || !bt_main) {
+            if (bad++ < 5)
+                printf("incomplete: %d of 5 JIT frames, start routine %s, unw_backtrace %s\n",
+                       jit_found, main_found ? "found" : "NOT found", bt_main ? "found" : "NOT found");
+        }
+        walks++;
+    }
+    mj_free(prog);
+    return nullptr;
+}
+
+static void *churner(void *)
+{
+    churning = true;
+    char err[256];
+    while (!stop) {
+        mj_program *p = mj_compile(src, "churn.mini", shared, err, sizeof err);
+        if (!p) {
+            bad++;
+            return nullptr;
+        }
+        mj_run(p, "main", nullptr, 0);
+        mj_free(p);
+    }
+    return nullptr;
+}
+
+static int threads(jh_ctx *jh)
+{
+    shared = jh;
+    pthread_t t[6];
+    for (int i = 0; i < 6; i++)
+        pthread_create(&t[i], nullptr, i < 4 ? churner : walker, nullptr);
+    sleep(2);
+    stop = true;
+    for (int i = 0; i < 6; i++)
+        pthread_join(t[i], nullptr);
+    printf("threads: %ld walks while 4 threads compiled and freed code, %ld incomplete\n",
+           walks.load(), bad.load());
+    return bad || walks < 10;
+}
+
 int main(int argc, char **argv)
 {
+    root = (void *)&main;
     mj_set_callback(cb);
     jh_ctx *jh = nullptr;
     jh_options o = {};
@@ -96,6 +164,8 @@ int main(int argc, char **argv)
     if (mj_function_get(prog, "d")->code != d)
         printf("(note: not re-added at the same address)\n");
     mj_free(prog);
+    if (argc > 1 && !strcmp(argv[1], "threads"))
+        r |= threads(jh);
     jh_close(jh);
     return r;
 }
@@ -107,6 +177,8 @@ ldd "$tmp/t" | grep -q 'libunwind\.so\.8' || { echo "FAIL: not linked with nongn
 
 echo "-- with JH_UNWIND"
 "$tmp/t" || { echo "FAIL: libunwind does not walk through the JIT frames"; exit 1; }
+echo "-- 4 threads compiling and freeing code, 2 threads walking"
+"$tmp/t" threads || { echo "FAIL: walks incomplete or crashed under churn"; exit 1; }
 echo "-- control, channel off (must not see the JIT functions)"
 if "$tmp/t" control; then
     echo "FAIL: the control run passed: the test cannot tell"; exit 1
