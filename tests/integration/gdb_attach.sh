@@ -28,6 +28,9 @@ attach_once() { # name program defer line-offset
         -ex 'set pagination off' -ex 'info line c' -ex 'info symbol a' -ex 'info line g2999' \
         -ex 'break mj__builtin_callback' -ex "shell rm -f $T/pause" -ex continue -ex bt \
         -ex detach > "$T/$name" 2>&1 || true
+    rm -f "$T/pause"                    # gdb may have stopped early: never leave it waiting
+    for _ in $(seq 100); do kill -0 $vm 2>/dev/null || break; sleep 0.1; done
+    kill -0 $vm 2>/dev/null && { echo "FAIL: minijit still running"; cat "$T/$name"; exit 1; }
     wait $vm || { echo "FAIL: minijit exited $?"; cat "$T/$name" "$T/$name.vm"; exit 1; }
     vm=
     cat "$T/$name"
