@@ -274,6 +274,8 @@ static atomic_int thread_bad;
 static void *worker(void *arg)
 {
     int t = (int)(intptr_t)arg;
+    mj_program *live[25];
+    int nlive = 0;
     for (int k = 0; k < 25; k++) {
         char src[256], err[256];
         snprintf(src, sizeof src, "fn sq(x) { return x * x + %d }\nfn main(n) { return sq(n) + %d }",
@@ -289,7 +291,11 @@ static void *worker(void *arg)
             atomic_fetch_add(&thread_bad, 1);
         if (k % 3 == 0)
             mj_free(p);         /* freed code gets re-used by other threads' compiles */
+        else
+            live[nlive++] = p;
     }
+    for (int i = 0; i < nlive; i++)
+        mj_free(live[i]);
     return NULL;
 }
 
