@@ -12,7 +12,9 @@
  * __register_frame); 1st bt = the first backtrace after registering them all (libgcc sorts
  * what it has not seen yet then); bt = steady state; x1 = bt / bt with one function;
  * add+bt = one more function added, then one backtrace (the run it landed in is re-sorted
- * by libgcc: the cost of compiling code while something unwinds); rm/fn = removal.
+ * by libgcc: the cost of compiling code while something unwinds); hole+bt = a function in
+ * the middle replaced by a different one, then one backtrace (its whole run is rebuilt and
+ * re-sorted: the expensive case); rm/fn = removal.
  *   JH_BENCH_UNWIND_N="1,10000,50000,100000,1000000"   sizes to run
  *   JH_BENCH_UNWIND_NAIVE_MAX=50000   largest baseline run (100k: 11 s for its 1st bt)
  */
@@ -85,7 +87,7 @@ static size_t slot_size(size_t k) { return 16 + k % 16; }
 
 struct row {
     size_t n;
-    double add, first, bt, addbt, rm;
+    double add, first, bt, addbt, hole, rm;
     size_t runs;
 };
 
@@ -127,6 +129,21 @@ static void ours(struct row *r, size_t n)
         time_bt(1);
     }
     r->addbt = (now_ns() - t0) / (double)extra;
+    /* a function in the middle removed and a different one (1 byte shorter) added in its
+     * place, then a backtrace: the run it sits in is rebuilt and re-sorted */
+    t0 = now_ns();
+    int holes = 20;
+    for (int h = 0; h < holes; h++) {
+        size_t k = (n - 1) / 4 + (size_t)h * 37 % (n > 80 ? n / 4 : 1);
+        if (k + 1 >= n)
+            break;
+        jh_code_remove(jh, ids[k]);
+        c.start = slot(k, n);
+        c.size = slot_size(k) - 1 - h % 2;
+        jh_code_add(jh, &c, &ids[k]);
+        time_bt(1);
+    }
+    r->hole = n > 1 ? (now_ns() - t0) / holes : 0;
     struct jh__unwind_stats st;
     jh__unwind_get_stats(&st);
     r->runs = st.segments;
@@ -249,16 +266,17 @@ int main(void)
     printf("jitherald unwind channel, mode: %s\n",
            st.mode == JH_UW_LIST ? "libgcc list, grouped sorted runs" :
            st.mode == JH_UW_PERFN ? "libgcc b-tree, one run per function" : "other");
-    printf("%9s | %-44s | %-38s | %s\n", "", "jitherald", "naive: __register_frame per function",
+    printf("%9s | %-52s | %-38s | %s\n", "", "jitherald", "naive: __register_frame per function",
            "naive/ours");
-    printf("%9s | %6s %8s %7s %5s %8s %5s %5s | %6s %8s %8s %5s %7s | %8s\n", "functions",
-           "add/fn", "1st bt", "bt", "x1", "add+bt", "rm/fn", "runs", "add/fn", "1st bt", "bt",
-           "x1", "add+bt", "bt");
+    printf("%9s | %6s %8s %6s %5s %7s %7s %5s %4s | %6s %8s %8s %5s %7s | %8s\n", "functions",
+           "add/fn", "1st bt", "bt", "x1", "add+bt", "hole+bt", "rm/fn", "runs", "add/fn",
+           "1st bt", "bt", "x1", "add+bt", "bt");
     for (size_t i = 0; i < nn; i++) {
-        char a[16], f[16], t[16], ab[16], rm[16];
+        char a[16], f[16], t[16], ab[16], rm[16], ho[16];
         us(a, o[i].add), us(f, o[i].first), us(t, o[i].bt), us(ab, o[i].addbt), us(rm, o[i].rm);
-        printf("%9zu | %6s %8s %7s %5.2f %8s %5s %5zu | ", ns[i], a, f, t,
-               o[i].bt / o[0].bt, ab, rm, o[i].runs);
+        us(ho, o[i].hole);
+        printf("%9zu | %6s %8s %6s %5.2f %7s %7s %5s %4zu | ", ns[i], a, f, t,
+               o[i].bt / o[0].bt, ab, ho, rm, o[i].runs);
         if (b[i].n) {
             us(a, b[i].add), us(f, b[i].first), us(t, b[i].bt), us(ab, b[i].addbt);
             printf("%6s %8s %8s %5.0f %7s | %7.1fx\n", a, f, t, b[i].bt / b[0].bt, ab,
