@@ -17,6 +17,7 @@
  * re-sorted: the expensive case); rm/fn = removal.
  *   JH_BENCH_UNWIND_N="1,10000,50000,100000,1000000"   sizes to run
  *   JH_BENCH_UNWIND_NAIVE_MAX=50000   largest baseline run (100k: 11 s for its 1st bt)
+ *   JH_BENCH_UNWIND_RUNS=64           the channel's budget of runs (jh__unwind_tune)
  */
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -226,6 +227,8 @@ int main(void)
         if (strtoull(t, NULL, 10) >= 1 && strtoull(t, NULL, 10) <= MAXN)
             ns[nn++] = strtoull(t, NULL, 10);
     size_t naive_max = 50000;
+    if ((e = getenv("JH_BENCH_UNWIND_RUNS")) && *e)      /* the channel's run budget */
+        jh__unwind_tune(0, strtoull(e, NULL, 10));
     if ((e = getenv("JH_BENCH_UNWIND_NAIVE_MAX")) && *e)
         naive_max = strtoull(e, NULL, 10);
     size_t maxn = 1;
