@@ -42,6 +42,10 @@
  *     pending; the JIT calls jh_flush() before running new code. One stop per image: 100k
  *     functions under gdb in well under a second.
  *
+ * Attaching: gdb walks the list. LLDB 14 walks it too but then drops what it read (its
+ * module list is reset at the end of the attach), so on our first call after a debugger
+ * appeared (its breakpoint on the hook is visible to us) every image is announced again.
+ *
  * Coexisting with another JIT in the process (LLVM exports __jit_debug_descriptor@@LLVM_14):
  * ours is a separate descriptor and hook, reached internally through hidden aliases so the
  * dynamic linker can never bind our list edits to someone else's list (whose lock we do
@@ -150,6 +154,55 @@ static void list_remove(struct jit_code_entry *ce)
     jh__gdb_register_code();
 }
 
+/* Is a debugger listening? It has a breakpoint on the hook while the process runs (gdb
+ * and lldb insert breakpoints on resume and remove them on stop), so our own code reads
+ * the trap instruction there. One load; uprobes on the hook look the same (harmless). */
+static bool hook_trapped(void)
+{
+    const volatile uint8_t *p = (const volatile uint8_t *)(uintptr_t)&jh__gdb_register_code;
+#if defined(__x86_64__) || defined(__i386__)
+    return p[0] == 0xcc;                                        /* int3 */
+#elif defined(__aarch64__)
+    return p[0] == 0x00 && p[1] == 0x00 && p[2] == 0x20 && p[3] == 0xd4;   /* brk #0 */
+#else
+    return false;
+#endif
+}
+
+static _Atomic bool listening;   /* what hook_trapped said last time; list_lock for writes */
+
+/* A debugger attached since we last looked. gdb read the whole list on attach, but LLDB 14
+ * loses what it read then (attaching resets its module list after its JIT loader ran), so
+ * announce every image again: unregister + register, which leaves gdb's view unchanged.
+ * Few images (packing), so a few dozen stops, once per attach. list_lock held. */
+static void reannounce_all(void)
+{
+    struct jit_descriptor *d = &jh__gdb_descriptor;
+    size_t n = 0;
+    for (struct jit_code_entry *ce = d->first_entry; ce; ce = ce->next_entry)
+        n++;
+    struct jit_code_entry **all = n ? malloc(n * sizeof *all) : NULL;
+    if (!all)
+        return;
+    n = 0;
+    for (struct jit_code_entry *ce = d->first_entry; ce; ce = ce->next_entry)
+        all[n++] = ce;
+    for (size_t i = n; i-- > 0;) {      /* oldest first, so the list keeps its order */
+        list_remove(all[i]);
+        list_add(all[i]);
+    }
+    free(all);
+}
+
+/* list_lock held. */
+static void check_debugger(void)
+{
+    bool now = hook_trapped();
+    if (now && !atomic_load_explicit(&listening, memory_order_relaxed))
+        reannounce_all();
+    atomic_store_explicit(&listening, now, memory_order_relaxed);
+}
+
 static void pub_free(struct pub *p)
 {
     if (p) {
@@ -180,6 +233,7 @@ static int pub_build(struct pub **out, struct jh_entry *const *fns, size_t n)
 static void publish(struct pub *add, struct pub *const *drop, size_t ndrop)
 {
     pthread_mutex_lock(&list_lock);
+    check_debugger();
     if (add)
         list_add(&add->ce);
     for (size_t i = 0; i < ndrop; i++)
@@ -374,6 +428,11 @@ static int gdb_flush(void *state)
 {
     struct gdb_state *st = state;
     int err = 0;
+    if (hook_trapped() != atomic_load_explicit(&listening, memory_order_relaxed)) {
+        pthread_mutex_lock(&list_lock);
+        check_debugger();
+        pthread_mutex_unlock(&list_lock);
+    }
     if (st->npending) {
         struct jh_entry **fns = malloc(st->npending * sizeof *fns);
         if (!fns)
@@ -415,6 +474,11 @@ static int gdb_add(void *state, struct jh_entry *e)
             st->pending_cap = cap;
         }
         st->pending[st->npending++] = e;
+        if (hook_trapped() != atomic_load_explicit(&listening, memory_order_relaxed)) {
+            pthread_mutex_lock(&list_lock);
+            check_debugger();
+            pthread_mutex_unlock(&list_lock);
+        }
         return st->npending >= st->cap ? gdb_flush(st) : 0;
     }
     struct jh_entry **fns = malloc(sizeof *fns);
