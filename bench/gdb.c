@@ -1,0 +1,177 @@
+/*
+ * bench/gdb.c — what the gdb channel costs inside the process, with no debugger attached:
+ * nanoseconds per jh_code_add for N functions (each with a two-row line table and
+ * frame-pointer unwind info), in the default (immediate) and deferred modes, beside the
+ * strategy of LLVM ORC's listener (one image per function, built by the same ELF builder,
+ * registered at once; no packing) as the peer. Also the number of images a debugger
+ * attaching at the end would read.
+ *
+ *   gdb                     the table for N = 1k, 10k, 100k
+ *   gdb --run N MODE        one run (MODE: immediate, defer or single); prints
+ *                           "MODE N functions: S s, I images" — bench/gdb.sh times this
+ *                           under `gdb -batch -ex run`
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "elf_image.h"
+#include "internal.h"
+
+struct jit_code_entry {
+    struct jit_code_entry *next_entry, *prev_entry;
+    const char *symfile_addr;
+    uint64_t symfile_size;
+};
+struct jit_descriptor {
+    uint32_t version, action_flag;
+    struct jit_code_entry *relevant_entry, *first_entry;
+};
+extern struct jit_descriptor __jit_debug_descriptor;
+extern void __jit_debug_register_code(void);
+
+enum { FN = 48 };
+static const char *files[] = { "bench.mini" };
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint8_t *region(size_t n)
+{
+    uint8_t *p = mmap(NULL, n * FN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    for (size_t i = 0; i < n; i++) {     /* push rbp; mov rbp,rsp; ...; pop rbp; ret */
+        static const uint8_t fn[] = { 0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3 };
+        memcpy(p + i * FN, fn, sizeof fn);
+    }
+    return p;
+}
+
+static size_t count_images(void)
+{
+    size_t n = 0;
+    for (const struct jit_code_entry *e = __jit_debug_descriptor.first_entry; e; e = e->next_entry)
+        n++;
+    return n;
+}
+
+/* Our channel through the public API. */
+static double run_ours(size_t n, int defer, size_t *images)
+{
+    uint8_t *code = region(n);
+    jh_ctx *jh;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_GDB, .flags = JH_OPT_IGNORE_ENV,
+                            .gdb_batch = defer ? JH_GDB_DEFER : 0 };
+    if (jh_open(&jh, &o) < 0 || !(jh_channels(jh) & JH_GDB)) {
+        fprintf(stderr, "bench: gdb channel did not start\n");
+        exit(1);
+    }
+    char name[32];
+    double t0 = now();
+    for (size_t i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "f%zu", i);
+        struct jh_line lines[2] = { { 0, (uint32_t)i + 1, 0, 0 }, { 4, (uint32_t)i + 2, 5, 0 } };
+        struct jh_code c = { .sz = sizeof c, .name = name, .start = code + i * FN, .size = FN,
+            .files = files, .nfiles = 1, .lines = lines, .nlines = 2,
+            .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
+        if (jh_code_add(jh, &c, NULL) < 0)
+            exit(1);
+    }
+    jh_flush(jh);
+    double t = now() - t0;
+    *images = count_images();
+    jh_close(jh);
+    munmap(code, n * FN);
+    return t;
+}
+
+/* The peer's strategy: one image per function, registered at once (as LLVM ORC's GDB
+ * listener does), same builder, same protocol. */
+static double run_single(size_t n, size_t *images)
+{
+    uint8_t *code = region(n);
+    struct jh_entry *es = calloc(n, sizeof *es);
+    struct jh_line *ls = calloc(n, 2 * sizeof *ls);
+    struct jit_code_entry *ce = calloc(n, sizeof *ce);
+    struct jh_buf *bufs = calloc(n, sizeof *bufs);
+    char (*names)[24] = malloc(n * sizeof *names);
+    if (!es || !ls || !ce || !bufs || !names)
+        exit(1);
+    double t0 = now();
+    for (size_t i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "f%zu", i);
+        ls[2 * i] = (struct jh_line){ 0, (uint32_t)i + 1, 0, 0 };
+        ls[2 * i + 1] = (struct jh_line){ 4, (uint32_t)i + 2, 5, 0 };
+        es[i] = (struct jh_entry){ .start = (uintptr_t)(code + i * FN), .size = FN,
+            .name = names[i], .files = files, .nfiles = 1, .lines = &ls[2 * i], .nlines = 2,
+            .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
+        const struct jh_entry *one = &es[i];
+        struct jh_elf_spec s = { .fns = &one, .nfns = 1 };
+        if (jh__elf_image(&bufs[i], &s, NULL))
+            exit(1);
+        ce[i].symfile_addr = (const char *)bufs[i].p;
+        ce[i].symfile_size = bufs[i].len;
+        ce[i].next_entry = __jit_debug_descriptor.first_entry;
+        if (ce[i].next_entry)
+            ce[i].next_entry->prev_entry = &ce[i];
+        __jit_debug_descriptor.first_entry = &ce[i];
+        __jit_debug_descriptor.relevant_entry = &ce[i];
+        __jit_debug_descriptor.action_flag = 1;
+        __jit_debug_register_code();
+    }
+    double t = now() - t0;
+    *images = count_images();
+    for (size_t i = 0; i < n; i++) {       /* unregister, so later runs start clean */
+        __jit_debug_descriptor.first_entry = ce[i].next_entry;
+        __jit_debug_descriptor.relevant_entry = &ce[i];
+        __jit_debug_descriptor.action_flag = 2;
+    }
+    __jit_debug_descriptor.first_entry = NULL;
+    for (size_t i = 0; i < n; i++)
+        jh__buf_free(&bufs[i]);
+    free(es), free(ls), free(ce), free(bufs), free(names);
+    munmap(code, n * FN);
+    return t;
+}
+
+static double run_mode(const char *mode, size_t n, size_t *images)
+{
+    if (!strcmp(mode, "single"))
+        return run_single(n, images);
+    return run_ours(n, !strcmp(mode, "defer"), images);
+}
+
+int main(int argc, char **argv)
+{
+    size_t images;
+    if (argc == 4 && !strcmp(argv[1], "--run")) {
+        size_t n = strtoul(argv[2], NULL, 10);
+        double t = run_mode(argv[3], n, &images);
+        printf("%s %zu functions: %.3f s, %zu images\n", argv[3], n, t, images);
+        return 0;
+    }
+    printf("gdb channel, in-process cost per function, no debugger attached\n");
+    printf("%8s  %14s %7s  %14s %7s  %16s %7s  %s\n", "N", "ours immediate", "images",
+           "ours deferred", "images", "peer: 1 img/fn", "images", "peer/immediate");
+    static const size_t ns[] = { 1000, 10000, 100000 };
+    for (size_t k = 0; k < 3; k++) {
+        size_t n = ns[k], i1, i2, i3;
+        double a = run_ours(n, 0, &i1) / (double)n * 1e9;
+        double b = run_ours(n, 1, &i2) / (double)n * 1e9;
+        double c = run_single(n, &i3) / (double)n * 1e9;
+        printf("%8zu  %11.0f ns %7zu  %11.0f ns %7zu  %13.0f ns %7zu  %.2fx\n", n, a, i1, b, i2,
+               c, i3, c / a);
+    }
+    printf("(images: what a debugger attaching now would read; gdb's cost per registration\n"
+           " grows with that number, see bench/gdb.sh for runs under gdb)\n");
+    return 0;
+}
