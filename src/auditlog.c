@@ -1,13 +1,17 @@
 /*
  * auditlog.c — the audit log: an always-on flight recorder of what the JIT did.
  *
- *     $ JITHERALD=auditlog ./my-vm --log-structs prog.mini
- *     $ jitherald log /tmp/jitherald-1000/my-vm-4242.jhlog code
- *       0.000412  add     #1 fib       0x7f3a1c000000  62 B  fib.mini:1
- *     $ jitherald log my-vm-4242.jhlog show 0x7f3a1c002000 --vm ./my-vm
- *       struct mj_function @ 0x55d0c0a8e2a0 (logged 0.000433 s)
- *         name = 0x55d0c0a8e300 -> "fib"
- *         nparams = 1
+ *     $ JITHERALD=auditlog ./build/examples/minijit --log-structs examples/minijit/fib.mini
+ *     $ jitherald log /tmp/jitherald-0/minijit-15291.jhlog events
+ *          3    0.000382  15291  event        compile name="fib" code=0x7f50faa00000[fib+0x0]
+ *                         size=160 line=5 function=0x55c33b8008c0[struct mj_function, 72 B logged]
+ *     $ jitherald log minijit-15291.jhlog show 0x55c33b8008c0 --vm ./build/examples/minijit
+ *     struct mj_function {
+ *       nparams = 1
+ *       code = 0x7f50faa00000 -> fib+0x0
+ *       code_size = 160 ...
+ *     $ jitherald log minijit-15291.jhlog show fib        # capstone, with fib.mini lines
+ *     $ jitherald log minijit-15291.jhlog report -o report.html
  *
  * The VM side records raw facts and nothing else (RaptorJIT's lj_auditlog.c design): code
  * loads with their bytes, snapshots of VM memory, events. Everything is interpreted
@@ -21,8 +25,8 @@
  * compare-and-swap on the tail (no lock), fill it, and store the frame's first byte last:
  * a reader that finds 0x00 where 0xce should be knows the frame was cut (by a crash, or it
  * is still being written) and skips it by its length. The file grows by fallocate in
- * chunks under a mutex taken once per chunk; the mapping reserves `limit` bytes of address
- * space up front so it never moves. When the limit is reached, one `limit` record says so
+ * chunks, ahead of the writers (a helper thread, see ahead_main); the mapping reserves
+ * `limit` bytes of address space up front so it never moves. When the limit is reached, one `limit` record says so
  * (space for it is held back) and later records are counted as dropped, never written.
  */
 #include <fcntl.h>

@@ -13,7 +13,7 @@ trap 'rm -rf "$T" "${maps[@]}"' EXIT
 cd "$T"
 
 # 1. audit log only, perf map afterwards.
-JITHERALD=auditlog JITHERALD_DIR=$T perf record -q -e cpu-clock -o a.data \
+JITHERALD=auditlog JITHERALD_DIR=$T perf record -q -N -e cpu-clock -o a.data \
     "$B/examples/minijit" "$R/examples/minijit/fib.mini" 32 > /dev/null
 log=$(ls minijit-*.jhlog); pid=${log#minijit-}; pid=${pid%.jhlog}
 [ ! -e /tmp/perf-$pid.map ] || { echo "FAIL: a perf map exists without the perfmap channel"; exit 1; }
@@ -23,7 +23,7 @@ perf report -i a.data --stdio --sort sym 2>/dev/null | grep -v '^#' | head -5 | 
 head -1 rep1 | grep -q '\] fib *$' || { echo "FAIL: the hottest symbol is not fib"; exit 1; }
 
 # 2. jitdump regenerated from the log, fed to perf inject.
-JITHERALD=auditlog,jitdump JITHERALD_DIR=$T perf record -q -k 1 -e cpu-clock -o b.data \
+JITHERALD=auditlog,jitdump JITHERALD_DIR=$T perf record -q -N -k 1 -e cpu-clock -o b.data \
     "$B/examples/minijit" "$R/examples/minijit/fib.mini" 32 > /dev/null
 log=$(ls -t minijit-*.jhlog | head -1); pid=${log#minijit-}; pid=${pid%.jhlog}
 mv "jit-$pid.dump" live.dump
