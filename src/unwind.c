@@ -115,8 +115,8 @@ struct uw_retired {
 static struct {
     pthread_mutex_t lock;
     bool detected;
-    int forced, mode;
-    bool dyn;
+    int forced, mode;           /* mode: libgcc's side, JH_UW_NONE/LIST/PERFN */
+    bool llvm, dyn;             /* LLVM libunwind and nongnu libunwind fed too */
     void (*reg_info)(const void *, void *);
     void *(*dereg_info)(const void *);
     void (*reg_frame)(void *);
@@ -140,7 +140,7 @@ static struct {
 static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static bool grouped(void) { return U.mode == JH_UW_LIST || U.dyn; }
-static bool per_function(void) { return U.mode == JH_UW_PERFN || U.mode == JH_UW_LLVM; }
+static bool per_function(void) { return U.mode == JH_UW_PERFN || U.llvm; }
 
 /* ---- freeing what an unwinder may still be reading ----------------------------------- */
 static void img_free(struct uw_img *im)
@@ -229,6 +229,13 @@ static void atfork_child(void)
     U.lock = m;
 }
 
+/*
+ * Which unwinders to feed. A process may hold both libgcc_s (libstdc++'s exceptions,
+ * glibc's backtrace) and LLVM's libunwind (a library built with clang/libc++): each only
+ * sees what is registered with it, so both are fed. libgcc is looked up in libgcc_s.so.1
+ * itself, never through RTLD_DEFAULT alone when LLVM's libunwind is loaded, because LLVM
+ * exports look-alike __register_frame* entry points with other semantics.
+ */
 static void detect(void)
 {
     U.page = (size_t)sysconf(_SC_PAGESIZE);
@@ -239,15 +246,18 @@ static void detect(void)
 
     *(void **)&U.llvm_add = dlsym(RTLD_DEFAULT, "__unw_add_dynamic_fde");
     *(void **)&U.llvm_remove = dlsym(RTLD_DEFAULT, "__unw_remove_dynamic_fde");
-    if (U.forced == JH_UW_LLVM || (!U.forced && U.llvm_add && U.llvm_remove)) {
-        U.mode = U.llvm_add && U.llvm_remove ? JH_UW_LLVM : JH_UW_NONE;
+    U.llvm = U.llvm_add && U.llvm_remove && (!U.forced || U.forced == JH_UW_LLVM);
+    if (U.forced == JH_UW_LLVM)
         return;
-    }
     /* A C program may not have libgcc_s loaded yet: glibc's backtrace() dlopens the same
      * file when first called, so registering there is registering with it. */
-    void *h = RTLD_DEFAULT;
-    if (!dlsym(h, "__register_frame_info") && !(h = dlopen("libgcc_s.so.1", RTLD_NOW)))
+    void *h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!h && !U.llvm)
+        h = dlopen("libgcc_s.so.1", RTLD_NOW);
+    if (!h && U.llvm)
         return;
+    if (!h)
+        h = RTLD_DEFAULT;       /* no libgcc_s: maybe a static libgcc_eh the program exports */
     *(void **)&U.reg_info = dlsym(h, "__register_frame_info");
     *(void **)&U.dereg_info = dlsym(h, "__deregister_frame_info");
     *(void **)&U.reg_frame = dlsym(h, "__register_frame");
@@ -667,23 +677,24 @@ static int fn_encode(struct uw_fn *u, const struct jh_entry *e)
     return 1;
 }
 
+static void fn_unregister(struct uw_fn *u)
+{
+    if (U.mode == JH_UW_PERFN)
+        U.dereg_frame(u->run);
+    if (U.llvm)
+        U.llvm_remove((uintptr_t)(u->run + u->fde_off));
+}
+
 static int fn_register(struct uw_fn *u)
 {
     if (U.mode == JH_UW_PERFN)
         U.reg_frame(u->run);
-    else if (U.mode == JH_UW_LLVM)
+    if (U.llvm)
         U.llvm_add((uintptr_t)(u->run + u->fde_off));
-    if (grouped()) {
-        int err = group_add(u);
-        if (err && per_function()) {
-            if (U.mode == JH_UW_PERFN)
-                U.dereg_frame(u->run);
-            else
-                U.llvm_remove((uintptr_t)(u->run + u->fde_off));
-        }
-        return err;
-    }
-    return 0;
+    int err = grouped() ? group_add(u) : 0;
+    if (err)
+        fn_unregister(u);
+    return err;
 }
 
 static int fn_remove(struct uw_fn *u)
@@ -697,10 +708,7 @@ static int fn_remove(struct uw_fn *u)
         u->next->prev = u->prev;
     U.live--;
     if (per_function()) {
-        if (U.mode == JH_UW_PERFN)
-            U.dereg_frame(u->run);
-        else
-            U.llvm_remove((uintptr_t)(u->run + u->fde_off));
+        fn_unregister(u);
         retire(u->run, false);
         u->run = NULL;
     }
@@ -715,10 +723,9 @@ static int fn_remove(struct uw_fn *u)
 /* ---- the channel ---------------------------------------------------------------------- */
 static const char *mode_name(int m)
 {
-    static const char *const names[] = { "none", "libgcc (grouped runs)",
-                                         "libgcc b-tree (one run per function)",
-                                         "LLVM libunwind (one FDE per call)" };
-    return m >= 0 && m <= JH_UW_LLVM ? names[m] : "?";
+    static const char *const names[] = { "no libgcc", "libgcc (grouped runs)",
+                                         "libgcc b-tree (one run per function)" };
+    return m >= 0 && m <= JH_UW_PERFN ? names[m] : "?";
 }
 
 static int unwind_open(jh_ctx *ctx, void **state)
@@ -734,9 +741,9 @@ static int unwind_open(jh_ctx *ctx, void **state)
         U.dyn = U.dyn_register && U.dyn_cancel;
     }
     int mode = U.mode;
-    bool dyn = U.dyn;
+    bool dyn = U.dyn, llvm = U.llvm;
     pthread_mutex_unlock(&U.lock);
-    if (mode == JH_UW_NONE && !dyn) {
+    if (mode == JH_UW_NONE && !dyn && !llvm) {
         jh__log(ctx, JH_LOG_WARN, "unwind: no unwinder to register with (neither libgcc's "
                 "__register_frame_info nor LLVM's __unw_add_dynamic_fde)");
         return -ENOSYS;
@@ -746,8 +753,9 @@ static int unwind_open(jh_ctx *ctx, void **state)
         return -ENOMEM;
     c->ctx = ctx;
     *state = c;
-    jh__log(ctx, JH_LOG_DEBUG, "unwind: %s%s", mode_name(mode),
-            dyn ? ", and libunwind's _U_dyn_register" : "");
+    jh__log(ctx, JH_LOG_DEBUG, "unwind: %s%s%s", mode_name(mode),
+            llvm ? ", LLVM libunwind (one FDE per call)" : "",
+            dyn ? ", nongnu libunwind's _U_dyn_register" : "");
     return 0;
 }
 
@@ -854,7 +862,8 @@ void jh__unwind_get_stats(struct jh__unwind_stats *st)
 {
     pthread_mutex_lock(&U.lock);
     memset(st, 0, sizeof *st);
-    st->mode = U.mode;
+    st->mode = U.mode == JH_UW_NONE && U.llvm ? JH_UW_LLVM : U.mode;
+    st->llvm = U.llvm;
     st->libunwind = U.dyn;
     st->segments = U.nseg;
     for (size_t i = 0; i < U.nseg; i++)
