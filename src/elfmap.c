@@ -691,6 +691,17 @@ static int elfmap_flush(void *state)
     return swap_pending(state, true);
 }
 
+/* In a fork child: the /proc/self/maps we hold is the parent's (/proc/self was resolved
+ * when it was opened); querying it would judge the child's pages by the parent's. */
+static int elfmap_forked(void *state)
+{
+    struct elfmap *m = state;
+    if (m->maps_fd >= 0)
+        close(m->maps_fd);
+    m->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    return 0;
+}
+
 static void elfmap_close(void *state)
 {
     struct elfmap *m = state;
@@ -723,5 +734,5 @@ static void elfmap_close(void *state)
 const struct jh_channel_ops jh__elfmap_ops = {
     .name = "elfmap", .bit = JH_ELFMAP, .open = elfmap_open, .add = elfmap_add,
     .remove = elfmap_remove, .move = elfmap_move, .patched = elfmap_patched,
-    .flush = elfmap_flush, .close = elfmap_close,
+    .flush = elfmap_flush, .forked = elfmap_forked, .close = elfmap_close,
 };

@@ -84,10 +84,16 @@ static enum jh_vma_verdict judge(const struct vma *v, jh_own_file_fn *own, void 
     return JH_VMA_OK;
 }
 
+/* prctl(PR_SET_VMA_ANON_NAME) names anonymous memory "[anon:NAME]": still anonymous. */
+static bool anon_name(const char *name)
+{
+    return !strncmp(name, "[anon:", 6);
+}
+
 /* 1: answered, 0: the ioctl is not available, <0: error. */
 static int query_one(int fd, uintptr_t addr, struct vma *v)
 {
-    char name[8];
+    char name[4096];            /* too small a buffer fails the query: ENAMETOOLONG */
     struct procmap_query q = { .size = sizeof q, .query_addr = addr,
                                .vma_name_size = sizeof name, .vma_name_addr = (uintptr_t)name };
     if (ioctl(fd, PROCMAP_QUERY, &q) != 0) {
@@ -100,9 +106,8 @@ static int query_one(int fd, uintptr_t addr, struct vma *v)
         .w = q.vma_flags & PROCMAP_QUERY_VMA_WRITABLE,
         .x = q.vma_flags & PROCMAP_QUERY_VMA_EXECUTABLE,
         .shared = q.vma_flags & PROCMAP_QUERY_VMA_SHARED,
-        .named = q.vma_name_size > 0, .dev = makedev(q.dev_major, q.dev_minor),
+        .named = q.vma_name_size > 0 && !anon_name(name), .dev = makedev(q.dev_major, q.dev_minor),
         .ino = (ino_t)q.inode };
-    /* A truncated name is reported with its full size: still "named". */
     return 1;
 }
 
@@ -184,7 +189,8 @@ static enum jh_vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh_own_file_fn
                 break;                                  /* a hole at `at` */
             struct vma v = { .start = s, .end = e, .r = perms[0] == 'r', .w = perms[1] == 'w',
                              .x = perms[2] == 'x', .shared = perms[3] == 's',
-                             .named = *c != 0, .dev = makedev(maj, min), .ino = (ino_t)ino };
+                             .named = *c != 0 && !anon_name(c), .dev = makedev(maj, min),
+                             .ino = (ino_t)ino };
             verdict = judge(&v, own, arg);
             if (verdict != JH_VMA_OK)
                 break;

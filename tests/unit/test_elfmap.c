@@ -13,8 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef PR_SET_VMA
+#define PR_SET_VMA 0x53564d41
+#define PR_SET_VMA_ANON_NAME 0
+#endif
 
 #include "check.h"
 #include "internal.h"
@@ -195,6 +202,42 @@ static void test_wx_page(jh_ctx *jh)
     CHECK_EQ(jh_code_remove(jh, idm), 0);
 }
 
+/* A fork child's new code goes to files named with the child's pid; memory named with
+ * prctl(PR_SET_VMA_ANON_NAME) is still anonymous memory. */
+static void test_fork_and_named(jh_ctx *jh)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    pid_t pid = fork();
+    if (pid == 0) {
+        uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        emit_ret(p, 77);
+        mprotect(p, pg, PROT_READ | PROT_EXEC);
+        struct jh_code c = { .sz = sizeof c, .name = "child", .start = p, .size = 6 };
+        char perms[5], path[512], want[64];
+        snprintf(want, sizeof want, "/jit-%d-", (int)getpid());
+        int ok = jh_code_add(jh, &c, NULL) == 0 && swapped(p) &&
+                 mapping_of(p, perms, path, sizeof path) && strstr(path, want) &&
+                 ((fn_t *)(void *)p)() == 77;
+        _exit(ok ? 0 : 1);
+    }
+    int st = -1;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    emit_ret(p, 78);
+    if (prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, pg, "jitcode") != 0) {
+        printf("PR_SET_VMA_ANON_NAME not supported: named anonymous memory not tested\n");
+    } else {
+        char perms[5], path[512];
+        CHECK(mapping_of(p, perms, path, sizeof path) && !strcmp(path, "[anon:jitcode]"));
+    }
+    mprotect(p, pg, PROT_READ | PROT_EXEC);
+    add(jh, "named", p, 6);
+    CHECK(swapped(p));
+    CHECK_EQ(((fn_t *)(void *)p)(), 78);
+}
+
 static void test_left_alone(jh_ctx *jh)
 {
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -319,6 +362,7 @@ int main(void)
     jh_ctx *jh = open_ctx();
     test_wx_page(jh);
     test_left_alone(jh);
+    test_fork_and_named(jh);
     test_burst(jh);
     test_threads(jh);
     jh_close(jh);
