@@ -26,6 +26,7 @@
 #include "check.h"
 #include "internal.h"
 #include "minijit.h"
+#include "pageswap.h"
 
 static char dir[64];
 static char logbuf[8192];
@@ -202,6 +203,47 @@ static void test_wx_page(jh_ctx *jh)
     CHECK_EQ(jh_code_remove(jh, idm), 0);
 }
 
+/* The swap itself (src/pageswap.c): a file whose bytes are not the code's is caught
+ * after the mmap, and the code is put back. */
+static void test_swap_pages(void)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(p, 0xcc, pg);
+    emit_ret(p, 5);
+    uint8_t *code = malloc(pg);
+    memcpy(code, p, pg);
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/swap-test", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    uint8_t *wrong = malloc(pg);
+    memcpy(wrong, code, pg);
+    wrong[1] = 6;                                   /* mov eax, 6 */
+    CHECK(fd >= 0 && pwrite(fd, wrong, pg, 0) == (ssize_t)pg);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH_VMA_OK);
+    CHECK_EQ(jh__swap_pages((uintptr_t)p, pg, fd, 0, code), -EIO);
+    char perms[5], mpath[512];
+    CHECK(mapping_of(p, perms, mpath, sizeof mpath) && !strcmp(perms, "r-xp") && !mpath[0]);
+    CHECK(!memcmp(p, code, pg));
+    CHECK_EQ(((fn_t *)(void *)p)(), 5);
+    /* the right bytes: swapped */
+    CHECK(pwrite(fd, code, pg, 0) == (ssize_t)pg);
+    CHECK_EQ(jh__swap_pages((uintptr_t)p, pg, fd, 0, code), 0);
+    CHECK(mapping_of(p, perms, mpath, sizeof mpath) && !strcmp(mpath, path));
+    CHECK_EQ(((fn_t *)(void *)p)(), 5);
+    /* ours only when the caller says so; writable never */
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH_VMA_FOREIGN);
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH_VMA_WRITABLE);
+    munmap(p, pg);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH_VMA_UNMAPPED);
+    close(fd);
+    unlink(path);
+    free(code);
+    free(wrong);
+}
+
 /* A fork child's new code goes to files named with the child's pid; memory named with
  * prctl(PR_SET_VMA_ANON_NAME) is still anonymous memory. */
 static void test_fork_and_named(jh_ctx *jh)
@@ -359,6 +401,7 @@ int main(void)
     snprintf(dir, sizeof dir, "/tmp/jh-test-elfmap-XXXXXX");
     if (!mkdtemp(dir))
         SKIP("mkdtemp failed");
+    test_swap_pages();
     jh_ctx *jh = open_ctx();
     test_wx_page(jh);
     test_left_alone(jh);
