@@ -185,7 +185,9 @@ install: all
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libjitherald.so
-	sed -e 's|^prefix=.*|prefix=$(PREFIX)|' $(BUILD)/jitherald.pc > $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
+	    -e 's|@VERSION@|$(shell sed -n 's/^#define JH_VERSION_STRING "\(.*\)"/\1/p' include/jitherald.h)|' \
+	    jitherald.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/
 
 uninstall:
