@@ -63,6 +63,7 @@ struct log_fn {
     uint32_t cfi_len;
     uint32_t nmoves, npatches;
     size_t rec;                     /* index of its code_add record */
+    size_t rm_rec;                  /* index of its code_remove record, SIZE_MAX if none */
 };
 
 struct log_mem {
@@ -105,6 +106,11 @@ struct log_file {
     size_t nfns;
     struct log_mem *mems;
     size_t nmems;
+    /* indexes, so that lookups stay logarithmic in logs of millions of records */
+    size_t *id_hash;                /* open addressing: fns index + 1, 0 empty */
+    size_t id_hash_cap;
+    size_t *fn_by_start, *mem_by_addr;  /* indexes sorted by address (then record) */
+    uint64_t fn_maxsize, mem_maxsize;
 };
 
 /* Parse a log held in memory (not copied: data must outlive lf). 0, or -1 with a message

@@ -261,13 +261,55 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
 
 struct caps { size_t recs, fns, mems; };
 
+static size_t id_slot(uint64_t id, size_t cap)
+{
+    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 20) & (cap - 1);
+}
+
 static struct log_fn *fn_by_id(struct log_file *lf, uint64_t id)
 {
-    /* Ids grow with time: search from the end, where the recent ones are. */
-    for (size_t i = lf->nfns; i-- > 0;)
-        if (lf->fns[i].id == id)
-            return &lf->fns[i];
-    return NULL;
+    if (!lf->id_hash_cap)
+        return NULL;
+    for (size_t i = id_slot(id, lf->id_hash_cap);; i = (i + 1) & (lf->id_hash_cap - 1)) {
+        size_t k = lf->id_hash[i];
+        if (!k)
+            return NULL;
+        if (lf->fns[k - 1].id == id)
+            return &lf->fns[k - 1];     /* ids are never reused: the one add with this id */
+    }
+}
+
+/* Remember fns[idx] under its id (a later add with the same id, which a sane log never
+ * has, shadows nothing: the first one stays). */
+static int index_id(struct log_file *lf, size_t idx)
+{
+    if ((lf->nfns + 1) * 2 > lf->id_hash_cap) {
+        size_t cap = lf->id_hash_cap ? lf->id_hash_cap * 2 : 1024;
+        size_t *h = calloc(cap, sizeof *h);
+        if (!h)
+            return -1;
+        for (size_t i = 0; i < lf->id_hash_cap; i++) {
+            size_t k = lf->id_hash[i];
+            if (!k)
+                continue;
+            size_t j = id_slot(lf->fns[k - 1].id, cap);
+            while (h[j])
+                j = (j + 1) & (cap - 1);
+            h[j] = k;
+        }
+        free(lf->id_hash);
+        lf->id_hash = h;
+        lf->id_hash_cap = cap;
+    }
+    uint64_t id = lf->fns[idx].id;
+    size_t j = id_slot(id, lf->id_hash_cap);
+    while (lf->id_hash[j]) {
+        if (lf->fns[lf->id_hash[j] - 1].id == id)
+            return 0;
+        j = (j + 1) & (lf->id_hash_cap - 1);
+    }
+    lf->id_hash[j] = idx + 1;
+    return 0;
 }
 
 static int add_fn(struct log_file *lf, struct caps *cap, const struct mpv *m, struct log_rec *r)
@@ -330,8 +372,12 @@ static int add_fn(struct log_file *lf, struct caps *cap, const struct mpv *m, st
     if (grow((void **)&lf->fns, &cap->fns, lf->nfns, sizeof fn) < 0)
         return -1;
     fn.rec = lf->nrecs;
+    fn.rm_rec = SIZE_MAX;
     r->ref = (ptrdiff_t)lf->nfns;
-    lf->fns[lf->nfns++] = fn;
+    lf->fns[lf->nfns] = fn;
+    if (index_id(lf, lf->nfns) < 0)
+        return -1;
+    lf->nfns++;
     return 0;
 }
 
@@ -362,9 +408,10 @@ static void apply(struct log_file *lf, const struct mpv *m, struct log_rec *r)
         r->ref = fn - lf->fns;
     switch (r->kind) {
     case LR_CODE_REMOVE:
-        if (fn) {
+        if (fn && !fn->removed) {
             fn->removed = true;
             fn->t_remove = r->time;
+            fn->rm_rec = lf->nrecs;
         }
         break;
     case LR_CODE_MOVE:
@@ -434,6 +481,45 @@ static bool frame_ok(const uint8_t *d, size_t size, size_t off, uint32_t *len, s
     struct mpv t;
     return mp_decode(p, p + *len, m) == 0 && m->t == MPV_MAP && m->end == p + *len &&
            mp_get(m, "type", &t) == 0 && t.t == MPV_STR;
+}
+
+static int cmp_fn(const void *a, const void *b, void *arg)
+{
+    const struct log_file *lf = arg;
+    const struct log_fn *x = &lf->fns[*(const size_t *)a], *y = &lf->fns[*(const size_t *)b];
+    if (x->cur_start != y->cur_start)
+        return x->cur_start < y->cur_start ? -1 : 1;
+    return x->rec < y->rec ? -1 : x->rec > y->rec;
+}
+
+static int cmp_mem(const void *a, const void *b, void *arg)
+{
+    const struct log_file *lf = arg;
+    const struct log_mem *x = &lf->mems[*(const size_t *)a], *y = &lf->mems[*(const size_t *)b];
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    return x->rec < y->rec ? -1 : x->rec > y->rec;
+}
+
+/* Without an index (out of memory) the lookups fall back to scanning. */
+static void build_indexes(struct log_file *lf)
+{
+    if (lf->nfns && (lf->fn_by_start = malloc(lf->nfns * sizeof(size_t)))) {
+        for (size_t i = 0; i < lf->nfns; i++) {
+            lf->fn_by_start[i] = i;
+            if (lf->fns[i].size > lf->fn_maxsize)
+                lf->fn_maxsize = lf->fns[i].size;
+        }
+        qsort_r(lf->fn_by_start, lf->nfns, sizeof(size_t), cmp_fn, lf);
+    }
+    if (lf->nmems && (lf->mem_by_addr = malloc(lf->nmems * sizeof(size_t)))) {
+        for (size_t i = 0; i < lf->nmems; i++) {
+            lf->mem_by_addr[i] = i;
+            if (lf->mems[i].size > lf->mem_maxsize)
+                lf->mem_maxsize = lf->mems[i].size;
+        }
+        qsort_r(lf->mem_by_addr, lf->nmems, sizeof(size_t), cmp_mem, lf);
+    }
 }
 
 int log_parse(struct log_file *lf, const uint8_t *d, size_t size, char *err, size_t errlen)
@@ -512,6 +598,7 @@ int log_parse(struct log_file *lf, const uint8_t *d, size_t size, char *err, siz
         apply(lf, &m, &r);
         lf->recs[lf->nrecs++] = r;
     }
+    build_indexes(lf);
     return 0;
 }
 
@@ -561,6 +648,9 @@ void log_free(struct log_file *lf)
     free(lf->fns);
     free(lf->mems);
     free(lf->recs);
+    free(lf->id_hash);
+    free(lf->fn_by_start);
+    free(lf->mem_by_addr);
     free(lf->engine);
     free(lf->exe);
     free(lf->arch);
@@ -571,15 +661,46 @@ void log_free(struct log_file *lf)
 
 /* ---- queries --------------------------------------------------------------------------- */
 
+/* Better of two functions containing an address, seen from record `at`: one alive then
+ * (added at or before `at`, not yet removed) beats one that is not; among equals, the
+ * later add. */
+static bool fn_better(const struct log_fn *fn, const struct log_fn *best, size_t at)
+{
+    if (!best)
+        return true;
+    bool a = fn->rm_rec > at, b = best->rm_rec > at;
+    return a != b ? a : fn->rec > best->rec;
+}
+
+static bool fn_has(const struct log_fn *fn, uint64_t addr, size_t at)
+{
+    return fn->rec <= at && addr >= fn->cur_start && addr - fn->cur_start < fn->size;
+}
+
 const struct log_fn *log_fn_at(const struct log_file *lf, uint64_t addr, size_t at)
 {
     const struct log_fn *best = NULL;
-    for (size_t i = 0; i < lf->nfns; i++) {
-        const struct log_fn *fn = &lf->fns[i];
-        if (fn->rec > at || addr < fn->cur_start || addr - fn->cur_start >= fn->size)
-            continue;
-        if (!best || (best->removed && !fn->removed) || best->removed == fn->removed)
-            best = fn;          /* the live one, else the latest */
+    if (!lf->fn_by_start) {
+        for (size_t i = 0; i < lf->nfns; i++)
+            if (fn_has(&lf->fns[i], addr, at) && fn_better(&lf->fns[i], best, at))
+                best = &lf->fns[i];
+        return best;
+    }
+    /* The last function starting at or below addr, then back while one could still reach. */
+    size_t lo = 0, hi = lf->nfns;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (lf->fns[lf->fn_by_start[mid]].cur_start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i-- > 0;) {
+        const struct log_fn *fn = &lf->fns[lf->fn_by_start[i]];
+        if (addr - fn->cur_start >= lf->fn_maxsize)
+            break;
+        if (fn_has(fn, addr, at) && fn_better(fn, best, at))
+            best = fn;
     }
     return best;
 }
@@ -593,14 +714,50 @@ const struct log_fn *log_fn_named(const struct log_file *lf, const char *name)
     return best;
 }
 
+static bool mem_has(const struct log_mem *m, uint64_t addr, uint64_t len, size_t at)
+{
+    return m->rec <= at && addr >= m->addr && addr - m->addr <= m->size && len <= m->size - (addr - m->addr);
+}
+
 const struct log_mem *log_mem_at(const struct log_file *lf, uint64_t addr, uint64_t len, size_t at)
 {
-    for (size_t i = lf->nmems; i-- > 0;) {
-        const struct log_mem *m = &lf->mems[i];
-        if (m->rec <= at && addr >= m->addr && addr - m->addr <= m->size && len <= m->size - (addr - m->addr))
-            return m;
+    const struct log_mem *best = NULL;
+    if (!lf->mem_by_addr) {
+        for (size_t i = lf->nmems; i-- > 0;)
+            if (mem_has(&lf->mems[i], addr, len, at))
+                return &lf->mems[i];
+        return NULL;
     }
-    return NULL;
+    /* Sorted by (address, record): the last snapshot at or below addr, then back. Within one
+     * address, the first hit walking back is the latest at or before `at`. */
+    size_t lo = 0, hi = lf->nmems;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct log_mem *m = &lf->mems[lf->mem_by_addr[mid]];
+        if (m->addr < addr || (m->addr == addr && m->rec <= at))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i-- > 0;) {
+        const struct log_mem *m = &lf->mems[lf->mem_by_addr[i]];
+        if (addr - m->addr > lf->mem_maxsize)
+            break;
+        if (mem_has(m, addr, len, at) && (!best || m->rec > best->rec)) {
+            best = m;
+            /* Skip the older snapshots of this same address: jump to its first one. */
+            size_t a = 0, b = i;
+            while (a < b) {
+                size_t mid = a + (b - a) / 2;
+                if (lf->mems[lf->mem_by_addr[mid]].addr < m->addr)
+                    a = mid + 1;
+                else
+                    b = mid;
+            }
+            i = a;
+        }
+    }
+    return best;
 }
 
 const uint8_t *log_fn_code(const struct log_fn *fn)

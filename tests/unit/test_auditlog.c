@@ -186,6 +186,52 @@ static void test_roundtrip(void)
     munmap(code, 8192);
 }
 
+/* Code reused at the same address: lookups answer for the moment asked about. */
+static void test_reuse(void)
+{
+    jh_ctx *ctx = open_ctx("reuse", 0);
+    uint8_t *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memcpy(code, fn_bytes, sizeof fn_bytes);
+    struct jh_code c = { .sz = sizeof c, .name = "first", .start = code, .size = sizeof fn_bytes };
+    uint64_t id;
+    CHECK_EQ(jh_code_add(ctx, &c, &id), 0);
+    static uint32_t obj = 1;
+    CHECK_EQ(jh_log_memory(ctx, &obj, sizeof obj, "uint32_t"), 0);
+    jh_log_event(ctx, "one", NULL, 0);
+    CHECK_EQ(jh_code_remove(ctx, id), 0);
+    c.name = "second";
+    CHECK_EQ(jh_code_add(ctx, &c, &id), 0);
+    obj = 2;
+    CHECK_EQ(jh_log_memory(ctx, &obj, sizeof obj, "uint32_t"), 0);
+    jh_log_event(ctx, "two", NULL, 0);
+    jh_close(ctx);
+    size_t n;
+    uint8_t *d = slurp("reuse", getpid(), &n);
+    if (!d)
+        return;
+    struct log_file lf;
+    char err[256];
+    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    const struct log_rec *one = nth(&lf, LR_EVENT, 0), *two = nth(&lf, LR_EVENT, 1);
+    CHECK(one && two);
+    if (one && two) {
+        size_t a = (size_t)(one - lf.recs), b = (size_t)(two - lf.recs);
+        const struct log_fn *f1 = log_fn_at(&lf, (uintptr_t)code + 2, a);
+        const struct log_fn *f2 = log_fn_at(&lf, (uintptr_t)code + 2, b);
+        CHECK(f1 && !strcmp(f1->name, "first"));
+        CHECK(f2 && !strcmp(f2->name, "second"));
+        CHECK(log_fn_at(&lf, (uintptr_t)code + 2, 0) == NULL);     /* before any add */
+        const struct log_mem *m1 = log_mem_at(&lf, (uintptr_t)&obj, 4, a);
+        const struct log_mem *m2 = log_mem_at(&lf, (uintptr_t)&obj, 4, SIZE_MAX);
+        CHECK(m1 && m1->data[0] == 1);
+        CHECK(m2 && m2->data[0] == 2);
+        CHECK(log_mem_at(&lf, (uintptr_t)&obj + 1, 4, SIZE_MAX) == NULL);   /* runs past it */
+    }
+    log_free(&lf);
+    free(d);
+    munmap(code, 4096);
+}
+
 static void test_limit(void)
 {
     jh_ctx *ctx = open_ctx("lim", 64 << 10);
@@ -417,6 +463,7 @@ int main(void)
     if (!mkdtemp(dir))
         SKIP("mkdtemp");
     test_roundtrip();
+    test_reuse();
     test_limit();
     test_threads();
     test_killed();
