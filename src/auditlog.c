@@ -380,7 +380,8 @@ int jh__auditlog_memory(void *state, const void *addr, size_t size, const char *
     p = type_hint ? jh__mp_put_str(p, type_hint, hlen) : jh__mp_put_nil(p);
     p = jh__mp_put_str(p, "data", 4);
     p = jh__mp_put_bin_header(p, size);
-    memcpy(p, addr, size);
+    if (size)
+        memcpy(p, addr, size);
     commit(st, f);
     return 0;
 }

@@ -60,6 +60,8 @@ enum {
 struct dwarf_types {
     int fd;
     Dwarf *dw;
+    struct { char *hint; Dwarf_Die die; bool found; } cache[32];   /* hint -> type */
+    unsigned ncache;
 };
 
 struct dwarf_types *dwarf_open(const char *vm, char *err, size_t errlen)
@@ -91,13 +93,15 @@ void dwarf_close(struct dwarf_types *dt)
 {
     if (!dt)
         return;
+    for (unsigned i = 0; i < dt->ncache && i < 32; i++)
+        free(dt->cache[i].hint);
     dwarf_end(dt->dw);
     close(dt->fd);
     free(dt);
 }
 
 /* "struct foo" / "union foo" / "enum foo" / "foo" (typedef or base type). */
-static int find_type(struct dwarf_types *dt, const char *hint, Dwarf_Die *out)
+static int find_type_uncached(struct dwarf_types *dt, const char *hint, Dwarf_Die *out)
 {
     int want = 0;
     const char *name = hint;
@@ -128,6 +132,26 @@ static int find_type(struct dwarf_types *dt, const char *hint, Dwarf_Die *out)
         off = next;
     }
     return -1;
+}
+
+/* A report decodes hundreds of snapshots of a few types: scan the units once per type. */
+static int find_type(struct dwarf_types *dt, const char *hint, Dwarf_Die *out)
+{
+    unsigned n = dt->ncache < 32 ? dt->ncache : 32;
+    for (unsigned i = 0; i < n; i++)
+        if (dt->cache[i].hint && !strcmp(dt->cache[i].hint, hint)) {
+            *out = dt->cache[i].die;
+            return dt->cache[i].found ? 0 : -1;
+        }
+    int rc = find_type_uncached(dt, hint, out);
+    unsigned slot = dt->ncache++ % 32;
+    if (dt->ncache > 32)
+        free(dt->cache[slot].hint);
+    dt->cache[slot].hint = strdup(hint);
+    dt->cache[slot].found = rc == 0;
+    if (rc == 0)
+        dt->cache[slot].die = *out;
+    return rc;
 }
 
 static int type_of(Dwarf_Die *die, Dwarf_Die *out)
