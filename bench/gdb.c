@@ -1,7 +1,8 @@
 /*
  * bench/gdb.c — what the gdb channel costs inside the process, with no debugger attached:
  * nanoseconds per jh_code_add for N functions (each with a two-row line table and
- * frame-pointer unwind info), in the default (immediate) and deferred modes, beside the
+ * frame-pointer unwind info), in the default (immediate) and deferred modes, and per
+ * jh_code_remove of all of them in a scattered order, beside the
  * strategy of LLVM ORC's listener (one image per function, built by the same ELF builder,
  * registered at once; no packing) as the peer. Also the number of images a debugger
  * attaching at the end would read.
@@ -64,6 +65,8 @@ static size_t count_images(void)
     return n;
 }
 
+static double remove_ns;   /* last run_ours: ns per jh_code_remove of every function */
+
 /* Our channel through the public API. */
 static double run_ours(size_t n, int defer, size_t *images)
 {
@@ -76,6 +79,9 @@ static double run_ours(size_t n, int defer, size_t *images)
         exit(1);
     }
     char name[32];
+    uint64_t *ids = malloc(n * sizeof *ids);
+    if (!ids)
+        exit(1);
     double t0 = now();
     for (size_t i = 0; i < n; i++) {
         snprintf(name, sizeof name, "f%zu", i);
@@ -83,12 +89,20 @@ static double run_ours(size_t n, int defer, size_t *images)
         struct jh_code c = { .sz = sizeof c, .name = name, .start = code + i * FN, .size = FN,
             .files = files, .nfiles = 1, .lines = lines, .nlines = 2,
             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
-        if (jh_code_add(jh, &c, NULL) < 0)
+        if (jh_code_add(jh, &c, &ids[i]) < 0)
             exit(1);
     }
     jh_flush(jh);
     double t = now() - t0;
     *images = count_images();
+    /* remove in a scattered order (every 7th, then the next...), as a GC would */
+    double t1 = now();
+    for (size_t k = 0; k < 7; k++)
+        for (size_t i = k; i < n; i += 7)
+            jh_code_remove(jh, ids[i]);
+    jh_flush(jh);
+    remove_ns = (now() - t1) / (double)n * 1e9;
+    free(ids);
     jh_close(jh);
     munmap(code, n * FN);
     return t;
@@ -160,16 +174,17 @@ int main(int argc, char **argv)
         return 0;
     }
     printf("gdb channel, in-process cost per function, no debugger attached\n");
-    printf("%8s  %14s %7s  %14s %7s  %16s %7s  %s\n", "N", "ours immediate", "images",
-           "ours deferred", "images", "peer: 1 img/fn", "images", "peer/immediate");
+    printf("%8s  %14s %7s %10s  %14s %7s %10s  %16s %7s  %s\n", "N", "add immediate", "images",
+           "remove", "add deferred", "images", "remove", "peer: 1 img/fn", "images",
+           "peer/immediate");
     static const size_t ns[] = { 1000, 10000, 100000 };
     for (size_t k = 0; k < 3; k++) {
         size_t n = ns[k], i1, i2, i3;
-        double a = run_ours(n, 0, &i1) / (double)n * 1e9;
-        double b = run_ours(n, 1, &i2) / (double)n * 1e9;
+        double a = run_ours(n, 0, &i1) / (double)n * 1e9, ra = remove_ns;
+        double b = run_ours(n, 1, &i2) / (double)n * 1e9, rb = remove_ns;
         double c = run_single(n, &i3) / (double)n * 1e9;
-        printf("%8zu  %11.0f ns %7zu  %11.0f ns %7zu  %13.0f ns %7zu  %.2fx\n", n, a, i1, b, i2,
-               c, i3, c / a);
+        printf("%8zu  %11.0f ns %7zu %7.0f ns  %11.0f ns %7zu %7.0f ns  %13.0f ns %7zu  %.2fx\n",
+               n, a, i1, ra, b, i2, rb, c, i3, c / a);
     }
     printf("(images: what a debugger attaching now would read; gdb's cost per registration\n"
            " grows with that number, see bench/gdb.sh for runs under gdb)\n");

@@ -121,6 +121,7 @@ struct gdb_state {
     struct img *cls[NCLASS + 1];
     size_t cls_n[NCLASS + 1], cls_fns[NCLASS + 1];
     size_t ndirty;
+    uintptr_t dead_lo, dead_hi; /* covers code removed from dirty images, not yet rebuilt */
 };
 
 static inline void compiler_barrier(void) { __asm__ volatile("" ::: "memory"); }
@@ -257,9 +258,12 @@ static int class_of(const struct gdb_state *st, size_t n)
     return c;
 }
 
+/* A full image stays full until half of it is gone: otherwise one removal would drop it
+ * into a class where it merges again at once, and a GC sweep would rebuild big images
+ * over and over. */
 static void class_link(struct gdb_state *st, struct img *im)
 {
-    int c = class_of(st, im->n);
+    int c = im->cls == NCLASS && im->n >= st->cap / 2 ? NCLASS : class_of(st, im->n);
     im->cls = c;
     im->prev = NULL;
     im->next = st->cls[c];
@@ -305,6 +309,7 @@ static int img_new(struct gdb_state *st, struct jh_entry **fns, size_t n,
     struct img *im = calloc(1, sizeof *im);
     if (!im)
         return -ENOMEM;
+    im->cls = -1;
     if (n > 1)
         qsort(fns, n, sizeof *fns, cmp_start);
     int err = pub_build(&im->pub, fns, n);
@@ -387,24 +392,63 @@ static int maybe_merge(struct gdb_state *st, int c)
     return 0;
 }
 
-/* The image's function set changed (n was old_n): reclassify, then rebuild now or, in
- * deferred mode, at the next flush. */
-static int img_changed(struct gdb_state *st, struct img *im, size_t old_n)
+/* The image's function set changed (n was old_n): reclassify, then rebuild it now, or
+ * mark it dirty and rebuild it later. Later is fine for code that was removed while no
+ * debugger listens (nobody holds the image; a stale name on freed code harms no one until
+ * the address is reused, which gdb_add checks) and for anything in deferred mode; it
+ * turns a GC sweep from O(image) per removal into O(1). [lo, hi): the removed code. */
+static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool may_wait,
+                       uintptr_t lo, uintptr_t hi)
 {
     size_t n = im->n;
     im->n = old_n;
     class_unlink(st, im);
     im->n = n;
     class_link(st, im);
-    if (st->defer && n) {
+    if (n && (st->defer || (may_wait && !hook_trapped()))) {
         if (!im->dirty)
             st->ndirty++;
         im->dirty = true;
+        if (hi > lo) {
+            if (st->dead_hi <= st->dead_lo || lo < st->dead_lo)
+                st->dead_lo = lo;
+            if (hi > st->dead_hi)
+                st->dead_hi = hi;
+        }
         return 0;
     }
     int c = im->cls;
     int err = img_rebuild(st, im);
     return err ? err : maybe_merge(st, c);
+}
+
+/* Rebuild every dirty image (and merge what became small). */
+static int rebuild_dirty(struct gdb_state *st)
+{
+    int err;
+    for (int c = 0; c <= NCLASS && st->ndirty; c++) {
+        for (struct img *im = st->cls[c], *next; im && st->ndirty; im = next) {
+            next = im->next;
+            if (im->dirty && (err = img_rebuild(st, im)))
+                return err;
+        }
+    }
+    st->dead_lo = st->dead_hi = 0;
+    for (int c = 0; c < NCLASS; c++)
+        if ((err = maybe_merge(st, c)))
+            return err;
+    return 0;
+}
+
+/* Images still naming removed code must go before a debugger can see them or before new
+ * code takes the addresses (two images claiming one address confuse both debuggers). */
+static int settle(struct gdb_state *st, uintptr_t lo, uintptr_t hi)
+{
+    if (!st->ndirty || st->defer)
+        return 0;
+    if (hook_trapped() || (lo < st->dead_hi && st->dead_lo < hi))
+        return rebuild_dirty(st);
+    return 0;
 }
 
 /* Index of e in im->fns (sorted by start; `start` is where e was when it was sorted). */
@@ -433,6 +477,8 @@ static int gdb_flush(void *state)
         check_debugger();
         pthread_mutex_unlock(&list_lock);
     }
+    if (st->ndirty && (err = rebuild_dirty(st)))  /* stale images first: no overlaps */
+        return err;
     if (st->npending) {
         struct jh_entry **fns = malloc(st->npending * sizeof *fns);
         if (!fns)
@@ -447,16 +493,6 @@ static int gdb_flush(void *state)
         if ((err = maybe_merge(st, im->cls)))
             return err;
     }
-    for (int c = 0; c <= NCLASS && st->ndirty; c++) {
-        for (struct img *im = st->cls[c], *next; im && st->ndirty; im = next) {
-            next = im->next;
-            if (im->dirty && (err = img_rebuild(st, im)))
-                return err;
-        }
-    }
-    for (int c = 0; c < NCLASS; c++)
-        if ((err = maybe_merge(st, c)))
-            return err;
     return 0;
 }
 
@@ -481,11 +517,14 @@ static int gdb_add(void *state, struct jh_entry *e)
         }
         return st->npending >= st->cap ? gdb_flush(st) : 0;
     }
+    int err = settle(st, e->start, e->start + e->size);
+    if (err)
+        return err;
     struct jh_entry **fns = malloc(sizeof *fns);
     if (!fns)
         return -ENOMEM;
     fns[0] = e;
-    int err = img_new(st, fns, 1, NULL, 0, NULL);
+    err = img_new(st, fns, 1, NULL, 0, NULL);
     if (err) {
         free(fns);
         return err;
@@ -509,12 +548,15 @@ static int gdb_remove(void *state, struct jh_entry *e)
         }
         return 0;
     }
+    int err = settle(st, 0, 0);
+    if (err)
+        return err;
     size_t i = img_find(im, e, e->start);
     if (i == im->n)
         return -EFAULT;     /* bookkeeping lost: let the core switch the channel off */
     memmove(im->fns + i, im->fns + i + 1, (im->n - i - 1) * sizeof *im->fns);
     im->n--;
-    return img_changed(st, im, im->n + 1);
+    return img_changed(st, im, im->n + 1, true, e->start, e->start + e->size);
 }
 
 static int gdb_move(void *state, struct jh_entry *e, uintptr_t old_start)
@@ -523,6 +565,9 @@ static int gdb_move(void *state, struct jh_entry *e, uintptr_t old_start)
     struct img *im = e->chan[JH_CH_GDB];
     if (!im)
         return 0;           /* pending: its image is built from e->start at the flush */
+    int err = settle(st, e->start, e->start + e->size);
+    if (err)
+        return err;
     size_t i = img_find(im, e, old_start);
     if (i == im->n)
         return -EFAULT;
@@ -535,7 +580,8 @@ static int gdb_move(void *state, struct jh_entry *e, uintptr_t old_start)
         im->fns[i] = im->fns[i + 1];
         im->fns[++i] = e;
     }
-    return img_changed(st, im, im->n);
+    /* now, even without a debugger: the code at its new address must be findable */
+    return img_changed(st, im, im->n, false, 0, 0);
 }
 
 static void gdb_close(void *state)
