@@ -57,6 +57,9 @@
 #include "unwind_channel.h"
 
 #define GRACE_NS 2000000000ull
+/* libunwind readers walk its list without a lock: an entry superseded by a new one at the
+ * head stays linked this long, for walks that started before the new one was there. */
+#define DYN_DELAY_NS 20000000ull
 #define SPAN_MAX ((uintptr_t)1 << 30)   /* keeps a run's table offsets in int32 */
 
 /* nongnu libunwind's unw_dyn_info_t (libunwind-dynamic.h, stable since 2002), declared here
@@ -112,6 +115,12 @@ struct uw_retired {
     bool img;
 };
 
+/* A FIFO of retired things, oldest first. */
+struct uw_queue {
+    struct uw_retired *a;
+    size_t head, len, cap;
+};
+
 static struct {
     pthread_mutex_t lock;
     bool detected;
@@ -127,8 +136,8 @@ static struct {
     void (*dyn_cancel)(struct uw_dyn_info *);
     struct uw_seg **seg;
     size_t nseg, segcap;
-    struct uw_retired *ret;
-    size_t rhead, rlen, rcap;
+    struct uw_queue retired;    /* freed GRACE_NS after retirement */
+    struct uw_queue uncancel;   /* libunwind entries to unlink DYN_DELAY_NS after release */
     uint8_t cie[64];
     size_t cie_len;
     size_t max_fdes, max_runs;
@@ -155,40 +164,58 @@ static void img_free(struct uw_img *im)
     free(im);
 }
 
-static void retire(void *p, bool img)
+static bool queue_push(struct uw_queue *q, void *p, bool img)
 {
-    if (U.rlen == U.rcap) {
-        if (U.rhead) {
-            memmove(U.ret, U.ret + U.rhead, (U.rlen - U.rhead) * sizeof *U.ret);
-            U.rlen -= U.rhead;
-            U.rhead = 0;
+    if (q->len == q->cap) {
+        if (q->head) {
+            memmove(q->a, q->a + q->head, (q->len - q->head) * sizeof *q->a);
+            q->len -= q->head;
+            q->head = 0;
         }
-        if (U.rlen == U.rcap) {
-            size_t cap = U.rcap ? 2 * U.rcap : 64;
-            struct uw_retired *r = realloc(U.ret, cap * sizeof *r);
+        if (q->len == q->cap) {
+            size_t cap = q->cap ? 2 * q->cap : 64;
+            struct uw_retired *r = realloc(q->a, cap * sizeof *r);
             if (!r)
-                return;         /* cannot wait for the grace period: leak rather than crash */
-            U.ret = r;
-            U.rcap = cap;
+                return false;
+            q->a = r;
+            q->cap = cap;
         }
     }
-    U.ret[U.rlen++] = (struct uw_retired){ jh__now_ns(), p, img };
+    q->a[q->len++] = (struct uw_retired){ jh__now_ns(), p, img };
+    return true;
 }
+
+/* The oldest entry if it is at least age old, else NULL. */
+static struct uw_retired *queue_old(struct uw_queue *q, uint64_t now, uint64_t age)
+{
+    if (q->head == q->len || q->a[q->head].when > now || now - q->a[q->head].when < age)
+        return NULL;            /* (pushed after now was read: young, not 2^64 ns old) */
+    struct uw_retired *r = &q->a[q->head++];
+    if (q->head == q->len)
+        q->head = q->len = 0;   /* r stays readable until the next push */
+    return r;
+}
+
+static void retire(void *p, bool img)
+{
+    if (!queue_push(&U.retired, p, img))
+        return;                 /* cannot wait for the grace period: leak rather than crash */
+}
+
+static void dyn_unlink(struct uw_img *im);
 
 static void sweep(void)
 {
-    if (U.rhead == U.rlen)
-        return;
     uint64_t now = jh__now_ns();
-    while (U.rhead < U.rlen && now - U.ret[U.rhead].when >= GRACE_NS) {
-        struct uw_retired *r = &U.ret[U.rhead++];
+    struct uw_retired *r;
+    while ((r = queue_old(&U.uncancel, now, DYN_DELAY_NS)))
+        dyn_unlink(r->p);
+    while ((r = queue_old(&U.retired, now, GRACE_NS))) {
         if (r->img)
             img_free(r->p);
         else
             free(r->p);
     }
-    if (U.rhead == U.rlen)
-        U.rhead = U.rlen = 0;
 }
 
 /* ---- which unwinder, and how to reach it --------------------------------------------- */
@@ -386,20 +413,30 @@ static void img_release(struct uw_img *im)
         void *ob = U.dereg_info(im->buf);
         seen = ob != (void *)im->ob || im->ob[0] != (void *)-1;
     }
-    if (im->dyn) {
-        /* libunwind's readers walk its list without its lock, and _U_dyn_cancel clears
-         * next after unlinking: a reader standing on this entry would stop there and miss
-         * every entry after it (seen: JIT frames without proc info under churn). Point it
-         * back into the list; the entry itself lives on for the grace period. */
-        struct uw_dyn_info *next = im->di.next;
-        U.dyn_cancel(&im->di);
-        __atomic_store_n(&im->di.next, next, __ATOMIC_RELEASE);
-        seen = true;
-    }
-    if (seen)
+    if (im->dyn && queue_push(&U.uncancel, im, true))
+        return;                 /* unlinked and retired by sweep() */
+    if (im->dyn)
+        dyn_unlink(im);
+    else if (seen)
         retire(im, true);
     else
         img_free(im);
+}
+
+/*
+ * libunwind's readers walk its list without its lock, first range match wins. A walk that
+ * began before the replacing entry was put at the head would miss the range if the old
+ * entry went at once, hence the DYN_DELAY_NS in the list. And _U_dyn_cancel clears next
+ * after unlinking: a reader standing on the entry would stop there and miss every entry
+ * after it (seen: JIT frames without proc info under churn), so next is pointed back into
+ * the list; the entry itself lives on for the grace period.
+ */
+static void dyn_unlink(struct uw_img *im)
+{
+    struct uw_dyn_info *next = im->di.next;
+    U.dyn_cancel(&im->di);
+    __atomic_store_n(&im->di.next, next, __ATOMIC_RELEASE);
+    retire(im, true);
 }
 
 /* ---- grouping ------------------------------------------------------------------------- */
@@ -873,7 +910,7 @@ void jh__unwind_get_stats(struct jh__unwind_stats *st)
     st->dead = U.dead;
     st->fdes_copied = U.copied;
     st->rebuilds = U.rebuilds;
-    st->retired = U.rlen - U.rhead;
+    st->retired = U.retired.len - U.retired.head + U.uncancel.len - U.uncancel.head;
     pthread_mutex_unlock(&U.lock);
 }
 
