@@ -1,11 +1,14 @@
 // test_unwind_exceptions.cc — with JH_UNWIND, the process's own unwinder crosses JIT frames:
 // a C++ exception thrown by the host below four minijit frames is caught above them, and
 // backtrace() / _Unwind_Backtrace walk from the host callback through every JIT frame to
-// main. The same after the functions are removed and compiled again at the same addresses.
+// main. The same after the functions are removed and compiled again at the same addresses,
+// and in a fork child.
 // A control run without the channel shows the walk stopping at the first JIT frame, so the
 // checks cannot pass by accident.
 #include <execinfo.h>
 #include <stdexcept>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <unwind.h>
 
 #include "check.h"
@@ -187,6 +190,29 @@ int main()
         return check_done();
     CHECK(mj_function_get(p, "d")->code == old_d);
     exercise(jh, p, "re-added");
+
+    // fork(): the child inherits the registrations (and a usable channel lock): the
+    // exception still crosses, and code compiled in the child is covered too.
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        bool ok = true;
+        cb_mode = CB_THROW;
+        try {
+            mj_run(p, "main", nullptr, 0);
+            ok = false;
+        } catch (const jit_error &) {
+        }
+        mj_program *q = compile(jh);
+        cb_mode = CB_BACKTRACE;
+        npcs = 0;
+        ok = ok && q && mj_run(q, "main", nullptr, 0) == 10 && trace_complete(q, "child");
+        mj_free(q);
+        _exit(ok ? 0 : 1);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
     // Removed but not freed (announced code gone, bytes still there): no stale FDE after a
     // flush, so the walk stops again.
