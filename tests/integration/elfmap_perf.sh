@@ -5,7 +5,7 @@
 set -eu
 B=$JH_BUILD; R=$JH_ROOT
 command -v perf >/dev/null || { echo "SKIP perf is not installed"; exit 77; }
-T=$(mktemp -d); vm=; trap 'kill $vm 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d); vm=; trap 'kill $vm 2>/dev/null || true; rm -rf "$T"' EXIT
 cd "$T"
 cp "$R/examples/minijit/fib.mini" .
 JITHERALD=elfmap JITHERALD_DIR=$T/d perf record -q -g -o perf.data \
@@ -27,13 +27,12 @@ grep -E 'if n < 2' ann
 JITHERALD=elfmap JITHERALD_DIR=$T/d2 "$B/examples/minijit" --pause-file "$T/pause" fib.mini 31 > out2 &
 vm=$!
 for _ in $(seq 200); do [ -s "$T/pause" ] && break; sleep 0.05; done
-perf record -q -g -p "$vm" -o perf2.data 2> /dev/null &
+perf record -q -g -p "$vm" -o perf2.data 2> rec2.err &
 rec=$!
-sleep 0.5
+sleep 1                       # perf is attached once it has read the maps
 rm "$T/pause"
 wait "$vm"
-kill -INT "$rec" 2> /dev/null || true
-wait "$rec" || true
-perf report -i perf2.data --stdio --no-children --sort dso,sym 2> /dev/null > rep2
+wait "$rec" || true           # perf record -p ends with its target
+perf report -i perf2.data --stdio --no-children --sort dso,sym 2> /dev/null > rep2 || cat rec2.err
 grep -E '[0-9.]+%.*jit-[0-9]+-[0-9]+\.elf +\[\.\] fib' rep2
 echo PASS
