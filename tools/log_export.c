@@ -15,12 +15,16 @@
  * Records follow the log's order with its CLOCK_MONOTONIC timestamps (perf record -k 1).
  * A function's LOAD carries its bytes as they stood at the end of the log (patches applied:
  * jitdump has no record for a patch); code_index is the log's id, never reused. DEBUG_INFO
- * precedes its LOAD and holds absolute addresses (no +0x40: see FACTS.md). No padding:
+ * precedes its LOAD and holds absolute addresses (no +0x40: see FACTS.md). UNWINDING_INFO
+ * comes from the library's own CFI encoder (src/cfi.c, as the jitdump channel writes it),
+ * and is left out, as the channel does, when perf's widened mapping of the function would
+ * cover a neighbour that was live then. No padding:
  * perf takes a LOAD's code from the end of the record (total_size - code_size).
  */
 #include <inttypes.h>
 #include <string.h>
 
+#include "cfi.h"
 #include "jitdump_format.h"
 #include "log.h"
 
@@ -79,6 +83,43 @@ static void debug_info(FILE *f, const struct log_fn *fn, uint64_t start, uint64_
     }
 }
 
+/* Would ALIGN_8(size) + mapped bytes from fn's start reach code live at record `at`? */
+static bool reaches_neighbour(const struct log_file *lf, const struct log_fn *fn, uint64_t reach, size_t at)
+{
+    for (size_t i = 0; i < lf->nfns; i++) {
+        const struct log_fn *o = &lf->fns[i];
+        if (o != fn && o->start > fn->start && o->start - fn->start < reach && o->rec <= at &&
+            o->rm_rec > at)
+            return true;
+    }
+    return false;
+}
+
+static void unwinding_info(FILE *f, const struct log_file *lf, const struct log_fn *fn, size_t at,
+                           uint64_t ts)
+{
+    if (!strcmp(fn->unwind, "none"))
+        return;
+    struct jh_cfi_func cf = {
+        .start = fn->start, .size = fn->size, .fp_push_end = fn->fp_push_end,
+        .fp_set_end = fn->fp_set_end, .cfi = fn->cfi, .cfi_len = fn->cfi_len,
+        .unwind = !strcmp(fn->unwind, "cfi") ? JH_UNWIND_CFI : JH_UNWIND_FRAME_POINTER,
+    };
+    struct jh_buf b = { 0 };
+    size_t hdr = 0;
+    int arch = lf->arch && !strcmp(lf->arch, "aarch64") ? JH_CFI_ARM64 : JH_CFI_X86_64;
+    int n = jh__cfi_perf_unwinding(&b, &cf, JH_JD_PERF_TEXT_OFFSET, arch, &hdr);
+    uint64_t mapped = (b.len + 7) & ~(uint64_t)7;
+    if (n == 1 && !b.err && !reaches_neighbour(lf, fn, ((fn->size + 7) & ~(uint64_t)7) + mapped, at)) {
+        rec_header(f, JH_JD_CODE_UNWINDING_INFO, JH_JD_UNWIND_FIXED + b.len, ts);
+        w64(f, b.len);
+        w64(f, hdr);
+        w64(f, mapped);
+        fwrite(b.p, 1, b.len, f);
+    }
+    jh__buf_free(&b);
+}
+
 int export_jitdump(const struct log_file *lf, FILE *f)
 {
     uint32_t mach = lf->arch && !strcmp(lf->arch, "aarch64") ? JH_JD_EM_AARCH64 : JH_JD_EM_X86_64;
@@ -100,6 +141,7 @@ int export_jitdump(const struct log_file *lf, FILE *f)
         if (r->kind == LR_CODE_ADD) {
             if (fn->nlines)
                 debug_info(f, fn, fn->start, r->time);
+            unwinding_info(f, lf, fn, i, r->time);
             size_t nlen = strlen(fn->name) + 1;
             size_t total = JH_JD_LOAD_FIXED + nlen + fn->size;
             rec_header(f, JIT_LOAD, total, r->time);

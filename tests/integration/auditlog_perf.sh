@@ -2,7 +2,8 @@
 # perf's inputs regenerated from the audit log, after the fact:
 #  1. a run recorded with only the audit log: `to-perfmap` written as /tmp/perf-PID.map
 #     makes `perf report` name the JIT function the samples fell in;
-#  2. a run that had the jitdump channel on: its jit-PID.dump replaced by `to-jitdump`'s
+#  2. a run that had the jitdump channel on: `to-jitdump` regenerates the records the
+#     channel wrote (LOAD, DEBUG_INFO, UNWINDING_INFO); its jit-PID.dump replaced by that
 #     output is accepted by `jitherald check` and by `perf inject --jit`, and perf report
 #     then shows fib in its jitted-*.so with fib.mini source lines.
 set -eu
@@ -29,6 +30,12 @@ log=$(ls -t minijit-*.jhlog | head -1); pid=${log#minijit-}; pid=${pid%.jhlog}
 mv "jit-$pid.dump" live.dump
 "$B/jitherald" log "$log" to-jitdump -o "jit-$pid.dump"
 "$B/jitherald" check "jit-$pid.dump"
+# The same records the jitdump channel wrote live (timestamps and code_index aside: the
+# log's are its record times and its ids).
+norm() { "$B/jitherald" inspect "$1" | sed -e 's/ts [0-9]*//' -e 's/^0x[0-9a-f]* //' \
+             -e 's/timestamp [0-9]*//' -e 's/ #[0-9]* / # /' -e '$d'; }
+diff <(norm live.dump) <(norm "jit-$pid.dump")
+grep -q UNWINDING_INFO <(norm "jit-$pid.dump")
 perf inject --jit -i b.data -o b.jit.data
 perf report -i b.jit.data --stdio --sort sym,dso 2>/dev/null | grep -v '^#' | head -5 | tee rep2
 head -1 rep2 | grep -Eq "\] fib +jitted-$pid-[0-9]+\.so" || { echo "FAIL: fib not in a jitted .so"; exit 1; }
