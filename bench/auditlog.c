@@ -6,8 +6,12 @@
  *        - write(2) per record on an O_APPEND file: as crash-safe as ours;
  *        - fwrite into a stdio buffer under a mutex (RaptorJIT's lj_auditlog.c style):
  *          cheaper per call but the buffered tail is lost when the VM crashes.
- *   2. the demo JIT workload with the audit log on vs no channel at all: minijit compiles
- *      fib.mini with MJ_LOG_STRUCTS (as `minijit --log-structs`) and runs fib(27); and a
+ *      Then the CPU time behind ours, user vs kernel: the kernel part is page-cache
+ *      allocation for new pages of the file, which every file-backed log pays per byte.
+ *   2. events between some VM work: the VM thread's page faults and kernel time with and
+ *      without the helper thread that pre-faults the file ahead of the writers.
+ *   3. the demo JIT workload with the audit log on vs no channel at all: minijit compiles
+ *      fib.mini with MJ_LOG_STRUCTS (as `minijit --log-structs`) and runs fib(30); and a
  *      compile-only stress (loops.mini + fib.mini compiled and freed, nothing run) that
  *      shows the cost per announced function.
  *
