@@ -149,8 +149,11 @@ test-unit: tests
 # valgrind, which do not mix with sanitizer runtimes).
 asan:
 	$(MAKE) BUILD=build-asan SAN=address,undefined OPT=-O1 test-unit
+# TSan looks for races: the unit tier holds the threaded tests (fuzzing is single-threaded
+# and ASan's job).
 tsan:
-	$(MAKE) BUILD=build-tsan SAN=thread OPT=-O1 test-unit
+	$(MAKE) BUILD=build-tsan SAN=thread OPT=-O1 tests
+	@BUILD=build-tsan TIERS=unit tests/run.sh
 
 # Open-ended fuzzing with libFuzzer (clang): `make fuzz` builds build-fuzz/fuzz/*; run one
 # with e.g. build-fuzz/fuzz/fuzz_jitdump fuzz/corpus/jitdump -max_total_time=600.

@@ -10,23 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Counted atomically: tests CHECK from several threads (the builtins work in C and C++). */
 static int check_failures, check_count;
+#define CHECK_TALLY(v) __atomic_add_fetch(&(v), 1, __ATOMIC_RELAXED)
 
-#define CHECK(cond) do { check_count++; if (!(cond)) { check_failures++; \
+#define CHECK(cond) do { CHECK_TALLY(check_count); if (!(cond)) { CHECK_TALLY(check_failures); \
     fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
-#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); check_count++; \
-    if (_a != _b) { check_failures++; fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", \
+#define CHECK_EQ(a, b) do { long long _a = (long long)(a), _b = (long long)(b); CHECK_TALLY(check_count); \
+    if (_a != _b) { CHECK_TALLY(check_failures); fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", \
     __FILE__, __LINE__, #a, _a, #b, _b); } } while (0)
-#define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); check_count++; \
-    if (!_a || !_b || strcmp(_a, _b)) { check_failures++; fprintf(stderr, \
+#define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); CHECK_TALLY(check_count); \
+    if (!_a || !_b || strcmp(_a, _b)) { CHECK_TALLY(check_failures); fprintf(stderr, \
     "%s:%d: CHECK_STR failed: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #a, \
     _a ? _a : "(null)", _b ? _b : "(null)"); } } while (0)
 #define SKIP(reason) do { printf("SKIP %s\n", reason); exit(77); } while (0)
 
 static inline int check_done(void)
 {
-    printf("%d checks, %d failed\n", check_count, check_failures);
-    return check_failures ? 1 : 0;
+    int n = __atomic_load_n(&check_count, __ATOMIC_RELAXED);
+    int f = __atomic_load_n(&check_failures, __ATOMIC_RELAXED);
+    printf("%d checks, %d failed\n", n, f);
+    return f ? 1 : 0;
 }
 
 #endif
