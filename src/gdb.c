@@ -95,6 +95,7 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 #define FANOUT 16
 #define NCLASS 4                /* < 16, < 256, < 4096, more: functions per image */
 #define DEFAULT_CAP 1024
+#define MAX_CAP 16384
 
 /* What the debugger sees of one image: its list entry and the ELF bytes. Allocated per
  * registration, freed only after the unregister call has returned. */
@@ -632,6 +633,8 @@ static int gdb_open(jh_ctx *ctx, void **state)
     st->cap = env_size(ctx, "JITHERALD_GDB_BATCH", st->cap ? st->cap : DEFAULT_CAP);
     if (!st->cap)
         st->cap = DEFAULT_CAP;
+    if (st->cap > MAX_CAP)      /* an image may hold up to 2 * cap functions, each maybe */
+        st->cap = MAX_CAP;      /* its own .text section: stay below ELF's 65,280 */
     st->defer = env_size(ctx, "JITHERALD_GDB_DEFER", st->defer) != 0;
 
     /* Another JIT interface that the dynamic linker finds first is the one LLDB watches. */
