@@ -49,7 +49,7 @@ static void print_attrs_resolved(FILE *f, const struct log_file *lf, const struc
     for (uint32_t i = 0; i < attrs->n && mp_next(attrs, &it, &k) == 0 && mp_next(attrs, &it, &v) == 0; i++) {
         fputc(' ', f);
         if (k.t == MPV_STR)
-            fwrite(k.p, 1, k.n, f);
+            text_safe(f, k.p, k.n);
         fputc('=', f);
         mp_print(f, &v, 1);
         if (v.t == MPV_EXT && v.ext == 1 && v.n == 8) {
@@ -86,8 +86,10 @@ static void print_rec(FILE *f, const struct log_file *lf, size_t i)
         break;
     }
     case LR_EVENT:
-        if (mp_get_str(&r->map, "event", &s, &n))
-            fprintf(f, " %.*s", (int)n, s);
+        if (mp_get_str(&r->map, "event", &s, &n)) {
+            fputc(' ', f);
+            text_safe(f, s, n);
+        }
         if (mp_get(&r->map, "attrs", &v) == 0 && v.t == MPV_MAP)
             print_attrs_resolved(f, lf, &v, i);
         break;

@@ -134,7 +134,9 @@ const char *log_fn_line(const struct log_fn *fn, uint64_t off, uint32_t *line);
 double log_secs(const struct log_file *lf, uint64_t t);
 /* Print a value in a JSON-like form (for events and unknown records). */
 void mp_print(FILE *f, const struct mpv *v, int depth);
-/* Escape a string for HTML or for a one-line text field. */
+/* Bytes from the log for a terminal: control characters become '?'. */
+void text_safe(FILE *f, const void *p, size_t n);
+/* Escape a string for HTML. */
 void html_escape(FILE *f, const char *s, size_t n);
 
 /* ---- presenters ---------------------------------------------------------------------- */

@@ -453,9 +453,14 @@ int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct 
 {
     Dwarf_Die type;
     if (!m->hint || find_type(dt, m->hint, &type) < 0) {
-        fprintf(out, html ? "<p class=warn>type %s not found in the VM binary's DWARF</p>\n"
-                          : "type %s not found in the VM binary's DWARF\n",
-                m->hint ? m->hint : "(no hint)");
+        const char *h = m->hint ? m->hint : "(no hint)";
+        if (html) {
+            fputs("<p class=warn>type ", out);
+            html_escape(out, h, strlen(h));
+            fputs(" not found in the VM binary's DWARF</p>\n", out);
+        } else {
+            fprintf(out, "type %s not found in the VM binary's DWARF\n", h);
+        }
         return -1;
     }
     char *text = NULL;

@@ -212,12 +212,15 @@ bool mp_get_str(const struct mpv *map, const char *key, const char **s, uint32_t
     return true;
 }
 
-/* A NUL-terminated copy (names may hold any byte but NUL; a NUL inside ends them here). */
+/* A NUL-terminated copy (names may hold any byte but NUL; a NUL inside ends them here).
+ * Control characters become '?': these strings reach terminals, HTML and perf's files,
+ * and a log must not be able to send escape sequences to whoever reads it. */
 static char *dup_str(const char *s, uint32_t n)
 {
     char *c = malloc((size_t)n + 1);
     if (c) {
-        memcpy(c, s, n);
+        for (uint32_t i = 0; i < n; i++)
+            c[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
         c[n] = 0;
     }
     return c;
@@ -831,7 +834,7 @@ void mp_print(FILE *f, const struct mpv *v, int depth)
         for (uint32_t i = 0; i < v->n && mp_next(v, &it, &a) == 0 && mp_next(v, &it, &b) == 0; i++) {
             if (i) fputs(", ", f);
             if (a.t == MPV_STR)
-                fwrite(a.p, 1, a.n, f);
+                text_safe(f, a.p, a.n);
             else
                 mp_print(f, &a, depth + 1);
             fputc('=', f);
@@ -840,6 +843,13 @@ void mp_print(FILE *f, const struct mpv *v, int depth)
         fputc('}', f);
         break;
     }
+}
+
+void text_safe(FILE *f, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        fputc(c[i] < 0x20 || c[i] == 0x7f ? '?' : c[i], f);
 }
 
 void html_escape(FILE *f, const char *s, size_t n)

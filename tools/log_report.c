@@ -224,9 +224,11 @@ int report_html(const struct log_file *lf, struct dwarf_types *dt, FILE *f)
         nev += lf->recs[i].kind == LR_EVENT;
     for (size_t i = 0; i < lf->nfns; i++)
         live += !lf->fns[i].removed;
-    fprintf(f, " &middot; %s &middot; format version %" PRIu64 " &middot; %zu records: %zu functions "
+    fputs(" &middot; ", f);
+    esc(f, lf->arch ? lf->arch : "?");
+    fprintf(f, " &middot; format version %" PRIu64 " &middot; %zu records: %zu functions "
                "(%zu live at the end), %zu memory snapshots, %zu events</p>\n<p>",
-            lf->arch ? lf->arch : "?", lf->version, lf->nrecs, lf->nfns, live, lf->nmems, nev);
+            lf->version, lf->nrecs, lf->nfns, live, lf->nmems, nev);
     if (lf->closed)
         fputs("<span class=ok>closed cleanly</span>", f);
     else
