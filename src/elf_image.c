@@ -214,10 +214,11 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     sec[S_SHSTRTAB].size = shstr_size;
     sec[S_SYMTAB].link = sec[S_STRTAB].index;
 
-    /* NOBITS: a PT_LOAD per run with no file bytes (LLDB places sections through segments
-     * when there are any), and one for .eh_frame. COPY: the code segment, and the rw one
-     * if asked for. */
-    const size_t nph = copy ? (s->rw_addr ? 2 : 1) : nruns + want_eh;
+    /* NOBITS: a PT_LOAD per run with no file bytes, and one for .eh_frame (BFD warns about
+     * an SHF_ALLOC section outside every segment once there are segments), unless the
+     * caller says no. COPY: the code segment, and the rw one if asked for. */
+    const bool nophdrs = !copy && (s->flags & JH_ELF_NO_PHDRS);
+    const size_t nph = copy ? (s->rw_addr ? 2 : 1) : nophdrs ? 0 : nruns + want_eh;
     size_t off = sizeof(Elf64_Ehdr) + nph * sizeof(Elf64_Phdr);
     size_t rw_off = 0, rw_size = 0;
     if (copy) {
@@ -268,7 +269,7 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     eh.e_type = s->e_type ? s->e_type : ET_DYN;
     eh.e_machine = HOST_MACHINE;
     eh.e_version = EV_CURRENT;
-    eh.e_phoff = sizeof eh;
+    eh.e_phoff = nph ? sizeof eh : 0;
     eh.e_shoff = shoff;
     eh.e_ehsize = sizeof eh;
     eh.e_phentsize = sizeof(Elf64_Phdr);
@@ -289,7 +290,7 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
                               .p_filesz = rw_size, .p_memsz = rw_size, .p_align = page };
             jh__buf_put(out, &rw, sizeof rw);
         }
-    } else {
+    } else if (!nophdrs) {
         for (size_t k = 0; k < nruns; k++) {
             Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
                               .p_offset = sec[S_TEXT].off, .p_vaddr = runs[k].lo,
@@ -297,7 +298,6 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
                               .p_align = 1 };
             jh__buf_put(out, &ph, sizeof ph);
         }
-        /* BFD warns about an SHF_ALLOC section outside every segment */
         if (want_eh) {
             Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = sec[S_EH].off,
                               .p_vaddr = sec[S_EH].addr, .p_paddr = sec[S_EH].addr,

@@ -20,9 +20,10 @@
  *   .symtab .strtab  one sized STT_FUNC STB_GLOBAL symbol per function, in .text.
  * Every SHF_ALLOC section sits at its real absolute address: GDB sorts sections of all
  * objfiles by address, and sections left at 0 made it spend 90% of its time sorting.
- * Program headers (a PT_LOAD per .text, and the rw segment in COPY mode) are always written:
- * LLDB places sections through segments when there are any, and tools that map the file
- * (valgrind, perf) need them.
+ * Program headers: COPY mode always has them (the file is mapped). NOBITS mode writes a
+ * PT_LOAD per .text and one for .eh_frame unless JH_ELF_NO_PHDRS: measured, gdb 13 and
+ * lldb 14 name, line and unwind the same with or without them, ET_DYN or ET_EXEC, so the
+ * gdb channel leaves them out (56 bytes per run of functions, read at every registration).
  *
  * Check an image with:  readelf -a -w img.elf;  llvm-dwarfdump-14 --verify img.elf
  * (tests/unit/test_elf_image.c does, with several functions and files).
@@ -44,7 +45,8 @@ enum jh_elf_text {
 
 enum {
     JH_ELF_NO_DWARF = 1 << 0,   /* symbols (and .eh_frame) only */
-    JH_ELF_NO_EH_FRAME = 1 << 1 /* no .eh_frame */
+    JH_ELF_NO_EH_FRAME = 1 << 1,/* no .eh_frame */
+    JH_ELF_NO_PHDRS = 1 << 2    /* NOBITS mode: no program headers */
 };
 
 struct jh_elf_spec {

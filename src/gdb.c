@@ -218,7 +218,9 @@ static int pub_build(struct pub **out, struct jh_entry *const *fns, size_t n)
     struct pub *p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
-    struct jh_elf_spec spec = { .fns = (const struct jh_entry *const *)fns, .nfns = n };
+    /* no program headers: neither debugger needs them (measured, see elf_image.h) */
+    struct jh_elf_spec spec = { .fns = (const struct jh_entry *const *)fns, .nfns = n,
+                                .flags = JH_ELF_NO_PHDRS };
     int err = jh__elf_image(&p->elf, &spec, NULL);
     if (err) {
         pub_free(p);

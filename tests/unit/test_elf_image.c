@@ -222,6 +222,18 @@ static void test_nobits(void)
     expect(o, "DW_AT_decl_line   : 3");
     free(o);
     jh__buf_free(&b);
+
+    /* without program headers (what the gdb channel registers): same sections */
+    s.flags = JH_ELF_NO_PHDRS;
+    CHECK_EQ(jh__elf_image(&b, &s, &lay), 0);
+    eh = (const Elf64_Ehdr *)b.p;
+    CHECK_EQ(eh->e_phnum, 0);
+    CHECK_EQ(eh->e_phoff, 0);
+    CHECK_EQ(lay.ntext, 3);
+    snprintf(path, sizeof path, "%s/nophdrs.elf", tmpdir);
+    write_file(path, b.p, lay.size);
+    check_decoders(path, base, 3);
+    jh__buf_free(&b);
 }
 
 static void test_copy(void)
