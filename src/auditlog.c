@@ -639,13 +639,12 @@ static void put_close_record(struct al_state *st)
     put_buf(st, b, st->limit);
 }
 
-/* Trim the file to what was written: the chunk-sized tail of zeros only exists while the
- * process runs (or after it crashed, where readers stop at it). */
+/* Trim the file to what was written (the close record included): the zeros allocated
+ * ahead only exist while the process runs (or after it crashed, where readers stop). */
 static void finish_file(struct al_state *st)
 {
     if (!st->map)
         return;
-    put_close_record(st);
     uint64_t tail = atomic_load(&st->tail);
     if (tail < atomic_load(&st->file_size) && ftruncate(st->fd, (off_t)tail) != 0)
         jh__log(st->ctx, JH_LOG_WARN, "auditlog: trimming %s: %s", st->path, strerror(errno));
@@ -687,6 +686,8 @@ static void al_close(void *state)
     if (!st)
         return;
     if (atomic_load(&st->gen) == atomic_load(&jh__fork_gen)) {
+        if (st->map)
+            put_close_record(st);       /* stamped now, not after the helper's last chunk */
         ahead_stop(st);
         finish_file(st);
     } else {

@@ -469,8 +469,8 @@ int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct 
     if (!f)
         return -1;
     struct ctx c = { .dt = dt, .lf = lf, .at = at < m->rec ? m->rec : at, .f = f };
-    fprintf(f, "%s @ 0x%" PRIx64 ", %u bytes (record %zu, %.6f s)\n", m->hint, m->addr, m->size,
-            m->rec, log_secs(lf, m->time));
+    fprintf(f, "0x%" PRIx64 ": %u bytes logged at %.6f s (record %zu), as %s\n", m->addr, m->size,
+            log_secs(lf, m->time), m->rec, m->hint);
     print_value(&c, &type, m->data, m->size, m->addr, 0);
     fputc('\n', f);
     if (html) {

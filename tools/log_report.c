@@ -55,6 +55,8 @@ static void timeline(const struct log_file *lf, FILE *f)
     /* From the first thing the VM did (not the header: start-up is not interesting). */
     uint64_t t0 = 0, t1 = 0;
     for (size_t i = 1; i < lf->nrecs; i++) {
+        if (lf->recs[i].kind == LR_CLOSE)
+            continue;           /* jh_close may come long after the last thing the VM did */
         uint64_t t = lf->recs[i].time;
         if (!t0 || t < t0)
             t0 = t;
