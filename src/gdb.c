@@ -2,17 +2,18 @@
  * gdb.c — the GDB/LLDB JIT interface, with in-memory ELF + DWARF images packed many
  * functions to an image, so debuggers stay fast with 100k functions.
  *
- *     $ JITHERALD=gdb gdb -q --args ./minijit fib.mini
- *     (gdb) break fib                 # pending: fib does not exist yet
+ *     $ JITHERALD=gdb gdb -q --args build/examples/minijit examples/minijit/calls.mini
+ *     (gdb) break c                   # pending: c does not exist yet
  *     (gdb) run
- *     Breakpoint 1, fib () at fib.mini:3
+ *     Breakpoint 1, c () at examples/minijit/calls.mini:6
  *     (gdb) bt
- *     #0  fib () at fib.mini:3
- *     #1  0x00007ffff7fbf0a6 in fib () at fib.mini:5
- *     #2  0x00007ffff7fbf1c4 in main () at fib.mini:9
- *     #3  0x000055555555a1b2 in mj_run (...) at examples/minijit/minijit.c:210
+ *     #0  c () at examples/minijit/calls.mini:6
+ *     #1  0x00007ffff78000a3 in b () at examples/minijit/calls.mini:12
+ *     #2  0x00007ffff7800103 in a () at examples/minijit/calls.mini:17
+ *     #3  0x00007ffff7800149 in main () at examples/minijit/calls.mini:22
+ *     #4  0x000055555555c2e4 in mj_call (...) at examples/minijit/minijit.c:217
  *     ...
- *     (lldb) b fib / run / bt / image lookup -a $pc       # the same through LLDB
+ *     (lldb) b c / run / bt / image lookup -a $pc          # the same through LLDB
  *
  * The protocol (GDB manual, "JIT Interface"): a list of {next, prev, symfile, size}
  * entries hangs off __jit_debug_descriptor; after each edit the JIT sets relevant_entry
@@ -41,6 +42,9 @@
  *     collected and registered as one image at jh_flush() or when `cap` functions are
  *     pending; the JIT calls jh_flush() before running new code. One stop per image: 100k
  *     functions under gdb in well under a second.
+ *   - removals while no debugger listens only mark their image dirty (a GC sweep would
+ *     otherwise rebuild a big image per removal); dirty images are rebuilt before a
+ *     debugger can look (it appears, or new code takes the addresses, or jh_flush).
  *
  * Attaching: gdb walks the list. LLDB 14 walks it too but then drops what it read (its
  * module list is reset at the end of the attach), so on our first call after a debugger
@@ -109,7 +113,8 @@ struct img {
     struct jh_entry **fns;      /* sorted by start */
     size_t n;
     int cls;                    /* size class; NCLASS: full (n >= cap) */
-    bool dirty;                 /* deferred mode: fns changed since pub was built */
+    bool dirty;                 /* fns changed since pub was built (deferred mode, or a
+                                   removal while no debugger listened) */
     struct img *prev, *next;    /* in its class list */
 };
 
