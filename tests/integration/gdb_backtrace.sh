@@ -47,7 +47,7 @@ check() { # file
     ! grep -q 'Unable to find JITed code' "$o"
 }
 
-run_gdb > "$T/immediate"
+run_gdb JITHERALD_GDB_DEFER=0 > "$T/immediate"
 cat "$T/immediate"
 check "$T/immediate"
 run_gdb JITHERALD_GDB_DEFER=1 > "$T/deferred"
