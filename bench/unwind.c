@@ -19,6 +19,8 @@
  *   JH_BENCH_UNWIND_N="1,10000,50000,100000,1000000"   sizes to run
  *   JH_BENCH_UNWIND_NAIVE_MAX=50000   largest baseline run (100k: 11 s for its 1st bt)
  *   JH_BENCH_UNWIND_RUNS=64           the channel's budget of runs (jh__unwind_tune)
+ *   JH_BENCH_UNWIND_LLVM=1            walk with LLVM's libunwind (dlopened) instead
+ *   JH_BENCH_UNWIND_LIBUNWIND=1       walk with nongnu libunwind's unw_backtrace instead
  */
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -42,6 +44,28 @@ static const uint8_t code[] = { 0x55, 0x48, 0x89, 0xe5,         /* push rbp; mov
 static uint8_t *area, *tramp;
 static size_t area_slots, tramp_slot;
 static int reps, depth, walked_jit;
+static int llvm;                /* JH_BENCH_UNWIND_LLVM=1: LLVM libunwind's walker instead */
+typedef int walk_fn(void **pcs, int max);
+static walk_fn *walk = backtrace;
+typedef int llvm_trace_fn(int (*)(void *, void *), void *);
+static llvm_trace_fn *llvm_trace;
+static uintptr_t (*llvm_getip)(void *);
+struct collect { void **pcs; int n, max; };
+
+static int llvm_step(void *uc, void *arg)
+{
+    struct collect *c = arg;
+    if (c->n < c->max)
+        c->pcs[c->n++] = (void *)llvm_getip(uc);
+    return 0;
+}
+
+static int llvm_backtrace(void **pcs, int max)
+{
+    struct collect c = { pcs, 0, max };
+    llvm_trace(llvm_step, &c);
+    return c.n;
+}
 static double bt_ns;
 
 static double now_ns(void)
@@ -60,7 +84,7 @@ static int64_t host(int64_t x)
     for (int done = 0; done < reps; done += batch) {
         double t0 = now_ns();
         for (int i = 0; i < batch; i++)
-            depth = backtrace(pcs, 64);
+            depth = walk(pcs, 64);
         double t = (now_ns() - t0) / batch;
         if (t < bt_ns)
             bt_ns = t;
@@ -112,11 +136,18 @@ static void ours(struct row *r, size_t n)
     uint64_t *ids = malloc((n + 200) * sizeof *ids);
     struct jh_code c = { .sz = sizeof c, .name = "tramp", .start = tramp, .size = sizeof code,
                          .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
+    struct jh_code t = c;
     uint64_t tid;
-    jh_code_add(jh, &c, &tid);
     c.name = "f";
-    double t0 = now_ns();
+    /* the real function is announced halfway through (in address order too), so that no
+     * unwinder finds it first by luck of a linear search */
+    double t0 = now_ns(), tt = 0;
     for (size_t k = 0; k + 1 < n; k++) {
+        if (k == n / 2) {
+            double t1 = now_ns();
+            jh_code_add(jh, &t, &tid);
+            tt = now_ns() - t1;
+        }
         c.start = slot(k, n);
         c.size = slot_size(k);
         if (jh_code_add(jh, &c, &ids[k])) {
@@ -124,10 +155,13 @@ static void ours(struct row *r, size_t n)
             exit(1);
         }
     }
-    r->add = n > 1 ? (now_ns() - t0) / (double)(n - 1) : 0;
+    if (n == 1 || n / 2 == n - 1)
+        jh_code_add(jh, &t, &tid);
+    r->add = n > 1 ? (now_ns() - t0 - tt) / (double)(n - 1) : 0;
     r->first = time_bt(1);
     time_bt(200);
-    r->bt = time_bt(n >= 100000 ? 2000 : 5000);
+    r->bt = time_bt(llvm == 1 ? (n >= 100000 ? 5 : n >= 10000 ? 50 : 5000)
+                              : n >= 100000 ? 2000 : 5000);
     /* one more function on top of the code, then a backtrace: 100 times */
     size_t extra = 0;
     t0 = now_ns();
@@ -239,6 +273,29 @@ int main(void)
         jh__unwind_tune(0, strtoull(e, NULL, 10));
     if ((e = getenv("JH_BENCH_UNWIND_NAIVE_MAX")) && *e)
         naive_max = strtoull(e, NULL, 10);
+    if ((e = getenv("JH_BENCH_UNWIND_LLVM")) && *e == '1') {
+        void *lu = dlopen("libunwind.so.1", RTLD_NOW | RTLD_GLOBAL);
+        *(void **)&llvm_trace = lu ? dlsym(lu, "_Unwind_Backtrace") : NULL;
+        *(void **)&llvm_getip = lu ? dlsym(lu, "_Unwind_GetIP") : NULL;
+        if (!llvm_trace || !llvm_getip) {
+            printf("LLVM libunwind (libunwind.so.1) not found\n");
+            return 0;
+        }
+        llvm = 1;
+        walk = llvm_backtrace;
+        naive_max = 0;          /* LLVM does not see libgcc's registrations */
+        jh__unwind_force_mode(JH_UW_LLVM);
+    }
+    if ((e = getenv("JH_BENCH_UNWIND_LIBUNWIND")) && *e == '1') {
+        void *lu = dlopen("libunwind.so.8", RTLD_NOW | RTLD_GLOBAL);
+        *(void **)&walk = lu ? dlsym(lu, "unw_backtrace") : NULL;
+        if (!walk) {
+            printf("nongnu libunwind (libunwind.so.8) not found\n");
+            return 0;
+        }
+        llvm = 2;
+        naive_max = 0;          /* libunwind does not see libgcc's registrations */
+    }
     size_t maxn = 1;
     for (size_t i = 0; i < nn; i++)
         if (ns[i] > maxn)
@@ -273,10 +330,13 @@ int main(void)
     }
     struct jh__unwind_stats st;
     jh__unwind_get_stats(&st);
-    printf("backtrace() through one JIT frame (4 frames + libc), times in microseconds\n");
+    printf("%s through one JIT frame (4 frames + libc), times in microseconds\n",
+           llvm == 1 ? "LLVM libunwind's _Unwind_Backtrace" :
+           llvm == 2 ? "nongnu libunwind's unw_backtrace" : "backtrace()");
     printf("jitherald unwind channel, mode: %s\n",
            st.mode == JH_UW_LIST ? "libgcc list, grouped sorted runs" :
-           st.mode == JH_UW_PERFN ? "libgcc b-tree, one run per function" : "other");
+           st.mode == JH_UW_PERFN ? "libgcc b-tree, one run per function" :
+           st.mode == JH_UW_LLVM ? "LLVM libunwind, one FDE per function" : "other");
     printf("%9s | %-52s | %-38s | %s\n", "", "jitherald", "naive: __register_frame per function",
            "naive/ours");
     printf("%9s | %6s %8s %6s %5s %7s %7s %5s %4s | %6s %8s %8s %5s %7s | %8s\n", "functions",

@@ -76,6 +76,15 @@ struct uw_dyn_info {
 struct uw_seg;
 struct uw_ctx;
 
+/* Memory near JIT code for runs libunwind reads (see img_alloc): mmap'd, carved in order,
+ * unmapped when every run carved from it is freed. */
+struct uw_chunk {
+    uint8_t *base;
+    size_t size, used, refs;
+};
+#define CHUNK_SIZE ((size_t)4 << 20)
+#define NCHUNK 8
+
 /* One function with an FDE. */
 struct uw_fn {
     uintptr_t start, end;
@@ -91,6 +100,7 @@ struct uw_fn {
 struct uw_img {
     uint8_t *buf;
     size_t len, maplen;         /* maplen != 0: buf was mmap'd near the code */
+    struct uw_chunk *chunk;     /* or buf was carved from this chunk */
     void *ob[8];                /* libgcc's struct object (7 words in GCC 12), ours to keep */
     struct uw_dyn_info di;
     int32_t *table;             /* libunwind: (start - buf, fde - buf) pairs */
@@ -142,6 +152,7 @@ static struct {
     size_t cie_len;
     size_t max_fdes, max_runs;
     size_t live, dead, far;
+    struct uw_chunk *chunk[NCHUNK];     /* open for carving */
     uint64_t copied, rebuilds;
     size_t page;
 } U = { .lock = PTHREAD_MUTEX_INITIALIZER, .max_fdes = 8192, .max_runs = 64 };
@@ -156,7 +167,16 @@ static void img_free(struct uw_img *im)
 {
     if (!im)
         return;
-    if (im->maplen)
+    if (im->chunk) {
+        struct uw_chunk *c = im->chunk;
+        bool open = false;
+        for (int i = 0; i < NCHUNK; i++)
+            open |= U.chunk[i] == c;
+        if (--c->refs == 0 && !open) {
+            munmap(c->base, c->size);
+            free(c);
+        }
+    } else if (im->maplen)
         munmap(im->buf, im->maplen);
     else
         free(im->buf);
@@ -310,39 +330,97 @@ static bool fits(uintptr_t base, uintptr_t lo, uintptr_t hi, size_t len)
            len < INT32_MAX;
 }
 
-/* libunwind reads 32-bit offsets from the run to the code: place the run near the code. */
-static uint8_t *img_alloc(struct uw_img *im, size_t len, uintptr_t lo, uintptr_t hi,
-                          bool *near)
+/* Anonymous memory of len bytes within 2 GiB of [lo, hi), or MAP_FAILED. */
+static void *map_near(size_t len, uintptr_t lo, uintptr_t hi)
 {
-    uint8_t *p = malloc(len);
-    *near = p && fits((uintptr_t)p, lo, hi, len);
-    if (!U.dyn || *near || !p)
-        return p;
-    size_t ml = (len + U.page - 1) & ~(U.page - 1);
-    uintptr_t gap = (uintptr_t)1 << 20;
-    uintptr_t hints[4] = { 0, (hi + gap + U.page - 1) & ~(U.page - 1), 0,
-                           (hi + (gap << 8)) & ~(U.page - 1) };
-    if (lo > ml + gap)
-        hints[0] = (lo - ml - gap) & ~(U.page - 1);
-    if (lo > ml + (gap << 8))
-        hints[2] = (lo - ml - (gap << 8)) & ~(U.page - 1);
-    for (int i = 0; i < 4; i++) {
-        if (!hints[i])
-            continue;
-        void *q = mmap((void *)hints[i], ml, PROT_READ | PROT_WRITE,
+    uintptr_t gap = (uintptr_t)1 << 20, pm = ~(uintptr_t)(U.page - 1);
+    uintptr_t hints[5] = { 0, 0, (hi + gap + U.page - 1) & pm, 0, (hi + (gap << 8)) & pm };
+    if (lo > len + gap)
+        hints[1] = (lo - len - gap) & pm;
+    if (lo > len + (gap << 8))
+        hints[3] = (lo - len - (gap << 8)) & pm;
+    for (int i = 0; i < 5; i++) {
+        if (i && !hints[i])
+            continue;           /* hint 0: wherever the kernel puts mmaps, often near */
+        void *q = mmap((void *)hints[i], len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (q == MAP_FAILED)
             continue;
-        if (fits((uintptr_t)q, lo, hi, len)) {
-            free(p);
-            im->maplen = ml;
-            *near = true;
+        if (fits((uintptr_t)q, lo, hi, len))
             return q;
+        munmap(q, len);
+    }
+    return MAP_FAILED;
+}
+
+/* Carve len bytes near [lo, hi) from an open chunk, opening one if needed. */
+static uint8_t *chunk_alloc(struct uw_img *im, size_t len, uintptr_t lo, uintptr_t hi)
+{
+    len = (len + 15) & ~(size_t)15;
+    if (len > CHUNK_SIZE / 4)
+        return NULL;
+    int slot = -1;
+    for (int i = 0; i < NCHUNK; i++) {
+        struct uw_chunk *c = U.chunk[i];
+        if (!c) {
+            slot = slot < 0 ? i : slot;
+            continue;
         }
-        munmap(q, ml);
+        if (c->size - c->used >= len && fits((uintptr_t)c->base, lo, hi, c->size)) {
+            im->chunk = c;
+            c->refs++;
+            c->used += len;
+            return c->base + c->used - len;
+        }
+        if (slot < 0 || (U.chunk[slot] && U.chunk[slot]->used < c->used))
+            slot = i;           /* replace the fullest one if none is free */
+    }
+    struct uw_chunk *c = calloc(1, sizeof *c);
+    void *q = c ? map_near(CHUNK_SIZE, lo, hi) : MAP_FAILED;
+    if (q == MAP_FAILED) {
+        free(c);
+        return NULL;
+    }
+    c->base = q;
+    c->size = CHUNK_SIZE;
+    struct uw_chunk *old = U.chunk[slot];
+    U.chunk[slot] = c;
+    if (old && !old->refs) {
+        munmap(old->base, old->size);
+        free(old);
+    }
+    im->chunk = c;
+    c->refs = 1;
+    c->used = len;
+    return c->base;
+}
+
+/*
+ * libunwind reads 32-bit offsets from the run's address to its code and FDEs, so a run it
+ * is given must lie within 2 GiB of its code: malloc's heap is usually next to the
+ * program, terabytes away from mmap'd JIT code. Small runs are carved from chunks mapped
+ * near the code (an mmap per run cost 30-50 us per jh_code_add), big ones get their own.
+ */
+static uint8_t *img_alloc(struct uw_img *im, size_t len, uintptr_t lo, uintptr_t hi,
+                          bool *near)
+{
+    *near = false;
+    if (!U.dyn)
+        return malloc(len);
+    uint8_t *p = chunk_alloc(im, len, lo, hi);
+    if (p) {
+        *near = true;
+        return p;
+    }
+    size_t ml = (len + U.page - 1) & ~(U.page - 1);
+    void *q = map_near(ml, lo, hi);
+    if (q != MAP_FAILED) {
+        im->maplen = ml;
+        *near = true;
+        return q;
     }
     U.far++;
-    return p;
+    return malloc(len);
 }
 
 /* Build (not register) the run for fn[0..n), sorted by start. */

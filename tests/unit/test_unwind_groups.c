@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "jitherald.h"
@@ -29,6 +30,10 @@
 struct eh_bases { void *tbase, *dbase, *func; };
 typedef const void *find_fde_fn(void *pc, struct eh_bases *bases);
 static find_fde_fn *find_fde;
+/* test_unwind_libunwind.c: nongnu libunwind's view too (unw_get_proc_info_by_ip) */
+typedef int proc_info_fn(void *as, uintptr_t ip, void *pi, void *arg);
+static proc_info_fn *unw_pi;
+static void *unw_as;
 
 #define SLOT 32
 static uint8_t *area;           /* PROT_NONE: the code is described, never run */
@@ -65,20 +70,34 @@ static int del(size_t i)
 static size_t verify(size_t n, const char *phase, bool removed_too)
 {
     size_t bad = 0, live = 0;
+    if (unw_pi && removed_too) {
+        /* superseded libunwind entries stay linked 20 ms for walks under way */
+        usleep(25 * 1000);
+        CHECK_EQ(jh_flush(jh), 0);
+    }
     for (size_t i = 0; i < n; i++) {
         struct eh_bases b = { 0 };
         uint8_t *pc = area + i * SLOT + (ids[i] ? sizes[i] : slot_size(i)) - 1;
         const void *fde = find_fde(pc, &b);
+        uintptr_t pi[32] = { 0 };       /* unw_proc_info_t begins with start_ip, end_ip */
+        int pr = unw_pi ? unw_pi(unw_as, (uintptr_t)pc, pi, NULL) : 0;
         if (ids[i]) {
             live++;
             if (!fde || b.func != area + i * SLOT) {
                 if (bad++ < 5)
                     fprintf(stderr, "%s: slot %zu (%p): fde %p func %p\n", phase, i,
                             (void *)pc, fde, b.func);
+            } else if (unw_pi && (pr || pi[0] != (uintptr_t)(area + i * SLOT))) {
+                if (bad++ < 5)
+                    fprintf(stderr, "%s: slot %zu: libunwind says %d, start %#lx\n", phase, i,
+                            pr, (unsigned long)pi[0]);
             }
         } else if (removed_too && fde && b.func == area + i * SLOT) {
             if (bad++ < 5)
                 fprintf(stderr, "%s: removed slot %zu still has an FDE\n", phase, i);
+        } else if (removed_too && unw_pi && !pr && pi[0] == (uintptr_t)(area + i * SLOT)) {
+            if (bad++ < 5)
+                fprintf(stderr, "%s: removed slot %zu still known to libunwind\n", phase, i);
         }
     }
     struct jh__unwind_stats st;
@@ -191,6 +210,9 @@ int main(void)
     printf("mode %d\n", st.mode);
     if (UW_FORCE)
         CHECK_EQ(st.mode, UW_FORCE);
+#ifdef UW_DYN
+    CHECK_EQ(st.libunwind, 1);
+#endif
     if (!find_fde)
         find_fde = (find_fde_fn *)dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
     if (!find_fde) {    /* a C program: libgcc_s is loaded by the channel (as by backtrace()) */
