@@ -259,9 +259,13 @@ static void drop(struct al_state *st, bool at_limit)
         write_limit_record(st);
 }
 
+/* Once the limit is hit the log ends there: a smaller record that would still fit is
+ * dropped too, so nothing follows the `limit` record but `close`. */
 static uint8_t *reserve(struct al_state *st, size_t len)
 {
-    uint8_t *p = len - AL_FRAME_HDR <= UINT32_MAX ? reserve_below(st, len, st->data_limit) : NULL;
+    uint8_t *p = NULL;
+    if (len - AL_FRAME_HDR <= UINT32_MAX && !atomic_load_explicit(&st->full, memory_order_relaxed))
+        p = reserve_below(st, len, st->data_limit);
     if (!p)
         drop(st, !atomic_load_explicit(&st->stuck, memory_order_relaxed));
     return p;
@@ -289,9 +293,9 @@ static int put_buf(struct al_state *st, const struct jh_buf *b, uint64_t cap)
 /* A record built under the lock, or counted as dropped. */
 static void put_record(struct al_state *st, const struct jh_buf *b)
 {
-    int err = put_buf(st, b, st->data_limit);
+    int err = atomic_load(&st->full) ? -ENOSPC : put_buf(st, b, st->data_limit);
     if (err < 0)
-        drop(st, err == -ENOSPC);
+        drop(st, err == -ENOSPC && !atomic_load(&st->stuck));
 }
 
 /* ---- common record fields --------------------------------------------------------------- */

@@ -239,7 +239,8 @@ static void test_limit(void)
     int ok = 0;
     for (int i = 0; i < 200; i++)
         ok += jh_log_memory(ctx, blob, sizeof blob, "blob") == 0;
-    CHECK_EQ(ok, 200);          /* the VM never sees an error for a full log */
+    ok += jh_log_event(ctx, "small", NULL, 0) == 0;     /* would fit, but the log has ended */
+    CHECK_EQ(ok, 201);          /* the VM never sees an error for a full log */
     jh_close(ctx);
     size_t n;
     uint8_t *d = slurp("lim", getpid(), &n);
@@ -252,7 +253,9 @@ static void test_limit(void)
     CHECK(lf.limit_hit);
     CHECK(lf.closed);
     CHECK(lf.nmems > 50 && lf.nmems < 70);
-    CHECK_EQ(lf.dropped, 200 - lf.nmems);
+    CHECK_EQ(lf.dropped, 200 + 1 - lf.nmems);
+    /* The log ends at the limit: only `close` follows the `limit` record. */
+    CHECK(lf.nrecs >= 2 && lf.recs[lf.nrecs - 2].kind == LR_LIMIT);
     log_free(&lf);
     free(d);
 }
