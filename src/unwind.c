@@ -32,7 +32,9 @@
  *     ranges grouping needs. Told apart at run time: register two runs for one range and
  *     deregister the second; the list gives back the second object, the b-tree (which
  *     refused the duplicate key) the first.
- *   - LLVM libunwind (__unw_add_dynamic_fde present): one FDE per call, no CIE.
+ *   - LLVM libunwind (__unw_add_dynamic_fde present): one FDE per call, no CIE; fed as
+ *     well as libgcc when a process holds both. Its FDE cache is an array searched
+ *     linearly: per-function FDEs do not scale there (docs/unwind.md).
  *   - nongnu libunwind (if the program links it: _U_dyn_register present) never sees the
  *     above, walks its own list of unw_dyn_info_t for every frame, lock-free, and takes the
  *     first range that matches: the same disjoint runs go there too, as REMOTE_TABLE (a
