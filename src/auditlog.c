@@ -132,17 +132,18 @@ static int grow(struct al_state *st, uint64_t need)
 }
 
 /*
- * The helper thread keeps the file allocated and its pages mapped AL_AHEAD bytes past the
- * tail. The first store into each new page of the file costs a page fault that allocates
- * a page-cache page (4-5 us per page on the machine this was measured on: more than the
- * rest of the record for every ~60 small events); MADV_POPULATE_WRITE does that work in
- * this thread, so the VM's threads find the pages mapped. Writers nudge it when the tail
- * comes within a chunk of what is populated; writers that outrun it grow the file
- * themselves. Measured (bench/auditlog): with the VM working between events, the VM
- * thread's kernel time per event drops from ~70 ns to ~0. JITHERALD_AUDITLOG_HELPER=0
- * (read when the log is opened) runs without it.
+ * The helper thread keeps the file allocated and its pages mapped ahead of the tail, by as
+ * much as has been written (64 KiB to AL_AHEAD, so a short log does not pay for megabytes
+ * of pages). The first store into each new page of the file costs a page fault that
+ * allocates a page-cache page (4-5 us per page where this was measured: more than the rest
+ * of the record for every ~60 small events); MADV_POPULATE_WRITE does that work in this
+ * thread, so the VM's threads find the pages mapped. Writers nudge it when they have used
+ * half of what it populated; writers that outrun it grow the file themselves. Measured
+ * (bench/auditlog, VM working between events): the VM thread's page faults drop from 21
+ * to ~0 per 1000 events. JITHERALD_AUDITLOG_HELPER=0 (read at open) runs without it.
  */
 #define AL_AHEAD (2 * (uint64_t)AL_CHUNK)
+#define AL_AHEAD_MIN ((uint64_t)64 << 10)
 
 static void *ahead_main(void *arg)
 {
@@ -157,15 +158,19 @@ static void *ahead_main(void *arg)
         if (atomic_load(&st->stuck))
             continue;
         uint64_t tail = atomic_load_explicit(&st->tail, memory_order_relaxed);
-        uint64_t target = chunk_end(st, tail + AL_AHEAD);
+        uint64_t ahead = tail < AL_AHEAD_MIN ? AL_AHEAD_MIN : tail > AL_AHEAD ? AL_AHEAD : tail;
+        uint64_t target = (tail + ahead + 4095) & ~(uint64_t)4095;
+        if (target > st->limit)
+            target = st->limit;
         uint64_t size = atomic_load_explicit(&st->file_size, memory_order_relaxed);
+        uint64_t alloc_to = chunk_end(st, target);
         uint64_t from = tail & ~(uint64_t)4095;     /* never behind the writers */
         if (st->ahead_populated > from)
             from = st->ahead_populated;
         /* Unlocked while the kernel works: a writer that needs the space now grows the file
          * itself (allocating a range twice is harmless). */
         pthread_mutex_unlock(&st->grow_lock);
-        int err = target > size ? allocate(st, size, target) : 0;
+        int err = alloc_to > size ? allocate(st, size, alloc_to) : 0;
 #ifdef MADV_POPULATE_WRITE
         if (!err && target > from)
             madvise(st->map + from, target - from, MADV_POPULATE_WRITE);
@@ -173,9 +178,9 @@ static void *ahead_main(void *arg)
         pthread_mutex_lock(&st->grow_lock);
         if (err)
             continue;           /* the writers meet the error themselves; no more nudges */
-        grown(st, target);
+        grown(st, alloc_to);
         st->ahead_populated = target;
-        atomic_store_explicit(&st->ahead_mark, target < st->limit ? target - AL_CHUNK : UINT64_MAX,
+        atomic_store_explicit(&st->ahead_mark, target < st->limit ? target - ahead / 2 : UINT64_MAX,
                               memory_order_relaxed);
     }
     pthread_mutex_unlock(&st->grow_lock);
