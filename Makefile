@@ -35,7 +35,7 @@ LIB_A    := $(BUILD)/libjitherald.a
 LIB_SO   := $(BUILD)/$(SONAME)
 
 # The CLI's offline tools may use libraries the library itself never needs.
-TOOL_PKGS := $(shell for p in libdw capstone msgpack-c; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
+TOOL_PKGS := $(shell for p in libdw capstone; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
 TOOL_CFLAGS := $(if $(TOOL_PKGS),$(shell pkg-config --cflags $(TOOL_PKGS)),) \
                $(foreach p,$(TOOL_PKGS),-DJH_HAVE_$(shell echo $(p) | tr a-z- A-Z_)=1)
 TOOL_LIBS := $(if $(TOOL_PKGS),$(shell pkg-config --libs $(TOOL_PKGS)),)

@@ -11,7 +11,7 @@ $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential g++ clang make pkg-config binutils file procps psmisc util-linux \
     gdb lldb valgrind linux-perf \
-    llvm-14 llvm-14-dev libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev \
+    llvm-14 llvm-14-dev libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev \
     chromium fonts-dejavu-core >/dev/null
 # perf record as a normal user needs perf_event_paranoid <= 2 (Debian ships 3).
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 0)" -gt 2 ]; then
