@@ -8,9 +8,10 @@
  * attaching at the end would read.
  *
  *   gdb                     the table for N = 1k, 10k, 100k
- *   gdb --run N MODE        one run (MODE: immediate, defer or single); prints
+ *   gdb --run N MODE [remove]  one run (MODE: immediate, defer or single); prints
  *                           "MODE N functions: S s, I images" — bench/gdb.sh times this
- *                           under `gdb -batch -ex run`
+ *                           under `gdb -batch -ex run`; with `remove`, then removes
+ *                           every function (GC-like order) and prints that time first
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@ static size_t count_images(void)
 }
 
 static double remove_ns;   /* last run_ours: ns per jh_code_remove of every function */
+static int do_remove = 1;
 
 /* Our channel through the public API. */
 static double run_ours(size_t n, int defer, size_t *images)
@@ -97,7 +99,7 @@ static double run_ours(size_t n, int defer, size_t *images)
     *images = count_images();
     /* remove in a scattered order (every 7th, then the next...), as a GC would */
     double t1 = now();
-    for (size_t k = 0; k < 7; k++)
+    for (size_t k = 0; k < 7 && do_remove; k++)
         for (size_t i = k; i < n; i += 7)
             jh_code_remove(jh, ids[i]);
     jh_flush(jh);
@@ -167,9 +169,12 @@ static double run_mode(const char *mode, size_t n, size_t *images)
 int main(int argc, char **argv)
 {
     size_t images;
-    if (argc == 4 && !strcmp(argv[1], "--run")) {
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "--run")) {
         size_t n = strtoul(argv[2], NULL, 10);
+        do_remove = argc == 5 && !strcmp(argv[4], "remove");
         double t = run_mode(argv[3], n, &images);
+        if (do_remove)
+            printf("%s %zu removals: %.3f s\n", argv[3], n, remove_ns * (double)n / 1e9);
         printf("%s %zu functions: %.3f s, %zu images\n", argv[3], n, t, images);
         return 0;
     }

@@ -42,9 +42,9 @@
  *     collected and registered as one image at jh_flush() or when `cap` functions are
  *     pending; the JIT calls jh_flush() before running new code. One stop per image: 100k
  *     functions under gdb in well under a second.
- *   - removals while no debugger listens only mark their image dirty (a GC sweep would
- *     otherwise rebuild a big image per removal); dirty images are rebuilt before a
- *     debugger can look (it appears, or new code takes the addresses, or jh_flush).
+ *   - a removal rebuilds its image at once only when a debugger listens and the image is
+ *     small; otherwise it waits (a GC sweep would rebuild a big image per removal) until a
+ *     quarter of the image is dead, new code takes the addresses, or jh_flush().
  *
  * Attaching: gdb walks the list. LLDB 14 walks it too but then drops what it read (its
  * module list is reset at the end of the attach), so on our first call after a debugger
@@ -100,6 +100,7 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 #define NCLASS 4                /* < 16, < 256, < 4096, more: functions per image */
 #define DEFAULT_CAP 1024
 #define MAX_CAP 16384
+#define LAZY_MIN 64             /* removals from images this big wait even under a debugger */
 
 /* What the debugger sees of one image: its list entry and the ELF bytes. Allocated per
  * registration, freed only after the unregister call has returned. */
@@ -113,8 +114,8 @@ struct img {
     struct jh_entry **fns;      /* sorted by start */
     size_t n;
     int cls;                    /* size class; NCLASS: full (n >= cap) */
-    bool dirty;                 /* fns changed since pub was built (deferred mode, or a
-                                   removal while no debugger listened) */
+    bool dirty;                 /* fns changed since pub was built (see img_changed) */
+    size_t ndead;               /* functions removed since then */
     struct img *prev, *next;    /* in its class list */
 };
 
@@ -351,6 +352,7 @@ static int img_rebuild(struct gdb_state *st, struct img *im)
         im->dirty = false;
         st->ndirty--;
     }
+    im->ndead = 0;
     if (!im->n) {
         class_unlink(st, im);
         img_free(st, im);
@@ -401,10 +403,12 @@ static int maybe_merge(struct gdb_state *st, int c)
 }
 
 /* The image's function set changed (n was old_n): reclassify, then rebuild it now, or
- * mark it dirty and rebuild it later. Later is fine for code that was removed while no
- * debugger listens (nobody holds the image; a stale name on freed code harms no one until
- * the address is reused, which gdb_add checks) and for anything in deferred mode; it
- * turns a GC sweep from O(image) per removal into O(1). [lo, hi): the removed code. */
+ * mark it dirty and rebuild it later. Rebuilding a big image per removal made a GC sweep
+ * cost 0.1-0.9 ms per removal without a debugger, and ~5 ms with gdb attached (it reads
+ * the whole image again). So a removal waits (may_wait) unless a debugger listens and the
+ * image is small; a waiting image is rebuilt once a quarter of it is dead, when new code
+ * lands on the removed addresses (gdb_add), at jh_flush, or in a merge. Until then a
+ * debugger may still name freed code, which nothing runs. [lo, hi): the removed code. */
 static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool may_wait,
                        uintptr_t lo, uintptr_t hi)
 {
@@ -413,17 +417,20 @@ static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool 
     class_unlink(st, im);
     im->n = n;
     class_link(st, im);
-    if (n && (st->defer || (may_wait && !hook_trapped()))) {
+    bool wait = st->defer || (may_wait && (old_n >= LAZY_MIN || !hook_trapped()));
+    if (n && wait) {
         if (!im->dirty)
             st->ndirty++;
         im->dirty = true;
+        im->ndead += old_n - n;
         if (hi > lo) {
             if (st->dead_hi <= st->dead_lo || lo < st->dead_lo)
                 st->dead_lo = lo;
             if (hi > st->dead_hi)
                 st->dead_hi = hi;
         }
-        return 0;
+        if (st->defer || im->ndead * 4 < n + im->ndead)
+            return 0;
     }
     int c = im->cls;
     int err = img_rebuild(st, im);
@@ -448,13 +455,13 @@ static int rebuild_dirty(struct gdb_state *st)
     return 0;
 }
 
-/* Images still naming removed code must go before a debugger can see them or before new
- * code takes the addresses (two images claiming one address confuse both debuggers). */
+/* Images still naming removed code must go before new code takes the addresses: two
+ * images claiming one address confuse both debuggers. */
 static int settle(struct gdb_state *st, uintptr_t lo, uintptr_t hi)
 {
     if (!st->ndirty || st->defer)
         return 0;
-    if (hook_trapped() || (lo < st->dead_hi && st->dead_lo < hi))
+    if (lo < st->dead_hi && st->dead_lo < hi)
         return rebuild_dirty(st);
     return 0;
 }
@@ -556,9 +563,6 @@ static int gdb_remove(void *state, struct jh_entry *e)
         }
         return 0;
     }
-    int err = settle(st, 0, 0);
-    if (err)
-        return err;
     size_t i = img_find(im, e, e->start);
     if (i == im->n)
         return -EFAULT;     /* bookkeeping lost: let the core switch the channel off */

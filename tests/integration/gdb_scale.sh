@@ -3,6 +3,8 @@
 # gdb itself (`maint info sections -all-objects` lists every objfile): 50,000 functions in
 # deferred mode and 5,000 in the default immediate mode give at most a few dozen JIT
 # objfiles, the run finishes in bounded time, and names and lines are right at the far end.
+# Then the demo JIT removes every function one by one (--remove) under gdb: big images are
+# not rebuilt per removal (that took ~5 ms each with gdb attached).
 set -eu
 B=$JH_BUILD
 command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
@@ -14,14 +16,15 @@ gen() { # n file: n functions g0..g{n-1}, 3 lines each, then main calling the la
         printf "fn main() {\n    return callback(g%d(1))\n}\n", n - 1 }' > "$2"
 }
 
-run() { # name n defer max-objfiles max-seconds
-    local name=$1 n=$2 defer=$3 maxobj=$4 maxsec=$5 mid=$(($2 / 2))
+run() { # name n defer max-objfiles max-seconds max-seconds-for-removing
+    local name=$1 n=$2 defer=$3 maxobj=$4 maxsec=$5 maxrm=$6 mid=$(($2 / 2))
     gen "$n" "$T/$name.mini"
     local t0=$SECONDS
     JITHERALD=gdb JITHERALD_GDB_DEFER=$defer timeout 300 gdb -q -nx -batch \
         -ex 'break mj__builtin_callback' -ex run -ex bt -ex "info line g$mid" \
-        -ex 'maint info sections -all-objects' \
-        --args "$B/examples/minijit" "$T/$name.mini" > "$T/$name" 2>&1 || true
+        -ex 'maint info sections -all-objects' -ex 'delete' \
+        -ex 'shell echo T1 $(date +%s%N)' -ex continue -ex 'shell echo T2 $(date +%s%N)' \
+        --args "$B/examples/minijit" --remove "$T/$name.mini" > "$T/$name" 2>&1 || true
     local dt=$((SECONDS - t0)) nobj
     nobj=$(grep -c "Object file: .<in-memory" "$T/$name" || true)
     grep -v -e '^ *\[' -e '^ *0x' "$T/$name" | head -30
@@ -30,8 +33,13 @@ run() { # name n defer max-objfiles max-seconds
     grep -Eq "^Line $((3 * mid + 1)) of \".*$name\.mini\" starts at address 0x[0-9a-f]+ <g$mid>" "$T/$name"
     [ "$nobj" -ge 1 ] && [ "$nobj" -le "$maxobj" ] || { echo "FAIL: $nobj objfiles"; exit 1; }
     [ "$dt" -le "$maxsec" ] || { echo "FAIL: took ${dt}s"; exit 1; }
+    grep -q "exited normally" "$T/$name"            # then removed everything, one by one
+    local rm_ms=$(( ($(sed -n 's/^T2 //p' "$T/$name") - $(sed -n 's/^T1 //p' "$T/$name")) / 1000000 ))
+    echo "$name: removing all $n one by one under gdb (and exiting): ${rm_ms} ms"
+    [ "$rm_ms" -le $((maxrm * 1000)) ] || { echo "FAIL: removal too slow"; exit 1; }
+    ! grep -q 'Unable to find JITed code' "$T/$name"
     echo "PASS $name"
 }
 
-run deferred 50000 1 60 120
-run immediate 5000 0 60 150
+run deferred 50000 1 60 120 20
+run immediate 5000 0 60 150 5      # rebuilding big images per removal took 11 s here
