@@ -3,7 +3,7 @@
 # (`break c` before `run`) hits; the backtrace names every JIT frame with calls.mini:LINE
 # down to the C main; `info line *$pc`, `disassemble`, `up`, `finish` work. Run twice:
 # the default (immediate) mode and the deferred mode (JITHERALD_GDB_DEFER=1, minijit
-# flushes before running main).
+# flushes before running main), then with every channel on.
 set -eu
 B=$JH_BUILD; R=$JH_ROOT
 command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
@@ -23,7 +23,7 @@ check() { # file
     local o=$1
     # the pending breakpoint resolved and hit, after the prologue, at the first statement
     grep -q 'Breakpoint 1 (c) pending' "$o"
-    grep -Eq '^Breakpoint 1, c \(\) at .*calls\.mini:6' "$o"
+    grep -Eq '(^|hit )Breakpoint 1, c \(\) at .*calls\.mini:6' "$o"
     # the whole chain, each frame with its file:line, down to the host's main
     grep -Eq '^#0  c \(\) at .*calls\.mini:6$' "$o"
     grep -Eq '^#1  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
@@ -52,4 +52,9 @@ cat "$T/immediate"
 check "$T/immediate"
 run_gdb JITHERALD_GDB_DEFER=1 > "$T/deferred"
 check "$T/deferred" || { cat "$T/deferred"; exit 1; }
+# every channel at once: elfmap swaps the code pages for file mappings while gdb has
+# breakpoints in them, the unwind channel registers the same code with libgcc
+mkdir "$T/dir"
+run_gdb JITHERALD=all JITHERALD_DIR="$T/dir" > "$T/all"
+check "$T/all" || { cat "$T/all"; exit 1; }
 echo PASS
