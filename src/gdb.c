@@ -211,6 +211,34 @@ static void check_debugger(void)
     atomic_store_explicit(&listening, now, memory_order_relaxed);
 }
 
+/* Entries we linked, all contexts (list_lock). A list longer than that has another JIT's
+ * entries in it: statically linked next to us, its listener resolved the descriptor to
+ * ours and edits it under its own lock (docs/gdb.md). Checked every 256 edits; said once. */
+static size_t our_entries;
+static unsigned edits;
+static _Atomic int foreign;     /* 0 no, 1 found, 2 reported */
+
+static void check_foreign(void)
+{
+    if (++edits % 256 != 1 || atomic_load_explicit(&foreign, memory_order_relaxed))
+        return;
+    size_t n = 0;
+    for (struct jit_code_entry *ce = jh__gdb_descriptor.first_entry; ce; ce = ce->next_entry)
+        n++;
+    if (n != our_entries)
+        atomic_store_explicit(&foreign, 1, memory_order_relaxed);
+}
+
+static void report_foreign(jh_ctx *ctx)
+{
+    int one = 1;
+    if (atomic_load_explicit(&foreign, memory_order_relaxed) == 1 &&
+        atomic_compare_exchange_strong(&foreign, &one, 2))
+        jh__log(ctx, JH_LOG_WARN, "gdb: another JIT adds entries to jitherald's "
+                "__jit_debug_descriptor list (statically linked with us?) under its own lock: "
+                "concurrent registrations can corrupt it; link libjitherald.so instead");
+}
+
 static void pub_free(struct pub *p)
 {
     if (p) {
@@ -244,11 +272,17 @@ static void publish(struct pub *add, struct pub *const *drop, size_t ndrop)
 {
     pthread_mutex_lock(&list_lock);
     check_debugger();
-    if (add)
+    if (add) {
         list_add(&add->ce);
-    for (size_t i = 0; i < ndrop; i++)
-        if (drop[i])
+        our_entries++;
+    }
+    for (size_t i = 0; i < ndrop; i++) {
+        if (drop[i]) {
             list_remove(&drop[i]->ce);
+            our_entries--;
+        }
+    }
+    check_foreign();
     jh__gdb_descriptor.relevant_entry = NULL;
     jh__gdb_descriptor.action_flag = JIT_NOACTION;
     pthread_mutex_unlock(&list_lock);
@@ -508,6 +542,7 @@ static int gdb_flush(void *state)
         if ((err = maybe_merge(st, im->cls)))
             return err;
     }
+    report_foreign(st->ctx);
     return 0;
 }
 
@@ -544,6 +579,7 @@ static int gdb_add(void *state, struct jh_entry *e)
         free(fns);
         return err;
     }
+    report_foreign(st->ctx);
     return maybe_merge(st, 0);
 }
 

@@ -3,7 +3,8 @@
 # __jit_debug_descriptor@@LLVM_14) and jitherald's gdb channel. gdb finds a descriptor in
 # every objfile, so it names the code of both JITs; we never touch LLVM's list. When
 # libLLVM comes first in the link order, jh_open warns that lldb will watch LLVM's
-# interface only; when libjitherald comes first, lldb names our code.
+# interface only; when libjitherald comes first, lldb names our code. Statically linked,
+# LLVM's listener shares our list; we say so.
 set -eu
 B=$JH_BUILD; R=$JH_ROOT
 command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
@@ -93,6 +94,22 @@ done
 grep -q 'also defines __jit_debug_descriptor and comes first' "$T/llvm_first.gdb"
 ! grep -q 'also defines __jit_debug_descriptor' "$T/jh_first.gdb"
 echo "PASS the warning names the case where lldb would not see us"
+
+# Static: LLVM 14's static GDB listener only references the two symbols, so it resolves
+# them to ours and edits our list (under its own lock). Both JITs are named; jitherald warns.
+c++ -g -O0 -x c -I"$R/include" $(llvm-config-14 --cflags) "$T/coexist.c" -x none -o "$T/static" \
+    "$B/libjitherald.a" $(llvm-config-14 --link-static --ldflags --libs orcjit native) \
+    $(llvm-config-14 --link-static --system-libs) -lpthread -ldl 2> "$T/static.err" ||
+    { grep -v warning "$T/static.err" | head; exit 1; }
+{
+    JITHERALD=gdb JITHERALD_DEBUG=1 timeout 120 gdb -q -nx -batch -ex 'break stop_here' -ex run \
+        -ex 'info symbol llvm_code' -ex 'info symbol jh_code' "$T/static" > "$T/static.gdb" 2>&1 || true
+    cat "$T/static.gdb"
+    grep -Eq '^llvm_fn in section \.text of <in-memory@0x' "$T/static.gdb"
+    grep -Eq '^jh_fn in section \.text of <in-memory@0x' "$T/static.gdb"
+    grep -q "another JIT adds entries to jitherald's __jit_debug_descriptor list" "$T/static.gdb"
+    echo "PASS static link: one shared list, both named, the hazard reported"
+}
 
 if command -v lldb >/dev/null; then
     JITHERALD=gdb timeout 120 lldb --no-lldbinit -b -o 'b stop_here' -o run -o 'frame variable jh_code' \
