@@ -55,6 +55,8 @@
  * dynamic linker can never bind our list edits to someone else's list (whose lock we do
  * not hold). GDB reads a descriptor in every objfile, so it sees both. LLDB watches only
  * the first it finds: jh_open logs a warning naming the other library when it comes first.
+ * Statically linked, LLVM's listener may resolve the symbols to ours and edit our list under
+ * its own lock: we notice foreign entries and warn (docs/gdb.md).
  */
 #include <dlfcn.h>
 #include <stdlib.h>
