@@ -55,8 +55,9 @@ struct jh_elf_spec {
     const struct jh_entry *const *fns;
     size_t nfns;
     enum jh_elf_text text;
-    /* The .text range. NOBITS: 0/0 means one .text section (and PT_LOAD) per run of
-     * adjacent functions, with exact bounds, so images never claim each other's code.
+    /* The .text range. NOBITS: 0/0 means one .text section (and PT_LOAD unless
+     * JH_ELF_NO_PHDRS) per run of adjacent functions, with exact bounds, so images never
+     * claim each other's code.
      * COPY: required, and text_addr must be a multiple of page_size (the range is what
      * gets mapped). */
     uintptr_t text_addr;
