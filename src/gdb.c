@@ -615,12 +615,22 @@ static int gdb_move(void *state, struct jh_entry *e, uintptr_t old_start)
     struct img *im = e->chan[JH_CH_GDB];
     if (!im)
         return 0;           /* pending: its image is built from e->start at the flush */
-    int err = settle(st, e->start, e->start + e->size);
-    if (err)
-        return err;
     size_t i = img_find(im, e, old_start);
     if (i == im->n)
         return -EFAULT;
+    if (st->defer || im->n >= LAZY_MIN) {
+        /* A compacting GC moves many functions: rebuilding a big image for each (and, with
+         * a debugger, making it read the image again) costs milliseconds per move. Leave
+         * the old address to the lazy removal path and announce the code anew: a
+         * one-function image now (or pending, deferred), merged later as usual. */
+        memmove(im->fns + i, im->fns + i + 1, (im->n - i - 1) * sizeof *im->fns);
+        im->n--;
+        int err = img_changed(st, im, im->n + 1, true, old_start, old_start + e->size);
+        return err ? err : gdb_add(st, e);
+    }
+    int err = settle(st, e->start, e->start + e->size);
+    if (err)
+        return err;
     /* keep fns sorted: slide e to its new place */
     while (i > 0 && im->fns[i - 1]->start > e->start) {
         im->fns[i] = im->fns[i - 1];

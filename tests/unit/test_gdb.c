@@ -245,6 +245,45 @@ static void test_deferred(void)
     munmap(code, N * FN_SIZE);
 }
 
+/* Moving code out of a big image: announced at its new address at once (a one-function
+ * image), the old address left to the lazy removal path, gone at jh_flush. */
+static void test_move_big(void)
+{
+    enum { N = 300 };
+    uint8_t *code = code_region(N + 8);
+    static uint64_t ids[N];
+    char name[32];
+    jh_ctx *jh = open_gdb(0);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "m%d", i);
+        ids[i] = add_fn(jh, code + (size_t)i * FN_SIZE, name, 1);
+    }
+    snapshot();
+    size_t before = nimages;
+    uint8_t *to = code + (size_t)(N + 4) * FN_SIZE;
+    memcpy(to, code + 5 * FN_SIZE, FN_SIZE);
+    CHECK_EQ(jh_code_move(jh, ids[5], to), 0);      /* m5 sits in the 256-function image */
+    snapshot();
+    CHECK_EQ(count_named("m5", (uintptr_t)to), 1);
+    CHECK(count_named("m5", (uintptr_t)(code + 5 * FN_SIZE)) <= 1);
+    CHECK(nimages <= before + 1);
+    CHECK_EQ(jh_flush(jh), 0);
+    snapshot();
+    CHECK_EQ(count_named("m5", 0), 1);
+    CHECK_EQ(count_named("m5", (uintptr_t)to), 1);
+    CHECK_EQ(nview, N);
+    /* new code on the old address settles the stale image first */
+    memcpy(code + 6 * FN_SIZE, code, FN_SIZE);
+    CHECK_EQ(jh_code_move(jh, ids[6], code + (size_t)(N + 6) * FN_SIZE), 0);
+    add_fn(jh, code + 6 * FN_SIZE, "newcomer", 1);
+    snapshot();
+    CHECK_EQ(count_named("m6", (uintptr_t)(code + 6 * FN_SIZE)), 0);
+    CHECK_EQ(count_named("newcomer", (uintptr_t)(code + 6 * FN_SIZE)), 1);
+    CHECK_EQ(count_named("m6", (uintptr_t)(code + (size_t)(N + 6) * FN_SIZE)), 1);
+    jh_close(jh);
+    munmap(code, (N + 8) * FN_SIZE);
+}
+
 /* Several contexts (one per JIT engine) in several threads share the one list. */
 enum { NT = 4, PER = 400 };
 static uint8_t *tcode;
@@ -334,6 +373,7 @@ int main(void)
     CHECK(*(volatile uint8_t *)(uintptr_t)__jit_debug_register_code != 0);
     test_immediate();
     test_deferred();
+    test_move_big();
     test_threads();
     test_verify();
     free(view);
