@@ -58,11 +58,16 @@ static uint8_t *region(size_t n)
     return p;
 }
 
+static size_t image_bytes;  /* last count_images: bytes of all images */
+
 static size_t count_images(void)
 {
     size_t n = 0;
-    for (const struct jit_code_entry *e = __jit_debug_descriptor.first_entry; e; e = e->next_entry)
+    image_bytes = 0;
+    for (const struct jit_code_entry *e = __jit_debug_descriptor.first_entry; e; e = e->next_entry) {
         n++;
+        image_bytes += e->symfile_size;
+    }
     return n;
 }
 
@@ -175,7 +180,8 @@ int main(int argc, char **argv)
         double t = run_mode(argv[3], n, &images);
         if (do_remove)
             printf("%s %zu removals: %.3f s\n", argv[3], n, remove_ns * (double)n / 1e9);
-        printf("%s %zu functions: %.3f s, %zu images\n", argv[3], n, t, images);
+        printf("%s %zu functions: %.3f s, %zu images, %.0f bytes per function\n", argv[3], n,
+               t, images, (double)image_bytes / (double)n);
         return 0;
     }
     printf("gdb channel, in-process cost per function, no debugger attached\n");

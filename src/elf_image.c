@@ -254,6 +254,15 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     /* ---- write: reserve once so out->p does not move from here on ---- */
     jh__buf_align(out, 8);
     start = out->len;
+    if (!out->p && !out->err) {
+        /* a fresh buffer gets exactly the image: debuggers' images live as long as their
+         * code, and jh_buf's doubling would leave up to half of each one unused */
+        if (!(out->p = malloc(total))) {
+            err = out->err = -ENOMEM;
+            goto fail;
+        }
+        out->cap = total;
+    }
     if ((err = jh__buf_reserve(out, total)))
         goto fail;
     if (!copy && want_eh)
