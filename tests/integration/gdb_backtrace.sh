@@ -13,8 +13,9 @@ run_gdb() { # mode-env... -- output file
     env JITHERALD=gdb "$@" timeout 120 gdb -q -nx -batch \
         -ex 'set breakpoint pending on' -ex 'set pagination off' \
         -ex 'break c' -ex run -ex bt -ex 'info line *$pc' \
-        -ex 'disassemble a' -ex 'info symbol a' \
+        -ex 'disassemble a' -ex 'info symbol a' -ex 'list c' \
         -ex 'break mj__builtin_callback' -ex continue -ex bt -ex up -ex 'info frame' \
+        -ex up -ex down \
         -ex finish \
         --args "$B/examples/minijit" "$R/examples/minijit/calls.mini" 2>&1
 }
@@ -35,12 +36,15 @@ check() { # file
     grep -q 'Dump of assembler code for function a:' "$o"
     grep -Eq '<\+0>:.push +%rbp' "$o"
     grep -Eq '^a in section \.text of <in-memory@0x' "$o"
+    grep -Eq '^5\s+fn c\(x\) \{' "$o"                 # `list c` shows the JIT source
     # from C code called by JIT code: unwinding back through the JIT frames
     grep -Eq '^#1  0x[0-9a-f]+ in c \(\) at .*calls\.mini:7$' "$o"
     grep -Eq '^#2  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
     grep -Eq '^#4  0x[0-9a-f]+ in main \(\) at .*calls\.mini:22$' "$o"
     # `up` into c, source shown from the file; `finish` returns into b
     grep -Eq '^7\s+return callback\(y \+ 1\)' "$o"
+    grep -Eq '^#2  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"  # `up` twice
+    grep -Eq '^12\s+return c\(t\) \+ 1' "$o"
     grep -Eq '^0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
     ! grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in \?\? \(\)' "$o"
     ! grep -q 'outside of ELF segments' "$o"
