@@ -133,7 +133,7 @@ $(BUILD)/fuzz/%: fuzz/%.c fuzz/driver.c $(LIB_A) $(TOOL_OBJ)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -Itools $(LDFLAGS) -o $@ $< fuzz/driver.c \
 	    $(filter-out $(BUILD)/tools/main.o,$(TOOL_OBJ)) $(LIB_A) $(TOOL_LIBS) $(LIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIB_A) $(MJ_A)
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) $(MJ_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS) -lm

@@ -11,26 +11,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "jitherald.h"
 
 #define RUNS 5
 static char *region;
 static char (*names)[24];   /* made up front so the loops time only the calls */
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v) { qsort(v, RUNS, sizeof *v, cmp); return v[RUNS / 2]; }
+static double now(void) { return bench_now_ns(); }
+static double median(double *v) { return bench_median(v, RUNS); }
 
 static void map_path(char *buf, size_t n) { snprintf(buf, n, "/tmp/perf-%d.map", (int)getpid()); }
 

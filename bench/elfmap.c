@@ -23,16 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "jitherald.h"
 
 #define STRIDE 16
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+static double now(void) { return bench_now_ns(); }
 
 static uint8_t *make_code(size_t n, uint32_t iters)
 {

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "jitherald.h"
 
 #define RUNS 5
@@ -28,18 +29,7 @@ static uint8_t *region;
 static char (*names)[32];
 static const char *files[] = { "bench.mini" };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+static double now(void) { return bench_now_ns(); }
 
 static int setup(size_t n)
 {
@@ -115,7 +105,7 @@ static void per_add(const char *dir)
             for (int c = 0; c < 3; c++)
                 v[c][r] = run(ch[c], n, dir, c == 2 ? &bytes : NULL);
         for (int c = 0; c < 3; c++)
-            qsort(v[c], RUNS, sizeof v[c][0], cmp);
+            bench_median(v[c], RUNS);
         double none = v[0][RUNS / 2], pm = v[1][RUNS / 2], jd = v[2][RUNS / 2];
         printf("%10zu %12.0f %12.0f %12.0f %15.1fx %16.0f\n", n, none, pm, jd, jd / pm,
                (double)bytes / n);

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "cfi.h"
+#include "bench.h"
 #include "jitherald.h"
 #include "unwind_channel.h"
 
@@ -68,12 +69,7 @@ static int llvm_backtrace(void **pcs, int max)
 }
 static double bt_ns;
 
-static double now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
+static double now_ns(void) { return bench_now_ns(); }
 
 /* The machine is shared: the best of 5 batches, not the mean, is what a backtrace costs. */
 static int64_t host(int64_t x)
