@@ -268,13 +268,37 @@ static int line_unit(struct jh_buf *b, const struct item *items, size_t n, struc
     w8(b, LINE_RANGE);
     w8(b, OPCODE_BASE);
     jh__buf_put(b, std_lengths, sizeof std_lengths);
-    w8(b, 0);                   /* no include_directories: dir 0 is comp_dir */
+    /* An absolute name goes in as directory + basename: with directory 0 (comp_dir) and an
+     * absolute name, valgrind 3.19 prints ".//abs/path". Relative names stay on dir 0. */
+    uint32_t *dir_of = calloc(ft->n ? ft->n : 1, sizeof *dir_of);
+    if (!dir_of)
+        return -ENOMEM;
+    uint32_t ndirs = 0;
     for (size_t i = 0; i < ft->n; i++) {
-        jh__buf_str(b, ft->v[i]);
-        wuleb(b, 0);
+        const char *slash = ft->v[i][0] == '/' ? strrchr(ft->v[i], '/') : NULL;
+        if (!slash || !slash[1])
+            continue;
+        size_t dlen = slash == ft->v[i] ? 1 : (size_t)(slash - ft->v[i]);
+        for (size_t k = 0; k < i && !dir_of[i]; k++) {
+            const char *o = ft->v[k], *os = dir_of[k] ? strrchr(o, '/') : NULL;
+            size_t olen = !os ? 0 : os == o ? 1 : (size_t)(os - o);
+            if (olen == dlen && !memcmp(o, ft->v[i], dlen))
+                dir_of[i] = dir_of[k];
+        }
+        if (!dir_of[i]) {
+            jh__buf_put(b, ft->v[i], dlen);
+            w8(b, 0);
+            dir_of[i] = ++ndirs;
+        }
+    }
+    w8(b, 0);                   /* end of include_directories */
+    for (size_t i = 0; i < ft->n; i++) {
+        jh__buf_str(b, dir_of[i] ? strrchr(ft->v[i], '/') + 1 : ft->v[i]);
+        wuleb(b, dir_of[i]);
         wuleb(b, 0);
         wuleb(b, 0);
     }
+    free(dir_of);
     w8(b, 0);
     jh__buf_set_u32(b, hl, (uint32_t)(b->len - hl - 4));
 

@@ -34,4 +34,12 @@ valgrind -q --tool=cachegrind --cachegrind-out-file=cachegrind.out "$B/examples/
 cg_annotate cachegrind.out > cann
 grep -E '^ *[1-9][0-9,]* .*fib\.mini:fib' cann
 grep -E '^ *[1-9][0-9,]* .*if n < 2 \{ return n \}' cann
+
+# An absolute source path is named as it is, not as ".//abs/path" (the .debug_line file
+# entry must put an absolute name's directory in include_directories).
+valgrind -q --tool=callgrind --callgrind-out-file=cg3.out "$B/examples/minijit" "$T/fib.mini" 10 > out3
+callgrind_annotate cg3.out > ann3
+grep -E "fib\.mini:fib .*jit-[0-9]+-[0-9]+\.elf" ann3
+grep -F "$T/fib.mini" ann3
+if grep -E '\.//[^ ]*fib\.mini' ann3; then echo "FAIL: absolute source path shown with a ./ prefix"; exit 1; fi
 echo PASS
