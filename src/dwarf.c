@@ -8,7 +8,7 @@
  *     (lldb) image lookup -v -a 0x7ffff7fc1012
  *           LineEntry: [0x00007ffff7fc100e-0x00007ffff7fc1016): fib.mini:4:9
  */
-#include "dwarf.h"
+#include "dwarf_write.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cfi.h"
-#include "dwarf.h"
+#include "dwarf_write.h"
 #include "internal.h"
 
 #if defined(__aarch64__)

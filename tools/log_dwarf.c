@@ -28,34 +28,7 @@
 #ifdef JH_HAVE_LIBDW
 #include <elfutils/libdw.h>
 
-/* The DWARF constants used here (DWARF 5 spec, section 7). Not <dwarf.h>: -Isrc puts the
- * project's own src/dwarf.h (the encoder) first on the include path. */
-enum {
-    L_TAG_structure_type = 0x13,
-    L_TAG_union_type = 0x17,
-    L_TAG_enumeration_type = 0x04,
-    L_TAG_typedef = 0x16,
-    L_TAG_base_type = 0x24,
-    L_TAG_pointer_type = 0x0f,
-    L_TAG_const_type = 0x26,
-    L_TAG_volatile_type = 0x35,
-    L_TAG_array_type = 0x01,
-    L_TAG_subroutine_type = 0x15,
-    L_TAG_member = 0x0d,
-    L_TAG_enumerator = 0x28,
-    L_AT_declaration = 0x3c,
-    L_AT_type = 0x49,
-    L_AT_encoding = 0x3e,
-    L_AT_data_member_location = 0x38,
-    L_AT_data_bit_offset = 0x6b,
-    L_AT_const_value = 0x1c,
-    L_ATE_boolean = 0x02,
-    L_ATE_float = 0x04,
-    L_ATE_signed = 0x05,
-    L_ATE_signed_char = 0x06,
-    L_ATE_unsigned = 0x07,
-    L_ATE_unsigned_char = 0x08,
-};
+#include <dwarf.h>
 
 struct dwarf_types {
     int fd;
@@ -107,9 +80,9 @@ static int find_type_uncached(struct dwarf_types *dt, const char *hint, Dwarf_Di
     const char *name = hint;
     while (*name == ' ')
         name++;
-    if (!strncmp(name, "struct ", 7)) { want = L_TAG_structure_type; name += 7; }
-    else if (!strncmp(name, "union ", 6)) { want = L_TAG_union_type; name += 6; }
-    else if (!strncmp(name, "enum ", 5)) { want = L_TAG_enumeration_type; name += 5; }
+    if (!strncmp(name, "struct ", 7)) { want = DW_TAG_structure_type; name += 7; }
+    else if (!strncmp(name, "union ", 6)) { want = DW_TAG_union_type; name += 6; }
+    else if (!strncmp(name, "enum ", 5)) { want = DW_TAG_enumeration_type; name += 5; }
     while (*name == ' ')
         name++;
     Dwarf_Off off = 0, next;
@@ -120,10 +93,10 @@ static int find_type_uncached(struct dwarf_types *dt, const char *hint, Dwarf_Di
             do {
                 int tag = dwarf_tag(&d);
                 const char *n = dwarf_diename(&d);
-                if (!n || strcmp(n, name) || dwarf_hasattr(&d, L_AT_declaration))
+                if (!n || strcmp(n, name) || dwarf_hasattr(&d, DW_AT_declaration))
                     continue;
-                if (want ? tag == want : (tag == L_TAG_typedef || tag == L_TAG_base_type ||
-                                          tag == L_TAG_structure_type)) {
+                if (want ? tag == want : (tag == DW_TAG_typedef || tag == DW_TAG_base_type ||
+                                          tag == DW_TAG_structure_type)) {
                     *out = d;
                     return 0;
                 }
@@ -157,7 +130,7 @@ static int find_type(struct dwarf_types *dt, const char *hint, Dwarf_Die *out)
 static int type_of(Dwarf_Die *die, Dwarf_Die *out)
 {
     Dwarf_Attribute a;
-    return dwarf_attr_integrate(die, L_AT_type, &a) && dwarf_formref_die(&a, out) ? 0 : -1;
+    return dwarf_attr_integrate(die, DW_AT_type, &a) && dwarf_formref_die(&a, out) ? 0 : -1;
 }
 
 static bool attr_u(Dwarf_Die *die, unsigned name, Dwarf_Word *v)
@@ -177,10 +150,10 @@ static void type_name(Dwarf_Die *t, char *buf, size_t len, int depth)
         return;
     }
     switch (tag) {
-    case L_TAG_structure_type: snprintf(buf, len, "struct %s", n ? n : "<anon>"); return;
-    case L_TAG_union_type: snprintf(buf, len, "union %s", n ? n : "<anon>"); return;
-    case L_TAG_enumeration_type: snprintf(buf, len, "enum %s", n ? n : "<anon>"); return;
-    case L_TAG_pointer_type:
+    case DW_TAG_structure_type: snprintf(buf, len, "struct %s", n ? n : "<anon>"); return;
+    case DW_TAG_union_type: snprintf(buf, len, "union %s", n ? n : "<anon>"); return;
+    case DW_TAG_enumeration_type: snprintf(buf, len, "enum %s", n ? n : "<anon>"); return;
+    case DW_TAG_pointer_type:
         if (type_of(t, &sub) == 0) {
             type_name(&sub, buf, len, depth + 1);
             size_t k = strlen(buf);
@@ -189,15 +162,15 @@ static void type_name(Dwarf_Die *t, char *buf, size_t len, int depth)
             snprintf(buf, len, "void *");
         }
         return;
-    case L_TAG_const_type:
-    case L_TAG_volatile_type:
+    case DW_TAG_const_type:
+    case DW_TAG_volatile_type:
         if (type_of(t, &sub) == 0) {
             type_name(&sub, buf, len, depth + 1);
         } else {
             snprintf(buf, len, "void");
         }
         return;
-    case L_TAG_array_type:
+    case DW_TAG_array_type:
         if (type_of(t, &sub) == 0)
             type_name(&sub, buf, len, depth + 1);
         else
@@ -205,7 +178,7 @@ static void type_name(Dwarf_Die *t, char *buf, size_t len, int depth)
         size_t k = strlen(buf);
         snprintf(buf + k, len - k, " []");
         return;
-    case L_TAG_subroutine_type: snprintf(buf, len, "function"); return;
+    case DW_TAG_subroutine_type: snprintf(buf, len, "function"); return;
     default: snprintf(buf, len, "%s", n ? n : "?");
     }
 }
@@ -263,12 +236,12 @@ static void print_pointer(struct ctx *c, Dwarf_Die *type, uint64_t v, int depth)
         return;
     int tag = dwarf_tag(&peeled);
     Dwarf_Word enc = 0;
-    if (tag == L_TAG_base_type && attr_u(&peeled, L_AT_encoding, &enc) &&
-        (enc == L_ATE_signed_char || enc == L_ATE_unsigned_char) && dwarf_bytesize(&peeled) == 1) {
+    if (tag == DW_TAG_base_type && attr_u(&peeled, DW_AT_encoding, &enc) &&
+        (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char) && dwarf_bytesize(&peeled) == 1) {
         print_string_at(c, v);
         return;
     }
-    if (tag != L_TAG_structure_type && tag != L_TAG_union_type)
+    if (tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
         return;
     int size = dwarf_bytesize(&peeled);
     const struct log_mem *m = size > 0 ? log_mem_at(c->lf, v, (uint64_t)size, c->at) : NULL;
@@ -294,11 +267,11 @@ static void print_members(struct ctx *c, Dwarf_Die *st, const uint8_t *p, size_t
     if (dwarf_child(st, &mem) != 0)
         return;
     do {
-        if (dwarf_tag(&mem) != L_TAG_member)
+        if (dwarf_tag(&mem) != DW_TAG_member)
             continue;
         const char *name = dwarf_diename(&mem);
         Dwarf_Word off = 0;
-        attr_u(&mem, L_AT_data_member_location, &off);
+        attr_u(&mem, DW_AT_data_member_location, &off);
         indent(c->f, depth + 1);
         fprintf(c->f, "%s = ", name ? name : "<anon>");
         if (type_of(&mem, &mt) < 0) {
@@ -308,7 +281,7 @@ static void print_members(struct ctx *c, Dwarf_Die *st, const uint8_t *p, size_t
         int bits = dwarf_bitsize(&mem);
         if (bits > 0) {
             Dwarf_Word bo = 0;
-            if (!attr_u(&mem, L_AT_data_bit_offset, &bo))
+            if (!attr_u(&mem, DW_AT_data_bit_offset, &bo))
                 bo = off * 8;
             if (bits > 64 || bo / 8 >= avail) {
                 fprintf(c->f, "(outside the snapshot)\n");
@@ -347,7 +320,7 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
     Dwarf_Word size = 0;
     if (dwarf_aggregate_size(&t, &size) != 0)
         size = 0;
-    if (tag == L_TAG_subroutine_type)
+    if (tag == DW_TAG_subroutine_type)
         size = 0;
     if (size > avail) {
         fprintf(c->f, "(outside the snapshot: %" PRIu64 " bytes needed, %zu logged)", (uint64_t)size, avail);
@@ -355,20 +328,20 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
     }
     char tn[256];
     switch (tag) {
-    case L_TAG_base_type: {
+    case DW_TAG_base_type: {
         Dwarf_Word enc = 0;
-        attr_u(&t, L_AT_encoding, &enc);
-        if (enc == L_ATE_float && size == 8) {
+        attr_u(&t, DW_AT_encoding, &enc);
+        if (enc == DW_ATE_float && size == 8) {
             double d;
             memcpy(&d, p, 8);
             fprintf(c->f, "%g", d);
-        } else if (enc == L_ATE_float && size == 4) {
+        } else if (enc == DW_ATE_float && size == 4) {
             float fl;
             memcpy(&fl, p, 4);
             fprintf(c->f, "%g", fl);
-        } else if (enc == L_ATE_boolean) {
+        } else if (enc == DW_ATE_boolean) {
             fprintf(c->f, "%s", load(p, size) ? "true" : "false");
-        } else if ((enc == L_ATE_signed || enc == L_ATE_signed_char) && size && size <= 8) {
+        } else if ((enc == DW_ATE_signed || enc == DW_ATE_signed_char) && size && size <= 8) {
             int sh = 64 - 8 * (int)size;
             int64_t v = sh ? (int64_t)(load(p, size) << sh) >> sh : (int64_t)load(p, size);
             fprintf(c->f, "%" PRId64, v);
@@ -379,7 +352,7 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
         }
         break;
     }
-    case L_TAG_enumeration_type: {
+    case DW_TAG_enumeration_type: {
         int64_t v = size && size <= 8 ? (int64_t)load(p, size) : 0;
         if (size == 4)
             v = (int32_t)v;
@@ -389,7 +362,7 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
             do {
                 Dwarf_Attribute a;
                 Dwarf_Sword sv;
-                if (dwarf_tag(&e) == L_TAG_enumerator && dwarf_attr(&e, L_AT_const_value, &a) &&
+                if (dwarf_tag(&e) == DW_TAG_enumerator && dwarf_attr(&e, DW_AT_const_value, &a) &&
                     dwarf_formsdata(&a, &sv) == 0 && sv == v) {
                     fprintf(c->f, " (%s)", dwarf_diename(&e) ? dwarf_diename(&e) : "?");
                     break;
@@ -398,11 +371,11 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
         }
         break;
     }
-    case L_TAG_pointer_type:
+    case DW_TAG_pointer_type:
         print_pointer(c, &t, load(p, size ? size : 8), depth);
         break;
-    case L_TAG_structure_type:
-    case L_TAG_union_type:
+    case DW_TAG_structure_type:
+    case DW_TAG_union_type:
         type_name(&t, tn, sizeof tn, 0);
         fprintf(c->f, "%s {\n", tn);
         if (c->nseen < 8)
@@ -411,7 +384,7 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
         indent(c->f, depth);
         fputc('}', c->f);
         break;
-    case L_TAG_array_type: {
+    case DW_TAG_array_type: {
         Dwarf_Die et, ep;
         if (type_of(&t, &et) < 0 || dwarf_peel_type(&et, &ep) != 0) {
             fprintf(c->f, "?");
@@ -424,8 +397,8 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
         }
         uint64_t n = size / esize;
         Dwarf_Word enc = 0;
-        if (dwarf_tag(&ep) == L_TAG_base_type && esize == 1 && attr_u(&ep, L_AT_encoding, &enc) &&
-            (enc == L_ATE_signed_char || enc == L_ATE_unsigned_char)) {
+        if (dwarf_tag(&ep) == DW_TAG_base_type && esize == 1 && attr_u(&ep, DW_AT_encoding, &enc) &&
+            (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char)) {
             fputc('"', c->f);
             for (uint64_t i = 0; i < n && p[i]; i++)
                 fprintf(c->f, p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' ? "%c" : "\\x%02x", p[i]);

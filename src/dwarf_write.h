@@ -1,5 +1,5 @@
 /*
- * dwarf.h — DWARF 4 debug sections for a set of JIT functions: .debug_info, .debug_abbrev,
+ * dwarf_write.h — DWARF 4 debug sections for a set of JIT functions: .debug_info, .debug_abbrev,
  * .debug_line, .debug_str and .debug_ranges. Pure: entries in, byte buffers out, no I/O.
  *
  * Why DWARF 4 and not 5: every consumer we serve reads version 4 line tables and units
