@@ -207,4 +207,5 @@ help:
 	@echo "make asan | tsan   unit + fuzz tiers under ASan+UBSan / TSan"
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
 	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
+	@echo "make report-demo   the audit log HTML report of the demo, and its screenshot"
 	@echo "make install PREFIX=/usr/local"
