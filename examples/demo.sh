@@ -86,5 +86,5 @@ Other channels, same binary, no rebuild (JITHERALD=a,b,... or JITHERALD=all):
   JITHERALD=unwind    the process's own unwinder: C++ exceptions and backtrace() through JIT frames
   JITHERALD=elfmap    code pages re-mapped from ELF files: valgrind --tool=callgrind, perf annotate
   JITHERALD=auditlog  a flight recorder of every compile, read offline with 'jitherald log'
-Try:  JITHERALD=gdb gdb -batch -ex 'break fib' -ex run -ex bt --args $MINIJIT $PROGRAM 5
+Try:  JITHERALD=gdb gdb -batch -ex 'set breakpoint pending on' -ex 'break fib' -ex run -ex bt --args $MINIJIT $PROGRAM 5
 EOF
