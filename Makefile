@@ -159,7 +159,7 @@ tsan:
 # with e.g. build-fuzz/fuzz/fuzz_jitdump fuzz/corpus/jitdump -max_total_time=600.
 fuzz:
 	@mkdir -p build-fuzz/fuzz
-	$(MAKE) BUILD=build-fuzz CC=clang SAN=address,undefined OPT=-O1 lib $(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)
+	$(MAKE) BUILD=build-fuzz CC=clang SAN=address,undefined OPT=-O1 build-fuzz/libjitherald.a $(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); echo "  FUZZ   build-fuzz/fuzz/$$n"; \
 	    clang $(CPPFLAGS) $(TOOL_CFLAGS) -Itools -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -o build-fuzz/fuzz/$$n $$f $(filter-out build-fuzz/tools/main.o,$(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)) \
