@@ -357,6 +357,20 @@ static inline void check_fork(struct al_state *st)
     }
 }
 
+/* The keys every VM-side record starts with: its map header, type, time and thread.
+ * Returns where the record's own keys go. */
+static uint8_t *put_head(uint8_t *frame, uint32_t nkeys, const char *type, size_t tlen,
+                         uint64_t now, uint64_t tid)
+{
+    uint8_t *p = jh__mp_put_map(frame + AL_FRAME_HDR, nkeys);
+    p = jh__mp_put_str(p, "type", 4);
+    p = jh__mp_put_str(p, type, tlen);
+    p = jh__mp_put_str(p, "time", 4);
+    p = jh__mp_put_uint(p, now);
+    p = jh__mp_put_str(p, "thread", 6);
+    return jh__mp_put_uint(p, tid);
+}
+
 int jh__auditlog_memory(void *state, const void *addr, size_t size, const char *type_hint)
 {
     struct al_state *st = state;
@@ -376,13 +390,7 @@ int jh__auditlog_memory(void *state, const void *addr, size_t size, const char *
     uint8_t *f = reserve(st, len);
     if (!f)
         return 0;               /* counted as dropped; the VM carries on */
-    uint8_t *p = jh__mp_put_map(f + AL_FRAME_HDR, 6);
-    p = jh__mp_put_str(p, "type", 4);
-    p = jh__mp_put_str(p, "memory", 6);
-    p = jh__mp_put_str(p, "time", 4);
-    p = jh__mp_put_uint(p, now);
-    p = jh__mp_put_str(p, "thread", 6);
-    p = jh__mp_put_uint(p, tid);
+    uint8_t *p = put_head(f, 6, "memory", 6, now, tid);
     p = jh__mp_put_str(p, "address", 7);
     p = jh__mp_put_uint(p, (uintptr_t)addr);
     p = jh__mp_put_str(p, "hint", 4);
@@ -427,13 +435,7 @@ int jh__auditlog_event(void *state, const char *name, const struct jh_attr *attr
     uint8_t *f = reserve(st, len);
     if (!f)
         return 0;
-    uint8_t *p = jh__mp_put_map(f + AL_FRAME_HDR, 5);
-    p = jh__mp_put_str(p, "type", 4);
-    p = jh__mp_put_str(p, "event", 5);
-    p = jh__mp_put_str(p, "time", 4);
-    p = jh__mp_put_uint(p, now);
-    p = jh__mp_put_str(p, "thread", 6);
-    p = jh__mp_put_uint(p, tid);
+    uint8_t *p = put_head(f, 5, "event", 5, now, tid);
     p = jh__mp_put_str(p, "event", 5);
     p = jh__mp_put_str(p, name, nlen);
     p = jh__mp_put_str(p, "attrs", 5);
