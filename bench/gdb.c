@@ -120,10 +120,10 @@ static double run_ours(size_t n, int defer, size_t *images)
 static double run_single(size_t n, size_t *images)
 {
     uint8_t *code = region(n);
-    struct jh_entry *es = calloc(n, sizeof *es);
+    struct jh__entry *es = calloc(n, sizeof *es);
     struct jh_line *ls = calloc(n, 2 * sizeof *ls);
     struct jit_code_entry *ce = calloc(n, sizeof *ce);
-    struct jh_buf *bufs = calloc(n, sizeof *bufs);
+    struct jh__buf *bufs = calloc(n, sizeof *bufs);
     char (*names)[24] = malloc(n * sizeof *names);
     if (!es || !ls || !ce || !bufs || !names)
         exit(1);
@@ -132,11 +132,11 @@ static double run_single(size_t n, size_t *images)
         snprintf(names[i], sizeof names[i], "f%zu", i);
         ls[2 * i] = (struct jh_line){ 0, (uint32_t)i + 1, 0, 0 };
         ls[2 * i + 1] = (struct jh_line){ 4, (uint32_t)i + 2, 5, 0 };
-        es[i] = (struct jh_entry){ .start = (uintptr_t)(code + i * FN), .size = FN,
+        es[i] = (struct jh__entry){ .start = (uintptr_t)(code + i * FN), .size = FN,
             .name = names[i], .files = files, .nfiles = 1, .lines = &ls[2 * i], .nlines = 2,
             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
-        const struct jh_entry *one = &es[i];
-        struct jh_elf_spec s = { .fns = &one, .nfns = 1 };
+        const struct jh__entry *one = &es[i];
+        struct jh__elf_spec s = { .fns = &one, .nfns = 1 };
         if (jh__elf_image(&bufs[i], &s, NULL))
             exit(1);
         ce[i].symfile_addr = (const char *)bufs[i].p;

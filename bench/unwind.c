@@ -200,16 +200,16 @@ static void (*dereg_frame)(void *);
 static void naive(struct row *r, size_t n)
 {
     uint8_t **runs = malloc((n + 100) * sizeof *runs);
-    struct jh_cfi_opts o = { .ptr = JH_CFI_ABS };
+    struct jh__cfi_opts o = { .ptr = JH__CFI_ABS };
     size_t total = n + 100;
     for (size_t k = 0; k < total; k++) {     /* encoding is not what is measured */
-        struct jh_cfi_func f = { .start = (uintptr_t)(k + 1 == n ? tramp : slot(k, n)),
+        struct jh__cfi_func f = { .start = (uintptr_t)(k + 1 == n ? tramp : slot(k, n)),
                                  .size = k + 1 == n ? sizeof code : slot_size(k),
                                  .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
                                  .fp_set_end = 4 };
         if (k + 1 > n)
             f.start = (uintptr_t)slot(k - 1, n), f.size = slot_size(k - 1);
-        struct jh_buf b = { 0 };
+        struct jh__buf b = { 0 };
         if (jh__cfi_eh_frame(&b, &o, &f, 1, NULL) != 1) {
             fprintf(stderr, "encoding failed\n");
             exit(1);
@@ -280,7 +280,7 @@ int main(void)
         llvm = 1;
         walk = llvm_backtrace;
         naive_max = 0;          /* LLVM does not see libgcc's registrations */
-        jh__unwind_force_mode(JH_UW_LLVM);
+        jh__unwind_force_mode(JH__UW_LLVM);
     }
     if ((e = getenv("JH_BENCH_UNWIND_LIBUNWIND")) && *e == '1') {
         void *lu = dlopen("libunwind.so.8", RTLD_NOW | RTLD_GLOBAL);
@@ -330,9 +330,9 @@ int main(void)
            llvm == 1 ? "LLVM libunwind's _Unwind_Backtrace" :
            llvm == 2 ? "nongnu libunwind's unw_backtrace" : "backtrace()");
     printf("jitherald unwind channel, mode: %s\n",
-           st.mode == JH_UW_LIST ? "libgcc list, grouped sorted runs" :
-           st.mode == JH_UW_PERFN ? "libgcc b-tree, one run per function" :
-           st.mode == JH_UW_LLVM ? "LLVM libunwind, one FDE per function" : "other");
+           st.mode == JH__UW_LIST ? "libgcc list, grouped sorted runs" :
+           st.mode == JH__UW_PERFN ? "libgcc b-tree, one run per function" :
+           st.mode == JH__UW_LLVM ? "LLVM libunwind, one FDE per function" : "other");
     printf("%9s | %-52s | %-38s | %s\n", "", "jitherald", "naive: __register_frame per function",
            "naive/ours");
     printf("%9s | %6s %8s %6s %5s %7s %7s %5s %4s | %6s %8s %8s %5s %7s | %8s\n", "functions",

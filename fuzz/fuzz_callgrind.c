@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct jh_cgsyms s = { 0 };
     jh_cgsyms_load_perfmap(&s, data, map_len);
     jh_cgsyms_finish(&s);
-    struct jh_buf out = { 0 }, again = { 0 };
+    struct jh__buf out = { 0 }, again = { 0 };
     int err = jh_callgrind_rewrite(text, text_len, &s, &out, NULL);
     if (!err && jh_callgrind_rewrite((const char *)out.p, out.len, &s, &again, NULL) == JH_EFORMAT)
         abort();

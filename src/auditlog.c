@@ -49,9 +49,9 @@
 #define AL_CHUNK (1u << 20)         /* file growth step */
 #define AL_MIN_LIMIT (64u << 10)
 
-#if defined(JH_ARCH_X86_64)
+#if defined(JH__ARCH_X86_64)
 #define AL_ARCH "x86_64"
-#elif defined(JH_ARCH_ARM64)
+#elif defined(JH__ARCH_ARM64)
 #define AL_ARCH "aarch64"
 #else
 #define AL_ARCH "unknown"
@@ -74,7 +74,7 @@ struct al_state {
     bool ahead_running, ahead_pending, ahead_stop;
     uint64_t ahead_populated;       /* the helper has populated the mapping up to here */
     char *path;
-    struct jh_buf scratch;          /* code records, built under the context lock */
+    struct jh__buf scratch;          /* code records, built under the context lock */
     _Atomic uint64_t dropped;
     /* Written by every record: alone on its cache line, so the CAS of one thread does not
      * evict the fields above from the others' caches. */
@@ -283,7 +283,7 @@ static void commit(struct al_state *st, uint8_t *p)
 }
 
 /* Copy a record built in a jh_buf into a frame. */
-static int put_buf(struct al_state *st, const struct jh_buf *b, uint64_t cap)
+static int put_buf(struct al_state *st, const struct jh__buf *b, uint64_t cap)
 {
     if (b->err)
         return b->err;
@@ -296,7 +296,7 @@ static int put_buf(struct al_state *st, const struct jh_buf *b, uint64_t cap)
 }
 
 /* A record built under the lock, or counted as dropped. */
-static void put_record(struct al_state *st, const struct jh_buf *b)
+static void put_record(struct al_state *st, const struct jh__buf *b)
 {
     int err = atomic_load(&st->full) ? -ENOSPC : put_buf(st, b, st->data_limit);
     if (err < 0)
@@ -322,7 +322,7 @@ static uint32_t thread_id(void)
 #define K_TIME "time"
 #define K_THREAD "thread"
 /* The three fields every record starts with, as a jh_buf. */
-static void rec_begin(struct jh_buf *b, size_t nfields, const char *type)
+static void rec_begin(struct jh__buf *b, size_t nfields, const char *type)
 {
     b->len = 0;
     jh__mp_map(b, nfields);
@@ -333,7 +333,7 @@ static void rec_begin(struct jh_buf *b, size_t nfields, const char *type)
 
 static void write_limit_record(struct al_state *st)
 {
-    struct jh_buf b = { 0 };
+    struct jh__buf b = { 0 };
     rec_begin(&b, 5, "limit");
     jh__mp_kuint(&b, "limit", st->limit);
     jh__mp_kuint(&b, "tail", atomic_load(&st->tail));
@@ -409,8 +409,8 @@ static size_t attr_size(const struct jh_attr *a)
     switch (a->kind) {
     case JH_ATTR_INT: return n + jh__mp_int_size(a->v.i);
     case JH_ATTR_UINT: return n + jh__mp_uint_size(a->v.u);
-    case JH_ATTR_DOUBLE: return n + JH_MP_DOUBLE_SIZE;
-    case JH_ATTR_ADDR: return n + JH_MP_ADDR_SIZE;
+    case JH_ATTR_DOUBLE: return n + JH__MP_DOUBLE_SIZE;
+    case JH_ATTR_ADDR: return n + JH__MP_ADDR_SIZE;
     case JH_ATTR_STR: return n + (a->v.s ? jh__mp_str_size(strlen(a->v.s)) : 1);
     }
     return 0;
@@ -464,9 +464,9 @@ static const char *unwind_name(enum jh_unwind_kind k)
     return k == JH_UNWIND_FRAME_POINTER ? "frame_pointer" : k == JH_UNWIND_CFI ? "cfi" : "none";
 }
 
-static void put_code_record(struct al_state *st, struct jh_entry *e, const char *type)
+static void put_code_record(struct al_state *st, struct jh__entry *e, const char *type)
 {
-    struct jh_buf *b = &st->scratch;
+    struct jh__buf *b = &st->scratch;
     size_t nf = 11 + (e->unwind == JH_UNWIND_FRAME_POINTER ? 2 : e->unwind == JH_UNWIND_CFI);
     rec_begin(b, nf, type);
     jh__mp_kuint(b, "id", e->id);
@@ -500,7 +500,7 @@ static void put_code_record(struct al_state *st, struct jh_entry *e, const char 
     put_record(st, b);
 }
 
-static int al_add(void *state, struct jh_entry *e)
+static int al_add(void *state, struct jh__entry *e)
 {
     struct al_state *st = state;
     restart_after_fork(st);
@@ -508,11 +508,11 @@ static int al_add(void *state, struct jh_entry *e)
     return 0;                   /* never fail: jh_log_* may be running without the lock */
 }
 
-static int al_remove(void *state, struct jh_entry *e)
+static int al_remove(void *state, struct jh__entry *e)
 {
     struct al_state *st = state;
     restart_after_fork(st);
-    struct jh_buf *b = &st->scratch;
+    struct jh__buf *b = &st->scratch;
     rec_begin(b, 6, "code_remove");
     jh__mp_kuint(b, "id", e->id);
     jh__mp_kuint(b, "start", e->start);
@@ -521,11 +521,11 @@ static int al_remove(void *state, struct jh_entry *e)
     return 0;
 }
 
-static int al_move(void *state, struct jh_entry *e, uintptr_t old_start)
+static int al_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
     struct al_state *st = state;
     restart_after_fork(st);
-    struct jh_buf *b = &st->scratch;
+    struct jh__buf *b = &st->scratch;
     rec_begin(b, 7, "code_move");
     jh__mp_kuint(b, "id", e->id);
     jh__mp_kuint(b, "old_start", old_start);
@@ -535,11 +535,11 @@ static int al_move(void *state, struct jh_entry *e, uintptr_t old_start)
     return 0;
 }
 
-static int al_patched(void *state, struct jh_entry *e, uintptr_t addr, size_t len)
+static int al_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
 {
     struct al_state *st = state;
     restart_after_fork(st);
-    struct jh_buf *b = &st->scratch;
+    struct jh__buf *b = &st->scratch;
     rec_begin(b, 6, "code_patched");
     jh__mp_kuint(b, "id", e->id);
     jh__mp_kuint(b, "address", addr);
@@ -558,7 +558,7 @@ static void put_header(struct al_state *st, pid_t parent)
     exe[n > 0 ? n : 0] = 0;
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
-    struct jh_buf *b = &st->scratch;
+    struct jh__buf *b = &st->scratch;
     rec_begin(b, 15 + (parent > 0), "header");
     jh__mp_kstr(b, "format", "jitherald-auditlog");
     jh__mp_kuint(b, "version", AL_FORMAT_VERSION);
@@ -643,7 +643,7 @@ static int start_file(struct al_state *st, pid_t parent)
 
 static void put_close_record(struct al_state *st)
 {
-    struct jh_buf *b = &st->scratch;
+    struct jh__buf *b = &st->scratch;
     rec_begin(b, 5, "close");
     jh__mp_kuint(b, "bytes", atomic_load(&st->tail));
     jh__mp_kuint(b, "dropped", atomic_load(&st->dropped));
@@ -681,7 +681,7 @@ static void restart_after_fork(struct al_state *st)
         jh__log(st->ctx, JH_LOG_ERROR, "auditlog: no log in fork child: %s", jh_strerror(err));
         return;                 /* records are dropped; stay registered (see al_add) */
     }
-    for (struct jh_entry *e = jh__reg_ceil(&st->ctx->reg, 0); e; e = jh__reg_next(&st->ctx->reg, e))
+    for (struct jh__entry *e = jh__reg_ceil(&st->ctx->reg, 0); e; e = jh__reg_next(&st->ctx->reg, e))
         put_code_record(st, e, "code_add");
 }
 
@@ -743,7 +743,7 @@ static int al_flush(void *state)
     return 0;
 }
 
-const struct jh_channel_ops jh__auditlog_ops = {
+const struct jh__channel_ops jh__auditlog_ops = {
     .name = "auditlog", .bit = JH_AUDITLOG, .open = al_open, .add = al_add,
     .remove = al_remove, .move = al_move, .patched = al_patched, .flush = al_flush,
     .forked = al_forked, .close = al_close,

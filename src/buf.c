@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void jh__buf_free(struct jh_buf *b)
+void jh__buf_free(struct jh__buf *b)
 {
     free(b->p);
     b->p = NULL;
@@ -13,7 +13,7 @@ void jh__buf_free(struct jh_buf *b)
     b->err = 0;
 }
 
-int jh__buf_reserve(struct jh_buf *b, size_t extra)
+int jh__buf_reserve(struct jh__buf *b, size_t extra)
 {
     if (b->err)
         return b->err;
@@ -33,7 +33,7 @@ int jh__buf_reserve(struct jh_buf *b, size_t extra)
     return 0;
 }
 
-void jh__buf_put(struct jh_buf *b, const void *p, size_t n)
+void jh__buf_put(struct jh__buf *b, const void *p, size_t n)
 {
     if (n == 0 || jh__buf_reserve(b, n))
         return;
@@ -41,7 +41,7 @@ void jh__buf_put(struct jh_buf *b, const void *p, size_t n)
     b->len += n;
 }
 
-void jh__buf_zeros(struct jh_buf *b, size_t n)
+void jh__buf_zeros(struct jh__buf *b, size_t n)
 {
     if (n == 0 || jh__buf_reserve(b, n))
         return;
@@ -49,21 +49,21 @@ void jh__buf_zeros(struct jh_buf *b, size_t n)
     b->len += n;
 }
 
-void jh__buf_align(struct jh_buf *b, size_t a)
+void jh__buf_align(struct jh__buf *b, size_t a)
 {
     if (a > 1 && b->len % a)
         jh__buf_zeros(b, a - b->len % a);
 }
 
-void jh__buf_u8(struct jh_buf *b, uint8_t v) { jh__buf_put(b, &v, 1); }
+void jh__buf_u8(struct jh__buf *b, uint8_t v) { jh__buf_put(b, &v, 1); }
 
-void jh__buf_u16(struct jh_buf *b, uint16_t v)
+void jh__buf_u16(struct jh__buf *b, uint16_t v)
 {
     uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
     jh__buf_put(b, x, 2);
 }
 
-void jh__buf_u32(struct jh_buf *b, uint32_t v)
+void jh__buf_u32(struct jh__buf *b, uint32_t v)
 {
     uint8_t x[4];
     for (int i = 0; i < 4; i++)
@@ -71,7 +71,7 @@ void jh__buf_u32(struct jh_buf *b, uint32_t v)
     jh__buf_put(b, x, 4);
 }
 
-void jh__buf_u64(struct jh_buf *b, uint64_t v)
+void jh__buf_u64(struct jh__buf *b, uint64_t v)
 {
     uint8_t x[8];
     for (int i = 0; i < 8; i++)
@@ -79,7 +79,7 @@ void jh__buf_u64(struct jh_buf *b, uint64_t v)
     jh__buf_put(b, x, 8);
 }
 
-void jh__buf_uleb(struct jh_buf *b, uint64_t v)
+void jh__buf_uleb(struct jh__buf *b, uint64_t v)
 {
     do {
         uint8_t c = v & 0x7f;
@@ -88,7 +88,7 @@ void jh__buf_uleb(struct jh_buf *b, uint64_t v)
     } while (v);
 }
 
-void jh__buf_sleb(struct jh_buf *b, int64_t v)
+void jh__buf_sleb(struct jh__buf *b, int64_t v)
 {
     for (;;) {
         uint8_t c = v & 0x7f;
@@ -101,9 +101,9 @@ void jh__buf_sleb(struct jh_buf *b, int64_t v)
     }
 }
 
-void jh__buf_str(struct jh_buf *b, const char *s) { jh__buf_put(b, s, strlen(s) + 1); }
+void jh__buf_str(struct jh__buf *b, const char *s) { jh__buf_put(b, s, strlen(s) + 1); }
 
-void jh__buf_set_u32(struct jh_buf *b, size_t at, uint32_t v)
+void jh__buf_set_u32(struct jh__buf *b, size_t at, uint32_t v)
 {
     if (b->err || at > b->len || b->len - at < 4)
         return;
@@ -111,7 +111,7 @@ void jh__buf_set_u32(struct jh_buf *b, size_t at, uint32_t v)
         b->p[at + i] = (uint8_t)(v >> (8 * i));
 }
 
-void jh__buf_set_u64(struct jh_buf *b, size_t at, uint64_t v)
+void jh__buf_set_u64(struct jh__buf *b, size_t at, uint64_t v)
 {
     if (b->err || at > b->len || b->len - at < 8)
         return;

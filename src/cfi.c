@@ -123,7 +123,7 @@ int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size)
 
 /* ---- encoding ------------------------------------------------------------------------ */
 
-static void put_advance(struct jh_buf *b, uint32_t d)
+static void put_advance(struct jh__buf *b, uint32_t d)
 {
     if (d == 0)
         return;
@@ -146,18 +146,18 @@ static size_t advance_size(uint32_t d)
     return d == 0 ? 0 : d < 0x40 ? 1 : d <= 0xff ? 2 : d <= 0xffff ? 3 : 5;
 }
 
-static int arch_of(const struct jh_cfi_opts *o)
+static int arch_of(const struct jh__cfi_opts *o)
 {
-    return o->arch ? o->arch : JH_CFI_HOST;
+    return o->arch ? o->arch : JH__CFI_HOST;
 }
 
-static size_t cie_insn_size(int arch) { return arch == JH_CFI_ARM64 ? 3 : 5; }
+static size_t cie_insn_size(int arch) { return arch == JH__CFI_ARM64 ? 3 : 5; }
 
 static size_t cie_size(int arch) { return align8(4 + CIE_FIXED + cie_insn_size(arch)); }
 
-static void put_cie_insns(struct jh_buf *b, int arch)
+static void put_cie_insns(struct jh__buf *b, int arch)
 {
-    if (arch == JH_CFI_ARM64) {
+    if (arch == JH__CFI_ARM64) {
         jh__buf_u8(b, CFA_def_cfa);
         jh__buf_u8(b, A64_SP);
         jh__buf_u8(b, 0);
@@ -170,7 +170,7 @@ static void put_cie_insns(struct jh_buf *b, int arch)
     }
 }
 
-static int func_ok(const struct jh_cfi_func *f)
+static int func_ok(const struct jh__cfi_func *f)
 {
     if (f->size == 0 || f->start + f->size < f->start)
         return 0;
@@ -186,16 +186,16 @@ static int func_ok(const struct jh_cfi_func *f)
     return 0;
 }
 
-static size_t fde_insn_size(int arch, const struct jh_cfi_func *f)
+static size_t fde_insn_size(int arch, const struct jh__cfi_func *f)
 {
     if (f->unwind == JH_UNWIND_CFI)
         return f->cfi_len;
     /* def_cfa_offset 16 (2) + offsets (2 per register) + def_cfa_register (2) */
-    return advance_size(f->fp_push_end) + 2 + (arch == JH_CFI_ARM64 ? 4 : 2) +
+    return advance_size(f->fp_push_end) + 2 + (arch == JH__CFI_ARM64 ? 4 : 2) +
            advance_size(f->fp_set_end - f->fp_push_end) + 2;
 }
 
-static void put_fde_insns(struct jh_buf *b, int arch, const struct jh_cfi_func *f)
+static void put_fde_insns(struct jh__buf *b, int arch, const struct jh__cfi_func *f)
 {
     if (f->unwind == JH_UNWIND_CFI) {
         jh__buf_put(b, f->cfi, f->cfi_len);
@@ -204,7 +204,7 @@ static void put_fde_insns(struct jh_buf *b, int arch, const struct jh_cfi_func *
     put_advance(b, f->fp_push_end);
     jh__buf_u8(b, CFA_def_cfa_offset);
     jh__buf_u8(b, 16);
-    if (arch == JH_CFI_ARM64) {
+    if (arch == JH__CFI_ARM64) {
         jh__buf_u8(b, CFA_offset | A64_FP);     /* x29 at cfa-16 */
         jh__buf_u8(b, 2);
         jh__buf_u8(b, CFA_offset | A64_LR);     /* x30 at cfa-8 */
@@ -215,30 +215,30 @@ static void put_fde_insns(struct jh_buf *b, int arch, const struct jh_cfi_func *
     }
     put_advance(b, f->fp_set_end - f->fp_push_end);
     jh__buf_u8(b, CFA_def_cfa_register);
-    jh__buf_u8(b, arch == JH_CFI_ARM64 ? A64_FP : X86_RBP);
+    jh__buf_u8(b, arch == JH__CFI_ARM64 ? A64_FP : X86_RBP);
 }
 
 /* length, CIE pointer, pc_begin, pc_range, augmentation length 0, instructions, padding */
-static size_t fde_size(const struct jh_cfi_opts *o, const struct jh_cfi_func *f)
+static size_t fde_size(const struct jh__cfi_opts *o, const struct jh__cfi_func *f)
 {
-    size_t ptr = o->ptr == JH_CFI_ABS ? 8 : 4;
+    size_t ptr = o->ptr == JH__CFI_ABS ? 8 : 4;
     return align8(4 + 4 + 2 * ptr + 1 + fde_insn_size(arch_of(o), f));
 }
 
-static void pad_nops(struct jh_buf *b, size_t from)
+static void pad_nops(struct jh__buf *b, size_t from)
 {
     while ((b->len - from) % 8 && !b->err)
         jh__buf_u8(b, CFA_nop);
 }
 
-static int opts_ok(const struct jh_cfi_opts *o)
+static int opts_ok(const struct jh__cfi_opts *o)
 {
     int arch = arch_of(o);
-    return (arch == JH_CFI_X86_64 || arch == JH_CFI_ARM64) &&
-           (o->ptr == JH_CFI_PCREL || o->ptr == JH_CFI_ABS);
+    return (arch == JH__CFI_X86_64 || arch == JH__CFI_ARM64) &&
+           (o->ptr == JH__CFI_PCREL || o->ptr == JH__CFI_ABS);
 }
 
-size_t jh__cfi_eh_frame_size(const struct jh_cfi_opts *o, const struct jh_cfi_func *f,
+size_t jh__cfi_eh_frame_size(const struct jh__cfi_opts *o, const struct jh__cfi_func *f,
                              size_t n)
 {
     if (!o || !opts_ok(o) || (n && !f))
@@ -257,13 +257,13 @@ static int fits_s32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
 static int cmp_func(const void *a, const void *b)
 {
-    const struct jh_cfi_func *x = *(const struct jh_cfi_func *const *)a;
-    const struct jh_cfi_func *y = *(const struct jh_cfi_func *const *)b;
+    const struct jh__cfi_func *x = *(const struct jh__cfi_func *const *)a;
+    const struct jh__cfi_func *y = *(const struct jh__cfi_func *const *)b;
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int jh__cfi_eh_frame(struct jh_buf *b, const struct jh_cfi_opts *o,
-                     const struct jh_cfi_func *f, size_t n, struct jh_cfi_index *idx)
+int jh__cfi_eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o,
+                     const struct jh__cfi_func *f, size_t n, struct jh__cfi_index *idx)
 {
     size_t want = jh__cfi_eh_frame_size(o, f, n);
     if (!b || !want)
@@ -271,7 +271,7 @@ int jh__cfi_eh_frame(struct jh_buf *b, const struct jh_cfi_opts *o,
     if (jh__buf_reserve(b, want))
         return -ENOMEM;
 
-    const struct jh_cfi_func **sorted = NULL;
+    const struct jh__cfi_func **sorted = NULL;
     if (n) {
         sorted = malloc(n * sizeof *sorted);
         if (!sorted)
@@ -294,7 +294,7 @@ int jh__cfi_eh_frame(struct jh_buf *b, const struct jh_cfi_opts *o,
     }
 
     int arch = arch_of(o);
-    int abs = o->ptr == JH_CFI_ABS;
+    int abs = o->ptr == JH__CFI_ABS;
     size_t base = b->len;
     int err = 0;
 
@@ -305,15 +305,15 @@ int jh__cfi_eh_frame(struct jh_buf *b, const struct jh_cfi_opts *o,
     jh__buf_put(b, "zR", 3);
     jh__buf_uleb(b, 1);                         /* code alignment */
     jh__buf_sleb(b, -8);                        /* data alignment */
-    jh__buf_u8(b, arch == JH_CFI_ARM64 ? A64_LR : X86_RA);
+    jh__buf_u8(b, arch == JH__CFI_ARM64 ? A64_LR : X86_RA);
     jh__buf_uleb(b, 1);                         /* augmentation data: R */
-    jh__buf_u8(b, abs ? JH_DW_EH_PE_absptr : (JH_DW_EH_PE_pcrel | JH_DW_EH_PE_sdata4));
+    jh__buf_u8(b, abs ? JH__DW_EH_PE_absptr : (JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4));
     put_cie_insns(b, arch);
     pad_nops(b, base);
     jh__buf_set_u32(b, base, (uint32_t)(b->len - base - 4));
 
     for (size_t i = 0; i < nf && !b->err; i++) {
-        const struct jh_cfi_func *fn = sorted[i];
+        const struct jh__cfi_func *fn = sorted[i];
         size_t at = b->len;
         if (idx) {
             idx[i].pc = fn->start;
@@ -357,8 +357,8 @@ int jh__cfi_eh_frame(struct jh_buf *b, const struct jh_cfi_opts *o,
 
 size_t jh__cfi_eh_frame_hdr_size(size_t nfde) { return 12 + 8 * nfde; }
 
-int jh__cfi_eh_frame_hdr(struct jh_buf *b, uint64_t hdr_addr, uint64_t eh_addr,
-                         const struct jh_cfi_index *idx, size_t nfde)
+int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
+                         const struct jh__cfi_index *idx, size_t nfde)
 {
     if (!b || (nfde && !idx) || nfde > UINT32_MAX)
         return -EINVAL;
@@ -374,9 +374,9 @@ int jh__cfi_eh_frame_hdr(struct jh_buf *b, uint64_t hdr_addr, uint64_t eh_addr,
     }
     size_t base = b->len;
     jh__buf_u8(b, 1);                                   /* version */
-    jh__buf_u8(b, JH_DW_EH_PE_pcrel | JH_DW_EH_PE_sdata4);   /* eh_frame_ptr */
-    jh__buf_u8(b, JH_DW_EH_PE_udata4);                  /* fde_count */
-    jh__buf_u8(b, JH_DW_EH_PE_datarel | JH_DW_EH_PE_sdata4); /* table */
+    jh__buf_u8(b, JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4);   /* eh_frame_ptr */
+    jh__buf_u8(b, JH__DW_EH_PE_udata4);                  /* fde_count */
+    jh__buf_u8(b, JH__DW_EH_PE_datarel | JH__DW_EH_PE_sdata4); /* table */
     jh__buf_u32(b, (uint32_t)rel);
     jh__buf_u32(b, (uint32_t)nfde);
     for (size_t i = 0; i < nfde; i++) {
@@ -392,7 +392,7 @@ int jh__cfi_eh_frame_hdr(struct jh_buf *b, uint64_t hdr_addr, uint64_t eh_addr,
     return 0;
 }
 
-int jh__cfi_perf_unwinding(struct jh_buf *b, const struct jh_cfi_func *f, uint64_t text_addr,
+int jh__cfi_perf_unwinding(struct jh__buf *b, const struct jh__cfi_func *f, uint64_t text_addr,
                            int arch, size_t *hdr_size)
 {
     if (!b || !f)
@@ -402,12 +402,12 @@ int jh__cfi_perf_unwinding(struct jh_buf *b, const struct jh_cfi_func *f, uint64
             *hdr_size = 0;
         return 0;
     }
-    struct jh_cfi_func g = *f;
+    struct jh__cfi_func g = *f;
     g.start = text_addr;
     /* genelf.c: .eh_frame at ALIGN_8(text + csize), .eh_frame_hdr right after it. */
     uint64_t eh_addr = (text_addr + g.size + 7) & ~(uint64_t)7;
-    struct jh_cfi_opts o = { .arch = arch, .ptr = JH_CFI_PCREL, .addr = eh_addr };
-    struct jh_cfi_index idx;
+    struct jh__cfi_opts o = { .arch = arch, .ptr = JH__CFI_PCREL, .addr = eh_addr };
+    struct jh__cfi_index idx;
     size_t base = b->len;
     int n = jh__cfi_eh_frame(b, &o, &g, 1, &idx);
     if (n < 0)
@@ -423,7 +423,7 @@ int jh__cfi_perf_unwinding(struct jh_buf *b, const struct jh_cfi_func *f, uint64
     return n;
 }
 
-void jh__cfi_func_from_entry(struct jh_cfi_func *f, const struct jh_entry *e)
+void jh__cfi_func_from_entry(struct jh__cfi_func *f, const struct jh__entry *e)
 {
     memset(f, 0, sizeof *f);
     f->start = e->start;

@@ -5,9 +5,9 @@
  *
  * Users and the flavour each needs:
  *   - jitdump UNWINDING_INFO (perf's synthetic ELF), the GDB/ELF image builder, elfmap:
- *     JH_CFI_PCREL (DW_EH_PE_pcrel|sdata4), the .eh_frame placed at a known address next to
+ *     JH__CFI_PCREL (DW_EH_PE_pcrel|sdata4), the .eh_frame placed at a known address next to
  *     the code, plus .eh_frame_hdr.
- *   - the process unwinder: JH_CFI_ABS (DW_EH_PE_absptr, 8 bytes), because the bytes live
+ *   - the process unwinder: JH__CFI_ABS (DW_EH_PE_absptr, 8 bytes), because the bytes live
  *     on the heap and may be more than 2 GiB from the code. libgcc's __register_frame takes
  *     the whole run; LLVM libunwind's __unw_add_dynamic_fde takes the address of one FDE
  *     (build a run of one function and pass run + idx[0].off).
@@ -33,8 +33,8 @@
  * p p+len`) and wrap them the same way. The pc-relative flavour decodes to the right "pc="
  * only if the section address in the ELF equals the `addr` used when encoding.
  */
-#ifndef JH_CFI_H
-#define JH_CFI_H
+#ifndef JH__CFI_H
+#define JH__CFI_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -42,28 +42,28 @@
 #include "buf.h"
 #include "jitherald.h"
 
-struct jh_entry;
+struct jh__entry;
 
-enum { JH_CFI_X86_64 = 1, JH_CFI_ARM64 = 2 };       /* jh_cfi_opts.arch */
-enum { JH_CFI_PCREL = 0, JH_CFI_ABS = 1 };           /* jh_cfi_opts.ptr */
+enum { JH__CFI_X86_64 = 1, JH__CFI_ARM64 = 2 };       /* jh_cfi_opts.arch */
+enum { JH__CFI_PCREL = 0, JH__CFI_ABS = 1 };           /* jh_cfi_opts.ptr */
 
 #if defined(__aarch64__)
-#define JH_CFI_HOST JH_CFI_ARM64
+#define JH__CFI_HOST JH__CFI_ARM64
 #else
-#define JH_CFI_HOST JH_CFI_X86_64
+#define JH__CFI_HOST JH__CFI_X86_64
 #endif
 
 /* DWARF pointer encodings we emit (DW_EH_PE_*). */
-#define JH_DW_EH_PE_absptr   0x00
-#define JH_DW_EH_PE_udata4   0x03
-#define JH_DW_EH_PE_sdata4   0x0b
-#define JH_DW_EH_PE_pcrel    0x10
-#define JH_DW_EH_PE_datarel  0x30
-#define JH_DW_EH_PE_omit     0xff
+#define JH__DW_EH_PE_absptr   0x00
+#define JH__DW_EH_PE_udata4   0x03
+#define JH__DW_EH_PE_sdata4   0x0b
+#define JH__DW_EH_PE_pcrel    0x10
+#define JH__DW_EH_PE_datarel  0x30
+#define JH__DW_EH_PE_omit     0xff
 
 /* One function to describe. start is the code's address *as the consumer sees it* (for
  * perf's synthetic ELF that is the .text address there, not the process address). */
-struct jh_cfi_func {
+struct jh__cfi_func {
     uint64_t start;
     uint64_t size;
     enum jh_unwind_kind unwind;
@@ -72,22 +72,22 @@ struct jh_cfi_func {
     size_t cfi_len;
 };
 
-struct jh_cfi_opts {
-    int arch;                   /* JH_CFI_X86_64 / JH_CFI_ARM64; 0: the host's */
-    int ptr;                    /* JH_CFI_PCREL or JH_CFI_ABS */
+struct jh__cfi_opts {
+    int arch;                   /* JH__CFI_X86_64 / JH__CFI_ARM64; 0: the host's */
+    int ptr;                    /* JH__CFI_PCREL or JH__CFI_ABS */
     uint64_t addr;              /* address the run's first byte will have (PCREL only) */
 };
 
 /* Where one FDE of a run is: code from pc (size bytes) is described by the FDE at byte
  * offset off from the start of the run. What .eh_frame_hdr tables and LLVM libunwind need. */
-struct jh_cfi_index {
+struct jh__cfi_index {
     uint64_t pc;
     uint64_t size;
     size_t off;
 };
 
 /* Copy the unwind description of a registry entry; start = e->start. */
-void jh__cfi_func_from_entry(struct jh_cfi_func *f, const struct jh_entry *e);
+void jh__cfi_func_from_entry(struct jh__cfi_func *f, const struct jh__entry *e);
 
 /* Check raw CFA instructions: every opcode known and complete, no advance beyond
  * code_size, no opcode that needs a CIE augmentation or 64-bit expression we do not emit.
@@ -96,7 +96,7 @@ int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size);
 
 /* Exact number of bytes jh__cfi_eh_frame would append (terminator included), or 0 for an
  * invalid description. */
-size_t jh__cfi_eh_frame_size(const struct jh_cfi_opts *o, const struct jh_cfi_func *f,
+size_t jh__cfi_eh_frame_size(const struct jh__cfi_opts *o, const struct jh__cfi_func *f,
                              size_t n);
 
 /*
@@ -108,8 +108,8 @@ size_t jh__cfi_eh_frame_size(const struct jh_cfi_opts *o, const struct jh_cfi_fu
  * JH_UNWIND_NONE get none), or -EINVAL (bad description), -ERANGE (a PCREL offset or size
  * does not fit 32 bits), -ENOMEM. On error b->len is restored.
  */
-int jh__cfi_eh_frame(struct jh_buf *b, const struct jh_cfi_opts *o,
-                     const struct jh_cfi_func *f, size_t n, struct jh_cfi_index *idx);
+int jh__cfi_eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o,
+                     const struct jh__cfi_func *f, size_t n, struct jh__cfi_index *idx);
 
 /* Size of an .eh_frame_hdr with nfde table entries: 12 + 8 * nfde. */
 size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
@@ -119,8 +119,8 @@ size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
  * datarel|sdata4 sorted by pc) that will live at hdr_addr, for a run that lives at eh_addr
  * and whose FDEs idx[0..nfde) (ascending pc) returned. 0, -EINVAL, -ERANGE or -ENOMEM.
  */
-int jh__cfi_eh_frame_hdr(struct jh_buf *b, uint64_t hdr_addr, uint64_t eh_addr,
-                         const struct jh_cfi_index *idx, size_t nfde);
+int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
+                         const struct jh__cfi_index *idx, size_t nfde);
 
 /*
  * perf's jitdump layout for one function (what UNWINDING_INFO carries): the .eh_frame for
@@ -128,7 +128,7 @@ int jh__cfi_eh_frame_hdr(struct jh_buf *b, uint64_t hdr_addr, uint64_t eh_addr,
  * by its .eh_frame_hdr. Appends both; *hdr_size gets the header's size. Returns 1 (one FDE),
  * 0 when f has no unwind info (nothing appended), or a negative errno.
  */
-int jh__cfi_perf_unwinding(struct jh_buf *b, const struct jh_cfi_func *f, uint64_t text_addr,
+int jh__cfi_perf_unwinding(struct jh__buf *b, const struct jh__cfi_func *f, uint64_t text_addr,
                            int arch, size_t *hdr_size);
 
 #endif

@@ -16,10 +16,10 @@
 
 #include "internal.h"
 
-static const struct jh_channel_ops *const channel_table[JH_NCHAN] = {
-    [JH_CH_AUDITLOG] = &jh__auditlog_ops, [JH_CH_UNWIND] = &jh__unwind_ops,
-    [JH_CH_PERFMAP] = &jh__perfmap_ops,   [JH_CH_JITDUMP] = &jh__jitdump_ops,
-    [JH_CH_GDB] = &jh__gdb_ops,           [JH_CH_ELFMAP] = &jh__elfmap_ops,
+static const struct jh__channel_ops *const channel_table[JH__NCHAN] = {
+    [JH__CH_AUDITLOG] = &jh__auditlog_ops, [JH__CH_UNWIND] = &jh__unwind_ops,
+    [JH__CH_PERFMAP] = &jh__perfmap_ops,   [JH__CH_JITDUMP] = &jh__jitdump_ops,
+    [JH__CH_GDB] = &jh__gdb_ops,           [JH__CH_ELFMAP] = &jh__elfmap_ops,
 };
 
 _Atomic unsigned jh__fork_gen;
@@ -97,7 +97,7 @@ static void check_fork(jh_ctx *ctx)
     if (ctx->fork_gen == gen)
         return;
     ctx->fork_gen = gen;
-    for (int i = 0; i < JH_NCHAN; i++) {
+    for (int i = 0; i < JH__NCHAN; i++) {
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->forked)
             continue;
         int err = ctx->chan[i].ops->forked(ctx->chan[i].state);
@@ -126,7 +126,7 @@ static int parse_channels(jh_ctx *ctx, const char *s, unsigned *out)
             bits = 0;
         } else if (n) {
             int found = 0;
-            for (int i = 0; i < JH_NCHAN; i++) {
+            for (int i = 0; i < JH__NCHAN; i++) {
                 const char *name = channel_table[i]->name;
                 if (strlen(name) == n && !strncmp(s, name, n)) {
                     bits |= channel_table[i]->bit;
@@ -223,8 +223,8 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
     }
 
     int strict_err = 0;
-    for (int i = 0; i < JH_NCHAN; i++) {
-        const struct jh_channel_ops *ops = channel_table[i];
+    for (int i = 0; i < JH__NCHAN; i++) {
+        const struct jh__channel_ops *ops = channel_table[i];
         ctx->chan[i].ops = ops;
         if (!(channels & ops->bit))
             continue;
@@ -299,7 +299,7 @@ static int validate(const struct jh_code *c)
     return 0;
 }
 
-static void entry_free(struct jh_entry *e)
+static void entry_free(struct jh__entry *e)
 {
     if (!e)
         return;
@@ -310,9 +310,9 @@ static void entry_free(struct jh_entry *e)
     free(e);
 }
 
-static struct jh_entry *entry_copy(jh_ctx *ctx, const struct jh_code *c)
+static struct jh__entry *entry_copy(jh_ctx *ctx, const struct jh_code *c)
 {
-    struct jh_entry *e = calloc(1, sizeof *e);
+    struct jh__entry *e = calloc(1, sizeof *e);
     if (!e)
         return NULL;
     e->start = (uintptr_t)c->start;
@@ -409,7 +409,7 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
         return 0;
     }
     lock(ctx);
-    struct jh_entry *e = entry_copy(ctx, code);
+    struct jh__entry *e = entry_copy(ctx, code);
     if (!e) {
         unlock(ctx);
         return -ENOMEM;
@@ -423,7 +423,7 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
         entry_free(e);
         return err;
     }
-    for (int i = 0; i < JH_NCHAN; i++) {
+    for (int i = 0; i < JH__NCHAN; i++) {
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->add)
             continue;
         int cerr = ctx->chan[i].ops->add(ctx->chan[i].state, e);
@@ -449,13 +449,13 @@ int jh_code_remove(jh_ctx *ctx, uint64_t id)
     if (!atomic_load_explicit(&ctx->stored, memory_order_acquire))
         return id && id < atomic_load(&ctx->next_id) ? 0 : -ENOENT;
     lock(ctx);
-    struct jh_entry *e = jh__reg_by_id(&ctx->reg, id);
+    struct jh__entry *e = jh__reg_by_id(&ctx->reg, id);
     if (!e) {
         int err = unknown_id(ctx, id);
         unlock(ctx);
         return err;
     }
-    for (int i = JH_NCHAN - 1; i >= 0; i--) {
+    for (int i = JH__NCHAN - 1; i >= 0; i--) {
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->remove)
             continue;
         int cerr = ctx->chan[i].ops->remove(ctx->chan[i].state, e);
@@ -473,7 +473,7 @@ int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start)
     if (!ctx || !new_start)
         return -EINVAL;
     lock(ctx);
-    struct jh_entry *e = jh__reg_by_id(&ctx->reg, id);
+    struct jh__entry *e = jh__reg_by_id(&ctx->reg, id);
     if (!e) {
         int err = unknown_id(ctx, id);
         unlock(ctx);
@@ -490,7 +490,7 @@ int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start)
     }
     if (to != from) {
         jh__reg_rekey(&ctx->reg, e, to);
-        for (int i = 0; i < JH_NCHAN; i++) {
+        for (int i = 0; i < JH__NCHAN; i++) {
             if (!chan_live(ctx, i) || !ctx->chan[i].ops->move)
                 continue;
             int cerr = ctx->chan[i].ops->move(ctx->chan[i].state, e, from);
@@ -509,12 +509,12 @@ int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len)
     if (!atomic_load_explicit(&ctx->live, memory_order_relaxed))
         return 0;
     lock(ctx);
-    struct jh_entry *e = jh__reg_find(&ctx->reg, (uintptr_t)addr);
+    struct jh__entry *e = jh__reg_find(&ctx->reg, (uintptr_t)addr);
     if (!e || (uintptr_t)addr - e->start + len > e->size) {
         unlock(ctx);
         return -ENOENT;
     }
-    for (int i = 0; i < JH_NCHAN; i++) {
+    for (int i = 0; i < JH__NCHAN; i++) {
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->patched)
             continue;
         int cerr = ctx->chan[i].ops->patched(ctx->chan[i].state, e, (uintptr_t)addr, len);
@@ -532,7 +532,7 @@ int jh_flush(jh_ctx *ctx)
     if (!atomic_load_explicit(&ctx->live, memory_order_relaxed))
         return 0;
     lock(ctx);
-    for (int i = 0; i < JH_NCHAN; i++) {
+    for (int i = 0; i < JH__NCHAN; i++) {
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->flush)
             continue;
         int cerr = ctx->chan[i].ops->flush(ctx->chan[i].state);
@@ -551,7 +551,7 @@ int jh_lookup(jh_ctx *ctx, const void *addr, uint64_t *id, const void **start, s
     if (!atomic_load_explicit(&ctx->live, memory_order_relaxed))
         return -ENOENT;
     lock(ctx);
-    struct jh_entry *e = jh__reg_find(&ctx->reg, (uintptr_t)addr);
+    struct jh__entry *e = jh__reg_find(&ctx->reg, (uintptr_t)addr);
     if (e) {
         if (id)
             *id = e->id;
@@ -570,18 +570,18 @@ int jh_log_memory(jh_ctx *ctx, const void *addr, size_t size, const char *type_h
 {
     if (!ctx || (!addr && size))
         return -EINVAL;
-    if (!chan_live(ctx, JH_CH_AUDITLOG))
+    if (!chan_live(ctx, JH__CH_AUDITLOG))
         return 0;
-    return jh__auditlog_memory(ctx->chan[JH_CH_AUDITLOG].state, addr, size, type_hint);
+    return jh__auditlog_memory(ctx->chan[JH__CH_AUDITLOG].state, addr, size, type_hint);
 }
 
 int jh_log_event(jh_ctx *ctx, const char *name, const struct jh_attr *attrs, size_t nattrs)
 {
     if (!ctx || !name || (nattrs && !attrs))
         return -EINVAL;
-    if (!chan_live(ctx, JH_CH_AUDITLOG))
+    if (!chan_live(ctx, JH__CH_AUDITLOG))
         return 0;
-    return jh__auditlog_event(ctx->chan[JH_CH_AUDITLOG].state, name, attrs, nattrs);
+    return jh__auditlog_event(ctx->chan[JH__CH_AUDITLOG].state, name, attrs, nattrs);
 }
 
 void jh_close(jh_ctx *ctx)
@@ -599,7 +599,7 @@ void jh_close(jh_ctx *ctx)
 
     lock(ctx);
     /* Channels drop their registrations for everything still live, then close. */
-    for (int i = JH_NCHAN - 1; i >= 0; i--) {
+    for (int i = JH__NCHAN - 1; i >= 0; i--) {
         if (!chan_live(ctx, i))
             continue;
         if (ctx->chan[i].ops->close)
@@ -608,7 +608,7 @@ void jh_close(jh_ctx *ctx)
     }
     atomic_store(&ctx->live, 0);
     while (ctx->reg.root) {
-        struct jh_entry *e = ctx->reg.root;
+        struct jh__entry *e = ctx->reg.root;
         jh__reg_erase(&ctx->reg, e);
         entry_free(e);
     }

@@ -37,7 +37,7 @@ enum {
 /* Inline fast paths for the many tiny writes (the shared jh_buf calls cost a function call
  * and a capacity check per byte, half the time of a one-function image). Same semantics:
  * after an allocation failure nothing more is written and b->err says so. */
-static inline uint8_t *room(struct jh_buf *b, size_t n)
+static inline uint8_t *room(struct jh__buf *b, size_t n)
 {
     if (b->err || b->cap - b->len < n) {
         if (jh__buf_reserve(b, n < 64 ? 64 : n))
@@ -48,25 +48,25 @@ static inline uint8_t *room(struct jh_buf *b, size_t n)
     return q;
 }
 
-static inline void w8(struct jh_buf *b, uint8_t v)
+static inline void w8(struct jh__buf *b, uint8_t v)
 {
     uint8_t *q = room(b, 1);
     if (q)
         q[0] = v;
 }
 
-static inline void wle(struct jh_buf *b, uint64_t v, size_t n)
+static inline void wle(struct jh__buf *b, uint64_t v, size_t n)
 {
     uint8_t *q = room(b, n);
     for (size_t i = 0; q && i < n; i++)
         q[i] = (uint8_t)(v >> (8 * i));
 }
 
-static inline void w16(struct jh_buf *b, uint16_t v) { wle(b, v, 2); }
-static inline void w32(struct jh_buf *b, uint32_t v) { wle(b, v, 4); }
-static inline void w64(struct jh_buf *b, uint64_t v) { wle(b, v, 8); }
+static inline void w16(struct jh__buf *b, uint16_t v) { wle(b, v, 2); }
+static inline void w32(struct jh__buf *b, uint32_t v) { wle(b, v, 4); }
+static inline void w64(struct jh__buf *b, uint64_t v) { wle(b, v, 8); }
 
-static inline void wuleb(struct jh_buf *b, uint64_t v)
+static inline void wuleb(struct jh__buf *b, uint64_t v)
 {
     uint8_t *q = room(b, 10), *q0 = q;
     if (!q)
@@ -79,7 +79,7 @@ static inline void wuleb(struct jh_buf *b, uint64_t v)
     b->len -= 10 - (size_t)(q - q0);
 }
 
-static inline void wsleb(struct jh_buf *b, int64_t v)
+static inline void wsleb(struct jh__buf *b, int64_t v)
 {
     uint8_t *q = room(b, 10), *q0 = q;
     if (!q)
@@ -106,7 +106,7 @@ enum { AB_CU = 1, AB_CU_DIR = 2, AB_SUB_DECL = 3, AB_SUB = 4 };
 
 struct item {
     const char *file;           /* the unit this function belongs to */
-    const struct jh_entry *e;
+    const struct jh__entry *e;
 };
 
 static int cmp_item(const void *a, const void *b)
@@ -120,7 +120,7 @@ static int cmp_item(const void *a, const void *b)
     return x->e->start < y->e->start ? -1 : x->e->start > y->e->start;
 }
 
-static const char *unit_file(const struct jh_entry *e)
+static const char *unit_file(const struct jh__entry *e)
 {
     if (!e->nfiles)
         return NULL;
@@ -128,7 +128,7 @@ static const char *unit_file(const struct jh_entry *e)
     return f < e->nfiles ? e->files[f] : NULL;
 }
 
-static void abbrevs(struct jh_buf *b)
+static void abbrevs(struct jh__buf *b)
 {
     static const uint8_t tab[] = {
         AB_CU, DW_TAG_compile_unit, DW_CHILDREN_yes,
@@ -154,7 +154,7 @@ static void abbrevs(struct jh_buf *b)
     jh__buf_put(b, tab, sizeof tab);
 }
 
-static uint32_t put_str(struct jh_buf *str, const char *s)
+static uint32_t put_str(struct jh__buf *str, const char *s)
 {
     uint32_t off = (uint32_t)str->len;
     jh__buf_str(str, s);
@@ -189,7 +189,7 @@ static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
 }
 
 /* One sequence for one function. map[] turns the entry's file index into the unit's. */
-static void line_sequence(struct jh_buf *b, const struct jh_entry *e, const uint32_t *map)
+static void line_sequence(struct jh__buf *b, const struct jh__entry *e, const uint32_t *map)
 {
     if (!e->nlines)
         return;
@@ -241,7 +241,7 @@ static void line_sequence(struct jh_buf *b, const struct jh_entry *e, const uint
 }
 
 /* The line program of one unit: items[0..n) share its file. */
-static int line_unit(struct jh_buf *b, const struct item *items, size_t n, struct ftab *ft)
+static int line_unit(struct jh__buf *b, const struct item *items, size_t n, struct ftab *ft)
 {
     static const uint8_t std_lengths[OPCODE_BASE - 1] = { 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1 };
     uint32_t num, *map = NULL;
@@ -303,7 +303,7 @@ static int line_unit(struct jh_buf *b, const struct item *items, size_t n, struc
     jh__buf_set_u32(b, hl, (uint32_t)(b->len - hl - 4));
 
     for (size_t i = 0; i < n && !err; i++) {
-        const struct jh_entry *e = items[i].e;
+        const struct jh__entry *e = items[i].e;
         if (e->nfiles > map_cap) {
             uint32_t *m = realloc(map, e->nfiles * sizeof *m);
             if (!m) {
@@ -323,11 +323,11 @@ static int line_unit(struct jh_buf *b, const struct item *items, size_t n, struc
     return err;
 }
 
-static void info_unit(struct jh_dwarf *d, const struct item *items, size_t n,
+static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
                       const struct ftab *ft, uint32_t producer, int64_t comp_dir,
                       uint32_t stmt_list)
 {
-    struct jh_buf *b = &d->info;
+    struct jh__buf *b = &d->info;
     size_t start = b->len;
     uint32_t ranges = (uint32_t)d->ranges.len;
 
@@ -355,7 +355,7 @@ static void info_unit(struct jh_dwarf *d, const struct item *items, size_t n,
     w64(b, 0);
     w32(b, ranges);
     for (size_t i = 0; i < n; i++) {
-        const struct jh_entry *e = items[i].e;
+        const struct jh__entry *e = items[i].e;
         uint32_t decl_file = 0;
         if (e->nlines) {
             const char *f = e->files[e->lines[0].file];
@@ -378,7 +378,7 @@ static void info_unit(struct jh_dwarf *d, const struct item *items, size_t n,
     jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
 }
 
-void jh__dwarf_free(struct jh_dwarf *d)
+void jh__dwarf_free(struct jh__dwarf *d)
 {
     jh__buf_free(&d->info);
     jh__buf_free(&d->abbrev);
@@ -387,8 +387,8 @@ void jh__dwarf_free(struct jh_dwarf *d)
     jh__buf_free(&d->ranges);
 }
 
-int jh__dwarf_build(struct jh_dwarf *d, const struct jh_entry *const *fns, size_t n,
-                    const struct jh_dwarf_opts *o)
+int jh__dwarf_build(struct jh__dwarf *d, const struct jh__entry *const *fns, size_t n,
+                    const struct jh__dwarf_opts *o)
 {
     struct item *items = NULL;
     struct ftab ft = { 0 };
@@ -424,7 +424,7 @@ int jh__dwarf_build(struct jh_dwarf *d, const struct jh_entry *const *fns, size_
         i = j;
     }
     if (!err) {
-        const struct jh_buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
+        const struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
         for (size_t k = 0; k < 5 && !err; k++)
             err = all[k]->err ? all[k]->err : all[k]->len > UINT32_MAX ? -E2BIG : 0;
     }

@@ -29,13 +29,13 @@
 
 #include "buf.h"
 
-struct jh_entry;
+struct jh__entry;
 
-struct jh_dwarf {
-    struct jh_buf info, abbrev, line, str, ranges;
+struct jh__dwarf {
+    struct jh__buf info, abbrev, line, str, ranges;
 };
 
-struct jh_dwarf_opts {
+struct jh__dwarf_opts {
     const char *producer;       /* DW_AT_producer; NULL: "jitherald" */
     const char *comp_dir;       /* DW_AT_comp_dir, relative file names resolve against it;
                                    NULL: none (debuggers then use their cwd) */
@@ -47,10 +47,10 @@ struct jh_dwarf_opts {
  * yields empty buffers), -ENOMEM, -E2BIG when a section would not fit 32-bit DWARF.
  * On error every buffer is freed.
  */
-int jh__dwarf_build(struct jh_dwarf *d, const struct jh_entry *const *fns, size_t n,
-                    const struct jh_dwarf_opts *o);
+int jh__dwarf_build(struct jh__dwarf *d, const struct jh__entry *const *fns, size_t n,
+                    const struct jh__dwarf_opts *o);
 
 /* Free the buffers (d stays usable for another build). */
-void jh__dwarf_free(struct jh_dwarf *d);
+void jh__dwarf_free(struct jh__dwarf *d);
 
 #endif

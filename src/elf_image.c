@@ -45,7 +45,7 @@ struct sec {
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-static int check_spec(const struct jh_elf_spec *s, uintptr_t *lo, size_t *size)
+static int check_spec(const struct jh__elf_spec *s, uintptr_t *lo, size_t *size)
 {
     if (!s || (s->nfns && !s->fns) || s->page_size & (s->page_size - 1))
         return -EINVAL;
@@ -53,21 +53,21 @@ static int check_spec(const struct jh_elf_spec *s, uintptr_t *lo, size_t *size)
         return -EINVAL;
     uintptr_t prev_end = 0;
     for (size_t i = 0; i < s->nfns; i++) {
-        const struct jh_entry *e = s->fns[i];
+        const struct jh__entry *e = s->fns[i];
         if (!e || !e->name || !e->size || e->start < prev_end || e->start + e->size < e->start)
             return -EINVAL;
         prev_end = e->start + e->size;
     }
     *lo = s->text_addr;
     *size = s->text_size;
-    if (s->text == JH_ELF_TEXT_NOBITS) {
+    if (s->text == JH__ELF_TEXT_NOBITS) {
         if (!*size) {
             if (!s->nfns)
                 return -EINVAL;
             *lo = s->fns[0]->start;
             *size = prev_end - *lo;
         }
-    } else if (s->text == JH_ELF_TEXT_COPY) {
+    } else if (s->text == JH__ELF_TEXT_COPY) {
         size_t page = s->page_size ? s->page_size : 4096;
         if (!*size || !s->text_bytes || *lo % page || s->rw_addr % page)
             return -EINVAL;
@@ -90,11 +90,11 @@ struct run {
 /* Runs of adjacent functions. Exact ranges matter: LLDB maps an address to the section
  * with the greatest start below it, so an image whose single .text spanned another image's
  * function would capture that function's addresses and hide its name. */
-static int make_runs(const struct jh_elf_spec *s, uintptr_t lo, size_t size, struct run **out,
+static int make_runs(const struct jh__elf_spec *s, uintptr_t lo, size_t size, struct run **out,
                      size_t *nruns, uint32_t *fn_run)
 {
     size_t n = 1;
-    bool auto_range = s->text == JH_ELF_TEXT_NOBITS && !s->text_size;
+    bool auto_range = s->text == JH__ELF_TEXT_NOBITS && !s->text_size;
     if (auto_range)
         for (size_t i = 1; i < s->nfns; i++)
             n += s->fns[i]->start != s->fns[i - 1]->start + s->fns[i - 1]->size;
@@ -112,7 +112,7 @@ static int make_runs(const struct jh_elf_spec *s, uintptr_t lo, size_t size, str
         r[0] = (struct run){ s->fns[0]->start, s->fns[0]->start + s->fns[0]->size };
         fn_run[0] = 0;
         for (size_t i = 1; i < s->nfns; i++) {
-            const struct jh_entry *e = s->fns[i];
+            const struct jh__entry *e = s->fns[i];
             if (e->start != r[k].hi)
                 r[++k] = (struct run){ e->start, e->start };
             r[k].hi = e->start + e->size;
@@ -124,16 +124,16 @@ static int make_runs(const struct jh_elf_spec *s, uintptr_t lo, size_t size, str
     return 0;
 }
 
-int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf_layout *layout)
+int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout)
 {
-    struct jh_dwarf dw = { 0 };
-    struct jh_cfi_func *cf = NULL;
+    struct jh__dwarf dw = { 0 };
+    struct jh__cfi_func *cf = NULL;
     struct run *runs = NULL;
     uint32_t *fn_run = NULL;
     struct sec sec[S_MAX];
     uintptr_t text_lo;
     size_t text_size, nruns = 0, eh_size = 0, strtab_size = 1, shstr_size = 0;
-    const bool copy = s && s->text == JH_ELF_TEXT_COPY;
+    const bool copy = s && s->text == JH__ELF_TEXT_COPY;
     const size_t page = s && s->page_size ? s->page_size : 4096;
     const size_t orig = out->len;
     size_t start = out->len, nfde = 0;
@@ -148,14 +148,14 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
         return -ENOMEM;
     if ((err = make_runs(s, text_lo, text_size, &runs, &nruns, fn_run)))
         goto fail;
-    if (!(s->flags & JH_ELF_NO_DWARF)) {
-        struct jh_dwarf_opts dopts = { .producer = s->producer, .comp_dir = s->comp_dir };
+    if (!(s->flags & JH__ELF_NO_DWARF)) {
+        struct jh__dwarf_opts dopts = { .producer = s->producer, .comp_dir = s->comp_dir };
         if ((err = jh__dwarf_build(&dw, s->fns, s->nfns, &dopts)))
             goto fail;
     }
 
-    struct jh_cfi_opts copts = { .arch = JH_CFI_HOST, .ptr = copy ? JH_CFI_PCREL : JH_CFI_ABS };
-    bool want_eh = !(s->flags & JH_ELF_NO_EH_FRAME) && (!copy || s->rw_addr) && s->nfns;
+    struct jh__cfi_opts copts = { .arch = JH__CFI_HOST, .ptr = copy ? JH__CFI_PCREL : JH__CFI_ABS };
+    bool want_eh = !(s->flags & JH__ELF_NO_EH_FRAME) && (!copy || s->rw_addr) && s->nfns;
     if (want_eh) {
         cf = malloc(s->nfns * sizeof *cf);
         if (!cf) {
@@ -189,7 +189,7 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
         .flags = SHF_ALLOC | (copy ? SHF_WRITE : 0), .size = eh_size, .align = 8 };
     sec[S_DATA] = (struct sec){ .on = copy && s->rw_addr && !want_eh, .type = SHT_PROGBITS,
         .flags = SHF_ALLOC | SHF_WRITE, .size = 16, .align = 8 };
-    struct { int i; struct jh_buf *b; } dws[] = { { S_INFO, &dw.info }, { S_ABBREV, &dw.abbrev },
+    struct { int i; struct jh__buf *b; } dws[] = { { S_INFO, &dw.info }, { S_ABBREV, &dw.abbrev },
         { S_LINE, &dw.line }, { S_STR, &dw.str }, { S_RANGES, &dw.ranges } };
     for (size_t k = 0; k < sizeof dws / sizeof dws[0]; k++)
         if (dws[k].b->len)
@@ -217,7 +217,7 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
     /* NOBITS: a PT_LOAD per run with no file bytes, and one for .eh_frame (BFD warns about
      * an SHF_ALLOC section outside every segment once there are segments), unless the
      * caller says no. COPY: the code segment, and the rw one if asked for. */
-    const bool nophdrs = !copy && (s->flags & JH_ELF_NO_PHDRS);
+    const bool nophdrs = !copy && (s->flags & JH__ELF_NO_PHDRS);
     const size_t nph = copy ? (s->rw_addr ? 2 : 1) : nophdrs ? 0 : nruns + want_eh;
     size_t off = sizeof(Elf64_Ehdr) + nph * sizeof(Elf64_Phdr);
     size_t rw_off = 0, rw_size = 0;
@@ -336,7 +336,7 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
             jh__buf_put(out, &sym, sizeof sym);
             uint32_t name = 1;
             for (size_t k = 0; k < s->nfns; k++) {
-                const struct jh_entry *e = s->fns[k];
+                const struct jh__entry *e = s->fns[k];
                 sym = (Elf64_Sym){ .st_name = name, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
                     .st_other = STV_DEFAULT, .st_shndx = (uint16_t)(sec[S_TEXT].index + fn_run[k]),
                     .st_value = e->start, .st_size = e->size };
@@ -390,7 +390,7 @@ int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf
         goto fail;
     }
     if (layout) {
-        *layout = (struct jh_elf_layout){ .size = total, .text_off = copy ? sec[S_TEXT].off : 0,
+        *layout = (struct jh__elf_layout){ .size = total, .text_off = copy ? sec[S_TEXT].off : 0,
             .rw_off = rw_off, .rw_size = rw_size, .ntext = nruns,
             .eh_frame_off = want_eh ? sec[S_EH].off : 0, .eh_frame_size = eh_size,
             .eh_frame_addr = want_eh ? sec[S_EH].addr : 0, .nfde = want_eh ? nfde : 0 };

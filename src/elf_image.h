@@ -4,9 +4,9 @@
  * it and maps its code pages over the live ones). Pure: entries in, bytes out, no I/O.
  *
  * The image (x86-64 or arm64 host, little-endian):
- *   .text          JH_ELF_TEXT_NOBITS: SHT_NOBITS at the code's real address (the debugger
+ *   .text          JH__ELF_TEXT_NOBITS: SHT_NOBITS at the code's real address (the debugger
  *                  reads the bytes from the process); one section per run of adjacent
- *                  functions unless a range is given. JH_ELF_TEXT_COPY: PROGBITS holding a
+ *                  functions unless a range is given. JH__ELF_TEXT_COPY: PROGBITS holding a
  *                  copy of a page range, at a file offset congruent to its address modulo
  *                  the page size, covered by an R+X PT_LOAD, so that
  *                  mmap(text_addr, text_size, PROT_READ|PROT_EXEC, MAP_FIXED|MAP_PRIVATE,
@@ -21,42 +21,42 @@
  * Every SHF_ALLOC section sits at its real absolute address: GDB sorts sections of all
  * objfiles by address, and sections left at 0 made it spend 90% of its time sorting.
  * Program headers: COPY mode always has them (the file is mapped). NOBITS mode writes a
- * PT_LOAD per .text and one for .eh_frame unless JH_ELF_NO_PHDRS: measured, gdb 13 and
+ * PT_LOAD per .text and one for .eh_frame unless JH__ELF_NO_PHDRS: measured, gdb 13 and
  * lldb 14 name, line and unwind the same with or without them, ET_DYN or ET_EXEC, so the
  * gdb channel leaves them out (56 bytes per run of functions, read at every registration).
  *
  * Check an image with:  readelf -a -w img.elf;  llvm-dwarfdump-14 --verify img.elf
  * (tests/unit/test_elf_image.c does, with several functions and files).
  */
-#ifndef JH_ELF_IMAGE_H
-#define JH_ELF_IMAGE_H
+#ifndef JH__ELF_IMAGE_H
+#define JH__ELF_IMAGE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "buf.h"
 
-struct jh_entry;
+struct jh__entry;
 
-enum jh_elf_text {
-    JH_ELF_TEXT_NOBITS = 0,     /* .text is SHT_NOBITS at text_addr */
-    JH_ELF_TEXT_COPY = 1        /* .text is PROGBITS: text_size bytes from text_bytes */
+enum jh__elf_text {
+    JH__ELF_TEXT_NOBITS = 0,     /* .text is SHT_NOBITS at text_addr */
+    JH__ELF_TEXT_COPY = 1        /* .text is PROGBITS: text_size bytes from text_bytes */
 };
 
 enum {
-    JH_ELF_NO_DWARF = 1 << 0,   /* symbols (and .eh_frame) only */
-    JH_ELF_NO_EH_FRAME = 1 << 1,/* no .eh_frame */
-    JH_ELF_NO_PHDRS = 1 << 2    /* NOBITS mode: no program headers */
+    JH__ELF_NO_DWARF = 1 << 0,   /* symbols (and .eh_frame) only */
+    JH__ELF_NO_EH_FRAME = 1 << 1,/* no .eh_frame */
+    JH__ELF_NO_PHDRS = 1 << 2    /* NOBITS mode: no program headers */
 };
 
-struct jh_elf_spec {
+struct jh__elf_spec {
     /* The functions, sorted by start, not overlapping, all inside the .text range.
      * The builder reads start, size, name, files, lines and the unwind description. */
-    const struct jh_entry *const *fns;
+    const struct jh__entry *const *fns;
     size_t nfns;
-    enum jh_elf_text text;
+    enum jh__elf_text text;
     /* The .text range. NOBITS: 0/0 means one .text section (and PT_LOAD unless
-     * JH_ELF_NO_PHDRS) per run of adjacent functions, with exact bounds, so images never
+     * JH__ELF_NO_PHDRS) per run of adjacent functions, with exact bounds, so images never
      * claim each other's code.
      * COPY: required, and text_addr must be a multiple of page_size (the range is what
      * gets mapped). */
@@ -68,13 +68,13 @@ struct jh_elf_spec {
      * .eh_frame. 0: no rw segment and no .eh_frame. */
     uintptr_t rw_addr;
     uint16_t e_type;            /* ET_DYN (0: default) or ET_EXEC */
-    unsigned flags;             /* JH_ELF_NO_* */
+    unsigned flags;             /* JH__ELF_NO_* */
     const char *producer;       /* DW_AT_producer (NULL: "jitherald") */
     const char *comp_dir;       /* DW_AT_comp_dir (NULL: none) */
 };
 
 /* Where things landed, as byte offsets from the start of the image. */
-struct jh_elf_layout {
+struct jh__elf_layout {
     size_t size;                /* the whole image */
     size_t text_off;            /* COPY: file offset of the .text bytes (page aligned) */
     size_t rw_off, rw_size;     /* COPY with rw_addr: the rw segment's file range */
@@ -92,6 +92,6 @@ struct jh_elf_layout {
  * 0, -EINVAL (bad spec, function outside .text), -ENOMEM, -E2BIG, -ERANGE (COPY mode: a
  * pc-relative .eh_frame offset does not fit 32 bits). On error out->len is restored.
  */
-int jh__elf_image(struct jh_buf *out, const struct jh_elf_spec *s, struct jh_elf_layout *layout);
+int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout);
 
 #endif

@@ -88,7 +88,7 @@ struct elfmap {
     jh_ctx *ctx;
     size_t page;
     int maps_fd;
-    struct jh_entry **pend;     /* announced, not yet in an image; e->chan[] = index + 1 */
+    struct jh__entry **pend;     /* announced, not yet in an image; e->chan[] = index + 1 */
     size_t npend, cappend;
     struct seg *seg;
     size_t nseg, capseg;
@@ -96,9 +96,9 @@ struct elfmap {
     size_t ngens, capgens;
     uintptr_t *freed;           /* pages code was removed from (freed_add) */
     size_t nfreed, capfreed;
-    const struct jh_entry **fns;    /* scratch: the functions of one image */
+    const struct jh__entry **fns;    /* scratch: the functions of one image */
     size_t capfns;
-    struct jh_buf img;
+    struct jh__buf img;
     uint64_t tokens, refill_at;
     uint32_t reported;
     unsigned pid_gen;           /* jh__fork_gen when pid was read */
@@ -109,7 +109,7 @@ struct elfmap {
 /* File names must be unique per process across contexts and generations. */
 static _Atomic uint64_t gen_counter;
 
-#define SLOT(e) ((e)->chan[JH_CH_ELFMAP])
+#define SLOT(e) ((e)->chan[JH__CH_ELFMAP])
 
 static uintptr_t pg_down(const struct elfmap *m, uintptr_t a) { return a & ~(uintptr_t)(m->page - 1); }
 static uintptr_t pg_up(const struct elfmap *m, uintptr_t a) { return pg_down(m, a + m->page - 1); }
@@ -130,13 +130,13 @@ static void report_once(struct elfmap *m, int bit, const char *fmt, ...)
 }
 
 /* ---- pending entries ------------------------------------------------------------------ */
-static int pend(struct elfmap *m, struct jh_entry *e)
+static int pend(struct elfmap *m, struct jh__entry *e)
 {
     if (SLOT(e))
         return 0;
     if (m->npend == m->cappend) {
         size_t cap = m->cappend ? m->cappend * 2 : 64;
-        struct jh_entry **p = realloc(m->pend, cap * sizeof *p);
+        struct jh__entry **p = realloc(m->pend, cap * sizeof *p);
         if (!p)
             return -ENOMEM;
         m->pend = p;
@@ -147,12 +147,12 @@ static int pend(struct elfmap *m, struct jh_entry *e)
     return 0;
 }
 
-static void unpend(struct elfmap *m, struct jh_entry *e)
+static void unpend(struct elfmap *m, struct jh__entry *e)
 {
     uintptr_t i = (uintptr_t)SLOT(e);
     if (!i || i > m->npend || m->pend[i - 1] != e)
         return;
-    struct jh_entry *last = m->pend[--m->npend];
+    struct jh__entry *last = m->pend[--m->npend];
     m->pend[i - 1] = last;
     SLOT(last) = (void *)i;
     SLOT(e) = NULL;
@@ -249,8 +249,8 @@ static pid_t current_pid(struct elfmap *m)
  * (>= lo) were looked at already, so growing a run costs only what it adds. */
 static void extend(struct elfmap *m, uintptr_t *lo, uintptr_t *hi, uintptr_t from)
 {
-    const struct jh_registry *r = &m->ctx->reg;
-    const struct jh_entry *e;
+    const struct jh__registry *r = &m->ctx->reg;
+    const struct jh__entry *e;
     while ((e = jh__reg_find(r, *lo)) && pg_down(m, e->start) < *lo)
         *lo = pg_down(m, e->start);
     if ((e = jh__reg_find(r, from)) && pg_up(m, e->start + e->size) > *hi)
@@ -262,12 +262,12 @@ static void extend(struct elfmap *m, uintptr_t *lo, uintptr_t *hi, uintptr_t fro
 
 static int collect(struct elfmap *m, uintptr_t lo, uintptr_t hi, size_t *nfns, size_t *eh_est)
 {
-    const struct jh_registry *r = &m->ctx->reg;
+    const struct jh__registry *r = &m->ctx->reg;
     size_t n = 0, est = 64;
-    for (const struct jh_entry *e = jh__reg_ceil(r, lo); e && e->start < hi; e = jh__reg_next(r, e)) {
+    for (const struct jh__entry *e = jh__reg_ceil(r, lo); e && e->start < hi; e = jh__reg_next(r, e)) {
         if (n == m->capfns) {
             size_t cap = m->capfns ? m->capfns * 2 : 256;
-            const struct jh_entry **p = realloc(m->fns, cap * sizeof *p);
+            const struct jh__entry **p = realloc(m->fns, cap * sizeof *p);
             if (!p)
                 return -ENOMEM;
             m->fns = p;
@@ -307,12 +307,12 @@ static void *reserve_rw(struct elfmap *m, size_t len, uintptr_t lo, uintptr_t hi
  * Swap the pages [lo, hi). 0: swapped; 1: left as they are (reported once); negative
  * errno: something is wrong with the channel itself (the core switches it off).
  */
-static int swap_range(struct elfmap *m, uintptr_t lo, uintptr_t hi, enum jh_vma_verdict *verdict)
+static int swap_range(struct elfmap *m, uintptr_t lo, uintptr_t hi, enum jh__vma_verdict *verdict)
 {
     size_t len = hi - lo, nfns, est, rw_len;
-    enum jh_vma_verdict v = jh__vma_check(m->maps_fd, lo, hi, own_file, m);
+    enum jh__vma_verdict v = jh__vma_check(m->maps_fd, lo, hi, own_file, m);
     *verdict = v;
-    if (v != JH_VMA_OK) {
+    if (v != JH__VMA_OK) {
         report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left as it is (perf map/jitdump "
                     "still name it): %s", (unsigned long)lo, (unsigned long)hi,
                     jh__vma_verdict_str(v));
@@ -327,8 +327,8 @@ static int swap_range(struct elfmap *m, uintptr_t lo, uintptr_t hi, enum jh_vma_
     if ((err = jh__ctx_dir(m->ctx, &dir)))
         return err;
 
-    struct jh_elf_layout lay;
-    struct jh_elf_spec spec = { .fns = m->fns, .nfns = nfns, .text = JH_ELF_TEXT_COPY,
+    struct jh__elf_layout lay;
+    struct jh__elf_spec spec = { .fns = m->fns, .nfns = nfns, .text = JH__ELF_TEXT_COPY,
         .text_addr = lo, .text_size = len, .text_bytes = (const void *)lo, .page_size = m->page,
         .producer = "jitherald elfmap" };
     void *rw = NULL;
@@ -342,7 +342,7 @@ static int swap_range(struct elfmap *m, uintptr_t lo, uintptr_t hi, enum jh_vma_
         }
         spec.rw_addr = (uintptr_t)rw;
         if (attempt > 0)
-            spec.flags |= JH_ELF_NO_EH_FRAME;   /* no unwind info rather than no image */
+            spec.flags |= JH__ELF_NO_EH_FRAME;   /* no unwind info rather than no image */
         m->img.len = 0;
         err = jh__elf_image(&m->img, &spec, &lay);
         if (err == 0 && lay.rw_size > rw_len) {
@@ -392,7 +392,7 @@ static int swap_range(struct elfmap *m, uintptr_t lo, uintptr_t hi, enum jh_vma_
 
     /* Last look before the swap: still eligible, and still the bytes in the image? */
     v = jh__vma_check(m->maps_fd, lo, hi, own_file, m);
-    if (v != JH_VMA_OK || memcmp((const void *)lo, text, len) != 0) {
+    if (v != JH__VMA_OK || memcmp((const void *)lo, text, len) != 0) {
         report_once(m, R_CHANGED, "code at %#lx-%#lx changed while its image was written "
                     "(a thread wrote those pages without the JIT lock?); left as it is",
                     (unsigned long)lo, (unsigned long)hi);
@@ -463,7 +463,7 @@ fallback:
 
 static int cmp_start(const void *a, const void *b)
 {
-    uintptr_t x = (*(struct jh_entry *const *)a)->start, y = (*(struct jh_entry *const *)b)->start;
+    uintptr_t x = (*(struct jh__entry *const *)a)->start, y = (*(struct jh__entry *const *)b)->start;
     return (x > y) - (x < y);
 }
 
@@ -521,10 +521,10 @@ static bool flush_safe(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
     if (freed_any(m, lo, hi))
         return false;
-    const struct jh_registry *r = &m->ctx->reg;
-    const struct jh_entry *last = jh__reg_find(r, hi - 1);
+    const struct jh__registry *r = &m->ctx->reg;
+    const struct jh__entry *last = jh__reg_find(r, hi - 1);
     if (!last) {
-        const struct jh_entry *e = jh__reg_ceil(r, hi - m->page);
+        const struct jh__entry *e = jh__reg_ceil(r, hi - m->page);
         for (; e && e->start < hi; e = jh__reg_next(r, e))
             last = e;
     }
@@ -574,9 +574,9 @@ static int swap_pending(struct elfmap *m, bool settled_only)
             i = j;
             continue;
         }
-        enum jh_vma_verdict v;
+        enum jh__vma_verdict v;
         int r = swap_range(m, lo, hi, &v);
-        if (r == 1 && v != JH_VMA_OK && j - i > 1) {
+        if (r == 1 && v != JH__VMA_OK && j - i > 1) {
             /* One bad page (e.g. still being written) need not hold back the others. */
             uintptr_t done = lo;
             for (size_t k = i; k < j && r >= 0; k++) {
@@ -643,7 +643,7 @@ static int elfmap_open(jh_ctx *ctx, void **state)
     return 0;
 }
 
-static int elfmap_add(void *state, struct jh_entry *e)
+static int elfmap_add(void *state, struct jh__entry *e)
 {
     struct elfmap *m = state;
     /* Nothing ran there yet by the API's contract, but a JIT reusing addresses without
@@ -654,7 +654,7 @@ static int elfmap_add(void *state, struct jh_entry *e)
     return err ? err : maybe_swap(m);
 }
 
-static int elfmap_remove(void *state, struct jh_entry *e)
+static int elfmap_remove(void *state, struct jh__entry *e)
 {
     struct elfmap *m = state;
     unpend(m, e);
@@ -664,7 +664,7 @@ static int elfmap_remove(void *state, struct jh_entry *e)
     return freed_add(m, e->start, e->start + e->size);
 }
 
-static int elfmap_move(void *state, struct jh_entry *e, uintptr_t old_start)
+static int elfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
     struct elfmap *m = state;
     VALGRIND_DISCARD_TRANSLATIONS(old_start, e->size);
@@ -675,7 +675,7 @@ static int elfmap_move(void *state, struct jh_entry *e, uintptr_t old_start)
     return err ? err : maybe_swap(m);
 }
 
-static int elfmap_patched(void *state, struct jh_entry *e, uintptr_t addr, size_t len)
+static int elfmap_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
 {
     struct elfmap *m = state;
     /* The JIT wrote through a copy-on-write page of our file mapping: valgrind must drop
@@ -731,7 +731,7 @@ static void elfmap_close(void *state)
     free(m);
 }
 
-const struct jh_channel_ops jh__elfmap_ops = {
+const struct jh__channel_ops jh__elfmap_ops = {
     .name = "elfmap", .bit = JH_ELFMAP, .open = elfmap_open, .add = elfmap_add,
     .remove = elfmap_remove, .move = elfmap_move, .patched = elfmap_patched,
     .flush = elfmap_flush, .forked = elfmap_forked, .close = elfmap_close,

@@ -108,12 +108,12 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
  * registration, freed only after the unregister call has returned. */
 struct pub {
     struct jit_code_entry ce;
-    struct jh_buf elf;
+    struct jh__buf elf;
 };
 
 struct img {
     struct pub *pub;            /* NULL only transiently */
-    struct jh_entry **fns;      /* sorted by start */
+    struct jh__entry **fns;      /* sorted by start */
     size_t n;
     int cls;                    /* size class; NCLASS: full (n >= cap) */
     bool dirty;                 /* fns changed since pub was built (see img_changed) */
@@ -125,7 +125,7 @@ struct gdb_state {
     jh_ctx *ctx;
     size_t cap;                 /* functions per full image */
     bool defer;
-    struct jh_entry **pending;  /* deferred mode: added, not yet in any image */
+    struct jh__entry **pending;  /* deferred mode: added, not yet in any image */
     size_t npending, pending_cap;
     struct img *cls[NCLASS + 1];
     size_t cls_n[NCLASS + 1], cls_fns[NCLASS + 1];
@@ -249,14 +249,14 @@ static void pub_free(struct pub *p)
     }
 }
 
-static int pub_build(struct pub **out, struct jh_entry *const *fns, size_t n)
+static int pub_build(struct pub **out, struct jh__entry *const *fns, size_t n)
 {
     struct pub *p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;
     /* no program headers: neither debugger needs them (measured, see elf_image.h) */
-    struct jh_elf_spec spec = { .fns = (const struct jh_entry *const *)fns, .nfns = n,
-                                .flags = JH_ELF_NO_PHDRS };
+    struct jh__elf_spec spec = { .fns = (const struct jh__entry *const *)fns, .nfns = n,
+                                .flags = JH__ELF_NO_PHDRS };
     int err = jh__elf_image(&p->elf, &spec, NULL);
     if (err) {
         pub_free(p);
@@ -342,13 +342,13 @@ static void img_free(struct gdb_state *st, struct img *im)
 
 static int cmp_start(const void *a, const void *b)
 {
-    const struct jh_entry *x = *(struct jh_entry *const *)a, *y = *(struct jh_entry *const *)b;
+    const struct jh__entry *x = *(struct jh__entry *const *)a, *y = *(struct jh__entry *const *)b;
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
 /* A new image for fns[0..n) (taken over on success), registered before the images in
  * drop[] are unregistered, then classified. */
-static int img_new(struct gdb_state *st, struct jh_entry **fns, size_t n,
+static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
                    struct pub *const *drop, size_t ndrop, struct img **out)
 {
     struct img *im = calloc(1, sizeof *im);
@@ -365,7 +365,7 @@ static int img_new(struct gdb_state *st, struct jh_entry **fns, size_t n,
     im->fns = fns;
     im->n = n;
     for (size_t i = 0; i < n; i++)
-        fns[i]->chan[JH_CH_GDB] = im;
+        fns[i]->chan[JH__CH_GDB] = im;
     publish(im->pub, drop, ndrop);
     class_link(st, im);
     if (out)
@@ -404,7 +404,7 @@ static int maybe_merge(struct gdb_state *st, int c)
         if (st->cls_n[c] < 2 || (st->cls_n[c] < FANOUT && st->cls_fns[c] < st->cap))
             continue;
         size_t n = st->cls_fns[c], k = 0, nd = 0;
-        struct jh_entry **fns = malloc(n * sizeof *fns);
+        struct jh__entry **fns = malloc(n * sizeof *fns);
         struct pub **drop = malloc(st->cls_n[c] * sizeof *drop);
         if (!fns || !drop) {
             free(fns);
@@ -503,7 +503,7 @@ static int settle(struct gdb_state *st, uintptr_t lo, uintptr_t hi)
 }
 
 /* Index of e in im->fns (sorted by start; `start` is where e was when it was sorted). */
-static size_t img_find(const struct img *im, const struct jh_entry *e, uintptr_t start)
+static size_t img_find(const struct img *im, const struct jh__entry *e, uintptr_t start)
 {
     size_t lo = 0, hi = im->n;
     while (lo < hi) {
@@ -531,7 +531,7 @@ static int gdb_flush(void *state)
     if (st->ndirty && (err = rebuild_dirty(st)))  /* stale images first: no overlaps */
         return err;
     if (st->npending) {
-        struct jh_entry **fns = malloc(st->npending * sizeof *fns);
+        struct jh__entry **fns = malloc(st->npending * sizeof *fns);
         if (!fns)
             return -ENOMEM;
         memcpy(fns, st->pending, st->npending * sizeof *fns);
@@ -548,14 +548,14 @@ static int gdb_flush(void *state)
     return 0;
 }
 
-static int gdb_add(void *state, struct jh_entry *e)
+static int gdb_add(void *state, struct jh__entry *e)
 {
     struct gdb_state *st = state;
-    e->chan[JH_CH_GDB] = NULL;
+    e->chan[JH__CH_GDB] = NULL;
     if (st->defer) {
         if (st->npending == st->pending_cap) {
             size_t cap = st->pending_cap ? 2 * st->pending_cap : 64;
-            struct jh_entry **p = realloc(st->pending, cap * sizeof *p);
+            struct jh__entry **p = realloc(st->pending, cap * sizeof *p);
             if (!p)
                 return -ENOMEM;
             st->pending = p;
@@ -572,7 +572,7 @@ static int gdb_add(void *state, struct jh_entry *e)
     int err = settle(st, e->start, e->start + e->size);
     if (err)
         return err;
-    struct jh_entry **fns = malloc(sizeof *fns);
+    struct jh__entry **fns = malloc(sizeof *fns);
     if (!fns)
         return -ENOMEM;
     fns[0] = e;
@@ -585,11 +585,11 @@ static int gdb_add(void *state, struct jh_entry *e)
     return maybe_merge(st, 0);
 }
 
-static int gdb_remove(void *state, struct jh_entry *e)
+static int gdb_remove(void *state, struct jh__entry *e)
 {
     struct gdb_state *st = state;
-    struct img *im = e->chan[JH_CH_GDB];
-    e->chan[JH_CH_GDB] = NULL;
+    struct img *im = e->chan[JH__CH_GDB];
+    e->chan[JH__CH_GDB] = NULL;
     if (!im) {
         for (size_t i = st->npending; i-- > 0;) {
             if (st->pending[i] == e) {
@@ -609,10 +609,10 @@ static int gdb_remove(void *state, struct jh_entry *e)
     return img_changed(st, im, im->n + 1, true, e->start, e->start + e->size);
 }
 
-static int gdb_move(void *state, struct jh_entry *e, uintptr_t old_start)
+static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
     struct gdb_state *st = state;
-    struct img *im = e->chan[JH_CH_GDB];
+    struct img *im = e->chan[JH__CH_GDB];
     if (!im)
         return 0;           /* pending: its image is built from e->start at the flush */
     size_t i = img_find(im, e, old_start);
@@ -653,13 +653,13 @@ static void gdb_close(void *state)
         for (struct img *im = st->cls[c], *next; im; im = next) {
             next = im->next;
             for (size_t i = 0; i < im->n; i++)
-                im->fns[i]->chan[JH_CH_GDB] = NULL;
+                im->fns[i]->chan[JH__CH_GDB] = NULL;
             publish(NULL, &im->pub, 1);
             img_free(st, im);
         }
     }
     for (size_t i = 0; i < st->npending; i++)
-        st->pending[i]->chan[JH_CH_GDB] = NULL;
+        st->pending[i]->chan[JH__CH_GDB] = NULL;
     free(st->pending);
     free(st);
 }
@@ -709,7 +709,7 @@ static int gdb_open(jh_ctx *ctx, void **state)
     return 0;
 }
 
-const struct jh_channel_ops jh__gdb_ops = {
+const struct jh__channel_ops jh__gdb_ops = {
     .name = "gdb", .bit = JH_GDB, .open = gdb_open, .add = gdb_add, .remove = gdb_remove,
     .move = gdb_move, .flush = gdb_flush, .close = gdb_close,
 };

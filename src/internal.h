@@ -18,24 +18,24 @@
 #include "jitherald.h"
 #include "buf.h"
 
-#define JH_HIDDEN __attribute__((visibility("hidden")))
+#define JH__HIDDEN __attribute__((visibility("hidden")))
 
 #if defined(__x86_64__)
-#define JH_ARCH_X86_64 1
+#define JH__ARCH_X86_64 1
 #elif defined(__aarch64__)
-#define JH_ARCH_ARM64 1
+#define JH__ARCH_ARM64 1
 #endif
 
 /* Channel slots, in the order the core calls them on add (reverse on remove). */
-enum { JH_CH_AUDITLOG, JH_CH_UNWIND, JH_CH_PERFMAP, JH_CH_JITDUMP, JH_CH_GDB, JH_CH_ELFMAP,
-       JH_NCHAN };
+enum { JH__CH_AUDITLOG, JH__CH_UNWIND, JH__CH_PERFMAP, JH__CH_JITDUMP, JH__CH_GDB, JH__CH_ELFMAP,
+       JH__NCHAN };
 
 /*
  * One piece of live code: a private copy of the caller's description, plus registry links
  * and a slot per channel for its own bookkeeping. Strings and arrays are owned by the
  * entry (file names are interned in the context and shared).
  */
-struct jh_entry {
+struct jh__entry {
     uint64_t id;
     uintptr_t start;
     size_t size;
@@ -49,9 +49,9 @@ struct jh_entry {
     uint8_t *cfi;
     size_t cfi_len;
     /* registry: AVL tree by start address */
-    struct jh_entry *left, *right;
+    struct jh__entry *left, *right;
     int height;
-    void *chan[JH_NCHAN];       /* each channel's per-entry state, NULL until it sets it */
+    void *chan[JH__NCHAN];       /* each channel's per-entry state, NULL until it sets it */
 };
 
 /*
@@ -59,52 +59,52 @@ struct jh_entry {
  * concurrently. A hook returning a negative errno makes the core report the channel once,
  * call its close hook and switch it off; the JIT's call still succeeds.
  */
-struct jh_channel_ops {
+struct jh__channel_ops {
     const char *name;           /* as in $JITHERALD */
     unsigned bit;               /* JH_PERFMAP ... */
     int  (*open)(jh_ctx *ctx, void **state);
-    int  (*add)(void *state, struct jh_entry *e);
-    int  (*remove)(void *state, struct jh_entry *e);
-    int  (*move)(void *state, struct jh_entry *e, uintptr_t old_start);      /* e->start is new */
-    int  (*patched)(void *state, struct jh_entry *e, uintptr_t addr, size_t len);
+    int  (*add)(void *state, struct jh__entry *e);
+    int  (*remove)(void *state, struct jh__entry *e);
+    int  (*move)(void *state, struct jh__entry *e, uintptr_t old_start);      /* e->start is new */
+    int  (*patched)(void *state, struct jh__entry *e, uintptr_t addr, size_t len);
     int  (*flush)(void *state);
     /* In a fork child, before the first call: restart per-process files. NULL: nothing. */
     int  (*forked)(void *state);
     void (*close)(void *state);
 };
 
-extern const struct jh_channel_ops jh__perfmap_ops, jh__jitdump_ops, jh__gdb_ops,
+extern const struct jh__channel_ops jh__perfmap_ops, jh__jitdump_ops, jh__gdb_ops,
        jh__unwind_ops, jh__elfmap_ops, jh__auditlog_ops;
 
 /* Address-ordered live-code registry (registry.c). Not locked: the context lock guards it. */
-struct jh_registry {
-    struct jh_entry *root;
+struct jh__registry {
+    struct jh__entry *root;
     size_t count;
-    struct jh_entry ***idtab;   /* id -> entry, in chunks of JH_ID_CHUNK */
+    struct jh__entry ***idtab;   /* id -> entry, in chunks of JH__ID_CHUNK */
     size_t idtab_chunks;
 };
-#define JH_ID_CHUNK 4096
+#define JH__ID_CHUNK 4096
 
-int  jh__reg_insert(struct jh_registry *r, struct jh_entry *e);   /* 0 or JH_EOVERLAP/-ENOMEM */
-void jh__reg_erase(struct jh_registry *r, struct jh_entry *e);
-struct jh_entry *jh__reg_by_id(const struct jh_registry *r, uint64_t id);
-struct jh_entry *jh__reg_find(const struct jh_registry *r, uintptr_t addr); /* containing */
-struct jh_entry *jh__reg_ceil(const struct jh_registry *r, uintptr_t addr); /* first start >= addr */
-bool jh__reg_overlaps(const struct jh_registry *r, uintptr_t start, size_t size,
-                      const struct jh_entry *except);
-void jh__reg_fini(struct jh_registry *r);                         /* frees nothing but tables */
-void jh__reg_rekey(struct jh_registry *r, struct jh_entry *e, uintptr_t new_start);
+int  jh__reg_insert(struct jh__registry *r, struct jh__entry *e);   /* 0 or JH_EOVERLAP/-ENOMEM */
+void jh__reg_erase(struct jh__registry *r, struct jh__entry *e);
+struct jh__entry *jh__reg_by_id(const struct jh__registry *r, uint64_t id);
+struct jh__entry *jh__reg_find(const struct jh__registry *r, uintptr_t addr); /* containing */
+struct jh__entry *jh__reg_ceil(const struct jh__registry *r, uintptr_t addr); /* first start >= addr */
+bool jh__reg_overlaps(const struct jh__registry *r, uintptr_t start, size_t size,
+                      const struct jh__entry *except);
+void jh__reg_fini(struct jh__registry *r);                         /* frees nothing but tables */
+void jh__reg_rekey(struct jh__registry *r, struct jh__entry *e, uintptr_t new_start);
 /* In address order: for (e = jh__reg_ceil(r, 0); e; e = jh__reg_next(r, e)) */
-struct jh_entry *jh__reg_next(const struct jh_registry *r, const struct jh_entry *e);
+struct jh__entry *jh__reg_next(const struct jh__registry *r, const struct jh__entry *e);
 
 struct jh_ctx {
     pthread_mutex_t lock;
     _Atomic unsigned live;      /* channel bits live now; read without the lock */
     struct {
-        const struct jh_channel_ops *ops;
+        const struct jh__channel_ops *ops;
         void *state;
-    } chan[JH_NCHAN];
-    struct jh_registry reg;
+    } chan[JH__NCHAN];
+    struct jh__registry reg;
     _Atomic uint64_t next_id;
     _Atomic bool stored;        /* the registry has held an entry: ids must be checked */
     unsigned fork_gen;          /* jh__fork_gen when files were last (re)opened */

@@ -72,25 +72,25 @@ static void jd_install_atfork(void) { pthread_atfork(NULL, NULL, jd_atfork_child
 struct jitdump {
     jh_ctx *ctx;
     struct jd_file *f;
-    struct jh_buf buf;
+    struct jh__buf buf;
 };
 
 #if defined(__aarch64__)
-#define JD_ELF_MACH JH_JD_EM_AARCH64
+#define JD_ELF_MACH JH__JD_EM_AARCH64
 #else
-#define JD_ELF_MACH JH_JD_EM_X86_64
+#define JD_ELF_MACH JH__JD_EM_X86_64
 #endif
 
 static uint32_t jd_tid(void) { return (uint32_t)syscall(SYS_gettid); }
 
-static void prefix(struct jh_buf *b, uint32_t id)
+static void prefix(struct jh__buf *b, uint32_t id)
 {
     jh__buf_u32(b, id);
     jh__buf_u32(b, 0);          /* total_size, set by finish() */
     jh__buf_u64(b, 0);          /* timestamp, set under the lock by stamp() */
 }
 
-static void finish(struct jh_buf *b, size_t at, size_t extra)
+static void finish(struct jh__buf *b, size_t at, size_t extra)
 {
     jh__buf_set_u32(b, at + 4, (uint32_t)(b->len - at + extra));
 }
@@ -114,10 +114,10 @@ static int file_start(jh_ctx *ctx, struct jd_file *f)
     int err = 0;
     if (ftruncate(fd, 0) != 0)
         err = -errno;
-    struct jh_buf h = { 0 };
-    jh__buf_u32(&h, JH_JD_MAGIC);
-    jh__buf_u32(&h, JH_JD_VERSION);
-    jh__buf_u32(&h, JH_JD_HEADER_SIZE);
+    struct jh__buf h = { 0 };
+    jh__buf_u32(&h, JH__JD_MAGIC);
+    jh__buf_u32(&h, JH__JD_VERSION);
+    jh__buf_u32(&h, JH__JD_HEADER_SIZE);
     jh__buf_u32(&h, JD_ELF_MACH);
     jh__buf_u32(&h, 0);
     jh__buf_u32(&h, (uint32_t)pid);
@@ -146,7 +146,7 @@ static int file_start(jh_ctx *ctx, struct jd_file *f)
     f->marker_len = mlen;
     f->pid = pid;
     f->err = 0;
-    f->size = JH_JD_HEADER_SIZE;
+    f->size = JH__JD_HEADER_SIZE;
     return 0;
 }
 
@@ -166,7 +166,7 @@ static int file_ready(jh_ctx *ctx, struct jd_file *f)
 
 /* jd_lock held. Write one unit; the timestamps of every record in it and the LOAD's
  * index are filled in here so that file order, time order and index order agree. */
-static int file_write(struct jd_file *f, struct jh_buf *b, const size_t *stamps, int nstamps,
+static int file_write(struct jd_file *f, struct jh__buf *b, const size_t *stamps, int nstamps,
                       size_t index_at, uint64_t *index, const void *code, size_t code_len)
 {
     if (f->err)
@@ -194,10 +194,10 @@ static int file_write(struct jd_file *f, struct jh_buf *b, const size_t *stamps,
 
 /* ---- records ------------------------------------------------------------------------- */
 
-static void put_debug_info(struct jh_buf *b, const struct jh_entry *e)
+static void put_debug_info(struct jh__buf *b, const struct jh__entry *e)
 {
     size_t at = b->len;
-    prefix(b, JH_JD_CODE_DEBUG_INFO);
+    prefix(b, JH__JD_CODE_DEBUG_INFO);
     jh__buf_u64(b, e->start);
     jh__buf_u64(b, (uint64_t)e->nlines + 1);
     for (uint32_t i = 0; i < e->nlines; i++) {
@@ -217,17 +217,17 @@ static void put_debug_info(struct jh_buf *b, const struct jh_entry *e)
 
 /* 1 if written, 0 if left out (no unwind info, or perf's widened mapping would cover a
  * neighbour), negative errno on an encoder error. */
-static int put_unwinding_info(struct jh_buf *b, jh_ctx *ctx, const struct jh_entry *e)
+static int put_unwinding_info(struct jh__buf *b, jh_ctx *ctx, const struct jh__entry *e)
 {
     if (e->unwind == JH_UNWIND_NONE)
         return 0;
-    struct jh_cfi_func fn;
+    struct jh__cfi_func fn;
     jh__cfi_func_from_entry(&fn, e);
     size_t at = b->len;
-    prefix(b, JH_JD_CODE_UNWINDING_INFO);
+    prefix(b, JH__JD_CODE_UNWINDING_INFO);
     jh__buf_zeros(b, 24);
     size_t data = b->len, hdr = 0;
-    int n = jh__cfi_perf_unwinding(b, &fn, JH_JD_PERF_TEXT_OFFSET, JH_CFI_HOST, &hdr);
+    int n = jh__cfi_perf_unwinding(b, &fn, JH__JD_PERF_TEXT_OFFSET, JH__CFI_HOST, &hdr);
     if (n <= 0) {
         if (!b->err)
             b->len = at;
@@ -235,7 +235,7 @@ static int put_unwinding_info(struct jh_buf *b, jh_ctx *ctx, const struct jh_ent
     }
     uint64_t usize = b->len - data, mapped = (usize + 7) & ~(uint64_t)7;
     uint64_t reach = ((e->size + 7) & ~(uint64_t)7) + mapped;
-    struct jh_entry *next = jh__reg_ceil(&ctx->reg, e->start + 1);
+    struct jh__entry *next = jh__reg_ceil(&ctx->reg, e->start + 1);
     if (next && next->start - e->start < reach) {
         b->len = at;
         return 0;
@@ -248,9 +248,9 @@ static int put_unwinding_info(struct jh_buf *b, jh_ctx *ctx, const struct jh_ent
 }
 
 /* Everything about one function, as one unit. */
-static int emit_function(struct jitdump *jd, struct jh_entry *e)
+static int emit_function(struct jitdump *jd, struct jh__entry *e)
 {
-    struct jh_buf *b = &jd->buf;
+    struct jh__buf *b = &jd->buf;
     size_t stamps[3];
     int ns = 0;
     b->len = 0;
@@ -268,7 +268,7 @@ static int emit_function(struct jitdump *jd, struct jh_entry *e)
         stamps[ns++] = uat;
     size_t at = b->len;
     stamps[ns++] = at;
-    prefix(b, JH_JD_CODE_LOAD);
+    prefix(b, JH__JD_CODE_LOAD);
     jh__buf_u32(b, (uint32_t)getpid());
     jh__buf_u32(b, jd_tid());
     jh__buf_u64(b, e->start);
@@ -291,7 +291,7 @@ static int emit_function(struct jitdump *jd, struct jh_entry *e)
                          e->size);
     pthread_mutex_unlock(&jd_lock);
     if (!err)
-        e->chan[JH_CH_JITDUMP] = (void *)(uintptr_t)(index + 1);   /* 0: none yet */
+        e->chan[JH__CH_JITDUMP] = (void *)(uintptr_t)(index + 1);   /* 0: none yet */
     return err;
 }
 
@@ -348,21 +348,21 @@ static int jitdump_open(jh_ctx *ctx, void **state)
     return 0;
 }
 
-static int jitdump_add(void *state, struct jh_entry *e)
+static int jitdump_add(void *state, struct jh__entry *e)
 {
     return emit_function(state, e);
 }
 
-static int jitdump_move(void *state, struct jh_entry *e, uintptr_t old_start)
+static int jitdump_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
     struct jitdump *jd = state;
-    uintptr_t slot = (uintptr_t)e->chan[JH_CH_JITDUMP];
+    uintptr_t slot = (uintptr_t)e->chan[JH__CH_JITDUMP];
     if (!slot)
         return emit_function(jd, e);
-    struct jh_buf *b = &jd->buf;
+    struct jh__buf *b = &jd->buf;
     b->len = 0;
     b->err = 0;
-    prefix(b, JH_JD_CODE_MOVE);
+    prefix(b, JH__JD_CODE_MOVE);
     jh__buf_u32(b, (uint32_t)getpid());
     jh__buf_u32(b, jd_tid());
     jh__buf_u64(b, e->start);
@@ -384,7 +384,7 @@ static int jitdump_move(void *state, struct jh_entry *e, uintptr_t old_start)
 
 /* perf copies the bytes at LOAD time: patched code is announced again, under a new index,
  * so samples after this point disassemble the new bytes. */
-static int jitdump_patched(void *state, struct jh_entry *e, uintptr_t addr, size_t len)
+static int jitdump_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
 {
     (void)addr;
     (void)len;
@@ -397,7 +397,7 @@ static int jitdump_forked(void *state)
     pthread_mutex_lock(&jd_lock);
     int err = file_ready(jd->ctx, jd->f);
     pthread_mutex_unlock(&jd_lock);
-    for (struct jh_entry *e = jh__reg_ceil(&jd->ctx->reg, 0); e && !err;
+    for (struct jh__entry *e = jh__reg_ceil(&jd->ctx->reg, 0); e && !err;
          e = jh__reg_next(&jd->ctx->reg, e))
         err = emit_function(jd, e);
     return err;
@@ -413,8 +413,8 @@ static void jitdump_close(void *state)
     if (--f->refs == 0) {
         if (f->fd >= 0 && f->pid == getpid()) {
             if (!f->err) {
-                struct jh_buf b = { 0 };
-                prefix(&b, JH_JD_CODE_CLOSE);
+                struct jh__buf b = { 0 };
+                prefix(&b, JH__JD_CODE_CLOSE);
                 finish(&b, 0, 0);
                 size_t stamp = 0;
                 if (!b.err)
@@ -438,7 +438,7 @@ static void jitdump_close(void *state)
     free(jd);
 }
 
-const struct jh_channel_ops jh__jitdump_ops = {
+const struct jh__channel_ops jh__jitdump_ops = {
     .name = "jitdump", .bit = JH_JITDUMP, .open = jitdump_open, .add = jitdump_add,
     .move = jitdump_move, .patched = jitdump_patched, .forked = jitdump_forked,
     .close = jitdump_close,

@@ -15,44 +15,44 @@
 #ifndef JH_JITDUMP_FORMAT_H
 #define JH_JITDUMP_FORMAT_H
 
-#define JH_JD_MAGIC          0x4A695444u
-#define JH_JD_MAGIC_SWAPPED  0x4454694Au
-#define JH_JD_VERSION        1u         /* perf < 6.9 rejects anything newer */
-#define JH_JD_HEADER_SIZE    40u
-#define JH_JD_FLAG_ARCH_TIMESTAMP ((uint64_t)1) /* the only flag bit perf 6.1 knows */
+#define JH__JD_MAGIC          0x4A695444u
+#define JH__JD_MAGIC_SWAPPED  0x4454694Au
+#define JH__JD_VERSION        1u         /* perf < 6.9 rejects anything newer */
+#define JH__JD_HEADER_SIZE    40u
+#define JH__JD_FLAG_ARCH_TIMESTAMP ((uint64_t)1) /* the only flag bit perf 6.1 knows */
 
-#define JH_JD_PREFIX_SIZE    16u        /* id, total_size, timestamp */
+#define JH__JD_PREFIX_SIZE    16u        /* id, total_size, timestamp */
 
 enum {
-    JH_JD_CODE_LOAD = 0,
-    JH_JD_CODE_MOVE = 1,
-    JH_JD_CODE_DEBUG_INFO = 2,
-    JH_JD_CODE_CLOSE = 3,
-    JH_JD_CODE_UNWINDING_INFO = 4,
-    JH_JD_CODE_MAX
+    JH__JD_CODE_LOAD = 0,
+    JH__JD_CODE_MOVE = 1,
+    JH__JD_CODE_DEBUG_INFO = 2,
+    JH__JD_CODE_CLOSE = 3,
+    JH__JD_CODE_UNWINDING_INFO = 4,
+    JH__JD_CODE_MAX
 };
 
 /* LOAD: u32 pid, u32 tid, u64 vma, u64 code_addr, u64 code_size, u64 code_index, then the
  * NUL-terminated name, then exactly code_size bytes of code. perf finds the code by
  * counting back from the end of the record, so nothing may follow it. perf names the
  * synthetic ELF `jitted-<pid>-<code_index>.so`: an index must never be reused. */
-#define JH_JD_LOAD_FIXED     56u
+#define JH__JD_LOAD_FIXED     56u
 
 /* MOVE: u32 pid, u32 tid, u64 vma, u64 old_code_addr, u64 new_code_addr, u64 code_size,
  * u64 code_index (of the LOAD whose code moved). */
-#define JH_JD_MOVE_SIZE      64u
+#define JH__JD_MOVE_SIZE      64u
 
 /* DEBUG_INFO: u64 code_addr, u64 nr_entry, then nr_entry entries of u64 addr (absolute,
  * in the process), i32 lineno, i32 discriminator, NUL-terminated file name. Applies to the
  * next LOAD, whose code_addr it repeats. */
-#define JH_JD_DEBUG_FIXED    32u
-#define JH_JD_DEBUG_ENTRY_FIXED 16u
+#define JH__JD_DEBUG_FIXED    32u
+#define JH__JD_DEBUG_ENTRY_FIXED 16u
 
 /* UNWINDING_INFO: u64 unwinding_size (.eh_frame + .eh_frame_hdr bytes that follow),
  * u64 eh_frame_hdr_size, u64 mapped_size, then .eh_frame immediately followed by
  * .eh_frame_hdr (that order: perf's genelf.c takes the header from the end). Applies to the
  * next LOAD. perf extends that LOAD's mapping to ALIGN_8(code_size) + mapped_size. */
-#define JH_JD_UNWIND_FIXED   40u
+#define JH__JD_UNWIND_FIXED   40u
 
 /* CLOSE: the prefix only. */
 
@@ -64,9 +64,9 @@ enum {
  * (commits babd04386b1d "perf jit: Include program header in ELF files" and 89b15d00527b
  * "perf inject: Fix GEN_ELF_TEXT_OFFSET for jit"); it was 0x40 before.
  */
-#define JH_JD_PERF_TEXT_OFFSET 0x80u
+#define JH__JD_PERF_TEXT_OFFSET 0x80u
 
-#define JH_JD_EM_X86_64      62u
-#define JH_JD_EM_AARCH64     183u
+#define JH__JD_EM_X86_64      62u
+#define JH__JD_EM_AARCH64     183u
 
 #endif

@@ -5,7 +5,7 @@
  *   - jh__mp_put_*(p, ...) store at p and return the byte after; the caller sized the
  *     space beforehand with jh__mp_*_size() (the audit log's hot path encodes straight into
  *     a reserved slice of its file mapping, so it must know the exact size first);
- *   - jh__mp_*(buf, ...) append to a struct jh_buf (sticky ENOMEM, checked once at the end).
+ *   - jh__mp_*(buf, ...) append to a struct jh__buf (sticky ENOMEM, checked once at the end).
  * Everything is big-endian as the spec requires, and always uses the shortest form, which
  * is what jh__mp_*_size() assumes. Only the types the audit log writes are here.
  */
@@ -18,7 +18,7 @@
 #include "buf.h"
 
 /* Ext type of an address (JH_ATTR_ADDR): fixext 8, big-endian u64. */
-#define JH_MP_EXT_ADDR 1
+#define JH__MP_EXT_ADDR 1
 
 static inline uint8_t *jh__mp_be16(uint8_t *p, uint16_t v)
 {
@@ -52,8 +52,8 @@ static inline size_t jh__mp_str_hsize(size_t n)   { return n < 32 ? 1 : n <= 0xf
 static inline size_t jh__mp_bin_hsize(size_t n)   { return n <= 0xff ? 2 : n <= 0xffff ? 3 : 5; }
 static inline size_t jh__mp_cont_hsize(size_t n)  { return n < 16 ? 1 : n <= 0xffff ? 3 : 5; }
 static inline size_t jh__mp_str_size(size_t n)    { return jh__mp_str_hsize(n) + n; }
-#define JH_MP_DOUBLE_SIZE 9
-#define JH_MP_ADDR_SIZE 10
+#define JH__MP_DOUBLE_SIZE 9
+#define JH__MP_ADDR_SIZE 10
 
 /* ---- raw writers ---------------------------------------------------------------------- */
 static inline uint8_t *jh__mp_put_nil(uint8_t *p) { *p = 0xc0; return p + 1; }
@@ -132,24 +132,24 @@ static inline uint8_t *jh__mp_put_map(uint8_t *p, size_t n)
 static inline uint8_t *jh__mp_put_addr(uint8_t *p, uint64_t a)
 {
     p[0] = 0xd7;
-    p[1] = JH_MP_EXT_ADDR;
+    p[1] = JH__MP_EXT_ADDR;
     return jh__mp_be64(p + 2, a);
 }
 
 /* ---- jh_buf writers (msgpack.c) ------------------------------------------------------- */
-void jh__mp_nil(struct jh_buf *b);
-void jh__mp_bool(struct jh_buf *b, int v);
-void jh__mp_uint(struct jh_buf *b, uint64_t v);
-void jh__mp_int(struct jh_buf *b, int64_t v);
-void jh__mp_double(struct jh_buf *b, double d);
-void jh__mp_str(struct jh_buf *b, const char *s);            /* NULL writes nil */
-void jh__mp_strn(struct jh_buf *b, const char *s, size_t n);
-void jh__mp_bin(struct jh_buf *b, const void *p, size_t n);
-void jh__mp_array(struct jh_buf *b, size_t n);
-void jh__mp_map(struct jh_buf *b, size_t n);
-void jh__mp_addr(struct jh_buf *b, uint64_t a);
+void jh__mp_nil(struct jh__buf *b);
+void jh__mp_bool(struct jh__buf *b, int v);
+void jh__mp_uint(struct jh__buf *b, uint64_t v);
+void jh__mp_int(struct jh__buf *b, int64_t v);
+void jh__mp_double(struct jh__buf *b, double d);
+void jh__mp_str(struct jh__buf *b, const char *s);            /* NULL writes nil */
+void jh__mp_strn(struct jh__buf *b, const char *s, size_t n);
+void jh__mp_bin(struct jh__buf *b, const void *p, size_t n);
+void jh__mp_array(struct jh__buf *b, size_t n);
+void jh__mp_map(struct jh__buf *b, size_t n);
+void jh__mp_addr(struct jh__buf *b, uint64_t a);
 /* A map entry whose key is a C string literal: key + value in one call. */
-void jh__mp_kuint(struct jh_buf *b, const char *key, uint64_t v);
-void jh__mp_kstr(struct jh_buf *b, const char *key, const char *s);
+void jh__mp_kuint(struct jh__buf *b, const char *key, uint64_t v);
+void jh__mp_kstr(struct jh__buf *b, const char *key, const char *s);
 
 #endif

@@ -49,17 +49,17 @@ struct procmap_query {
 #define PROCMAP_QUERY_VMA_SHARED     0x08
 #endif
 
-const char *jh__vma_verdict_str(enum jh_vma_verdict v)
+const char *jh__vma_verdict_str(enum jh__vma_verdict v)
 {
     switch (v) {
-    case JH_VMA_OK: return "ok";
-    case JH_VMA_UNMAPPED: return "part of the range is not mapped";
-    case JH_VMA_WRITABLE: return "the pages are writable (elfmap swaps only pages the JIT "
+    case JH__VMA_OK: return "ok";
+    case JH__VMA_UNMAPPED: return "part of the range is not mapped";
+    case JH__VMA_WRITABLE: return "the pages are writable (elfmap swaps only pages the JIT "
                                  "has made read+exec, W^X)";
     case JH_VMA_NOT_RX: return "the pages are not readable and executable";
-    case JH_VMA_SHARED: return "the pages are a shared mapping (a double-mapped code buffer?)";
-    case JH_VMA_FOREIGN: return "the pages belong to a file or named mapping that is not ours";
-    case JH_VMA_ERROR: return "cannot read /proc/self/maps";
+    case JH__VMA_SHARED: return "the pages are a shared mapping (a double-mapped code buffer?)";
+    case JH__VMA_FOREIGN: return "the pages belong to a file or named mapping that is not ours";
+    case JH__VMA_ERROR: return "cannot read /proc/self/maps";
     }
     return "?";
 }
@@ -71,17 +71,17 @@ struct vma {
     ino_t ino;
 };
 
-static enum jh_vma_verdict judge(const struct vma *v, jh_own_file_fn *own, void *arg)
+static enum jh__vma_verdict judge(const struct vma *v, jh__own_file_fn *own, void *arg)
 {
     if (v->w)
-        return JH_VMA_WRITABLE;
+        return JH__VMA_WRITABLE;
     if (!v->r || !v->x)
         return JH_VMA_NOT_RX;
     if (v->shared)
-        return JH_VMA_SHARED;
+        return JH__VMA_SHARED;
     if (v->ino ? !own || !own(arg, v->dev, v->ino) : v->named)
-        return JH_VMA_FOREIGN;
-    return JH_VMA_OK;
+        return JH__VMA_FOREIGN;
+    return JH__VMA_OK;
 }
 
 /* prctl(PR_SET_VMA_ANON_NAME) names anonymous memory "[anon:NAME]": still anonymous. */
@@ -128,11 +128,11 @@ static uintptr_t num(const char **p, int base)
 }
 
 /* Parse /proc/self/maps: "start-end perms offset maj:min inode   path". */
-static enum jh_vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh_own_file_fn *own, void *arg)
+static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg)
 {
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return JH_VMA_ERROR;
+        return JH__VMA_ERROR;
     size_t cap = 64 << 10, len = 0;
     char *buf = malloc(cap);
     for (;;) {
@@ -157,10 +157,10 @@ static enum jh_vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh_own_file_fn
     }
     close(fd);
     if (!buf)
-        return JH_VMA_ERROR;
+        return JH__VMA_ERROR;
     buf[len] = 0;
     uintptr_t at = lo;
-    enum jh_vma_verdict verdict = JH_VMA_UNMAPPED;
+    enum jh__vma_verdict verdict = JH__VMA_UNMAPPED;
     for (char *line = buf; line && *line && at < hi;) {
         char *nl = strchr(line, '\n');
         if (nl)
@@ -192,19 +192,19 @@ static enum jh_vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh_own_file_fn
                              .named = *c != 0 && !anon_name(c), .dev = makedev(maj, min),
                              .ino = (ino_t)ino };
             verdict = judge(&v, own, arg);
-            if (verdict != JH_VMA_OK)
+            if (verdict != JH__VMA_OK)
                 break;
             at = e;
-            verdict = JH_VMA_UNMAPPED;
+            verdict = JH__VMA_UNMAPPED;
         }
         line = nl ? nl + 1 : NULL;
     }
     free(buf);
-    return at >= hi ? JH_VMA_OK : verdict;
+    return at >= hi ? JH__VMA_OK : verdict;
 }
 
-enum jh_vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
-                                  jh_own_file_fn *own, void *arg)
+enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
+                                  jh__own_file_fn *own, void *arg)
 {
     if (maps_fd >= 0 && have_query != 0 && !RUNNING_ON_VALGRIND) {
         uintptr_t at = lo;
@@ -212,19 +212,19 @@ enum jh_vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
             struct vma v = { 0 };
             int r = query_one(maps_fd, at, &v);
             if (r == -ENOENT)
-                return JH_VMA_UNMAPPED;
+                return JH__VMA_UNMAPPED;
             if (r <= 0)
                 break;
             have_query = 1;
             if (v.start > at)
-                return JH_VMA_UNMAPPED;
-            enum jh_vma_verdict verdict = judge(&v, own, arg);
-            if (verdict != JH_VMA_OK)
+                return JH__VMA_UNMAPPED;
+            enum jh__vma_verdict verdict = judge(&v, own, arg);
+            if (verdict != JH__VMA_OK)
                 return verdict;
             at = v.end;
         }
         if (at >= hi)
-            return JH_VMA_OK;
+            return JH__VMA_OK;
         have_query = 0;
     }
     return check_text(lo, hi, own, arg);

@@ -19,19 +19,19 @@
 #include <sys/types.h>
 
 /* Why a range may not be swapped (the first reason found), for a one-time report. */
-enum jh_vma_verdict {
-    JH_VMA_OK = 0,
-    JH_VMA_UNMAPPED,        /* a hole in the range */
-    JH_VMA_WRITABLE,        /* PROT_WRITE: the JIT may be writing it right now */
+enum jh__vma_verdict {
+    JH__VMA_OK = 0,
+    JH__VMA_UNMAPPED,        /* a hole in the range */
+    JH__VMA_WRITABLE,        /* PROT_WRITE: the JIT may be writing it right now */
     JH_VMA_NOT_RX,          /* not readable and executable */
-    JH_VMA_SHARED,          /* MAP_SHARED (e.g. a memfd double mapping): writes through
+    JH__VMA_SHARED,          /* MAP_SHARED (e.g. a memfd double mapping): writes through
                                the other view would no longer reach the code */
-    JH_VMA_FOREIGN,         /* file-backed by someone else's file, or a named mapping */
-    JH_VMA_ERROR            /* could not read the mappings */
+    JH__VMA_FOREIGN,         /* file-backed by someone else's file, or a named mapping */
+    JH__VMA_ERROR            /* could not read the mappings */
 };
 
 /* Does (dev, ino) belong to one of our own image files? */
-typedef bool jh_own_file_fn(void *arg, dev_t dev, ino_t ino);
+typedef bool jh__own_file_fn(void *arg, dev_t dev, ino_t ino);
 
 /*
  * Check that every page of [lo, hi) is mapped private, readable, executable, not
@@ -41,9 +41,9 @@ typedef bool jh_own_file_fn(void *arg, dev_t dev, ino_t ino);
  * /proc/self/maps otherwise. maps_fd: an fd of /proc/self/maps kept open by the caller,
  * or -1.
  */
-enum jh_vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
-                                  jh_own_file_fn *own, void *arg);
-const char *jh__vma_verdict_str(enum jh_vma_verdict v);
+enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
+                                  jh__own_file_fn *own, void *arg);
+const char *jh__vma_verdict_str(enum jh__vma_verdict v);
 
 /*
  * Replace [lo, lo+len) (page aligned) by mmap(MAP_FIXED|MAP_PRIVATE, PROT_READ|PROT_EXEC)

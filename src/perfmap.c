@@ -102,13 +102,13 @@ static int perfmap_open(jh_ctx *ctx, void **state)
     return 0;
 }
 
-static int perfmap_add(void *state, struct jh_entry *e)
+static int perfmap_add(void *state, struct jh__entry *e)
 {
     (void)state;
     return write_line(e->start, e->size, e->name);
 }
 
-static int perfmap_move(void *state, struct jh_entry *e, uintptr_t old_start)
+static int perfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
     (void)old_start;
     return perfmap_add(state, e);
@@ -119,7 +119,7 @@ static int perfmap_move(void *state, struct jh_entry *e, uintptr_t old_start)
 static int perfmap_forked(void *state)
 {
     struct perfmap *p = state;
-    for (struct jh_entry *e = jh__reg_ceil(&p->ctx->reg, 0); e; e = jh__reg_next(&p->ctx->reg, e)) {
+    for (struct jh__entry *e = jh__reg_ceil(&p->ctx->reg, 0); e; e = jh__reg_next(&p->ctx->reg, e)) {
         int err = write_line(e->start, e->size, e->name);
         if (err < 0)
             return err;
@@ -139,7 +139,7 @@ static void perfmap_close(void *state)
     free(state);
 }
 
-const struct jh_channel_ops jh__perfmap_ops = {
+const struct jh__channel_ops jh__perfmap_ops = {
     .name = "perfmap", .bit = JH_PERFMAP, .open = perfmap_open, .add = perfmap_add,
     .move = perfmap_move, .forked = perfmap_forked, .close = perfmap_close,
 };

@@ -13,17 +13,17 @@
 
 #include "internal.h"
 
-static int height(const struct jh_entry *e) { return e ? e->height : 0; }
+static int height(const struct jh__entry *e) { return e ? e->height : 0; }
 
-static void fix_height(struct jh_entry *e)
+static void fix_height(struct jh__entry *e)
 {
     int l = height(e->left), r = height(e->right);
     e->height = 1 + (l > r ? l : r);
 }
 
-static struct jh_entry *rotate_right(struct jh_entry *e)
+static struct jh__entry *rotate_right(struct jh__entry *e)
 {
-    struct jh_entry *l = e->left;
+    struct jh__entry *l = e->left;
     e->left = l->right;
     l->right = e;
     fix_height(e);
@@ -31,9 +31,9 @@ static struct jh_entry *rotate_right(struct jh_entry *e)
     return l;
 }
 
-static struct jh_entry *rotate_left(struct jh_entry *e)
+static struct jh__entry *rotate_left(struct jh__entry *e)
 {
-    struct jh_entry *r = e->right;
+    struct jh__entry *r = e->right;
     e->right = r->left;
     r->left = e;
     fix_height(e);
@@ -41,7 +41,7 @@ static struct jh_entry *rotate_left(struct jh_entry *e)
     return r;
 }
 
-static struct jh_entry *balance(struct jh_entry *e)
+static struct jh__entry *balance(struct jh__entry *e)
 {
     fix_height(e);
     int bf = height(e->left) - height(e->right);
@@ -58,7 +58,7 @@ static struct jh_entry *balance(struct jh_entry *e)
     return e;
 }
 
-static struct jh_entry *insert(struct jh_entry *t, struct jh_entry *e)
+static struct jh__entry *insert(struct jh__entry *t, struct jh__entry *e)
 {
     if (!t)
         return e;
@@ -69,7 +69,7 @@ static struct jh_entry *insert(struct jh_entry *t, struct jh_entry *e)
     return balance(t);
 }
 
-static struct jh_entry *remove_min(struct jh_entry *t, struct jh_entry **min)
+static struct jh__entry *remove_min(struct jh__entry *t, struct jh__entry **min)
 {
     if (!t->left) {
         *min = t;
@@ -79,15 +79,15 @@ static struct jh_entry *remove_min(struct jh_entry *t, struct jh_entry **min)
     return balance(t);
 }
 
-static struct jh_entry *erase(struct jh_entry *t, const struct jh_entry *e)
+static struct jh__entry *erase(struct jh__entry *t, const struct jh__entry *e)
 {
     if (!t)
         return NULL;
     if (t == e) {
         if (!t->right)
             return t->left;
-        struct jh_entry *m;
-        struct jh_entry *r = remove_min(t->right, &m);
+        struct jh__entry *m;
+        struct jh__entry *r = remove_min(t->right, &m);
         m->left = t->left;
         m->right = r;
         return balance(m);
@@ -100,9 +100,9 @@ static struct jh_entry *erase(struct jh_entry *t, const struct jh_entry *e)
 }
 
 /* Greatest start <= addr. */
-static struct jh_entry *floor_entry(const struct jh_registry *r, uintptr_t addr)
+static struct jh__entry *floor_entry(const struct jh__registry *r, uintptr_t addr)
 {
-    struct jh_entry *t = r->root, *best = NULL;
+    struct jh__entry *t = r->root, *best = NULL;
     while (t) {
         if (t->start <= addr) {
             best = t;
@@ -114,9 +114,9 @@ static struct jh_entry *floor_entry(const struct jh_registry *r, uintptr_t addr)
     return best;
 }
 
-struct jh_entry *jh__reg_ceil(const struct jh_registry *r, uintptr_t addr)
+struct jh__entry *jh__reg_ceil(const struct jh__registry *r, uintptr_t addr)
 {
-    struct jh_entry *t = r->root, *best = NULL;
+    struct jh__entry *t = r->root, *best = NULL;
     while (t) {
         if (t->start >= addr) {
             best = t;
@@ -128,9 +128,9 @@ struct jh_entry *jh__reg_ceil(const struct jh_registry *r, uintptr_t addr)
     return best;
 }
 
-struct jh_entry *jh__reg_next(const struct jh_registry *r, const struct jh_entry *e)
+struct jh__entry *jh__reg_next(const struct jh__registry *r, const struct jh__entry *e)
 {
-    struct jh_entry *t = r->root, *best = NULL;
+    struct jh__entry *t = r->root, *best = NULL;
     while (t) {
         if (t->start > e->start) {
             best = t;
@@ -142,48 +142,48 @@ struct jh_entry *jh__reg_next(const struct jh_registry *r, const struct jh_entry
     return best;
 }
 
-struct jh_entry *jh__reg_find(const struct jh_registry *r, uintptr_t addr)
+struct jh__entry *jh__reg_find(const struct jh__registry *r, uintptr_t addr)
 {
-    struct jh_entry *e = floor_entry(r, addr);
+    struct jh__entry *e = floor_entry(r, addr);
     return e && addr - e->start < e->size ? e : NULL;
 }
 
-bool jh__reg_overlaps(const struct jh_registry *r, uintptr_t start, size_t size,
-                      const struct jh_entry *except)
+bool jh__reg_overlaps(const struct jh__registry *r, uintptr_t start, size_t size,
+                      const struct jh__entry *except)
 {
     /* Live ranges never overlap each other, so only the last entry starting at or before
      * our end can reach into us — and the one before it, when that last one is `except`. */
     uintptr_t last = start + size - 1;
-    struct jh_entry *e = floor_entry(r, last);
+    struct jh__entry *e = floor_entry(r, last);
     if (e == except && e)
         e = e->start ? floor_entry(r, e->start - 1) : NULL;
     return e && e->start + e->size > start;
 }
 
-static struct jh_entry **id_slot(const struct jh_registry *r, uint64_t id)
+static struct jh__entry **id_slot(const struct jh__registry *r, uint64_t id)
 {
-    uint64_t chunk = id / JH_ID_CHUNK;
+    uint64_t chunk = id / JH__ID_CHUNK;
     if (chunk >= r->idtab_chunks || !r->idtab[chunk])
         return NULL;
-    return &r->idtab[chunk][id % JH_ID_CHUNK];
+    return &r->idtab[chunk][id % JH__ID_CHUNK];
 }
 
-struct jh_entry *jh__reg_by_id(const struct jh_registry *r, uint64_t id)
+struct jh__entry *jh__reg_by_id(const struct jh__registry *r, uint64_t id)
 {
-    struct jh_entry **s = id_slot(r, id);
+    struct jh__entry **s = id_slot(r, id);
     return s ? *s : NULL;
 }
 
-int jh__reg_insert(struct jh_registry *r, struct jh_entry *e)
+int jh__reg_insert(struct jh__registry *r, struct jh__entry *e)
 {
     if (jh__reg_overlaps(r, e->start, e->size, NULL))
         return JH_EOVERLAP;
-    uint64_t chunk = e->id / JH_ID_CHUNK;
+    uint64_t chunk = e->id / JH__ID_CHUNK;
     if (chunk >= r->idtab_chunks) {
         size_t n = r->idtab_chunks ? r->idtab_chunks : 16;
         while (n <= chunk)
             n *= 2;
-        struct jh_entry ***t = realloc(r->idtab, n * sizeof *t);
+        struct jh__entry ***t = realloc(r->idtab, n * sizeof *t);
         if (!t)
             return -ENOMEM;
         for (size_t i = r->idtab_chunks; i < n; i++)
@@ -192,13 +192,13 @@ int jh__reg_insert(struct jh_registry *r, struct jh_entry *e)
         r->idtab_chunks = n;
     }
     if (!r->idtab[chunk]) {
-        r->idtab[chunk] = calloc(JH_ID_CHUNK + 1, sizeof(struct jh_entry *));
+        r->idtab[chunk] = calloc(JH__ID_CHUNK + 1, sizeof(struct jh__entry *));
         if (!r->idtab[chunk])
             return -ENOMEM;
     }
     /* The extra slot at the end of each chunk counts its live entries. */
-    r->idtab[chunk][e->id % JH_ID_CHUNK] = e;
-    r->idtab[chunk][JH_ID_CHUNK] = (struct jh_entry *)((uintptr_t)r->idtab[chunk][JH_ID_CHUNK] + 1);
+    r->idtab[chunk][e->id % JH__ID_CHUNK] = e;
+    r->idtab[chunk][JH__ID_CHUNK] = (struct jh__entry *)((uintptr_t)r->idtab[chunk][JH__ID_CHUNK] + 1);
     e->left = e->right = NULL;
     e->height = 1;
     r->root = insert(r->root, e);
@@ -206,15 +206,15 @@ int jh__reg_insert(struct jh_registry *r, struct jh_entry *e)
     return 0;
 }
 
-void jh__reg_erase(struct jh_registry *r, struct jh_entry *e)
+void jh__reg_erase(struct jh__registry *r, struct jh__entry *e)
 {
     r->root = erase(r->root, e);
     r->count--;
-    uint64_t chunk = e->id / JH_ID_CHUNK;
-    struct jh_entry **c = r->idtab[chunk];
-    c[e->id % JH_ID_CHUNK] = NULL;
-    uintptr_t live = (uintptr_t)c[JH_ID_CHUNK] - 1;
-    c[JH_ID_CHUNK] = (struct jh_entry *)live;
+    uint64_t chunk = e->id / JH__ID_CHUNK;
+    struct jh__entry **c = r->idtab[chunk];
+    c[e->id % JH__ID_CHUNK] = NULL;
+    uintptr_t live = (uintptr_t)c[JH__ID_CHUNK] - 1;
+    c[JH__ID_CHUNK] = (struct jh__entry *)live;
     if (live == 0) {
         free(c);
         r->idtab[chunk] = NULL;
@@ -222,7 +222,7 @@ void jh__reg_erase(struct jh_registry *r, struct jh_entry *e)
 }
 
 /* Re-key e after its start changed (jh_code_move): the caller checked overlaps. */
-void jh__reg_rekey(struct jh_registry *r, struct jh_entry *e, uintptr_t new_start)
+void jh__reg_rekey(struct jh__registry *r, struct jh__entry *e, uintptr_t new_start)
 {
     r->root = erase(r->root, e);
     e->start = new_start;
@@ -231,7 +231,7 @@ void jh__reg_rekey(struct jh_registry *r, struct jh_entry *e, uintptr_t new_star
     r->root = insert(r->root, e);
 }
 
-void jh__reg_fini(struct jh_registry *r)
+void jh__reg_fini(struct jh__registry *r)
 {
     for (size_t i = 0; i < r->idtab_chunks; i++)
         free(r->idtab[i]);

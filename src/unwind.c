@@ -136,7 +136,7 @@ struct uw_queue {
 static struct {
     pthread_mutex_t lock;
     bool detected;
-    int forced, mode;           /* mode: libgcc's side, JH_UW_NONE/LIST/PERFN */
+    int forced, mode;           /* mode: libgcc's side, JH__UW_NONE/LIST/PERFN */
     bool llvm, dyn;             /* LLVM libunwind and nongnu libunwind fed too */
     void (*reg_info)(const void *, void *);
     void *(*dereg_info)(const void *);
@@ -161,8 +161,8 @@ static struct {
 
 static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
 static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static bool grouped(void) { return U.mode == JH_UW_LIST || U.dyn; }
-static bool per_function(void) { return U.mode == JH_UW_PERFN || U.llvm; }
+static bool grouped(void) { return U.mode == JH__UW_LIST || U.dyn; }
+static bool per_function(void) { return U.mode == JH__UW_PERFN || U.llvm; }
 
 /* ---- freeing what an unwinder may still be reading ----------------------------------- */
 static void img_free(struct uw_img *im)
@@ -249,11 +249,11 @@ static void *probe_ob[2][8];
  * probe could not run. */
 static int probe_list(void)
 {
-    struct jh_cfi_func f = { .start = (uintptr_t)probe_code, .size = 16,
+    struct jh__cfi_func f = { .start = (uintptr_t)probe_code, .size = 16,
                              .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
                              .fp_set_end = 4 };
-    struct jh_cfi_opts o = { .ptr = JH_CFI_ABS };
-    struct jh_buf b = { 0 };
+    struct jh__cfi_opts o = { .ptr = JH__CFI_ABS };
+    struct jh__buf b = { 0 };
     int n = jh__cfi_eh_frame(&b, &o, &f, 1, NULL);
     if (n != 1 || b.len > sizeof probe_run[0]) {
         jh__buf_free(&b);
@@ -295,8 +295,8 @@ static void detect(void)
 
     *(void **)&U.llvm_add = dlsym(RTLD_DEFAULT, "__unw_add_dynamic_fde");
     *(void **)&U.llvm_remove = dlsym(RTLD_DEFAULT, "__unw_remove_dynamic_fde");
-    U.llvm = U.llvm_add && U.llvm_remove && (!U.forced || U.forced == JH_UW_LLVM);
-    if (U.forced == JH_UW_LLVM)
+    U.llvm = U.llvm_add && U.llvm_remove && (!U.forced || U.forced == JH__UW_LLVM);
+    if (U.forced == JH__UW_LLVM)
         return;
     /* A C program may not have libgcc_s loaded yet: glibc's backtrace() dlopens the same
      * file when first called, so registering there is registering with it. */
@@ -316,12 +316,12 @@ static void detect(void)
     int list = probe_list();
     if (list < 0)
         return;
-    if (U.forced == JH_UW_PERFN)
-        U.mode = JH_UW_PERFN;
-    else if (U.forced == JH_UW_LIST)
-        U.mode = list ? JH_UW_LIST : JH_UW_NONE;
+    if (U.forced == JH__UW_PERFN)
+        U.mode = JH__UW_PERFN;
+    else if (U.forced == JH__UW_LIST)
+        U.mode = list ? JH__UW_LIST : JH__UW_NONE;
     else
-        U.mode = list ? JH_UW_LIST : JH_UW_PERFN;
+        U.mode = list ? JH__UW_LIST : JH__UW_PERFN;
 }
 
 /* ---- runs ----------------------------------------------------------------------------- */
@@ -474,7 +474,7 @@ static struct uw_img *img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintp
 
 static void img_register(struct uw_img *im)
 {
-    if (U.mode == JH_UW_LIST) {
+    if (U.mode == JH__UW_LIST) {
         U.reg_info(im->buf, im->ob);
         im->gcc = true;
     }
@@ -763,13 +763,13 @@ static int group_remove(struct uw_fn *u)
 }
 
 /* ---- one function --------------------------------------------------------------------- */
-static int fn_encode(struct uw_fn *u, const struct jh_entry *e)
+static int fn_encode(struct uw_fn *u, const struct jh__entry *e)
 {
-    struct jh_cfi_func f;
+    struct jh__cfi_func f;
     jh__cfi_func_from_entry(&f, e);
-    struct jh_cfi_opts o = { .ptr = JH_CFI_ABS };
-    struct jh_cfi_index idx;
-    struct jh_buf b = { 0 };
+    struct jh__cfi_opts o = { .ptr = JH__CFI_ABS };
+    struct jh__cfi_index idx;
+    struct jh__buf b = { 0 };
     int n = jh__cfi_eh_frame(&b, &o, &f, 1, &idx);
     if (n <= 0) {
         jh__buf_free(&b);
@@ -796,7 +796,7 @@ static int fn_encode(struct uw_fn *u, const struct jh_entry *e)
 
 static void fn_unregister(struct uw_fn *u)
 {
-    if (U.mode == JH_UW_PERFN)
+    if (U.mode == JH__UW_PERFN)
         U.dereg_frame(u->run);
     if (U.llvm)
         U.llvm_remove((uintptr_t)(u->run + u->fde_off));
@@ -804,7 +804,7 @@ static void fn_unregister(struct uw_fn *u)
 
 static int fn_register(struct uw_fn *u)
 {
-    if (U.mode == JH_UW_PERFN)
+    if (U.mode == JH__UW_PERFN)
         U.reg_frame(u->run);
     if (U.llvm)
         U.llvm_add((uintptr_t)(u->run + u->fde_off));
@@ -842,7 +842,7 @@ static const char *mode_name(int m)
 {
     static const char *const names[] = { "no libgcc", "libgcc (grouped runs)",
                                          "libgcc b-tree (one run per function)" };
-    return m >= 0 && m <= JH_UW_PERFN ? names[m] : "?";
+    return m >= 0 && m <= JH__UW_PERFN ? names[m] : "?";
 }
 
 static int unwind_open(jh_ctx *ctx, void **state)
@@ -860,7 +860,7 @@ static int unwind_open(jh_ctx *ctx, void **state)
     int mode = U.mode;
     bool dyn = U.dyn, llvm = U.llvm;
     pthread_mutex_unlock(&U.lock);
-    if (mode == JH_UW_NONE && !dyn && !llvm) {
+    if (mode == JH__UW_NONE && !dyn && !llvm) {
         jh__log(ctx, JH_LOG_WARN, "unwind: no unwinder to register with (neither libgcc's "
                 "__register_frame_info nor LLVM's __unw_add_dynamic_fde)");
         return -ENOSYS;
@@ -876,7 +876,7 @@ static int unwind_open(jh_ctx *ctx, void **state)
     return 0;
 }
 
-static int unwind_add(void *state, struct jh_entry *e)
+static int unwind_add(void *state, struct jh__entry *e)
 {
     struct uw_ctx *c = state;
     struct uw_fn *u = calloc(1, sizeof *u);
@@ -897,7 +897,7 @@ static int unwind_add(void *state, struct jh_entry *e)
             c->live->prev = u;
         c->live = u;
         U.live++;
-        e->chan[JH_CH_UNWIND] = u;
+        e->chan[JH__CH_UNWIND] = u;
         u = NULL;
     }
     if (u && n == 1)
@@ -921,13 +921,13 @@ static int unwind_add(void *state, struct jh_entry *e)
     return err;
 }
 
-static int unwind_remove(void *state, struct jh_entry *e)
+static int unwind_remove(void *state, struct jh__entry *e)
 {
     (void)state;
-    struct uw_fn *u = e->chan[JH_CH_UNWIND];
+    struct uw_fn *u = e->chan[JH__CH_UNWIND];
     if (!u)
         return 0;
-    e->chan[JH_CH_UNWIND] = NULL;
+    e->chan[JH__CH_UNWIND] = NULL;
     pthread_mutex_lock(&U.lock);
     int err = fn_remove(u);
     sweep();
@@ -935,7 +935,7 @@ static int unwind_remove(void *state, struct jh_entry *e)
     return err;
 }
 
-static int unwind_move(void *state, struct jh_entry *e, uintptr_t old_start)
+static int unwind_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
     (void)old_start;
     int err = unwind_remove(state, e);
@@ -968,7 +968,7 @@ static void unwind_close(void *state)
     free(c);
 }
 
-const struct jh_channel_ops jh__unwind_ops = {
+const struct jh__channel_ops jh__unwind_ops = {
     .name = "unwind", .bit = JH_UNWIND, .open = unwind_open, .add = unwind_add,
     .remove = unwind_remove, .move = unwind_move, .flush = unwind_flush,
     .close = unwind_close,
@@ -979,7 +979,7 @@ void jh__unwind_get_stats(struct jh__unwind_stats *st)
 {
     pthread_mutex_lock(&U.lock);
     memset(st, 0, sizeof *st);
-    st->mode = U.mode == JH_UW_NONE && U.llvm ? JH_UW_LLVM : U.mode;
+    st->mode = U.mode == JH__UW_NONE && U.llvm ? JH__UW_LLVM : U.mode;
     st->llvm = U.llvm;
     st->libunwind = U.dyn;
     st->segments = U.nseg;

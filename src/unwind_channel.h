@@ -13,15 +13,15 @@ extern "C" {
 #endif
 
 /* How FDEs reach the process's unwinders (decided once per process, at the first open). */
-enum jh_uw_mode {
-    JH_UW_NONE = 0,     /* no libgcc found (LLVM's or nongnu libunwind may still be fed) */
-    JH_UW_LIST = 1,     /* libgcc <= 12: objects in a linear list -> few grouped, sorted runs */
-    JH_UW_PERFN = 2,    /* libgcc >= 13 (b-tree lookup): one run per function */
-    JH_UW_LLVM = 3      /* only LLVM libunwind: __unw_add_dynamic_fde, one FDE per call */
+enum jh__uw_mode {
+    JH__UW_NONE = 0,     /* no libgcc found (LLVM's or nongnu libunwind may still be fed) */
+    JH__UW_LIST = 1,     /* libgcc <= 12: objects in a linear list -> few grouped, sorted runs */
+    JH__UW_PERFN = 2,    /* libgcc >= 13 (b-tree lookup): one run per function */
+    JH__UW_LLVM = 3      /* only LLVM libunwind: __unw_add_dynamic_fde, one FDE per call */
 };
 
 struct jh__unwind_stats {
-    int mode;                   /* enum jh_uw_mode */
+    int mode;                   /* enum jh__uw_mode */
     int llvm;                   /* 1: LLVM libunwind's __unw_add_dynamic_fde is fed */
     int libunwind;              /* 1: nongnu libunwind's _U_dyn_register is fed too */
     size_t segments;            /* grouped runs registered now */
@@ -34,8 +34,8 @@ struct jh__unwind_stats {
 
 void jh__unwind_get_stats(struct jh__unwind_stats *st);
 
-/* Tests and benchmarks: feed only libgcc in this mode (JH_UW_LIST on libgcc 13+ is refused:
- * it would be wrong there), or only LLVM libunwind (JH_UW_LLVM), instead of detecting.
+/* Tests and benchmarks: feed only libgcc in this mode (JH__UW_LIST on libgcc 13+ is refused:
+ * it would be wrong there), or only LLVM libunwind (JH__UW_LLVM), instead of detecting.
  * Only before the first context opens the channel; -EBUSY after. */
 int jh__unwind_force_mode(int mode);
 

@@ -184,10 +184,10 @@ int jh_cgsyms_load_jitdump(struct jh_cgsyms *s, const uint8_t *data, size_t len)
     bool have_dbg = false;
     int rc;
     while ((rc = jh_jdr_next(&r, &rec)) > 0) {
-        if (rec.id == JH_JD_CODE_DEBUG_INFO) {
+        if (rec.id == JH__JD_CODE_DEBUG_INFO) {
             dbg = rec;              /* applies to the next LOAD */
             have_dbg = true;
-        } else if (rec.id == JH_JD_CODE_LOAD) {
+        } else if (rec.id == JH__JD_CODE_LOAD) {
             int fn = jh_cgsyms_add(s, rec.u.load.code_addr, rec.u.load.code_size,
                                    rec.u.load.name, rec.u.load.name_len);
             if (fn == -ENOMEM)
@@ -206,7 +206,7 @@ int jh_cgsyms_load_jitdump(struct jh_cgsyms *s, const uint8_t *data, size_t len)
                 }
             }
             have_dbg = false;
-        } else if (rec.id == JH_JD_CODE_MOVE) {
+        } else if (rec.id == JH__JD_CODE_MOVE) {
             /* The code now lives at new_code_addr: same name and lines, shifted. */
             const struct jh_cg_fn *old = NULL;
             for (size_t i = s->nfns; i-- > 0;)
@@ -317,7 +317,7 @@ struct table {
 
 struct rw {
     const struct jh_cgsyms *s;
-    struct jh_buf *out;
+    struct jh__buf *out;
     struct table t[NS_N];
     int npos, addr_col, line_col;
     uint64_t last[8];
@@ -842,7 +842,7 @@ pass:
 }
 
 int jh_callgrind_rewrite(const char *text, size_t len, const struct jh_cgsyms *s,
-                         struct jh_buf *out, struct jh_cg_stats *st)
+                         struct jh__buf *out, struct jh_cg_stats *st)
 {
     struct jh_cg_stats dummy;
     struct rw w = { .s = s, .out = out, .cur_ob = -1, .cur_fl = -1, .cur_fi = -1, .cur_fn = -1,
@@ -1005,7 +1005,7 @@ int jh_cmd_callgrind(int argc, char **argv)
         }
     }
     jh_cgsyms_finish(&s);
-    struct jh_buf ob = { 0 };
+    struct jh__buf ob = { 0 };
     struct jh_cg_stats st;
     err = jh_callgrind_rewrite((const char *)text, len, &s, &ob, &st);
     free(text);

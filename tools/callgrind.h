@@ -6,7 +6,7 @@
  *     struct jh_cgsyms s = { 0 };
  *     jh_cgsyms_load_jitdump(&s, data, len);        // and/or jh_cgsyms_load_perfmap
  *     jh_cgsyms_finish(&s);
- *     struct jh_buf out = { 0 };
+ *     struct jh__buf out = { 0 };
  *     jh_callgrind_rewrite(text, text_len, &s, &out, &stats);
  */
 #ifndef JH_TOOLS_CALLGRIND_H
@@ -74,6 +74,6 @@ struct jh_cg_stats {
  * are passed through. 0, -ENOMEM, or JH_EFORMAT (not a callgrind profile).
  */
 int jh_callgrind_rewrite(const char *text, size_t len, const struct jh_cgsyms *s,
-                         struct jh_buf *out, struct jh_cg_stats *st);
+                         struct jh__buf *out, struct jh_cg_stats *st);
 
 #endif

@@ -30,7 +30,7 @@ static bool is_jitdump(const uint8_t *d, size_t n)
     if (n < 4)
         return false;
     memcpy(&m, d, 4);
-    return m == JH_JD_MAGIC || m == JH_JD_MAGIC_SWAPPED;
+    return m == JH__JD_MAGIC || m == JH__JD_MAGIC_SWAPPED;
 }
 
 static int run(const char *cmd, int argc, char **argv, bool print)

@@ -50,17 +50,17 @@ int jh_jdr_open(struct jh_jdr *r, const uint8_t *data, size_t len)
     memset(r, 0, sizeof *r);
     r->data = data;
     r->len = len;
-    if (!data || len < JH_JD_HEADER_SIZE)
+    if (!data || len < JH__JD_HEADER_SIZE)
         return fail(r, 0, "file is %zu bytes, shorter than the %u-byte jitdump header", len,
-                    JH_JD_HEADER_SIZE);
+                    JH__JD_HEADER_SIZE);
     uint32_t magic;
     memcpy(&magic, data, 4);
-    if (magic == JH_JD_MAGIC_SWAPPED)
+    if (magic == JH__JD_MAGIC_SWAPPED)
         r->swap = true;
-    else if (magic != JH_JD_MAGIC)
+    else if (magic != JH__JD_MAGIC)
         return fail(r, 0, "bad magic 0x%08" PRIx32 " (a jitdump file starts with 'JiTD' or 'DTiJ')",
                     magic);
-    r->hdr.magic = JH_JD_MAGIC;
+    r->hdr.magic = JH__JD_MAGIC;
     r->hdr.version = rd32(r, data + 4);
     r->hdr.total_size = rd32(r, data + 8);
     r->hdr.elf_mach = rd32(r, data + 12);
@@ -68,9 +68,9 @@ int jh_jdr_open(struct jh_jdr *r, const uint8_t *data, size_t len)
     r->hdr.pid = rd32(r, data + 20);
     r->hdr.timestamp = rd64(r, data + 24);
     r->hdr.flags = rd64(r, data + 32);
-    if (r->hdr.total_size < JH_JD_HEADER_SIZE)
+    if (r->hdr.total_size < JH__JD_HEADER_SIZE)
         return fail(r, 8, "header total_size %" PRIu32 " is smaller than the %u-byte header",
-                    r->hdr.total_size, JH_JD_HEADER_SIZE);
+                    r->hdr.total_size, JH__JD_HEADER_SIZE);
     if (r->hdr.total_size > len)
         return fail(r, 8, "header total_size %" PRIu32 " runs past the end of the file (%zu bytes)",
                     r->hdr.total_size, len);
@@ -85,28 +85,28 @@ int jh_jdr_next(struct jh_jdr *r, struct jh_jdr_rec *rec)
         return 0;
     size_t left = r->len - r->off;
     const uint8_t *p = r->data + r->off;
-    if (left < JH_JD_PREFIX_SIZE)
+    if (left < JH__JD_PREFIX_SIZE)
         return fail(r, r->off, "truncated record: %zu bytes left, a record prefix is %u", left,
-                    JH_JD_PREFIX_SIZE);
+                    JH__JD_PREFIX_SIZE);
     rec->off = r->off;
     rec->id = rd32(r, p);
     rec->total_size = rd32(r, p + 4);
     rec->timestamp = rd64(r, p + 8);
-    if (rec->total_size < JH_JD_PREFIX_SIZE)
+    if (rec->total_size < JH__JD_PREFIX_SIZE)
         return fail(r, r->off, "record id %" PRIu32 " has total_size %" PRIu32
                     ", smaller than its 16-byte prefix", rec->id, rec->total_size);
     if (rec->total_size > left)
         return fail(r, r->off, "record id %" PRIu32 " of %" PRIu32 " bytes runs past the end of "
                     "the file (%zu bytes left): truncated", rec->id, rec->total_size, left);
-    const uint8_t *b = p + JH_JD_PREFIX_SIZE;
-    size_t bl = rec->total_size - JH_JD_PREFIX_SIZE;
+    const uint8_t *b = p + JH__JD_PREFIX_SIZE;
+    size_t bl = rec->total_size - JH__JD_PREFIX_SIZE;
     rec->body = b;
     rec->body_len = bl;
     switch (rec->id) {
-    case JH_JD_CODE_LOAD: {
-        if (bl < JH_JD_LOAD_FIXED - JH_JD_PREFIX_SIZE)
+    case JH__JD_CODE_LOAD: {
+        if (bl < JH__JD_LOAD_FIXED - JH__JD_PREFIX_SIZE)
             return fail(r, r->off, "LOAD of %" PRIu32 " bytes, shorter than its %u fixed bytes",
-                        rec->total_size, JH_JD_LOAD_FIXED);
+                        rec->total_size, JH__JD_LOAD_FIXED);
         rec->u.load.pid = rd32(r, b);
         rec->u.load.tid = rd32(r, b + 4);
         rec->u.load.vma = rd64(r, b + 8);
@@ -127,10 +127,10 @@ int jh_jdr_next(struct jh_jdr *r, struct jh_jdr_rec *rec)
         rec->u.load.code = b + bl - rec->u.load.code_size;     /* where perf takes it */
         break;
     }
-    case JH_JD_CODE_MOVE:
-        if (bl < JH_JD_MOVE_SIZE - JH_JD_PREFIX_SIZE)
+    case JH__JD_CODE_MOVE:
+        if (bl < JH__JD_MOVE_SIZE - JH__JD_PREFIX_SIZE)
             return fail(r, r->off, "MOVE of %" PRIu32 " bytes, shorter than its %u bytes",
-                        rec->total_size, JH_JD_MOVE_SIZE);
+                        rec->total_size, JH__JD_MOVE_SIZE);
         rec->u.move.pid = rd32(r, b);
         rec->u.move.tid = rd32(r, b + 4);
         rec->u.move.vma = rd64(r, b + 8);
@@ -139,25 +139,25 @@ int jh_jdr_next(struct jh_jdr *r, struct jh_jdr_rec *rec)
         rec->u.move.code_size = rd64(r, b + 32);
         rec->u.move.code_index = rd64(r, b + 40);
         break;
-    case JH_JD_CODE_DEBUG_INFO:
-        if (bl < JH_JD_DEBUG_FIXED - JH_JD_PREFIX_SIZE)
+    case JH__JD_CODE_DEBUG_INFO:
+        if (bl < JH__JD_DEBUG_FIXED - JH__JD_PREFIX_SIZE)
             return fail(r, r->off, "DEBUG_INFO of %" PRIu32 " bytes, shorter than its %u fixed "
-                        "bytes", rec->total_size, JH_JD_DEBUG_FIXED);
+                        "bytes", rec->total_size, JH__JD_DEBUG_FIXED);
         rec->u.debug.code_addr = rd64(r, b);
         rec->u.debug.nr_entry = rd64(r, b + 8);
         rec->u.debug.entries = b + 16;
         rec->u.debug.entries_len = bl - 16;
         /* each entry is at least 17 bytes: refuse counts the record cannot hold before
          * anyone loops over them */
-        if (rec->u.debug.nr_entry > rec->u.debug.entries_len / (JH_JD_DEBUG_ENTRY_FIXED + 1))
+        if (rec->u.debug.nr_entry > rec->u.debug.entries_len / (JH__JD_DEBUG_ENTRY_FIXED + 1))
             return fail(r, r->off, "DEBUG_INFO claims %" PRIu64 " entries but has room for at "
                         "most %zu", rec->u.debug.nr_entry,
-                        rec->u.debug.entries_len / (JH_JD_DEBUG_ENTRY_FIXED + 1));
+                        rec->u.debug.entries_len / (JH__JD_DEBUG_ENTRY_FIXED + 1));
         break;
-    case JH_JD_CODE_UNWINDING_INFO:
-        if (bl < JH_JD_UNWIND_FIXED - JH_JD_PREFIX_SIZE)
+    case JH__JD_CODE_UNWINDING_INFO:
+        if (bl < JH__JD_UNWIND_FIXED - JH__JD_PREFIX_SIZE)
             return fail(r, r->off, "UNWINDING_INFO of %" PRIu32 " bytes, shorter than its %u "
-                        "fixed bytes", rec->total_size, JH_JD_UNWIND_FIXED);
+                        "fixed bytes", rec->total_size, JH__JD_UNWIND_FIXED);
         rec->u.unwind.unwinding_size = rd64(r, b);
         rec->u.unwind.eh_frame_hdr_size = rd64(r, b + 8);
         rec->u.unwind.mapped_size = rd64(r, b + 16);
@@ -184,7 +184,7 @@ int jh_jdr_debug_entry(const struct jh_jdr *r, const struct jh_jdr_rec *rec, siz
 {
     const uint8_t *e = rec->u.debug.entries;
     size_t len = rec->u.debug.entries_len;
-    if (*pos > len || len - *pos < JH_JD_DEBUG_ENTRY_FIXED + 1)
+    if (*pos > len || len - *pos < JH__JD_DEBUG_ENTRY_FIXED + 1)
         return JH_EFORMAT;
     const uint8_t *p = e + *pos;
     out->addr = rd64(r, p);
@@ -640,7 +640,7 @@ static int set_add(struct idx_set *s, uint64_t key, uint64_t addr, uint64_t size
 static const char *rec_name(uint32_t id)
 {
     static const char *const n[] = { "LOAD", "MOVE", "DEBUG_INFO", "CLOSE", "UNWINDING_INFO" };
-    return id < JH_JD_CODE_MAX ? n[id] : "UNKNOWN";
+    return id < JH__JD_CODE_MAX ? n[id] : "UNKNOWN";
 }
 
 static void print_name(FILE *out, const char *s, size_t n)
@@ -665,19 +665,19 @@ int jh_jdr_check(struct jh_jdr *r, const uint8_t *data, size_t len, FILE *out, b
         fprintf(out, "jitdump %s-endian, version %" PRIu32 ", header %" PRIu32 " bytes, "
                 "elf_mach %" PRIu32 "%s, pid %" PRIu32 ", timestamp %" PRIu64 ", flags 0x%"
                 PRIx64 "\n", r->swap ? "other" : "host", r->hdr.version, r->hdr.total_size,
-                r->hdr.elf_mach, r->hdr.elf_mach == JH_JD_EM_X86_64 ? " (x86-64)" :
-                r->hdr.elf_mach == JH_JD_EM_AARCH64 ? " (aarch64)" : "", r->hdr.pid,
+                r->hdr.elf_mach, r->hdr.elf_mach == JH__JD_EM_X86_64 ? " (x86-64)" :
+                r->hdr.elf_mach == JH__JD_EM_AARCH64 ? " (aarch64)" : "", r->hdr.pid,
                 r->hdr.timestamp, r->hdr.flags);
-    if (r->hdr.version != JH_JD_VERSION) {
+    if (r->hdr.version != JH__JD_VERSION) {
         rc = fail(r, 4, "version %" PRIu32 ": perf 6.1 reads version 1 only", r->hdr.version);
         goto done;
     }
-    if (r->hdr.flags & ~JH_JD_FLAG_ARCH_TIMESTAMP) {
+    if (r->hdr.flags & ~JH__JD_FLAG_ARCH_TIMESTAMP) {
         rc = fail(r, 32, "unknown flag bits 0x%" PRIx64 ": perf rejects the whole file",
-                  r->hdr.flags & ~JH_JD_FLAG_ARCH_TIMESTAMP);
+                  r->hdr.flags & ~JH__JD_FLAG_ARCH_TIMESTAMP);
         goto done;
     }
-    if (warn && (r->hdr.flags & JH_JD_FLAG_ARCH_TIMESTAMP))
+    if (warn && (r->hdr.flags & JH__JD_FLAG_ARCH_TIMESTAMP))
         fprintf(warn, "warning: timestamps are TSC ticks (flag 1): perf needs its TSC "
                 "conversion for them\n");
 
@@ -694,7 +694,7 @@ int jh_jdr_check(struct jh_jdr *r, const uint8_t *data, size_t len, FILE *out, b
         if (closed && warn)
             fprintf(warn, "warning: offset 0x%zx: %s after CLOSE\n", rec.off, rec_name(rec.id));
         switch (rec.id) {
-        case JH_JD_CODE_DEBUG_INFO: {
+        case JH__JD_CODE_DEBUG_INFO: {
             st.debug++;
             if (out)
                 fprintf(out, " code 0x%" PRIx64 ", %" PRIu64 " entries\n",
@@ -740,7 +740,7 @@ int jh_jdr_check(struct jh_jdr *r, const uint8_t *data, size_t len, FILE *out, b
             have_dbg = true;
             break;
         }
-        case JH_JD_CODE_UNWINDING_INFO:
+        case JH__JD_CODE_UNWINDING_INFO:
             st.unwind++;
             if (out)
                 fprintf(out, " %" PRIu64 " bytes (.eh_frame_hdr %" PRIu64 "), mapped %" PRIu64
@@ -765,7 +765,7 @@ int jh_jdr_check(struct jh_jdr *r, const uint8_t *data, size_t len, FILE *out, b
             unw = rec;
             have_unw = true;
             break;
-        case JH_JD_CODE_LOAD: {
+        case JH__JD_CODE_LOAD: {
             st.loads++;
             const __typeof__(rec.u.load) *l = &rec.u.load;
             if (out) {
@@ -787,7 +787,7 @@ int jh_jdr_check(struct jh_jdr *r, const uint8_t *data, size_t len, FILE *out, b
                           l->code_index);
                 goto done;
             }
-            if (JH_JD_LOAD_FIXED + l->name_len + 1 + l->code_size != rec.total_size) {
+            if (JH__JD_LOAD_FIXED + l->name_len + 1 + l->code_size != rec.total_size) {
                 rc = fail(r, rec.off, "LOAD #%" PRIu64 " total_size %" PRIu32 " is not 56 + "
                           "name %zu + 1 + code %" PRIu64 ": bytes between name and code",
                           l->code_index, rec.total_size, l->name_len, l->code_size);
@@ -831,11 +831,11 @@ int jh_jdr_check(struct jh_jdr *r, const uint8_t *data, size_t len, FILE *out, b
             }
             if (have_unw) {
                 uint64_t us = unw.u.unwind.unwinding_size, hs = unw.u.unwind.eh_frame_hdr_size;
-                uint64_t eh_addr = (JH_JD_PERF_TEXT_OFFSET + l->code_size + 7) & ~7ull;
+                uint64_t eh_addr = (JH__JD_PERF_TEXT_OFFSET + l->code_size + 7) & ~7ull;
                 char uerr[200];
                 if (jh_jdr_check_unwind(unw.u.unwind.data, (size_t)(us - hs),
                                         unw.u.unwind.data + (us - hs), (size_t)hs, eh_addr,
-                                        JH_JD_PERF_TEXT_OFFSET, l->code_size,
+                                        JH__JD_PERF_TEXT_OFFSET, l->code_size,
                                         out && verbose ? out : NULL, uerr, sizeof uerr)) {
                     rc = fail(r, unw.off, "UNWINDING_INFO for the LOAD at 0x%zx: %s", rec.off,
                               uerr);
@@ -845,7 +845,7 @@ int jh_jdr_check(struct jh_jdr *r, const uint8_t *data, size_t len, FILE *out, b
             have_dbg = have_unw = false;
             break;
         }
-        case JH_JD_CODE_MOVE: {
+        case JH__JD_CODE_MOVE: {
             st.moves++;
             const __typeof__(rec.u.move) *m = &rec.u.move;
             if (out)
@@ -871,7 +871,7 @@ int jh_jdr_check(struct jh_jdr *r, const uint8_t *data, size_t len, FILE *out, b
             s->addr = m->new_code_addr;
             break;
         }
-        case JH_JD_CODE_CLOSE:
+        case JH__JD_CODE_CLOSE:
             st.closes++;
             if (out)
                 fputc('\n', out);

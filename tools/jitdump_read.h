@@ -10,7 +10,7 @@
  *     struct jh_jdr_rec rec;
  *     int rc;
  *     while ((rc = jh_jdr_next(&r, &rec)) > 0)
- *         if (rec.id == JH_JD_CODE_LOAD) printf("%s\n", rec.u.load.name);
+ *         if (rec.id == JH__JD_CODE_LOAD) printf("%s\n", rec.u.load.name);
  *     if (rc < 0) puts(r.err);               // "offset 0x1234: ..." of the first problem
  *
  * Files in the other byte order (magic 0x4454694A) are read too: every field comes back in

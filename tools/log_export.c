@@ -48,8 +48,8 @@ int export_perfmap(const struct log_file *lf, FILE *f)
 }
 
 /* ---- jitdump (src/jitdump_format.h, shared with the jitdump channel and its reader) ---- */
-enum { JIT_LOAD = JH_JD_CODE_LOAD, JIT_MOVE = JH_JD_CODE_MOVE, JIT_DEBUG_INFO = JH_JD_CODE_DEBUG_INFO,
-       JIT_CLOSE = JH_JD_CODE_CLOSE };
+enum { JIT_LOAD = JH__JD_CODE_LOAD, JIT_MOVE = JH__JD_CODE_MOVE, JIT_DEBUG_INFO = JH__JD_CODE_DEBUG_INFO,
+       JIT_CLOSE = JH__JD_CODE_CLOSE };
 
 static void w32(FILE *f, uint32_t v) { fwrite(&v, 4, 1, f); }
 static void w64(FILE *f, uint64_t v) { fwrite(&v, 8, 1, f); }
@@ -66,10 +66,10 @@ static void rec_header(FILE *f, uint32_t id, size_t total, uint64_t ts)
 static void debug_info(FILE *f, const struct log_fn *fn, uint64_t start, uint64_t ts)
 {
     const struct log_line *last = &fn->lines[fn->nlines - 1];
-    size_t total = JH_JD_PREFIX_SIZE + 16;
+    size_t total = JH__JD_PREFIX_SIZE + 16;
     for (uint32_t i = 0; i < fn->nlines; i++)
-        total += JH_JD_DEBUG_ENTRY_FIXED + strlen(fn->files[fn->lines[i].file]) + 1;
-    total += JH_JD_DEBUG_ENTRY_FIXED + strlen(fn->files[last->file]) + 1;
+        total += JH__JD_DEBUG_ENTRY_FIXED + strlen(fn->files[fn->lines[i].file]) + 1;
+    total += JH__JD_DEBUG_ENTRY_FIXED + strlen(fn->files[last->file]) + 1;
     rec_header(f, JIT_DEBUG_INFO, total, ts);
     w64(f, start);
     w64(f, (uint64_t)fn->nlines + 1);
@@ -100,18 +100,18 @@ static void unwinding_info(FILE *f, const struct log_file *lf, const struct log_
 {
     if (!strcmp(fn->unwind, "none"))
         return;
-    struct jh_cfi_func cf = {
+    struct jh__cfi_func cf = {
         .start = fn->start, .size = fn->size, .fp_push_end = fn->fp_push_end,
         .fp_set_end = fn->fp_set_end, .cfi = fn->cfi, .cfi_len = fn->cfi_len,
         .unwind = !strcmp(fn->unwind, "cfi") ? JH_UNWIND_CFI : JH_UNWIND_FRAME_POINTER,
     };
-    struct jh_buf b = { 0 };
+    struct jh__buf b = { 0 };
     size_t hdr = 0;
-    int arch = lf->arch && !strcmp(lf->arch, "aarch64") ? JH_CFI_ARM64 : JH_CFI_X86_64;
-    int n = jh__cfi_perf_unwinding(&b, &cf, JH_JD_PERF_TEXT_OFFSET, arch, &hdr);
+    int arch = lf->arch && !strcmp(lf->arch, "aarch64") ? JH__CFI_ARM64 : JH__CFI_X86_64;
+    int n = jh__cfi_perf_unwinding(&b, &cf, JH__JD_PERF_TEXT_OFFSET, arch, &hdr);
     uint64_t mapped = (b.len + 7) & ~(uint64_t)7;
     if (n == 1 && !b.err && !reaches_neighbour(lf, fn, ((fn->size + 7) & ~(uint64_t)7) + mapped, at)) {
-        rec_header(f, JH_JD_CODE_UNWINDING_INFO, JH_JD_UNWIND_FIXED + b.len, ts);
+        rec_header(f, JH__JD_CODE_UNWINDING_INFO, JH__JD_UNWIND_FIXED + b.len, ts);
         w64(f, b.len);
         w64(f, hdr);
         w64(f, mapped);
@@ -122,10 +122,10 @@ static void unwinding_info(FILE *f, const struct log_file *lf, const struct log_
 
 int export_jitdump(const struct log_file *lf, FILE *f)
 {
-    uint32_t mach = lf->arch && !strcmp(lf->arch, "aarch64") ? JH_JD_EM_AARCH64 : JH_JD_EM_X86_64;
-    w32(f, JH_JD_MAGIC);
-    w32(f, JH_JD_VERSION);
-    w32(f, JH_JD_HEADER_SIZE);
+    uint32_t mach = lf->arch && !strcmp(lf->arch, "aarch64") ? JH__JD_EM_AARCH64 : JH__JD_EM_X86_64;
+    w32(f, JH__JD_MAGIC);
+    w32(f, JH__JD_VERSION);
+    w32(f, JH__JD_HEADER_SIZE);
     w32(f, mach);
     w32(f, 0);
     w32(f, (uint32_t)lf->pid);
@@ -143,7 +143,7 @@ int export_jitdump(const struct log_file *lf, FILE *f)
                 debug_info(f, fn, fn->start, r->time);
             unwinding_info(f, lf, fn, i, r->time);
             size_t nlen = strlen(fn->name) + 1;
-            size_t total = JH_JD_LOAD_FIXED + nlen + fn->size;
+            size_t total = JH__JD_LOAD_FIXED + nlen + fn->size;
             rec_header(f, JIT_LOAD, total, r->time);
             w32(f, (uint32_t)lf->pid);
             w32(f, r->thread ? r->thread : (uint32_t)lf->pid);
@@ -157,7 +157,7 @@ int export_jitdump(const struct log_file *lf, FILE *f)
             uint64_t from = 0, to = 0;
             if (!mp_get_u64(&r->map, "old_start", &from) || !mp_get_u64(&r->map, "start", &to))
                 continue;
-            rec_header(f, JIT_MOVE, JH_JD_MOVE_SIZE, r->time);
+            rec_header(f, JIT_MOVE, JH__JD_MOVE_SIZE, r->time);
             w32(f, (uint32_t)lf->pid);
             w32(f, r->thread ? r->thread : (uint32_t)lf->pid);
             w64(f, to);
@@ -167,6 +167,6 @@ int export_jitdump(const struct log_file *lf, FILE *f)
             w64(f, fn->id);
         }
     }
-    rec_header(f, JIT_CLOSE, JH_JD_PREFIX_SIZE, last);
+    rec_header(f, JIT_CLOSE, JH__JD_PREFIX_SIZE, last);
     return ferror(f) ? -1 : 0;
 }

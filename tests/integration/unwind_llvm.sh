@@ -70,8 +70,8 @@ int main(int argc, char **argv)
         return 2;
     struct jh__unwind_stats st;
     jh__unwind_get_stats(&st);
-    if (!control && st.mode != JH_UW_LLVM) {
-        printf("channel mode %d, expected LLVM (%d)\n", st.mode, JH_UW_LLVM);
+    if (!control && st.mode != JH__UW_LLVM) {
+        printf("channel mode %d, expected LLVM (%d)\n", st.mode, JH__UW_LLVM);
         return 2;
     }
     int r = 0;

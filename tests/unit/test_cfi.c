@@ -114,7 +114,7 @@ static void test_decoders(void)
     /* Three functions, deliberately out of order; one without unwind info; one with a long
      * prologue so advance_loc2 is used; one raw-CFI. */
     static const uint8_t raw[] = { 0x44, 0x0e, 0x10, 0x4c, 0x0e, 0x08 }; /* adv 4, off 16, adv 12, off 8 */
-    struct jh_cfi_func f[4] = {
+    struct jh__cfi_func f[4] = {
         { .start = 0x402000, .size = 0x400, .unwind = JH_UNWIND_FRAME_POINTER,
           .fp_push_end = 300, .fp_set_end = 303 },
         { .start = 0x401000, .size = 0x20, .unwind = JH_UNWIND_FRAME_POINTER,
@@ -124,9 +124,9 @@ static void test_decoders(void)
           .cfi_len = sizeof raw },
     };
     uint64_t eh_addr = 0x500000;
-    struct jh_cfi_opts o = { .arch = JH_CFI_X86_64, .ptr = JH_CFI_PCREL, .addr = eh_addr };
-    struct jh_buf eh = { 0 }, hdr = { 0 };
-    struct jh_cfi_index idx[4];
+    struct jh__cfi_opts o = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_PCREL, .addr = eh_addr };
+    struct jh__buf eh = { 0 }, hdr = { 0 };
+    struct jh__cfi_index idx[4];
     size_t want = jh__cfi_eh_frame_size(&o, f, 4);
     int n = jh__cfi_eh_frame(&eh, &o, f, 4, idx);
     CHECK_EQ(n, 3);
@@ -184,8 +184,8 @@ static void test_decoders(void)
     free(out);
 
     /* The absolute flavour decodes to the same ranges. */
-    struct jh_buf ab = { 0 };
-    struct jh_cfi_opts oa = { .arch = JH_CFI_X86_64, .ptr = JH_CFI_ABS };
+    struct jh__buf ab = { 0 };
+    struct jh__cfi_opts oa = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_ABS };
     CHECK_EQ(jh__cfi_eh_frame(&ab, &oa, f, 4, NULL), 3);
     snprintf(path, sizeof path, "%s/abs.elf", tmpdir);
     CHECK(write_elf(path, 0x401000, 0x1400, 0x7f0000000000ull, ab.p, ab.len, 0, NULL, 0) == 0);
@@ -199,11 +199,11 @@ static void test_decoders(void)
     free(out);
 
     /* perf's jitdump layout: text at 0x80, .eh_frame at ALIGN_8(0x80 + size). */
-    struct jh_buf pu = { 0 };
+    struct jh__buf pu = { 0 };
     size_t hsz = 0;
-    struct jh_cfi_func g = f[1];
+    struct jh__cfi_func g = f[1];
     g.size = 0x23;
-    CHECK_EQ(jh__cfi_perf_unwinding(&pu, &g, 0x80, JH_CFI_X86_64, &hsz), 1);
+    CHECK_EQ(jh__cfi_perf_unwinding(&pu, &g, 0x80, JH__CFI_X86_64, &hsz), 1);
     CHECK_EQ(hsz, 20);
     uint64_t pe = (0x80 + 0x23 + 7) & ~7ull;
     snprintf(path, sizeof path, "%s/perf.elf", tmpdir);
@@ -306,7 +306,7 @@ static void test_unwind(int flavour)
     CHECK_EQ(fp_off, 32);
     /* sub rsp,8 ends at 4: CFA = rsp+16; add rsp,8 ends at 18: CFA = rsp+8 again. */
     static const uint8_t cfi[] = { 0x44, 0x0e, 0x10, 0x4e, 0x0e, 0x08 };
-    struct jh_cfi_func f[2] = {
+    struct jh__cfi_func f[2] = {
         { .start = (uintptr_t)code + fp_off, .size = len - fp_off,
           .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 },
         { .start = (uintptr_t)code, .size = 19, .unwind = JH_UNWIND_CFI, .cfi = cfi,
@@ -321,10 +321,10 @@ static void test_unwind(int flavour)
     CHECK_EQ(find_frame((uintptr_t)call_jit, 256), -1);
 
     /* The run: on the heap (absolute) or right after the code (pc-relative). */
-    struct jh_buf b = { 0 };
-    struct jh_cfi_opts o = { .arch = JH_CFI_X86_64, .ptr = flavour };
+    struct jh__buf b = { 0 };
+    struct jh__cfi_opts o = { .arch = JH__CFI_X86_64, .ptr = flavour };
     uint8_t *run;
-    if (flavour == JH_CFI_PCREL) {
+    if (flavour == JH__CFI_PCREL) {
         o.addr = (uintptr_t)mem + pg;
         CHECK_EQ(jh__cfi_eh_frame(&b, &o, f, 2, NULL), 2);
         memcpy(mem + pg, b.p, b.len);
@@ -357,11 +357,11 @@ static void test_unwind(int flavour)
 
 static void test_errors(void)
 {
-    struct jh_buf b = { 0 };
-    struct jh_cfi_opts o = { .arch = JH_CFI_X86_64, .ptr = JH_CFI_PCREL, .addr = 0x1000 };
-    struct jh_cfi_func f = { .start = 0x10000, .size = 16, .unwind = JH_UNWIND_FRAME_POINTER,
+    struct jh__buf b = { 0 };
+    struct jh__cfi_opts o = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_PCREL, .addr = 0x1000 };
+    struct jh__cfi_func f = { .start = 0x10000, .size = 16, .unwind = JH_UNWIND_FRAME_POINTER,
                              .fp_push_end = 1, .fp_set_end = 4 };
-    struct jh_cfi_func bad = f;
+    struct jh__cfi_func bad = f;
     bad.fp_push_end = 0;
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, &bad, 1, NULL), -EINVAL);
     bad = f; bad.fp_set_end = 17;
@@ -377,12 +377,12 @@ static void test_errors(void)
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, &bad, 1, NULL), -ERANGE);
     CHECK_EQ(b.len, 0);
     /* ...which the absolute flavour handles. */
-    struct jh_cfi_opts oa = { .arch = JH_CFI_X86_64, .ptr = JH_CFI_ABS };
+    struct jh__cfi_opts oa = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_ABS };
     CHECK_EQ(jh__cfi_eh_frame(&b, &oa, &bad, 1, NULL), 1);
     b.len = 0;
 
     /* Overlapping functions. */
-    struct jh_cfi_func two[2] = { f, f };
+    struct jh__cfi_func two[2] = { f, f };
     two[1].start += 8;
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, two, 2, NULL), -EINVAL);
     two[1].start += 8;
@@ -415,13 +415,13 @@ static void test_errors(void)
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, &bad, 1, NULL), 1);
 
     /* A header whose table is not sorted is refused. */
-    struct jh_cfi_index idx[2] = { { 0x2000, 16, 24 }, { 0x1000, 16, 48 } };
-    struct jh_buf h = { 0 };
+    struct jh__cfi_index idx[2] = { { 0x2000, 16, 24 }, { 0x1000, 16, 48 } };
+    struct jh__buf h = { 0 };
     CHECK_EQ(jh__cfi_eh_frame_hdr(&h, 0x3000, 0x2800, idx, 2), -EINVAL);
     CHECK_EQ(h.len, 0);
 
     /* arm64 CIE: RA column 30, CFA = sp. Only sizes here; x86-64 is what we can run. */
-    struct jh_cfi_opts o64 = { .arch = JH_CFI_ARM64, .ptr = JH_CFI_PCREL, .addr = 0x1000 };
+    struct jh__cfi_opts o64 = { .arch = JH__CFI_ARM64, .ptr = JH__CFI_PCREL, .addr = 0x1000 };
     b.len = 0;
     CHECK_EQ(jh__cfi_eh_frame(&b, &o64, &f, 1, NULL), 1);
     CHECK_EQ(b.len, jh__cfi_eh_frame_size(&o64, &f, 1));
@@ -437,8 +437,8 @@ int main(void)
     }
     test_errors();
     test_decoders();
-    test_unwind(JH_CFI_ABS);
-    test_unwind(JH_CFI_PCREL);
+    test_unwind(JH__CFI_ABS);
+    test_unwind(JH__CFI_PCREL);
     if (getenv("JH_KEEP"))          /* JH_KEEP=1: leave the ELF files for a look */
         return check_done();
     char cmd[300];

@@ -53,7 +53,7 @@ int main(void)
     CHECK(!jh_cgsyms_find(&s, 0x10000040));
     CHECK(jh_cgsyms_find(&s, 0x1000003f) != NULL);
 
-    struct jh_buf out = { 0 };
+    struct jh__buf out = { 0 };
     struct jh_cg_stats st;
     CHECK_EQ(jh_callgrind_rewrite(profile, sizeof profile - 1, &s, &out, &st), 0);
     jh__buf_u8(&out, 0);
@@ -81,14 +81,14 @@ int main(void)
     CHECK(has(o, "fn=(5)\n0x401100 20 100\n0x401101 21 0\ntotals: 1040\n"));
 
     /* Rewriting the output again changes nothing. */
-    struct jh_buf again = { 0 };
+    struct jh__buf again = { 0 };
     CHECK_EQ(jh_callgrind_rewrite(o, out.len - 1, &s, &again, &st), 0);
     CHECK_EQ(again.len, out.len - 1);
     CHECK(again.len == out.len - 1 && !memcmp(again.p, out.p, again.len));
     CHECK_EQ(st.calls_dropped, 0);
 
     /* Not a profile. */
-    struct jh_buf junk = { 0 };
+    struct jh__buf junk = { 0 };
     CHECK_EQ(jh_callgrind_rewrite("hello\nworld\n", 12, &s, &junk, NULL), JH_EFORMAT);
     jh__buf_free(&junk);
     jh__buf_free(&again);

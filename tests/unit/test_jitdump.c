@@ -108,7 +108,7 @@ static void read_back(const char *path, uint8_t *code, struct seen *s, int print
     struct jh_jdr_rec rec;
     while (jh_jdr_next(&r, &rec) > 0) {
         switch (rec.id) {
-        case JH_JD_CODE_LOAD:
+        case JH__JD_CODE_LOAD:
             if (s->loads < 64)
                 s->idx[s->loads] = rec.u.load.code_index;
             s->loads++;
@@ -119,7 +119,7 @@ static void read_back(const char *path, uint8_t *code, struct seen *s, int print
                 CHECK(!memcmp(rec.u.load.code, (void *)(uintptr_t)rec.u.load.code_addr,
                               rec.u.load.code_size));
             break;
-        case JH_JD_CODE_DEBUG_INFO: {
+        case JH__JD_CODE_DEBUG_INFO: {
             s->debug++;
             CHECK_EQ(rec.u.debug.nr_entry, 4);   /* 3 rows + the end sentinel */
             size_t pos = 0;
@@ -134,13 +134,13 @@ static void read_back(const char *path, uint8_t *code, struct seen *s, int print
             CHECK_EQ(l[3].lineno, 10);
             break;
         }
-        case JH_JD_CODE_UNWINDING_INFO:
+        case JH__JD_CODE_UNWINDING_INFO:
             s->unwind++;
             CHECK_EQ(rec.u.unwind.eh_frame_hdr_size, 20);
             CHECK_EQ(rec.u.unwind.mapped_size % 8, 0);
             break;
-        case JH_JD_CODE_MOVE: s->moves++; break;
-        case JH_JD_CODE_CLOSE: s->closes++; break;
+        case JH__JD_CODE_MOVE: s->moves++; break;
+        case JH__JD_CODE_CLOSE: s->closes++; break;
         }
     }
     free(data);

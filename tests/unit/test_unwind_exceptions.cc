@@ -171,7 +171,7 @@ int main()
     struct jh__unwind_stats st;
     jh__unwind_get_stats(&st);
     printf("unwind mode %d, libunwind %d\n", st.mode, st.libunwind);
-    CHECK(st.mode != JH_UW_NONE);
+    CHECK(st.mode != JH__UW_NONE);
 
     p = compile(jh);
     CHECK(p);

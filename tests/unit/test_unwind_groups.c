@@ -121,7 +121,7 @@ static void churn(size_t n, size_t max_runs)
     CHECK_EQ(verify(n, "grown upwards", false), 0);
     struct jh__unwind_stats st;
     jh__unwind_get_stats(&st);
-    if (UW_FORCE != JH_UW_PERFN && UW_FORCE != JH_UW_LLVM)
+    if (UW_FORCE != JH__UW_PERFN && UW_FORCE != JH__UW_LLVM)
         CHECK(st.segments <= max_runs);
 
     /* half removed at random */

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define UW_FORCE JH_UW_LLVM
+#define UW_FORCE JH__UW_LLVM
 #define UW_N 2000
 #define UW_SETUP                                                                         \
     {                                                                                    \

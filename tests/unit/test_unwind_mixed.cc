@@ -94,7 +94,7 @@ int main()
     CHECK_EQ(jh_open(&jh, &o), 0);
     struct jh__unwind_stats st;
     jh__unwind_get_stats(&st);
-    CHECK_EQ(st.mode, JH_UW_LIST);
+    CHECK_EQ(st.mode, JH__UW_LIST);
     CHECK_EQ(st.llvm, 1);
 
     for (int round = 0; round < 2; round++) {
