@@ -29,7 +29,7 @@ LDFLAGS  += $(SANFLAGS)
 LIBS     := -lpthread -ldl
 
 SONAME   := libjitherald.so.0
-LIB_SRC  := $(sort $(wildcard src/*.c))
+LIB_SRC  := $(sort $(wildcard src/base/*.c src/fmt/*.c src/channels/*.c src/core/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A    := $(BUILD)/libjitherald.a
 LIB_SO   := $(BUILD)/$(SONAME)
@@ -78,7 +78,7 @@ $(MJ_A): $(MJ_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/src/%.o: src/%.c $(wildcard src/*.h) include/jitherald.h
+$(BUILD)/src/%.o: src/%.c $(wildcard src/*/*.h) include/jitherald.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
@@ -98,7 +98,7 @@ $(BUILD)/jitherald.pc: jitherald.pc.in Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
 	    -e 's|@VERSION@|$(shell sed -n 's/^#define JH_VERSION_STRING "\(.*\)"/\1/p' include/jitherald.h)|' $< > $@
 
-$(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h) $(wildcard src/*.h) include/jitherald.h
+$(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h) $(wildcard src/*/*.h) include/jitherald.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -c $< -o $@

@@ -22,6 +22,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,8 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
-#include "msgpack.h"
+#include "base/clock.h"
+#include "fmt/msgpack.h"
+#include "jitherald.h"
 #include "minijit.h"
 
 static char dir[256];

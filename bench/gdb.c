@@ -19,20 +19,10 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "elf_image.h"
-#include "internal.h"
+#include "channels/gdb_jit.h"
+#include "fmt/elf_image.h"
+#include "jitherald.h"
 
-struct jit_code_entry {
-    struct jit_code_entry *next_entry, *prev_entry;
-    const char *symfile_addr;
-    uint64_t symfile_size;
-};
-struct jit_descriptor {
-    uint32_t version, action_flag;
-    struct jit_code_entry *relevant_entry, *first_entry;
-};
-extern struct jit_descriptor __jit_debug_descriptor;
-extern void __jit_debug_register_code(void);
 
 enum { FN = 48 };
 static const char *files[] = { "bench.mini" };
@@ -120,7 +110,7 @@ static double run_ours(size_t n, int defer, size_t *images)
 static double run_single(size_t n, size_t *images)
 {
     uint8_t *code = region(n);
-    struct jh__entry *es = calloc(n, sizeof *es);
+    struct jh__func *es = calloc(n, sizeof *es);
     struct jh_line *ls = calloc(n, 2 * sizeof *ls);
     struct jit_code_entry *ce = calloc(n, sizeof *ce);
     struct jh__buf *bufs = calloc(n, sizeof *bufs);
@@ -132,10 +122,10 @@ static double run_single(size_t n, size_t *images)
         snprintf(names[i], sizeof names[i], "f%zu", i);
         ls[2 * i] = (struct jh_line){ 0, (uint32_t)i + 1, 0, 0 };
         ls[2 * i + 1] = (struct jh_line){ 4, (uint32_t)i + 2, 5, 0 };
-        es[i] = (struct jh__entry){ .start = (uintptr_t)(code + i * FN), .size = FN,
+        es[i] = (struct jh__func){ .start = (uintptr_t)(code + i * FN), .size = FN,
             .name = names[i], .files = files, .nfiles = 1, .lines = &ls[2 * i], .nlines = 2,
             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
-        const struct jh__entry *one = &es[i];
+        const struct jh__func *one = &es[i];
         struct jh__elf_spec s = { .fns = &one, .nfns = 1 };
         if (jh__elf_image(&bufs[i], &s, NULL))
             exit(1);

@@ -31,10 +31,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cfi.h"
+#include "fmt/cfi.h"
 #include "bench.h"
 #include "jitherald.h"
-#include "unwind_channel.h"
+#include "channels/unwind_stats.h"
 
 #define SLOT 32
 #define MAXN 4000000
@@ -203,7 +203,7 @@ static void naive(struct row *r, size_t n)
     struct jh__cfi_opts o = { .ptr = JH__CFI_ABS };
     size_t total = n + 100;
     for (size_t k = 0; k < total; k++) {     /* encoding is not what is measured */
-        struct jh__cfi_func f = { .start = (uintptr_t)(k + 1 == n ? tramp : slot(k, n)),
+        struct jh__func f = { .start = (uintptr_t)(k + 1 == n ? tramp : slot(k, n)),
                                  .size = k + 1 == n ? sizeof code : slot_size(k),
                                  .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
                                  .fp_set_end = 4 };

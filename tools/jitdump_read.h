@@ -27,7 +27,7 @@
 #include <stdio.h>
 
 #include "jitherald.h"
-#include "jitdump_format.h"
+#include "fmt/jitdump.h"
 
 struct jh_jdr {
     const uint8_t *data;

@@ -19,7 +19,7 @@ cat >"$tmp/t.c" <<'EOF'
 #include <unwind.h>
 #include "jitherald.h"
 #include "minijit.h"
-#include "unwind_channel.h"
+#include "channels/unwind_stats.h"
 
 static const char *src =
     "fn d(x) {\n    return callback(x + 1) + 1\n}\n"

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cfi.h"
+#include "fmt/cfi.h"
 
 /* libgcc's unwinder, declared here because -Isrc makes <unwind.h> find src/unwind.h.
  * _Unwind_Reason_Code is an enum: int on every ABI we build for. */
@@ -114,7 +114,7 @@ static void test_decoders(void)
     /* Three functions, deliberately out of order; one without unwind info; one with a long
      * prologue so advance_loc2 is used; one raw-CFI. */
     static const uint8_t raw[] = { 0x44, 0x0e, 0x10, 0x4c, 0x0e, 0x08 }; /* adv 4, off 16, adv 12, off 8 */
-    struct jh__cfi_func f[4] = {
+    struct jh__func f[4] = {
         { .start = 0x402000, .size = 0x400, .unwind = JH_UNWIND_FRAME_POINTER,
           .fp_push_end = 300, .fp_set_end = 303 },
         { .start = 0x401000, .size = 0x20, .unwind = JH_UNWIND_FRAME_POINTER,
@@ -201,7 +201,7 @@ static void test_decoders(void)
     /* perf's jitdump layout: text at 0x80, .eh_frame at ALIGN_8(0x80 + size). */
     struct jh__buf pu = { 0 };
     size_t hsz = 0;
-    struct jh__cfi_func g = f[1];
+    struct jh__func g = f[1];
     g.size = 0x23;
     CHECK_EQ(jh__cfi_perf_unwinding(&pu, &g, 0x80, JH__CFI_X86_64, &hsz), 1);
     CHECK_EQ(hsz, 20);
@@ -306,7 +306,7 @@ static void test_unwind(int flavour)
     CHECK_EQ(fp_off, 32);
     /* sub rsp,8 ends at 4: CFA = rsp+16; add rsp,8 ends at 18: CFA = rsp+8 again. */
     static const uint8_t cfi[] = { 0x44, 0x0e, 0x10, 0x4e, 0x0e, 0x08 };
-    struct jh__cfi_func f[2] = {
+    struct jh__func f[2] = {
         { .start = (uintptr_t)code + fp_off, .size = len - fp_off,
           .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 },
         { .start = (uintptr_t)code, .size = 19, .unwind = JH_UNWIND_CFI, .cfi = cfi,
@@ -359,9 +359,9 @@ static void test_errors(void)
 {
     struct jh__buf b = { 0 };
     struct jh__cfi_opts o = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_PCREL, .addr = 0x1000 };
-    struct jh__cfi_func f = { .start = 0x10000, .size = 16, .unwind = JH_UNWIND_FRAME_POINTER,
+    struct jh__func f = { .start = 0x10000, .size = 16, .unwind = JH_UNWIND_FRAME_POINTER,
                              .fp_push_end = 1, .fp_set_end = 4 };
-    struct jh__cfi_func bad = f;
+    struct jh__func bad = f;
     bad.fp_push_end = 0;
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, &bad, 1, NULL), -EINVAL);
     bad = f; bad.fp_set_end = 17;
@@ -382,7 +382,7 @@ static void test_errors(void)
     b.len = 0;
 
     /* Overlapping functions. */
-    struct jh__cfi_func two[2] = { f, f };
+    struct jh__func two[2] = { f, f };
     two[1].start += 8;
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, two, 2, NULL), -EINVAL);
     two[1].start += 8;

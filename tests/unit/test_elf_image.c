@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "elf_image.h"
-#include "internal.h"
+#include "fmt/elf_image.h"
+#include "fmt/func.h"
+#include "base/buf.h"
 
 static char tmpdir[] = "/tmp/jh-test-elf.XXXXXX";
 
@@ -32,24 +33,24 @@ static struct jh_line main_lines[] = {
     { .offset = 8, .line = 11, .column = 5, .file = 0 },
 };
 
-static struct jh__entry fns[4];
+static struct jh__func fns[4];
 
 static void setup(uintptr_t base)
 {
     memset(fns, 0, sizeof fns);
     /* fib: fib.mini, frame pointer unwind */
-    fns[0] = (struct jh__entry){ .id = 1, .start = base, .size = 320, .name = "fib",
+    fns[0] = (struct jh__func){ .start = base, .size = 320, .name = "fib",
         .files = fib_files, .nfiles = 2, .lines = fib_lines, .nlines = 5,
         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
     /* main: main.mini, adjacent to fib */
-    fns[1] = (struct jh__entry){ .id = 2, .start = base + 320, .size = 32, .name = "main",
+    fns[1] = (struct jh__func){ .start = base + 320, .size = 32, .name = "main",
         .files = main_files, .nfiles = 1, .lines = main_lines, .nlines = 2,
         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
     /* helper: in fib.mini's unit but no rows, after a gap */
-    fns[2] = (struct jh__entry){ .id = 3, .start = base + 0x400, .size = 16,
+    fns[2] = (struct jh__func){ .start = base + 0x400, .size = 16,
         .name = "helper with spaces", .files = fib_files, .nfiles = 1 };
     /* stub: no file at all: symbol only */
-    fns[3] = (struct jh__entry){ .id = 4, .start = base + 0x500, .size = 8, .name = "stub" };
+    fns[3] = (struct jh__func){ .start = base + 0x500, .size = 8, .name = "stub" };
 }
 
 /* Run cmd, capture stdout+stderr into a malloc'd string; *rc gets the exit status. */
@@ -179,7 +180,7 @@ static void test_nobits(void)
 {
     uintptr_t base = 0x7f1234560000;
     setup(base);
-    const struct jh__entry *set[4] = { &fns[0], &fns[1], &fns[2], &fns[3] };
+    const struct jh__func *set[4] = { &fns[0], &fns[1], &fns[2], &fns[3] };
     struct jh__buf b = { 0 };
     struct jh__elf_layout lay;
     jh__buf_u8(&b, 0x55);   /* appending after existing bytes must work */
@@ -246,7 +247,7 @@ static void test_copy(void)
     memcpy(code, prologue, sizeof prologue);
     memcpy(code + 320, prologue, sizeof prologue);
     setup(base);
-    const struct jh__entry *set[4] = { &fns[0], &fns[1], &fns[2], &fns[3] };
+    const struct jh__func *set[4] = { &fns[0], &fns[1], &fns[2], &fns[3] };
     struct jh__buf b = { 0 };
     struct jh__elf_layout lay;
     struct jh__elf_spec s = { .fns = set, .nfns = 4, .text = JH__ELF_TEXT_COPY,
@@ -304,11 +305,11 @@ static void test_errors(void)
     setup(base);
     struct jh__buf b = { 0 };
     jh__buf_u32(&b, 7);
-    const struct jh__entry *unsorted[2] = { &fns[1], &fns[0] };
+    const struct jh__func *unsorted[2] = { &fns[1], &fns[0] };
     struct jh__elf_spec s = { .fns = unsorted, .nfns = 2 };
     CHECK_EQ(jh__elf_image(&b, &s, NULL), -EINVAL);
     CHECK_EQ(b.len, 4);
-    const struct jh__entry *one[1] = { &fns[3] };
+    const struct jh__func *one[1] = { &fns[3] };
     s = (struct jh__elf_spec){ .fns = one, .nfns = 1, .text_addr = base, .text_size = 0x100 };
     CHECK_EQ(jh__elf_image(&b, &s, NULL), -EINVAL);     /* function outside .text */
     s = (struct jh__elf_spec){ .nfns = 0 };
@@ -319,11 +320,11 @@ static void test_errors(void)
     CHECK_EQ(b.len, 4);
     /* a bad raw CFI program is refused rather than emitted */
     static const uint8_t bad_cfi[] = { 0x0c };          /* DW_CFA_def_cfa, truncated */
-    struct jh__entry e = fns[3];
+    struct jh__func e = fns[3];
     e.unwind = JH_UNWIND_CFI;
     e.cfi = (uint8_t *)bad_cfi;
     e.cfi_len = sizeof bad_cfi;
-    const struct jh__entry *bad[1] = { &e };
+    const struct jh__func *bad[1] = { &e };
     s = (struct jh__elf_spec){ .fns = bad, .nfns = 1 };
     CHECK_EQ(jh__elf_image(&b, &s, NULL), -EINVAL);
     CHECK_EQ(b.len, 4);
@@ -334,18 +335,18 @@ static void test_errors(void)
 static void test_many(void)
 {
     enum { N = 3000, NF = 7 };
-    static struct jh__entry many[N];
+    static struct jh__func many[N];
     static struct jh_line rows[N][3];
     static const char *files[NF] = { "a.js", "b.js", "c.js", "d.js", "e.js", "f.js", "g.js" };
     static char names[N][16];
-    static const struct jh__entry *set[N];
+    static const struct jh__func *set[N];
     uintptr_t base = 0x7f5500000000;
     for (int i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], "f%d", i);
         for (int r = 0; r < 3; r++)
             rows[i][r] = (struct jh_line){ .offset = (uint32_t)r * 8, .line = (uint32_t)(i + r + 1),
                                            .column = (uint32_t)r, .file = (uint32_t)((i + r) % 2) };
-        many[i] = (struct jh__entry){ .id = (uint64_t)i + 1, .start = base + (uintptr_t)i * 64,
+        many[i] = (struct jh__func){ .start = base + (uintptr_t)i * 64,
             .size = 48, .name = names[i], .files = files + (i % (NF - 1)), .nfiles = 2,
             .lines = rows[i], .nlines = 3, .unwind = JH_UNWIND_FRAME_POINTER,
             .fp_push_end = 1, .fp_set_end = 4 };

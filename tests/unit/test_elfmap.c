@@ -24,9 +24,9 @@
 #endif
 
 #include "check.h"
-#include "internal.h"
+#include "base/files.h"
 #include "minijit.h"
-#include "pageswap.h"
+#include "channels/pageswap.h"
 
 static char dir[64];
 static char logbuf[8192];

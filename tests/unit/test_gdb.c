@@ -15,20 +15,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "channels/gdb_jit.h"
 #include "check.h"
 #include "jitherald.h"
 
-struct jit_code_entry {
-    struct jit_code_entry *next_entry, *prev_entry;
-    const char *symfile_addr;
-    uint64_t symfile_size;
-};
-struct jit_descriptor {
-    uint32_t version, action_flag;
-    struct jit_code_entry *relevant_entry, *first_entry;
-};
-extern struct jit_descriptor __jit_debug_descriptor;
-extern void __jit_debug_register_code(void);
 
 /* ---- the debugger's view ---- */
 struct sym {

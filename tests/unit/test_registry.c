@@ -3,15 +3,16 @@
 #include <string.h>
 
 #include "check.h"
-#include "internal.h"
+#include "base/registry.h"
+#include "jitherald.h"
 
 #define SLOTS 4096
-static struct jh__entry *model[SLOTS];   /* slot i covers [i*64, i*64+64) when present */
+static struct jh__node *model[SLOTS];   /* slot i covers [i*64, i*64+64) when present */
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 
-static int depth(const struct jh__entry *e)
+static int depth(const struct jh__node *e)
 {
     if (!e) return 0;
     int l = depth(e->left), r = depth(e->right);
@@ -30,7 +31,7 @@ int main(void)
         size_t i = rnd() % SLOTS;
         uintptr_t base = 0x100000 + i * 64;
         if (!model[i]) {
-            struct jh__entry *e = calloc(1, sizeof *e);
+            struct jh__node *e = calloc(1, sizeof *e);
             e->id = next_id++;
             e->start = base + rnd() % 8;
             e->size = 64 - (e->start - base) - rnd() % 8;
@@ -39,7 +40,7 @@ int main(void)
             live++;
         } else if (rnd() % 3 == 0) {
             /* An overlapping insert is refused. */
-            struct jh__entry x = { .id = next_id++, .start = model[i]->start + 1, .size = 200 };
+            struct jh__node x = { .id = next_id++, .start = model[i]->start + 1, .size = 200 };
             CHECK_EQ(jh__reg_insert(&r, &x), JH_EOVERLAP);
         } else {
             CHECK(jh__reg_by_id(&r, model[i]->id) == model[i]);
@@ -54,15 +55,15 @@ int main(void)
             depth(r.root);
             /* find / ceil / next agree with the model everywhere. */
             size_t n = 0;
-            for (struct jh__entry *e = jh__reg_ceil(&r, 0), *prev = NULL; e; prev = e, e = jh__reg_next(&r, e)) {
+            for (struct jh__node *e = jh__reg_ceil(&r, 0), *prev = NULL; e; prev = e, e = jh__reg_next(&r, e)) {
                 CHECK(!prev || prev->start < e->start);
                 n++;
             }
             CHECK_EQ(n, live);
             for (size_t k = 0; k < SLOTS; k += 7) {
                 uintptr_t a = 0x100000 + k * 64 + rnd() % 64;
-                struct jh__entry *f = jh__reg_find(&r, a);
-                struct jh__entry *m = model[k];
+                struct jh__node *f = jh__reg_find(&r, a);
+                struct jh__node *m = model[k];
                 bool in = m && a >= m->start && a < m->start + m->size;
                 CHECK(f == (in ? m : NULL));
             }
@@ -74,7 +75,7 @@ int main(void)
             && model[i]->start + model[i]->size < 0x100000 + i * 64 + 64)
             jh__reg_rekey(&r, model[i], model[i]->start + 1);
     depth(r.root);
-    for (struct jh__entry *e = jh__reg_ceil(&r, 0), *prev = NULL; e; prev = e, e = jh__reg_next(&r, e))
+    for (struct jh__node *e = jh__reg_ceil(&r, 0), *prev = NULL; e; prev = e, e = jh__reg_next(&r, e))
         CHECK(!prev || prev->start + prev->size <= e->start);
     for (size_t i = 0; i < SLOTS; i++)
         if (model[i]) { jh__reg_erase(&r, model[i]); free(model[i]); }
@@ -83,7 +84,7 @@ int main(void)
 
     /* One million entries: depth stays logarithmic. */
     enum { N = 1000000 };
-    struct jh__entry *all = calloc(N, sizeof *all);
+    struct jh__node *all = calloc(N, sizeof *all);
     for (size_t i = 0; i < N; i++) {
         all[i].id = next_id++;
         all[i].start = 0x10000000 + (i * 2654435761u % N) * 32;   /* scrambled order */

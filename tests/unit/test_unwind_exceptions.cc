@@ -14,10 +14,10 @@
 #include "check.h"
 #include "jitherald.h"
 #include "minijit.h"
-#include "unwind_channel.h"
+#include "channels/unwind_stats.h"
 
 int main();
-#include "unwind_channel.h"
+#include "channels/unwind_stats.h"
 
 static const char *const source =
     "fn d(x) {\n"

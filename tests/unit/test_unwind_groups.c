@@ -16,7 +16,7 @@
 
 #include "check.h"
 #include "jitherald.h"
-#include "unwind_channel.h"
+#include "channels/unwind_stats.h"
 
 #ifndef UW_FORCE
 #define UW_FORCE 0

@@ -11,7 +11,7 @@
 #include "check.h"
 #include "jitherald.h"
 #include "minijit.h"
-#include "unwind_channel.h"
+#include "channels/unwind_stats.h"
 
 int main();
 

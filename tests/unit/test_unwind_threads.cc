@@ -15,7 +15,7 @@
 #include "check.h"
 #include "jitherald.h"
 #include "minijit.h"
-#include "unwind_channel.h"
+#include "channels/unwind_stats.h"
 
 static const char *const chain =
     "fn d(x) {\n    return callback(x + 1) + 1\n}\n"

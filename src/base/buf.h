@@ -1,0 +1,34 @@
+/*
+ * buf.h — a growable byte buffer for the pure encoders (ELF, DWARF, CFI, jitdump records,
+ * msgpack). Writes never fail on the spot: an allocation failure sets buf->err (sticky)
+ * and later writes do nothing, so an encoder checks once at the end.
+ */
+#ifndef JH__BASE_BUF_H
+#define JH__BASE_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct jh__buf {
+    uint8_t *p;
+    size_t len, cap;
+    int err;                    /* 0 or -ENOMEM, sticky */
+};
+
+void   jh__buf_free(struct jh__buf *b);
+int    jh__buf_reserve(struct jh__buf *b, size_t extra);   /* 0 or -ENOMEM (sets err) */
+void   jh__buf_put(struct jh__buf *b, const void *p, size_t n);
+void   jh__buf_zeros(struct jh__buf *b, size_t n);
+void   jh__buf_align(struct jh__buf *b, size_t a);         /* pad with zeros to a multiple */
+void   jh__buf_u8(struct jh__buf *b, uint8_t v);
+void   jh__buf_u16(struct jh__buf *b, uint16_t v);         /* little-endian, as all targets */
+void   jh__buf_u32(struct jh__buf *b, uint32_t v);
+void   jh__buf_u64(struct jh__buf *b, uint64_t v);
+void   jh__buf_uleb(struct jh__buf *b, uint64_t v);
+void   jh__buf_sleb(struct jh__buf *b, int64_t v);
+void   jh__buf_str(struct jh__buf *b, const char *s);      /* with its NUL */
+/* Overwrite bytes already written (e.g. a length known only at the end). */
+void   jh__buf_set_u32(struct jh__buf *b, size_t at, uint32_t v);
+void   jh__buf_set_u64(struct jh__buf *b, size_t at, uint64_t v);
+
+#endif

@@ -1,0 +1,194 @@
+/* files.c — see files.h. */
+#include "base/files.h"
+#include "base/diag.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int check_fd(int fd, unsigned how, bool own)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -EINVAL;
+    if (own && (st.st_uid != geteuid() || st.st_nlink != 1))
+        return -EPERM;
+    (void)how;
+    /* Back to blocking mode: O_NONBLOCK only had to keep the open itself from blocking. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+        return -errno;
+    return 0;
+}
+
+const char *jh__file_error(int err)
+{
+    switch (err) {
+    case -ELOOP: return "refused: it is a symbolic link";
+    case -EPERM: return "refused: another user's file, or a file with several links";
+    case -EINVAL: return "refused: not a regular file (a FIFO, device or directory?)";
+    case -ENOTDIR: return "not a directory";
+    default: return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
+    }
+}
+
+int jh__open_private(const char *path, int oflags, unsigned how)
+{
+    if (oflags & O_TRUNC)
+        return -EINVAL;
+    int fd = open(path, oflags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return errno == ENXIO ? -EINVAL : -errno;   /* ENXIO: a FIFO nobody reads */
+    int err = check_fd(fd, how, true);
+    if (!err && (how & JH__OPEN_TRUNCATE) && ftruncate(fd, 0) != 0)
+        err = -errno;
+    if (err) {
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+int jh__open_regular(const char *path, unsigned how)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC |
+                  (how & JH__OPEN_NOFOLLOW ? O_NOFOLLOW : 0));
+    if (fd < 0)
+        return -errno;
+    int err = check_fd(fd, how, how & JH__OPEN_OWN);
+    if (err) {
+        close(fd);
+        return err;
+    }
+    return fd;
+}
+
+int jh__unlink_private(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode) || st.st_uid != geteuid())
+        return -EPERM;
+    return unlink(path) == 0 ? 0 : -errno;
+}
+
+int jh__ensure_dir(const char *path)
+{
+    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+        return -errno;
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return -errno;
+    if (S_ISLNK(st.st_mode))
+        return -ELOOP;
+    if (!S_ISDIR(st.st_mode))
+        return -ENOTDIR;
+    /* A directory someone else owns, or one others may rename our files in, is not ours. */
+    if (st.st_uid != geteuid() && st.st_uid != 0)
+        return -EPERM;
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+        return -EPERM;
+    return 0;
+}
+
+int jh__dir_get(struct jh__dir *d, const struct jh__diag *diag, const char **path)
+{
+    if (d->err > 0) {
+        d->err = jh__ensure_dir(d->path);
+        if (d->err < 0)
+            jh__diag(diag, JH_LOG_ERROR, "directory %s: %s", d->path, d->err == -EPERM ?
+                     "refused: owned by another user, or writable by others without the "
+                     "sticky bit" : jh__file_error(d->err));
+    }
+    *path = d->path;
+    return d->err;
+}
+
+void jh__default_dir(char *buf, size_t len)
+{
+    snprintf(buf, len, "/tmp/jitherald-%u", (unsigned)geteuid());
+}
+
+/* A write or a growth past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the
+ * process: a JIT must never die because a profiling file hit a limit. When a limit is set,
+ * the signal is blocked around our own call and a pending one taken back, so the call just
+ * fails with EFBIG and the channel reports it. One getrlimit when no limit is set. */
+void jh__fsize_guard_begin(struct jh__fsize_guard *g)
+{
+    struct rlimit r;
+    g->on = getrlimit(RLIMIT_FSIZE, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+    if (g->on) {
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        g->on = pthread_sigmask(SIG_BLOCK, &xfsz, &g->old) == 0;
+    }
+}
+
+void jh__fsize_guard_end(struct jh__fsize_guard *g, int err)
+{
+    if (!g->on)
+        return;
+    if (err == -EFBIG && !sigismember(&g->old, SIGXFSZ)) {
+        sigset_t xfsz;
+        sigemptyset(&xfsz);
+        sigaddset(&xfsz, SIGXFSZ);
+        struct timespec zero = { 0, 0 };
+        while (sigtimedwait(&xfsz, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+int jh__write_all(int fd, const void *p, size_t n)
+{
+    struct iovec iov = { (void *)p, n };
+    return jh__writev_all(fd, &iov, 1);
+}
+
+static int writev_all(int fd, struct iovec *iov, int iovcnt)
+{
+    while (iovcnt > 0 && iov->iov_len == 0)
+        iov++, iovcnt--;
+    while (iovcnt > 0) {
+        ssize_t w = writev(fd, iov, iovcnt > IOV_MAX ? IOV_MAX : iovcnt);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (w == 0)
+            return -EIO;
+        size_t left = (size_t)w;
+        while (iovcnt > 0 && left >= iov->iov_len) {
+            left -= iov->iov_len;
+            iov++;
+            iovcnt--;
+        }
+        if (iovcnt > 0) {
+            iov->iov_base = (char *)iov->iov_base + left;
+            iov->iov_len -= left;
+        }
+    }
+    return 0;
+}
+
+int jh__writev_all(int fd, struct iovec *iov, int iovcnt)
+{
+    struct jh__fsize_guard g;
+    jh__fsize_guard_begin(&g);
+    int err = writev_all(fd, iov, iovcnt);
+    jh__fsize_guard_end(&g, err);
+    return err;
+}

@@ -1,0 +1,78 @@
+/*
+ * files.h — files in directories other users can write to. perf insists on
+ * /tmp/perf-<pid>.map, a predictable name in a world-writable directory, and users point
+ * JITHERALD_DIR at shared places: whoever creates a name first could make us write through
+ * a symlink, append into their file, truncate it, or hang us on a FIFO. So every open here
+ *   - never follows a symlink (O_NOFOLLOW) and never blocks (O_NONBLOCK: a FIFO or device
+ *     answers at once, and is then refused),
+ *   - checks what it opened (a regular file of ours with a single link) before anything in
+ *     it changes: truncation is a step after the check, never O_TRUNC,
+ *   - creates with mode 0600.
+ * Readers of files found by a guessable name (the CLI looking for /tmp/perf-PID.map) use
+ * jh__open_regular with JH__OPEN_OWN for the same reasons.
+ */
+#ifndef JH__BASE_FILES_H
+#define JH__BASE_FILES_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/uio.h>
+
+enum {
+    JH__OPEN_TRUNCATE = 1 << 0, /* jh__open_private: empty the file once it is known ours */
+    JH__OPEN_OWN = 1 << 1,      /* jh__open_regular: refuse a file another user owns */
+    JH__OPEN_NOFOLLOW = 1 << 2  /* jh__open_regular: refuse a symlink */
+};
+
+/* What an error of the functions below means, in words about files (not about code):
+ * "refused: it is a symbolic link", "No such file or directory"... Never NULL. */
+const char *jh__file_error(int err);
+
+/* Open path for writing (oflags: O_WRONLY or O_RDWR, optionally O_CREAT, O_EXCL, O_APPEND;
+ * O_TRUNC is refused with -EINVAL: pass JH__OPEN_TRUNCATE). The fd, or a negative errno:
+ * -ELOOP a symlink, -EPERM another user's file or several links, -EINVAL not a regular
+ * file (FIFO, device, directory). */
+int jh__open_private(const char *path, int oflags, unsigned how);
+
+/* Open path read-only, refusing anything but a regular file (and what `how` adds). The fd
+ * (blocking mode restored) or a negative errno as above. */
+int jh__open_regular(const char *path, unsigned how);
+
+/* Unlink path only if it is a regular file of ours: 0, -ENOENT, -EPERM (someone else's: left
+ * alone, even when we are root and the sticky bit would not stop us), or another errno. */
+int jh__unlink_private(const char *path);
+
+/* mkdir -m 0700 if missing; refuse a symlink, a non-directory, one owned by another user
+ * (root's excepted), or one others can write to without the sticky bit. */
+int jh__ensure_dir(const char *path);
+
+/* A directory created and checked on first use (jh__dir_get), so that a JIT whose channels
+ * never write a file never creates one. */
+struct jh__dir {
+    char *path;
+    int err;                    /* 1: not checked yet, 0: ready, < 0: refused (reported) */
+};
+struct jh__diag;
+/* 0 and *path, or the negative errno of the first attempt (reported once through diag). */
+int jh__dir_get(struct jh__dir *d, const struct jh__diag *diag, const char **path);
+
+/* Where jitherald puts its files when neither the JIT nor JITHERALD_DIR says: the library's
+ * default and the CLI's, computed in this one place. "/tmp/jitherald-<euid>". */
+void jh__default_dir(char *buf, size_t len);
+
+/* 0 or -errno; retry EINTR; a file-size limit gives -EFBIG, never SIGXFSZ. */
+int jh__write_all(int fd, const void *p, size_t n);
+int jh__writev_all(int fd, struct iovec *iov, int iovcnt);
+
+/* Around any other call that may grow a file (ftruncate, fallocate): with a file-size limit
+ * set, SIGXFSZ is blocked from begin to end, and end(g, err) takes back the one the call
+ * raised when err is -EFBIG. */
+struct jh__fsize_guard {
+    bool on;
+    sigset_t old;
+};
+void jh__fsize_guard_begin(struct jh__fsize_guard *g);
+void jh__fsize_guard_end(struct jh__fsize_guard *g, int err);
+
+#endif

@@ -1,0 +1,396 @@
+/*
+ * auditlog.c — the audit log: an always-on flight recorder of what the JIT did.
+ *
+ *     $ JITHERALD=auditlog ./build/examples/minijit --log-structs examples/minijit/fib.mini
+ *     $ jitherald log /tmp/jitherald-0/minijit-15291.jhlog events
+ *          3    0.000382  15291  event        compile name="fib" code=0x7f50faa00000[fib+0x0]
+ *                         size=160 line=5 function=0x55c33b8008c0[struct mj_function, 72 B logged]
+ *     $ jitherald log minijit-15291.jhlog show 0x55c33b8008c0 --vm ./build/examples/minijit
+ *     struct mj_function {
+ *       nparams = 1
+ *       code = 0x7f50faa00000 -> fib+0x0
+ *       code_size = 160 ...
+ *     $ jitherald log minijit-15291.jhlog show fib        # capstone, with fib.mini lines
+ *     $ jitherald log minijit-15291.jhlog report -o report.html
+ *
+ * The VM side records raw facts and nothing else (RaptorJIT's lj_auditlog.c design): code
+ * loads with their bytes, snapshots of VM memory, events. Everything is interpreted
+ * offline (`jitherald log`). The format is fmt/auditlog.h and docs/auditlog-format.md: a
+ * sequence of frames `ce LEN32 <msgpack map of LEN bytes>`, which any msgpack tool reads.
+ *
+ * Why a MAP_SHARED file mapping: the bytes of every finished record are in the page cache
+ * the moment the store retires, so they survive kill -9 and the segfault the log is meant
+ * to explain, at the cost of a memcpy — write() per record would cost a system call
+ * (~1 µs) where an event must cost well under 100 ns. Writers reserve their frame with one
+ * compare-and-swap on the tail (no lock), fill it, and store the frame's first byte last:
+ * a reader that finds 0x00 where 0xce should be knows the frame was cut (by a crash, or it
+ * is still being written) and skips it by its length. The file grows by fallocate in
+ * chunks, ahead of the writers (a helper thread, see ahead_main); the mapping reserves
+ * `limit` bytes of address space up front so it never moves. When the limit is reached, one `limit` record says so
+ * (space for it is held back) and later records are counted as dropped, never written.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "channels/auditlog.h"
+#include "fmt/msgpack.h"
+
+#if defined(JH__ARCH_X86_64)
+#define AL_ARCH "x86_64"
+#elif defined(JH__ARCH_ARM64)
+#define AL_ARCH "aarch64"
+#else
+#define AL_ARCH "unknown"
+#endif
+
+static void write_limit_record(struct al_state *st);
+
+/* A record that was not written is counted; the first one lost to the limit says so. */
+static void drop(struct al_state *st, bool at_limit)
+{
+    atomic_fetch_add_explicit(&st->dropped, 1, memory_order_relaxed);
+    if (at_limit && st->map && !atomic_exchange(&st->full, 1))
+        write_limit_record(st);
+}
+
+/* Once the limit is hit the log ends there: a smaller record that would still fit is
+ * dropped too, so nothing follows the `limit` record but `close`. */
+static uint8_t *reserve(struct al_state *st, size_t len)
+{
+    uint8_t *p = NULL;
+    if (len - JH__AL_FRAME_HDR <= UINT32_MAX &&
+        !atomic_load_explicit(&st->full, memory_order_relaxed))
+        p = jh__al_reserve_below(st, len, st->data_limit);
+    if (!p)
+        drop(st, !atomic_load_explicit(&st->stuck, memory_order_relaxed));
+    return p;
+}
+
+/* A record built in st->scratch under the lock, or counted as dropped. */
+static void put_record(struct al_state *st)
+{
+    int err = atomic_load(&st->full) ? -ENOSPC : jh__al_put_buf(st, &st->scratch, st->data_limit);
+    if (err < 0)
+        drop(st, err == -ENOSPC && !atomic_load(&st->stuck));
+}
+
+static void write_limit_record(struct al_state *st)
+{
+    struct jh__buf b = { 0 };
+    jh__al_head(&b, 5, "limit", jh__now_ns(), jh__thread_id());
+    jh__mp_kuint(&b, JH__AL_K_LIMIT, st->limit);
+    jh__mp_kuint(&b, JH__AL_K_TAIL, atomic_load(&st->tail));
+    jh__al_put_buf(st, &b, st->limit - AL_RESERVE / 2);
+    jh__buf_free(&b);
+    jh__diag(st->env->diag, JH_LOG_WARN, "auditlog: %s reached its limit of %llu bytes; "
+             "later records are dropped", st->path, (unsigned long long)st->limit);
+}
+
+/* ---- the VM's records: no context lock ------------------------------------------------ */
+
+/* The keys every VM-side record starts with: its map header, type, time and thread.
+ * Returns where the record's own keys go. */
+static uint8_t *put_head(uint8_t *frame, uint32_t nkeys, const char *type, size_t tlen,
+                         uint64_t now, uint64_t tid)
+{
+    uint8_t *p = jh__mp_put_map(frame + JH__AL_FRAME_HDR, nkeys);
+    p = jh__mp_put_str(p, JH__AL_K_TYPE, 4);
+    p = jh__mp_put_str(p, type, tlen);
+    p = jh__mp_put_str(p, JH__AL_K_TIME, 4);
+    p = jh__mp_put_uint(p, now);
+    p = jh__mp_put_str(p, JH__AL_K_THREAD, 6);
+    return jh__mp_put_uint(p, tid);
+}
+
+static int al_log_memory(void *state, const void *addr, size_t size, const char *type_hint)
+{
+    struct al_state *st = state;
+    size_t hlen = type_hint ? strlen(type_hint) : 0;
+    uint64_t now = jh__now_ns();
+    uint32_t tid = jh__thread_id();
+    size_t len = JH__AL_FRAME_HDR + 1 + 5 + 7 + 5 + jh__mp_uint_size(now) + 7 + jh__mp_uint_size(tid)
+               + 8 + jh__mp_uint_size((uintptr_t)addr) + 5 + (type_hint ? jh__mp_str_size(hlen) : 1)
+               + 5 + jh__mp_bin_hsize(size) + size;
+    if (size > UINT32_MAX) {
+        atomic_fetch_add_explicit(&st->dropped, 1, memory_order_relaxed);
+        return -EFBIG;
+    }
+    uint8_t *f = reserve(st, len);
+    if (!f)
+        return 0;               /* counted as dropped; the VM carries on */
+    uint8_t *p = put_head(f, 6, "memory", 6, now, tid);
+    p = jh__mp_put_str(p, JH__AL_K_ADDRESS, 7);
+    p = jh__mp_put_uint(p, (uintptr_t)addr);
+    p = jh__mp_put_str(p, JH__AL_K_HINT, 4);
+    p = type_hint ? jh__mp_put_str(p, type_hint, hlen) : jh__mp_put_nil(p);
+    p = jh__mp_put_str(p, JH__AL_K_DATA, 4);
+    p = jh__mp_put_bin_header(p, size);
+    if (size)
+        memcpy(p, addr, size);
+    jh__al_commit(f);
+    return 0;
+}
+
+static size_t attr_size(const struct jh_attr *a)
+{
+    size_t n = jh__mp_str_size(strlen(a->key));
+    switch (a->kind) {
+    case JH_ATTR_INT: return n + jh__mp_int_size(a->v.i);
+    case JH_ATTR_UINT: return n + jh__mp_uint_size(a->v.u);
+    case JH_ATTR_DOUBLE: return n + JH__MP_DOUBLE_SIZE;
+    case JH_ATTR_ADDR: return n + JH__MP_ADDR_SIZE;
+    case JH_ATTR_STR: return n + (a->v.s ? jh__mp_str_size(strlen(a->v.s)) : 1);
+    }
+    return 0;
+}
+
+static int al_log_event(void *state, const char *name, const struct jh_attr *attrs, size_t n)
+{
+    struct al_state *st = state;
+    size_t nlen = strlen(name);
+    uint64_t now = jh__now_ns();
+    uint32_t tid = jh__thread_id();
+    size_t len = JH__AL_FRAME_HDR + 1 + 5 + 6 + 5 + jh__mp_uint_size(now) + 7 + jh__mp_uint_size(tid)
+               + 6 + jh__mp_str_size(nlen) + 6 + jh__mp_cont_hsize(n);
+    for (size_t i = 0; i < n; i++)
+        len += attr_size(&attrs[i]);
+    uint8_t *f = reserve(st, len);
+    if (!f)
+        return 0;
+    uint8_t *p = put_head(f, 5, "event", 5, now, tid);
+    p = jh__mp_put_str(p, JH__AL_K_EVENT, 5);
+    p = jh__mp_put_str(p, name, nlen);
+    p = jh__mp_put_str(p, JH__AL_K_ATTRS, 5);
+    p = jh__mp_put_map(p, n);
+    for (size_t i = 0; i < n; i++) {
+        const struct jh_attr *a = &attrs[i];
+        p = jh__mp_put_str(p, a->key, strlen(a->key));
+        switch (a->kind) {
+        case JH_ATTR_INT: p = jh__mp_put_int(p, a->v.i); break;
+        case JH_ATTR_UINT: p = jh__mp_put_uint(p, a->v.u); break;
+        case JH_ATTR_DOUBLE: p = jh__mp_put_double(p, a->v.d); break;
+        case JH_ATTR_ADDR: p = jh__mp_put_addr(p, a->v.u); break;
+        case JH_ATTR_STR:
+            p = a->v.s ? jh__mp_put_str(p, a->v.s, strlen(a->v.s)) : jh__mp_put_nil(p);
+            break;
+        }
+    }
+    jh__al_commit(f);
+    return 0;
+}
+
+/* ---- code records: under the context lock ------------------------------------------- */
+
+static struct jh__buf *scratch(struct al_state *st)
+{
+    st->scratch.len = 0;
+    st->scratch.err = 0;
+    return &st->scratch;
+}
+
+static int al_add(void *state, struct jh__entry *e)
+{
+    struct al_state *st = state;
+    jh__al_code_add(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, &e->fn);
+    put_record(st);
+    return 0;
+}
+
+static int al_remove(void *state, struct jh__entry *e)
+{
+    struct al_state *st = state;
+    jh__al_code_remove(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, e->node.start,
+                       e->node.size);
+    put_record(st);
+    return 0;
+}
+
+static int al_move(void *state, struct jh__entry *e, uintptr_t old_start)
+{
+    struct al_state *st = state;
+    jh__al_code_move(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, old_start,
+                     e->node.start, e->node.size);
+    put_record(st);
+    return 0;
+}
+
+static int al_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
+{
+    struct al_state *st = state;
+    jh__al_code_patched(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, addr,
+                        (const void *)addr, len);
+    put_record(st);
+    return 0;
+}
+
+/* ---- the file -------------------------------------------------------------------------- */
+
+static void put_header(struct al_state *st, pid_t parent)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    struct jh__buf *b = scratch(st);
+    jh__al_head(b, 15 + (parent > 0), "header", jh__now_ns(), jh__thread_id());
+    jh__mp_kstr(b, JH__AL_K_FORMAT, JH__AL_FORMAT);
+    jh__mp_kuint(b, JH__AL_K_VERSION, JH__AL_VERSION);
+    jh__mp_kstr(b, JH__AL_K_LIBRARY, JH_VERSION_STRING);
+    jh__mp_kuint(b, JH__AL_K_PID, (uint64_t)getpid());
+    if (parent > 0)
+        jh__mp_kuint(b, JH__AL_K_PARENT_PID, (uint64_t)parent);
+    jh__mp_kstr(b, JH__AL_K_ENGINE, st->env->engine);
+    jh__mp_kstr(b, JH__AL_K_EXE, exe);
+    jh__mp_kstr(b, JH__AL_K_ARCH, AL_ARCH);
+    jh__mp_kuint(b, JH__AL_K_POINTER_SIZE, sizeof(void *));
+    jh__mp_kstr(b, JH__AL_K_BYTE_ORDER,
+                __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "little" : "big");
+    jh__mp_kstr(b, JH__AL_K_CLOCK, "CLOCK_MONOTONIC");
+    jh__mp_kuint(b, JH__AL_K_REALTIME, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    jh__mp_kuint(b, JH__AL_K_LIMIT, st->limit);
+    jh__al_put_buf(st, b, st->data_limit);
+}
+
+/* Every log of this process gets its own file: the first one <engine>-<pid>.jhlog, later
+ * ones (another context, even with the same engine name) <engine>-<pid>-<n>.jhlog. Two
+ * contexts writing through two mappings of one file would truncate each other's pages. */
+static struct { unsigned gen, n; } seq;
+JH__LOCK_DEFINE(static, seq_lock, "auditlog names")
+
+/* Create the log and map it, header first. Lock held (or in open). */
+static int start_file(struct al_state *st, pid_t parent)
+{
+    const char *dir;
+    int err = jh__chan_dir(st->env, &dir);
+    if (err < 0)
+        return err;
+    char engine[64];
+    size_t k = 0;
+    for (const char *en = st->env->engine; en[k] && k < sizeof engine - 1; k++) {
+        char c = en[k];
+        engine[k] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.' ? c : '_';
+    }
+    engine[k] = 0;
+    jh__lock(&seq_lock);
+    if (seq.gen != jh__fork_generation())
+        seq.gen = jh__fork_generation(), seq.n = 0;
+    unsigned n = seq.n++;
+    jh__unlock(&seq_lock);
+    char path[PATH_MAX], num[16] = "";
+    if (n)
+        snprintf(num, sizeof num, "-%u", n);
+    if (snprintf(path, sizeof path, "%s/%s-%d%s.jhlog", dir, engine, (int)getpid(), num) >=
+        (int)sizeof path)
+        return -ENAMETOOLONG;
+    /* Not in a fork child: after fork() in a threaded process only async-signal-safe calls
+     * are strictly allowed, and pthread_create is not one (TSan refuses it outright). */
+    if ((err = jh__al_file_open(st, path, parent == 0)) < 0)
+        return err;
+    put_header(st, parent);
+    jh__diag(st->env->diag, JH_LOG_INFO, "auditlog: writing %s", st->path);
+    return 0;
+}
+
+static void put_close_record(struct al_state *st)
+{
+    struct jh__buf *b = scratch(st);
+    jh__al_head(b, 5, "close", jh__now_ns(), jh__thread_id());
+    jh__mp_kuint(b, JH__AL_K_BYTES, atomic_load(&st->tail));
+    jh__mp_kuint(b, JH__AL_K_DROPPED, atomic_load(&st->dropped));
+    jh__al_put_buf(st, b, st->limit);
+}
+
+/* In a fork child, first call (the core calls it under the lock): the inherited mapping is
+ * the parent's file (shared!); drop it without writing, start <engine>-<childpid>.jhlog and
+ * record the code that is live. */
+static int al_forked(void *state)
+{
+    struct al_state *st = state;
+    pid_t parent = getppid();
+    jh__al_file_close(st);
+    atomic_store(&st->gen, jh__fork_generation());
+    int err = start_file(st, parent);
+    if (err < 0) {
+        jh__diag(st->env->diag, JH_LOG_ERROR, "auditlog: no log in fork child: %s",
+                 jh__file_error(err));
+        return 0;               /* records are dropped; the lock-free entry points stay safe */
+    }
+    for (struct jh__entry *e = jh__view_ceil(st->env, 0); e; e = jh__view_next(st->env, e))
+        al_add(st, e);
+    return 0;
+}
+
+static void al_fork_prepare(void *state)
+{
+    struct al_state *st = state;
+    jh__lock(&st->grow_lock);
+}
+
+/* In the child the helper thread does not exist: whatever it was doing is over. */
+static void al_fork_release(void *state, bool child)
+{
+    struct al_state *st = state;
+    if (child) {
+        st->ahead_running = false;
+        pthread_cond_init(&st->ahead_cond, NULL);
+    }
+    jh__unlock(&st->grow_lock);
+}
+
+static void al_close(void *state)
+{
+    struct al_state *st = state;
+    if (atomic_load(&st->gen) == jh__fork_generation() && st->map) {
+        put_close_record(st);       /* stamped now, not after the helper's last chunk */
+        jh__al_helper_stop(st);
+        jh__al_file_trim(st);
+    }
+    jh__al_file_close(st);
+    jh__buf_free(&st->scratch);
+    pthread_cond_destroy(&st->ahead_cond);
+    jh__lock_fini(&st->grow_lock);
+    free(st);
+}
+
+static int al_open(const struct jh__chan_env *env, void **state)
+{
+    const struct jh__auditlog_opts *o = env->opts;
+    struct al_state *st = aligned_alloc(64, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    memset(st, 0, sizeof *st);
+    st->env = env;
+    st->helper = o->helper;
+    st->fd = -1;
+    st->limit = o->limit < AL_MIN_LIMIT ? AL_MIN_LIMIT : o->limit;
+    if (st->limit > ((uint64_t)1 << 46))
+        st->limit = (uint64_t)1 << 46;
+    st->limit &= ~(uint64_t)4095;   /* whole pages: the helper populates from page starts */
+    st->data_limit = st->limit - AL_RESERVE;
+    jh__lock_init(&st->grow_lock, "auditlog grow");
+    pthread_cond_init(&st->ahead_cond, NULL);
+    atomic_store(&st->ahead_mark, UINT64_MAX);
+    atomic_store(&st->gen, jh__fork_generation());
+    int err = start_file(st, 0);
+    if (err < 0) {
+        al_close(st);
+        return err;
+    }
+    *state = st;
+    return 0;
+}
+
+const struct jh__channel_ops jh__auditlog_ops = {
+    .name = "auditlog", .bit = JH_AUDITLOG, .open = al_open, .add = al_add,
+    .remove = al_remove, .move = al_move, .patched = al_patched, .forked = al_forked,
+    .fork_prepare = al_fork_prepare, .fork_release = al_fork_release, .close = al_close,
+    .log_memory = al_log_memory, .log_event = al_log_event,
+};

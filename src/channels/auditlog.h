@@ -1,0 +1,72 @@
+/*
+ * auditlog.h — the audit-log channel's state, shared by its two parts:
+ *   auditlog_ring.c  frames reserved lock-free in a MAP_SHARED file mapping, the file
+ *                    grown ahead of the writers by a helper thread, created and trimmed
+ *   auditlog.c       the records (fmt/auditlog.h is their schema) and the channel's hooks
+ */
+#ifndef JH__CHANNELS_AUDITLOG_H
+#define JH__CHANNELS_AUDITLOG_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/lock.h"
+#include "channels/channel.h"
+#include "fmt/auditlog.h"
+
+#define AL_RESERVE 512              /* held back for the `limit` and `close` records */
+#define AL_CHUNK (1u << 20)         /* file growth step */
+#define AL_MIN_LIMIT (64u << 10)
+
+struct al_state {
+    /* Read by every record, written rarely. */
+    const struct jh__chan_env *env;
+    bool helper;                    /* run the helper thread (jh__auditlog_opts) */
+    int fd;
+    uint8_t *map;                   /* `limit` bytes of address space, MAP_SHARED on fd */
+    uint64_t limit, data_limit;
+    _Atomic uint64_t file_size;     /* bytes the file has been grown to */
+    _Atomic int full;               /* the `limit` record has been written */
+    _Atomic int stuck;              /* the file could not grow (disk full, quota, EFBIG) */
+    _Atomic unsigned gen;           /* jh__fork_gen the file belongs to */
+    _Atomic uint64_t ahead_mark;    /* a frame ending past this asks the helper for more */
+    struct jh__lock grow_lock;      /* file_size changes; the helper's state below */
+    pthread_cond_t ahead_cond;
+    pthread_t ahead_thread;
+    bool ahead_running, ahead_pending, ahead_stop;
+    uint64_t ahead_populated;       /* the helper has populated the mapping up to here */
+    char *path;
+    struct jh__buf scratch;         /* code records, built under the context lock */
+    _Atomic uint64_t dropped;
+    /* Written by every record: alone on its cache line, so the CAS of one thread does not
+     * evict the fields above from the others' caches. */
+    _Alignas(64) _Atomic uint64_t tail;     /* next free byte */
+    char pad[64 - sizeof(uint64_t)];
+};
+
+/* ---- auditlog_ring.c ---- */
+/* Create path (checked: ours, regular, single link; then emptied), map `limit` bytes of it
+ * shared, start the helper (not in a fork child: pthread_create is not async-signal-safe).
+ * 0 or a negative errno (st->fd and st->map stay unset). */
+int jh__al_file_open(struct al_state *st, const char *path, bool start_helper);
+/* Trim the file to what was written: the zeros allocated ahead exist only while the
+ * process runs (or after it crashed, where readers stop). */
+void jh__al_file_trim(struct al_state *st);
+/* Stop the helper, unmap, close. */
+void jh__al_file_close(struct al_state *st);
+void jh__al_helper_stop(struct al_state *st);
+/* A frame of len bytes (header included) ending at or below cap, its length already in its
+ * header; NULL when it does not fit or the file cannot grow. Fill bytes [5, len), then
+ * jh__al_commit(). Lock-free. */
+uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap);
+static inline void jh__al_commit(uint8_t *frame)
+{
+    atomic_store_explicit((_Atomic uint8_t *)frame, JH__AL_FRAME_MARK, memory_order_release);
+}
+/* Copy a record built in b into a frame below cap: 0, -ENOSPC, or b's error. */
+int jh__al_put_buf(struct al_state *st, const struct jh__buf *b, uint64_t cap);
+
+#endif

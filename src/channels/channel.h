@@ -1,0 +1,117 @@
+/*
+ * channel.h — the contract between the core and the channels, and everything a channel
+ * may know of its context. Data flows one way: the core validates and copies a JIT's
+ * description into an entry, keeps it in the registry, and hands the entry to each live
+ * channel's hooks; a channel turns it into files or debugger/unwinder registrations
+ * through the pure encoders of src/fmt/. A channel keeps no pointer to the context: what it
+ * needs (the registry, read-only; diagnostics; the directory; its own options) is in the
+ * jh__chan_env it was opened with.
+ *
+ * Hooks run with the context's lock held, so the hooks of one context never run
+ * concurrently, and the registry view is stable inside them. A hook returning a negative
+ * errno makes the core report the channel once, switch it off and close it; the JIT's
+ * call still succeeds. The exceptions are log_memory/log_event, which run without the lock
+ * (the audit log's lock-free hot path): for a channel that has them, the core keeps the
+ * state alive until jh_close, so a racing call never touches freed memory.
+ */
+#ifndef JH__CHANNELS_CHANNEL_H
+#define JH__CHANNELS_CHANNEL_H
+
+#include <errno.h>     /* hooks speak negative errnos */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/compat.h"
+#include "base/diag.h"
+#include "base/files.h"
+#include "base/registry.h"
+#include "fmt/func.h"
+#include "jitherald.h"
+
+/* Channel slots, in the order the core calls them on add (reverse on remove). */
+enum { JH__CH_AUDITLOG, JH__CH_UNWIND, JH__CH_PERFMAP, JH__CH_JITDUMP, JH__CH_GDB,
+       JH__CH_ELFMAP, JH__NCHAN };
+
+/* One piece of live code: the core's copy of the description, its registry node and one
+ * slot per channel for the channel's own bookkeeping (NULL until the channel sets it). */
+struct jh__entry {
+    struct jh__func fn;
+    struct jh__node node;       /* node.start/size mirror fn.start/size; node.id the id */
+    void *slot[JH__NCHAN];
+};
+
+static inline struct jh__entry *jh__entry_of(const struct jh__node *n)
+{
+    return n ? JH__CONTAINER_OF(n, struct jh__entry, node) : NULL;
+}
+
+/* Options of the channels that have any, filled in by the core (core/config.c) from
+ * jh_options and the environment. */
+struct jh__gdb_opts {
+    uint32_t batch;             /* functions per full image */
+    bool defer;                 /* register new code at jh_flush (JH_GDB_DEFER) */
+};
+struct jh__auditlog_opts {
+    uint64_t limit;             /* bytes */
+    bool helper;                /* run the helper thread that allocates ahead */
+};
+
+/* What a channel is given at open and keeps for its whole life. */
+struct jh__chan_env {
+    const char *engine;                 /* the JIT's name, "jit" if none */
+    const struct jh__diag *diag;
+    const struct jh__registry *reg;     /* read-only; stable inside hooks */
+    struct jh__dir *dir;                /* the context's directory: jh__chan_dir() */
+    const void *opts;                   /* this channel's options (above), or NULL */
+    int slot;                           /* this channel's index in jh__entry.slot */
+};
+
+/* The context's directory for files, created and checked on first use (refusals are
+ * reported once). Only from hooks. */
+static inline int jh__chan_dir(const struct jh__chan_env *env, const char **dir)
+{
+    return jh__dir_get(env->dir, env->diag, dir);
+}
+
+/* The registry, read-only, in address order. */
+static inline struct jh__entry *jh__view_ceil(const struct jh__chan_env *env, uintptr_t addr)
+{
+    return jh__entry_of(jh__reg_ceil(env->reg, addr));
+}
+static inline struct jh__entry *jh__view_next(const struct jh__chan_env *env,
+                                              const struct jh__entry *e)
+{
+    return jh__entry_of(jh__reg_next(env->reg, &e->node));
+}
+static inline struct jh__entry *jh__view_find(const struct jh__chan_env *env, uintptr_t addr)
+{
+    return jh__entry_of(jh__reg_find(env->reg, addr));
+}
+
+struct jh__channel_ops {
+    const char *name;           /* as in $JITHERALD */
+    unsigned bit;               /* JH_PERFMAP ... */
+    int  (*open)(const struct jh__chan_env *env, void **state);
+    int  (*add)(void *state, struct jh__entry *e);
+    int  (*remove)(void *state, struct jh__entry *e);
+    int  (*move)(void *state, struct jh__entry *e, uintptr_t old_start);  /* e is at the new place */
+    int  (*patched)(void *state, struct jh__entry *e, uintptr_t addr, size_t len);
+    int  (*flush)(void *state);
+    /* In a fork child, at the first call: restart per-process state (files named by pid,
+     * the code that is live announced again). NULL: nothing to do. */
+    int  (*forked)(void *state);
+    /* Around fork() (from the one atfork handler, core/fork.c): take the channel's own
+     * locks, and release them on both sides. NULL: it has none. */
+    void (*fork_prepare)(void *state);
+    void (*fork_release)(void *state, bool child);
+    void (*close)(void *state);
+    /* Without the context lock, from jh_log_memory / jh_log_event. */
+    int  (*log_memory)(void *state, const void *addr, size_t size, const char *hint);
+    int  (*log_event)(void *state, const char *name, const struct jh_attr *attrs, size_t n);
+};
+
+extern const struct jh__channel_ops jh__perfmap_ops, jh__jitdump_ops, jh__gdb_ops,
+       jh__unwind_ops, jh__elfmap_ops, jh__auditlog_ops;
+
+#endif

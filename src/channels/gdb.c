@@ -1,0 +1,475 @@
+/*
+ * gdb.c — the GDB/LLDB JIT interface, with in-memory ELF + DWARF images packed many
+ * functions to an image, so debuggers stay fast with 100k functions.
+ *
+ *     $ JITHERALD=gdb gdb -q --args build/examples/minijit examples/minijit/calls.mini
+ *     (gdb) break c                   # pending: c does not exist yet
+ *     (gdb) run
+ *     Breakpoint 1, c () at examples/minijit/calls.mini:6
+ *     (gdb) bt
+ *     #0  c () at examples/minijit/calls.mini:6
+ *     #1  0x00007ffff78000a3 in b () at examples/minijit/calls.mini:12
+ *     #2  0x00007ffff7800103 in a () at examples/minijit/calls.mini:17
+ *     #3  0x00007ffff7800149 in main () at examples/minijit/calls.mini:22
+ *     #4  0x000055555555c2e4 in mj_call (...) at examples/minijit/minijit.c:217
+ *     ...
+ *     (lldb) b c / run / bt / image lookup -a $pc          # the same through LLDB
+ *
+ * The protocol, its lock and debugger detection are in gdb_jit.c; this file decides what
+ * goes into which image.
+ *
+ * Why images are packed (docs/gdb.md has the measurements): every objfile makes each
+ * later registration slower in GDB (breakpoint re-set and section sorting walk all of
+ * them), so one image per function is quadratic — LLVM ORC's listener: 5,000 functions,
+ * 5 s alone, 40 s under gdb. And every call of the hook while a debugger listens is a
+ * ptrace stop costing ~0.3 ms here, whatever the image holds. The policy:
+ *   - images are merged like an LSM tree: FANOUT images of one size class (or enough of
+ *     them to fill an image) become one image of the next class; an image of `cap`
+ *     functions (gdb_batch, default 1024) is full and only changes when its code is
+ *     removed or moved. Live images stay below FANOUT per class + n/cap.
+ *   - default, immediate: jh_code_add registers a one-function image before it returns,
+ *     so a debugger attached now sees the function before it can run (pending
+ *     breakpoints hit) and one attaching later finds it in the list. The merge registers
+ *     the new image before unregistering the old ones: never a moment where a function is
+ *     in no image. Cost: ~2 debugger stops per function while a debugger listens; a few
+ *     microseconds of image building when none does.
+ *   - deferred (gdb_batch | JH_GDB_DEFER, or JITHERALD_GDB_DEFER=1): new code is
+ *     collected and registered as one image at jh_flush() or when `cap` functions are
+ *     pending; the JIT calls jh_flush() before running new code. One stop per image: 100k
+ *     functions under gdb in well under a second.
+ *   - a removal rebuilds its image at once only when a debugger listens and the image is
+ *     small; otherwise it waits (a GC sweep would rebuild a big image per removal) until a
+ *     quarter of the image is dead, new code takes the addresses, or jh_flush().
+ *
+ * Attaching: gdb walks the list (LLDB 14 needs every image announced again: gdb_jit.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/vec.h"
+#include "channels/channel.h"
+#include "channels/gdb_jit.h"
+
+/* ---- policy ---- */
+#define FANOUT 16
+#define NCLASS 4                /* < 16, < 256, < 4096, more: functions per image */
+#define LAZY_MIN 64             /* removals from images this big wait even under a debugger */
+
+struct img {
+    struct jh__gdb_image *pub;            /* NULL only transiently */
+    struct jh__entry **fns;      /* sorted by start */
+    size_t n;
+    int cls;                    /* size class; NCLASS: full (n >= cap) */
+    bool dirty;                 /* fns changed since pub was built (see img_changed) */
+    size_t ndead;               /* functions removed since then */
+    struct img *prev, *next;    /* in its class list */
+};
+
+struct gdb_state {
+    const struct jh__chan_env *env;
+    size_t cap;                 /* functions per full image */
+    bool defer;
+    struct jh__entry **pending;  /* deferred mode: added, not yet in any image */
+    size_t npending, pending_cap;
+    struct img *cls[NCLASS + 1];
+    size_t cls_n[NCLASS + 1], cls_fns[NCLASS + 1];
+    size_t ndirty;
+    uintptr_t dead_lo, dead_hi; /* covers code removed from dirty images, not yet rebuilt */
+};
+
+#define SLOT(st, e) ((e)->slot[(st)->env->slot])
+
+/* ---- images and their size classes ---- */
+static int class_of(const struct gdb_state *st, size_t n)
+{
+    if (n >= st->cap)
+        return NCLASS;
+    int c = 0;
+    for (size_t lim = FANOUT; n >= lim && c < NCLASS - 1; lim *= FANOUT)
+        c++;
+    return c;
+}
+
+/* A full image stays full until half of it is gone: otherwise one removal would drop it
+ * into a class where it merges again at once, and a GC sweep would rebuild big images
+ * over and over. */
+static void class_link(struct gdb_state *st, struct img *im)
+{
+    int c = im->cls == NCLASS && im->n >= st->cap / 2 ? NCLASS : class_of(st, im->n);
+    im->cls = c;
+    im->prev = NULL;
+    im->next = st->cls[c];
+    if (im->next)
+        im->next->prev = im;
+    st->cls[c] = im;
+    st->cls_n[c]++;
+    st->cls_fns[c] += im->n;
+}
+
+static void class_unlink(struct gdb_state *st, struct img *im)
+{
+    int c = im->cls;
+    if (im->prev)
+        im->prev->next = im->next;
+    else
+        st->cls[c] = im->next;
+    if (im->next)
+        im->next->prev = im->prev;
+    st->cls_n[c]--;
+    st->cls_fns[c] -= im->n;
+}
+
+/* The debugger's image of fns[0..n) (sorted by start). */
+static int build(struct gdb_state *st, struct jh__gdb_image **out, struct jh__entry *const *fns,
+                 size_t n)
+{
+    (void)st;
+    const struct jh__func **f = malloc((n ? n : 1) * sizeof *f);
+    if (!f)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        f[i] = &fns[i]->fn;
+    int err = jh__gdb_image_build(out, f, n);
+    free(f);
+    return err;
+}
+
+static void img_free(struct gdb_state *st, struct img *im)
+{
+    if (im->dirty)
+        st->ndirty--;
+    free(im->fns);
+    free(im);
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+    const struct jh__entry *x = *(struct jh__entry *const *)a, *y = *(struct jh__entry *const *)b;
+    return x->node.start < y->node.start ? -1 : x->node.start > y->node.start;
+}
+
+/* A new image for fns[0..n) (taken over on success), registered before the images in
+ * drop[] are unregistered, then classified. */
+static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
+                   struct jh__gdb_image *const *drop, size_t ndrop, struct img **out)
+{
+    struct img *im = calloc(1, sizeof *im);
+    if (!im)
+        return -ENOMEM;
+    im->cls = -1;
+    if (n > 1)
+        qsort(fns, n, sizeof *fns, cmp_start);
+    int err = build(st, &im->pub, fns, n);
+    if (err) {
+        free(im);
+        return err;
+    }
+    im->fns = fns;
+    im->n = n;
+    for (size_t i = 0; i < n; i++)
+        SLOT(st, fns[i]) = im;
+    jh__gdb_publish(im->pub, drop, ndrop);
+    class_link(st, im);
+    if (out)
+        *out = im;
+    return 0;
+}
+
+/* Rebuild one image from its current functions and swap it in (or drop it when empty). */
+static int img_rebuild(struct gdb_state *st, struct img *im)
+{
+    struct jh__gdb_image *old = im->pub, *p = NULL;
+    if (im->n) {
+        int err = build(st, &p, im->fns, im->n);
+        if (err)
+            return err;
+    }
+    im->pub = p;
+    jh__gdb_publish(p, &old, 1);
+    if (im->dirty) {
+        im->dirty = false;
+        st->ndirty--;
+    }
+    im->ndead = 0;
+    if (!im->n) {
+        class_unlink(st, im);
+        img_free(st, im);
+    }
+    return 0;
+}
+
+/* Merge the images of class c into one when there are FANOUT of them or together they
+ * fill an image; the result may complete the next class, so go on upwards. */
+static int maybe_merge(struct gdb_state *st, int c)
+{
+    for (; c < NCLASS; c++) {
+        if (st->cls_n[c] < 2 || (st->cls_n[c] < FANOUT && st->cls_fns[c] < st->cap))
+            continue;
+        size_t n = st->cls_fns[c], k = 0, nd = 0;
+        struct jh__entry **fns = malloc(n * sizeof *fns);
+        struct jh__gdb_image **drop = malloc(st->cls_n[c] * sizeof *drop);
+        if (!fns || !drop) {
+            free(fns);
+            free(drop);
+            return -ENOMEM;
+        }
+        for (struct img *im = st->cls[c]; im; im = im->next) {
+            memcpy(fns + k, im->fns, im->n * sizeof *fns);
+            k += im->n;
+            drop[nd++] = im->pub;
+        }
+        /* On failure the old images simply stay as they are. */
+        struct img *old = st->cls[c];
+        st->cls[c] = NULL;
+        st->cls_n[c] = st->cls_fns[c] = 0;
+        int err = img_new(st, fns, n, drop, nd, NULL);
+        free(drop);
+        if (err) {
+            free(fns);
+            for (struct img *im = old, *next; im; im = next) {
+                next = im->next;
+                class_link(st, im);
+            }
+            return err;
+        }
+        for (struct img *im = old, *next; im; im = next) {
+            next = im->next;
+            img_free(st, im);
+        }
+    }
+    return 0;
+}
+
+/* The image's function set changed (n was old_n): reclassify, then rebuild it now, or
+ * mark it dirty and rebuild it later. Rebuilding a big image per removal made a GC sweep
+ * cost 0.1-0.9 ms per removal without a debugger, and ~5 ms with gdb attached (it reads
+ * the whole image again). So a removal waits (may_wait) unless a debugger listens and the
+ * image is small; a waiting image is rebuilt once a quarter of it is dead, when new code
+ * lands on the removed addresses (gdb_add), at jh_flush, or in a merge. Until then a
+ * debugger may still name freed code, which nothing runs. [lo, hi): the removed code. */
+static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool may_wait,
+                       uintptr_t lo, uintptr_t hi)
+{
+    size_t n = im->n;
+    im->n = old_n;
+    class_unlink(st, im);
+    im->n = n;
+    class_link(st, im);
+    bool wait = st->defer || (may_wait && (old_n >= LAZY_MIN || !jh__gdb_listening()));
+    if (n && wait) {
+        if (!im->dirty)
+            st->ndirty++;
+        im->dirty = true;
+        im->ndead += old_n - n;
+        if (hi > lo) {
+            if (st->dead_hi <= st->dead_lo || lo < st->dead_lo)
+                st->dead_lo = lo;
+            if (hi > st->dead_hi)
+                st->dead_hi = hi;
+        }
+        if (st->defer || im->ndead * 4 < n + im->ndead)
+            return 0;
+    }
+    int c = im->cls;
+    int err = img_rebuild(st, im);
+    return err ? err : maybe_merge(st, c);
+}
+
+/* Rebuild every dirty image (and merge what became small). */
+static int rebuild_dirty(struct gdb_state *st)
+{
+    int err;
+    for (int c = 0; c <= NCLASS && st->ndirty; c++) {
+        for (struct img *im = st->cls[c], *next; im && st->ndirty; im = next) {
+            next = im->next;
+            if (im->dirty && (err = img_rebuild(st, im)))
+                return err;
+        }
+    }
+    st->dead_lo = st->dead_hi = 0;
+    for (int c = 0; c < NCLASS; c++)
+        if ((err = maybe_merge(st, c)))
+            return err;
+    return 0;
+}
+
+/* Images still naming removed code must go before new code takes the addresses: two
+ * images claiming one address confuse both debuggers. */
+static int settle(struct gdb_state *st, uintptr_t lo, uintptr_t hi)
+{
+    if (!st->ndirty || st->defer)
+        return 0;
+    if (lo < st->dead_hi && st->dead_lo < hi)
+        return rebuild_dirty(st);
+    return 0;
+}
+
+/* Index of e in im->fns (sorted by start; `start` is where e was when it was sorted). */
+static size_t img_find(const struct img *im, const struct jh__entry *e, uintptr_t start)
+{
+    size_t lo = 0, hi = im->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (im->fns[mid]->node.start < start && im->fns[mid] != e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo < im->n && im->fns[lo] != e)   /* a moved e may compare out of place */
+        lo++;
+    return lo;
+}
+
+/* ---- channel hooks ---- */
+static int gdb_flush(void *state)
+{
+    struct gdb_state *st = state;
+    int err = 0;
+    jh__gdb_check_debugger();
+    if (st->ndirty && (err = rebuild_dirty(st)))  /* stale images first: no overlaps */
+        return err;
+    if (st->npending) {
+        struct jh__entry **fns = malloc(st->npending * sizeof *fns);
+        if (!fns)
+            return -ENOMEM;
+        memcpy(fns, st->pending, st->npending * sizeof *fns);
+        struct img *im;
+        if ((err = img_new(st, fns, st->npending, NULL, 0, &im))) {
+            free(fns);
+            return err;
+        }
+        st->npending = 0;
+        if ((err = maybe_merge(st, im->cls)))
+            return err;
+    }
+    jh__gdb_report_foreign(st->env->diag);
+    return 0;
+}
+
+static int gdb_add(void *state, struct jh__entry *e)
+{
+    struct gdb_state *st = state;
+    SLOT(st, e) = NULL;
+    if (st->defer) {
+        if (JH__VEC_RESERVE(st->pending, st->pending_cap, st->npending + 1))
+            return -ENOMEM;
+        st->pending[st->npending++] = e;
+        jh__gdb_check_debugger();
+        return st->npending >= st->cap ? gdb_flush(st) : 0;
+    }
+    int err = settle(st, e->node.start, e->node.start + e->node.size);
+    if (err)
+        return err;
+    struct jh__entry **fns = malloc(sizeof *fns);
+    if (!fns)
+        return -ENOMEM;
+    fns[0] = e;
+    err = img_new(st, fns, 1, NULL, 0, NULL);
+    if (err) {
+        free(fns);
+        return err;
+    }
+    jh__gdb_report_foreign(st->env->diag);
+    return maybe_merge(st, 0);
+}
+
+static int gdb_remove(void *state, struct jh__entry *e)
+{
+    struct gdb_state *st = state;
+    struct img *im = SLOT(st, e);
+    SLOT(st, e) = NULL;
+    if (!im) {
+        for (size_t i = st->npending; i-- > 0;) {
+            if (st->pending[i] == e) {
+                memmove(st->pending + i, st->pending + i + 1,
+                        (st->npending - i - 1) * sizeof *st->pending);
+                st->npending--;
+                break;
+            }
+        }
+        return 0;
+    }
+    size_t i = img_find(im, e, e->node.start);
+    if (i == im->n)
+        return -EFAULT;     /* bookkeeping lost: let the core switch the channel off */
+    memmove(im->fns + i, im->fns + i + 1, (im->n - i - 1) * sizeof *im->fns);
+    im->n--;
+    return img_changed(st, im, im->n + 1, true, e->node.start, e->node.start + e->node.size);
+}
+
+static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
+{
+    struct gdb_state *st = state;
+    struct img *im = SLOT(st, e);
+    if (!im)
+        return 0;           /* pending: its image is built from e->node.start at the flush */
+    size_t i = img_find(im, e, old_start);
+    if (i == im->n)
+        return -EFAULT;
+    if (st->defer || im->n >= LAZY_MIN) {
+        /* A compacting GC moves many functions: rebuilding a big image for each (and, with
+         * a debugger, making it read the image again) costs milliseconds per move. Leave
+         * the old address to the lazy removal path and announce the code anew: a
+         * one-function image now (or pending, deferred), merged later as usual. */
+        memmove(im->fns + i, im->fns + i + 1, (im->n - i - 1) * sizeof *im->fns);
+        im->n--;
+        int err = img_changed(st, im, im->n + 1, true, old_start, old_start + e->node.size);
+        return err ? err : gdb_add(st, e);
+    }
+    /* Keep fns sorted first: settle() below may rebuild this very image (when e lands
+     * where removed code still is), and an image is built from sorted functions. */
+    while (i > 0 && im->fns[i - 1]->node.start > e->node.start) {
+        im->fns[i] = im->fns[i - 1];
+        im->fns[--i] = e;
+    }
+    while (i + 1 < im->n && im->fns[i + 1]->node.start < e->node.start) {
+        im->fns[i] = im->fns[i + 1];
+        im->fns[++i] = e;
+    }
+    int err = settle(st, e->node.start, e->node.start + e->node.size);
+    if (err)
+        return err;
+    /* now, even without a debugger: the code at its new address must be findable */
+    return img_changed(st, im, im->n, false, 0, 0);
+}
+
+static void gdb_close(void *state)
+{
+    struct gdb_state *st = state;
+    if (!st)
+        return;
+    for (int c = 0; c <= NCLASS; c++) {
+        for (struct img *im = st->cls[c], *next; im; im = next) {
+            next = im->next;
+            for (size_t i = 0; i < im->n; i++)
+                SLOT(st, im->fns[i]) = NULL;
+            jh__gdb_publish(NULL, &im->pub, 1);
+            img_free(st, im);
+        }
+    }
+    for (size_t i = 0; i < st->npending; i++)
+        SLOT(st, st->pending[i]) = NULL;
+    free(st->pending);
+    free(st);
+}
+
+static int gdb_open(const struct jh__chan_env *env, void **state)
+{
+    const struct jh__gdb_opts *o = env->opts;
+    struct gdb_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return -ENOMEM;
+    st->env = env;
+    st->cap = o->batch;
+    st->defer = o->defer;
+    jh__gdb_warn_shadowed(env->diag);
+    jh__diag(env->diag, JH_LOG_DEBUG, "gdb: %zu functions per image, %s", st->cap,
+             st->defer ? "deferred to jh_flush" : "immediate");
+    *state = st;
+    return 0;
+}
+
+const struct jh__channel_ops jh__gdb_ops = {
+    .name = "gdb", .bit = JH_GDB, .open = gdb_open, .add = gdb_add, .remove = gdb_remove,
+    .move = gdb_move, .flush = gdb_flush, .close = gdb_close,
+};

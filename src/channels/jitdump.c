@@ -1,0 +1,309 @@
+/*
+ * jitdump.c — the jitdump channel: jit-<pid>.dump for `perf inject --jit`: names, code bytes, source lines and
+ * unwind tables of JIT code, turned by perf into one small ELF per function.
+ *
+ *     $ JITHERALD=jitdump perf record -k 1 -g ./minijit fib.mini
+ *     $ perf inject --jit -i perf.data -o perf.jit.data
+ *     $ perf report -i perf.jit.data --sort sym,srcline
+ *         71.02%  [.] fib        fib.mini:4
+ *     $ perf annotate -i perf.jit.data fib
+ *
+ * How perf finds the file: `perf record` sees our mmap() of it (PROT_READ|PROT_EXEC,
+ * MAP_PRIVATE; the mapping is kept until the file is closed) in its MMAP events, and
+ * `perf inject --jit` opens every mapped file whose basename is jit-<pid>.dump. -k 1 makes
+ * perf use CLOCK_MONOTONIC, the clock of our timestamps; inject refuses the file otherwise.
+ *
+ * Per function we write [DEBUG_INFO][UNWINDING_INFO]LOAD (encoded by fmt/jitdump.c, which
+ * holds perf's quirks) as one writev() under one process-wide lock: perf attaches the first
+ * two to the next LOAD it reads, so nothing may come between them.
+ *
+ * One file per process and directory, shared by the contexts that use it; code_index is a
+ * process-wide counter, never reused. jh_code_remove writes nothing (the format has no
+ * unload); jh_code_patched writes the function again under a new index; jh_code_move writes
+ * MOVE. After fork() the child starts jit-<child pid>.dump and writes all live code again.
+ * A write error (disk full...) cuts the partial unit off again, so the file stays valid up
+ * to the last complete function; the channel then reports and switches off.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/lock.h"
+#include "channels/channel.h"
+#include "fmt/jitdump.h"
+
+struct jd_file {
+    struct jd_file *next;
+    char *dir;
+    char path[PATH_MAX];
+    int fd;
+    void *marker;
+    size_t marker_len;
+    pid_t pid;
+    int refs;
+    int err;                    /* sticky: a write failed */
+    uint64_t size;              /* bytes of whole records written */
+};
+
+/* Guards the list, every jd_file and the index counter. Taken inside a context's lock. */
+JH__LOCK_DEFINE(static, jd_lock, "jitdump")
+static struct jd_file *jd_files;
+static uint64_t jd_next_index;
+
+struct jitdump {
+    const struct jh__chan_env *env;
+    struct jd_file *f;
+    struct jh__buf buf;
+};
+
+#define SLOT(jd, e) ((e)->slot[(jd)->env->slot])
+
+/* ---- the file ------------------------------------------------------------------------ */
+
+/* jd_lock held. Create jit-<pid>.dump for the current process, header and marker. */
+static int file_start(const struct jh__chan_env *env, struct jd_file *f)
+{
+    pid_t pid = getpid();
+    int n = snprintf(f->path, sizeof f->path, "%s/jit-%d.dump", f->dir, (int)pid);
+    if (n < 0 || (size_t)n >= sizeof f->path)
+        return -ENAMETOOLONG;
+    /* Checked before anything changes in it; the mmap needs read access, hence O_RDWR. */
+    int fd = jh__open_private(f->path, O_RDWR | O_CREAT | O_APPEND, JH__OPEN_TRUNCATE);
+    if (fd < 0) {
+        jh__diag(env->diag, JH_LOG_ERROR, "jitdump: %s: %s", f->path, jh__file_error(fd));
+        return fd;
+    }
+    struct jh__buf h = { 0 };
+    jh__jd_header(&h, 0, (uint32_t)pid, jh__now_ns());
+    int err = h.err ? h.err : jh__write_all(fd, h.p, h.len);
+    jh__buf_free(&h);
+    void *m = MAP_FAILED;
+    size_t mlen = (size_t)sysconf(_SC_PAGESIZE);
+    if (!err) {
+        /* perf only learns about the file from this mapping; exec permission is what puts
+         * it in the MMAP events perf records (a noexec mount makes this fail). */
+        m = mmap(NULL, mlen, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED)
+            err = -errno;
+    }
+    if (err) {
+        jh__diag(env->diag, JH_LOG_ERROR, "jitdump: %s: %s", f->path, jh__file_error(err));
+        close(fd);
+        jh__unlink_private(f->path);
+        return err;
+    }
+    f->fd = fd;
+    f->marker = m;
+    f->marker_len = mlen;
+    f->pid = pid;
+    f->err = 0;
+    f->size = JH__JD_HEADER_SIZE;
+    return 0;
+}
+
+/* jd_lock held. In a fork child the inherited descriptor is the parent's file: leave it
+ * untouched (no CLOSE record) and start our own. */
+static int file_ready(const struct jh__chan_env *env, struct jd_file *f)
+{
+    if (f->fd >= 0 && f->pid == getpid())
+        return f->err;
+    if (f->fd >= 0) {
+        munmap(f->marker, f->marker_len);
+        close(f->fd);
+        f->fd = -1;
+    }
+    return file_start(env, f);
+}
+
+/* jd_lock held. Write one unit (and code_len bytes of code after it). */
+static int file_write(struct jd_file *f, const struct jh__buf *b, const void *code,
+                      size_t code_len)
+{
+    if (f->err)
+        return f->err;
+    struct iovec iov[2] = { { b->p, b->len }, { (void *)code, code_len } };
+    int err = jh__writev_all(f->fd, iov, code_len ? 2 : 1);
+    if (err) {
+        /* Cut a partial unit off, so the file stays well-formed up to the last complete
+         * function; if even that fails, perf's reader stops at the torn record anyway. */
+        f->err = err;
+        struct jh__fsize_guard g;
+        jh__fsize_guard_begin(&g);
+        int terr = ftruncate(f->fd, (off_t)f->size) ? -errno : 0;
+        jh__fsize_guard_end(&g, terr);
+        return err;
+    }
+    f->size += b->len + code_len;
+    return 0;
+}
+
+/* ---- records ------------------------------------------------------------------------- */
+
+/* Everything about one function, as one unit. */
+static int emit_function(struct jitdump *jd, struct jh__entry *e)
+{
+    struct jh__buf *b = &jd->buf;
+    b->len = 0;
+    b->err = 0;
+    struct jh__entry *next = jh__view_ceil(jd->env, e->node.start + 1);
+    struct jh__jd_unit u;
+    int err = jh__jd_function(b, &e->fn, 0, (uint32_t)getpid(), jh__thread_id(), 0, 0,
+                              next ? next->node.start : 0, &u);
+    if (err)
+        return err;
+    if (u.unwind_err)
+        jh__diag(jd->env->diag, JH_LOG_DEBUG, "jitdump: %s: no unwinding info: %s",
+                 e->fn.name, jh_strerror(u.unwind_err));
+    uint64_t index;
+    jh__lock(&jd_lock);
+    err = file_ready(jd->env, jd->f);
+    if (!err) {
+        /* Stamped under the lock, so that file order, time order and index order agree. */
+        index = jd_next_index++;
+        jh__jd_restamp(b, &u, jh__now_ns(), index);
+        err = file_write(jd->f, b, (const void *)e->node.start, e->node.size);
+    }
+    jh__unlock(&jd_lock);
+    if (!err)
+        SLOT(jd, e) = (void *)(uintptr_t)(index + 1);   /* 0: none yet */
+    return err;
+}
+
+/* ---- channel hooks ------------------------------------------------------------------- */
+
+static int jitdump_open(const struct jh__chan_env *env, void **state)
+{
+    const char *dir;
+    int err = jh__chan_dir(env, &dir);
+    if (err)
+        return err;
+    struct jitdump *jd = calloc(1, sizeof *jd);
+    if (!jd)
+        return -ENOMEM;
+    jd->env = env;
+    jh__lock(&jd_lock);
+    struct jd_file *f;
+    for (f = jd_files; f; f = f->next)
+        if (!strcmp(f->dir, dir))
+            break;
+    if (!f) {
+        f = calloc(1, sizeof *f);
+        if (f && !(f->dir = strdup(dir))) {
+            free(f);
+            f = NULL;
+        }
+        if (!f) {
+            err = -ENOMEM;
+        } else {
+            f->fd = -1;
+            err = file_start(env, f);
+            if (err) {
+                free(f->dir);
+                free(f);
+            } else {
+                f->next = jd_files;
+                jd_files = f;
+            }
+        }
+    } else {
+        err = file_ready(env, f);
+    }
+    if (!err) {
+        f->refs++;
+        jd->f = f;
+    }
+    jh__unlock(&jd_lock);
+    if (err) {
+        free(jd);
+        return err;
+    }
+    *state = jd;
+    return 0;
+}
+
+static int jitdump_add(void *state, struct jh__entry *e)
+{
+    return emit_function(state, e);
+}
+
+static int jitdump_move(void *state, struct jh__entry *e, uintptr_t old_start)
+{
+    struct jitdump *jd = state;
+    uintptr_t slot = (uintptr_t)SLOT(jd, e);
+    if (!slot)
+        return emit_function(jd, e);
+    struct jh__buf *b = &jd->buf;
+    b->len = 0;
+    b->err = 0;
+    jh__lock(&jd_lock);
+    int err = file_ready(jd->env, jd->f);
+    if (!err) {
+        jh__jd_move(b, (uint32_t)getpid(), jh__thread_id(), old_start, e->node.start,
+                    e->node.size, slot - 1, jh__now_ns());
+        err = b->err ? b->err : file_write(jd->f, b, NULL, 0);
+    }
+    jh__unlock(&jd_lock);
+    return err;
+}
+
+/* perf copies the bytes at LOAD time: patched code is announced again, under a new index,
+ * so samples after this point disassemble the new bytes. */
+static int jitdump_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
+{
+    (void)addr;
+    (void)len;
+    return emit_function(state, e);
+}
+
+static int jitdump_forked(void *state)
+{
+    struct jitdump *jd = state;
+    jh__lock(&jd_lock);
+    int err = file_ready(jd->env, jd->f);
+    jh__unlock(&jd_lock);
+    for (struct jh__entry *e = jh__view_ceil(jd->env, 0); e && !err; e = jh__view_next(jd->env, e))
+        err = emit_function(jd, e);
+    return err;
+}
+
+static void jitdump_close(void *state)
+{
+    struct jitdump *jd = state;
+    jh__lock(&jd_lock);
+    struct jd_file *f = jd->f;
+    if (--f->refs == 0) {
+        if (f->fd >= 0 && f->pid == getpid()) {
+            if (!f->err) {
+                struct jh__buf b = { 0 };
+                jh__jd_close(&b, jh__now_ns());
+                if (!b.err)
+                    file_write(f, &b, NULL, 0);
+                jh__buf_free(&b);
+            }
+            munmap(f->marker, f->marker_len);
+        }
+        if (f->fd >= 0)
+            close(f->fd);
+        for (struct jd_file **p = &jd_files; *p; p = &(*p)->next)
+            if (*p == f) {
+                *p = f->next;
+                break;
+            }
+        free(f->dir);
+        free(f);
+    }
+    jh__unlock(&jd_lock);
+    jh__buf_free(&jd->buf);
+    free(jd);
+}
+
+const struct jh__channel_ops jh__jitdump_ops = {
+    .name = "jitdump", .bit = JH_JITDUMP, .open = jitdump_open, .add = jitdump_add,
+    .move = jitdump_move, .patched = jitdump_patched, .forked = jitdump_forked,
+    .close = jitdump_close,
+};

@@ -1,0 +1,281 @@
+/*
+ * pageswap.c — see pageswap.h. Used by the elfmap channel:
+ *
+ *     $ JITHERALD=elfmap,perfmap ./minijit fib.mini & grep jitherald /proc/$!/maps
+ *     7f3a12400000-7f3a12401000 r-xp 00001000 fd:01 917 /tmp/jitherald-1000/jit-4242-1.elf
+ *     7f3a12401000-7f3a12800000 rw-p 00000000 00:00 0
+ *
+ * Linux only (mmap MAP_FIXED semantics, /proc/self/maps).
+ */
+#include "channels/pageswap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <valgrind/valgrind.h>
+
+/* PROCMAP_QUERY (include/uapi/linux/fs.h, Linux 6.11): one VMA per ioctl instead of
+ * formatting the whole of /proc/self/maps. Declared here: build hosts have older headers. */
+#ifndef PROCMAP_QUERY
+struct procmap_query {
+    uint64_t size;
+    uint64_t query_flags;
+    uint64_t query_addr;
+    uint64_t vma_start;
+    uint64_t vma_end;
+    uint64_t vma_flags;
+    uint64_t vma_page_size;
+    uint64_t vma_offset;
+    uint64_t inode;
+    uint32_t dev_major;
+    uint32_t dev_minor;
+    uint32_t vma_name_size;
+    uint32_t build_id_size;
+    uint64_t vma_name_addr;
+    uint64_t build_id_addr;
+};
+#define PROCMAP_QUERY _IOWR('f', 17, struct procmap_query)
+#define PROCMAP_QUERY_VMA_READABLE   0x01
+#define PROCMAP_QUERY_VMA_WRITABLE   0x02
+#define PROCMAP_QUERY_VMA_EXECUTABLE 0x04
+#define PROCMAP_QUERY_VMA_SHARED     0x08
+#endif
+
+const char *jh__vma_verdict_str(enum jh__vma_verdict v)
+{
+    switch (v) {
+    case JH__VMA_OK: return "ok";
+    case JH__VMA_UNMAPPED: return "part of the range is not mapped";
+    case JH__VMA_WRITABLE: return "the pages are writable (elfmap swaps only pages the JIT "
+                                 "has made read+exec, W^X)";
+    case JH_VMA_NOT_RX: return "the pages are not readable and executable";
+    case JH__VMA_SHARED: return "the pages are a shared mapping (a double-mapped code buffer?)";
+    case JH__VMA_FOREIGN: return "the pages belong to a file or named mapping that is not ours";
+    case JH__VMA_ERROR: return "cannot read /proc/self/maps";
+    }
+    return "?";
+}
+
+struct vma {
+    uintptr_t start, end;
+    bool r, w, x, shared, named;
+    dev_t dev;
+    ino_t ino;
+};
+
+static enum jh__vma_verdict judge(const struct vma *v, jh__own_file_fn *own, void *arg)
+{
+    if (v->w)
+        return JH__VMA_WRITABLE;
+    if (!v->r || !v->x)
+        return JH_VMA_NOT_RX;
+    if (v->shared)
+        return JH__VMA_SHARED;
+    if (v->ino ? !own || !own(arg, v->dev, v->ino) : v->named)
+        return JH__VMA_FOREIGN;
+    return JH__VMA_OK;
+}
+
+/* prctl(PR_SET_VMA_ANON_NAME) names anonymous memory "[anon:NAME]": still anonymous. */
+static bool anon_name(const char *name)
+{
+    return !strncmp(name, "[anon:", 6);
+}
+
+/* 1: answered, 0: the ioctl is not available, <0: error. */
+static int query_one(int fd, uintptr_t addr, struct vma *v)
+{
+    char name[4096];            /* too small a buffer fails the query: ENAMETOOLONG */
+    struct procmap_query q = { .size = sizeof q, .query_addr = addr,
+                               .vma_name_size = sizeof name, .vma_name_addr = (uintptr_t)name };
+    if (ioctl(fd, PROCMAP_QUERY, &q) != 0) {
+        if (errno == ENOENT)
+            return -ENOENT;
+        return errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP ? 0 : -errno;
+    }
+    *v = (struct vma){ .start = q.vma_start, .end = q.vma_end,
+        .r = q.vma_flags & PROCMAP_QUERY_VMA_READABLE,
+        .w = q.vma_flags & PROCMAP_QUERY_VMA_WRITABLE,
+        .x = q.vma_flags & PROCMAP_QUERY_VMA_EXECUTABLE,
+        .shared = q.vma_flags & PROCMAP_QUERY_VMA_SHARED,
+        .named = q.vma_name_size > 0 && !anon_name(name), .dev = makedev(q.dev_major, q.dev_minor),
+        .ino = (ino_t)q.inode };
+    return 1;
+}
+
+static _Atomic int have_query = -1;     /* -1 unknown, 0 no, 1 yes */
+
+static uintptr_t num(const char **p, int base)
+{
+    uintptr_t v = 0;
+    for (const char *c = *p;; c++) {
+        int d = *c >= '0' && *c <= '9' ? *c - '0' : base == 16 && *c >= 'a' && *c <= 'f' ?
+                *c - 'a' + 10 : -1;
+        if (d < 0) {
+            *p = c;
+            return v;
+        }
+        v = v * (uintptr_t)base + (uintptr_t)d;
+    }
+}
+
+/* Parse /proc/self/maps: "start-end perms offset maj:min inode   path". */
+static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return JH__VMA_ERROR;
+    size_t cap = 64 << 10, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            break;
+        if (cap - len < 4096) {
+            char *n = realloc(buf, cap * 2);
+            if (!n) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = n;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    if (!buf)
+        return JH__VMA_ERROR;
+    buf[len] = 0;
+    uintptr_t at = lo;
+    enum jh__vma_verdict verdict = JH__VMA_UNMAPPED;
+    for (char *line = buf; line && *line && at < hi;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        /* Parsed by hand: sscanf made this the hottest function of a callgrind run. */
+        const char *c = line;
+        uintptr_t s = num(&c, 16), e = (*c == '-' ? c++, num(&c, 16) : 0);
+        char perms[4] = { 0 };
+        while (*c == ' ')
+            c++;
+        for (int k = 0; k < 4 && *c && *c != ' '; k++)
+            perms[k] = *c++;
+        while (*c == ' ')
+            c++;
+        num(&c, 16);                                    /* offset */
+        while (*c == ' ')
+            c++;
+        unsigned maj = (unsigned)num(&c, 16), min = (*c == ':' ? c++, (unsigned)num(&c, 16) : 0);
+        while (*c == ' ')
+            c++;
+        uintptr_t ino = num(&c, 10);
+        while (*c == ' ')
+            c++;
+        if (e > at) {
+            if (s > at)
+                break;                                  /* a hole at `at` */
+            struct vma v = { .start = s, .end = e, .r = perms[0] == 'r', .w = perms[1] == 'w',
+                             .x = perms[2] == 'x', .shared = perms[3] == 's',
+                             .named = *c != 0 && !anon_name(c), .dev = makedev(maj, min),
+                             .ino = (ino_t)ino };
+            verdict = judge(&v, own, arg);
+            if (verdict != JH__VMA_OK)
+                break;
+            at = e;
+            verdict = JH__VMA_UNMAPPED;
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+    free(buf);
+    return at >= hi ? JH__VMA_OK : verdict;
+}
+
+enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
+                                  jh__own_file_fn *own, void *arg)
+{
+    if (maps_fd >= 0 && have_query != 0 && !RUNNING_ON_VALGRIND) {
+        uintptr_t at = lo;
+        while (at < hi) {
+            struct vma v = { 0 };
+            int r = query_one(maps_fd, at, &v);
+            if (r == -ENOENT)
+                return JH__VMA_UNMAPPED;
+            if (r <= 0)
+                break;
+            have_query = 1;
+            if (v.start > at)
+                return JH__VMA_UNMAPPED;
+            enum jh__vma_verdict verdict = judge(&v, own, arg);
+            if (verdict != JH__VMA_OK)
+                return verdict;
+            at = v.end;
+        }
+        if (at >= hi)
+            return JH__VMA_OK;
+        have_query = 0;
+    }
+    return check_text(lo, hi, own, arg);
+}
+
+/* Is every page of the range mapped? (mincore fails with ENOMEM on a hole.) */
+static bool mapped(uintptr_t lo, size_t len)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char vec[64];
+    for (size_t done = 0; done < len;) {
+        size_t n = len - done > sizeof vec * page ? sizeof vec * page : len - done;
+        if (mincore((void *)(lo + done), n, vec) != 0 && errno == ENOMEM)
+            return false;
+        done += n;
+    }
+    return true;
+}
+
+/* Put expect back at lo in fresh anonymous memory. Threads running there fault for the
+ * instant the page is not executable only if RWX is refused (then RW, copy, RX). */
+static int restore(uintptr_t lo, size_t len, const void *expect)
+{
+    void *p = mmap((void *)lo, len, PROT_READ | PROT_WRITE | PROT_EXEC,
+                   MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        p = mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+    if (p == MAP_FAILED)
+        return -errno;
+    memcpy(p, expect, len);
+    if (mprotect(p, len, PROT_READ | PROT_EXEC) != 0)
+        return -errno;
+    VALGRIND_DISCARD_TRANSLATIONS(p, len);
+    return 0;
+}
+
+int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect)
+{
+    void *p = mmap((void *)lo, len, PROT_READ | PROT_EXEC, MAP_FIXED | MAP_PRIVATE, fd, off);
+    if (p == MAP_FAILED) {
+        int err = -errno;
+        /* Linux checks permissions (noexec mount: EPERM) before it touches the old
+         * mapping, but a late failure may have unmapped it: then put the bytes back. */
+        if (!mapped(lo, len) || memcmp((const void *)lo, expect, len) != 0)
+            restore(lo, len, expect);
+        return err;
+    }
+    if (p != (void *)lo || memcmp(p, expect, len) != 0) {
+        int err = restore(lo, len, expect);
+        return err ? err : -EIO;
+    }
+    return 0;
+}

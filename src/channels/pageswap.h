@@ -1,0 +1,57 @@
+/*
+ * pageswap.h — inspecting the mappings behind a range of pages, and replacing live code
+ * pages in place by a private mapping of a file holding the same bytes (the elfmap
+ * channel's mechanics; the policy of what to swap and when lives in elfmap.c).
+ *
+ * The replacement is one mmap(MAP_FIXED) call: the kernel swaps the mappings under the
+ * mm write lock, so a thread executing the old page faults and resumes on the new one —
+ * there is no instant where the address is unmapped. What it cannot protect is a byte
+ * written to the old page between our snapshot and the swap: that is why only pages
+ * that are not writable are swapped, and why the bytes are compared right before and
+ * right after the swap.
+ */
+#ifndef JH__CHANNELS_PAGESWAP_H
+#define JH__CHANNELS_PAGESWAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Why a range may not be swapped (the first reason found), for a one-time report. */
+enum jh__vma_verdict {
+    JH__VMA_OK = 0,
+    JH__VMA_UNMAPPED,        /* a hole in the range */
+    JH__VMA_WRITABLE,        /* PROT_WRITE: the JIT may be writing it right now */
+    JH_VMA_NOT_RX,          /* not readable and executable */
+    JH__VMA_SHARED,          /* MAP_SHARED (e.g. a memfd double mapping): writes through
+                               the other view would no longer reach the code */
+    JH__VMA_FOREIGN,         /* file-backed by someone else's file, or a named mapping */
+    JH__VMA_ERROR            /* could not read the mappings */
+};
+
+/* Does (dev, ino) belong to one of our own image files? */
+typedef bool jh__own_file_fn(void *arg, dev_t dev, ino_t ino);
+
+/*
+ * Check that every page of [lo, hi) is mapped private, readable, executable, not
+ * writable, and either anonymous (unnamed) or a mapping of a file own() accepts.
+ * Uses the PROCMAP_QUERY ioctl (Linux 6.11+) when it works and valgrind is not watching
+ * (valgrind does not know the ioctl, so memcheck would flag its results), and parses
+ * /proc/self/maps otherwise. maps_fd: an fd of /proc/self/maps kept open by the caller,
+ * or -1.
+ */
+enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
+                                  jh__own_file_fn *own, void *arg);
+const char *jh__vma_verdict_str(enum jh__vma_verdict v);
+
+/*
+ * Replace [lo, lo+len) (page aligned) by mmap(MAP_FIXED|MAP_PRIVATE, PROT_READ|PROT_EXEC)
+ * of fd at offset off, whose bytes must equal expect[0..len). Returns 0 when the new pages
+ * hold exactly expect. On any failure the range ends up holding expect in an anonymous
+ * r-x mapping (as before, or restored from expect) and a negative errno is returned:
+ * -EIO means the mapped bytes differed from expect (the file is not what we wrote).
+ */
+int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * perfmap.c — /tmp/perf-<pid>.map, the text file perf, bcc, bpftrace and samply read to
+ * name code in anonymous executable memory:
+ *
+ *     $ JITHERALD=perfmap perf record -g ./minijit fib.mini
+ *     $ perf report --stdio
+ *         62.10%  minijit  perf-4242.map      [.] fib
+ *
+ * The line format is fmt/perfmap.h's. The format has no removal: lines are appended as
+ * code is announced and stay, so samples taken while removed code was live keep their
+ * names. When an address range is reused the file holds two lines for it; perf then shows
+ * one of the names, whichever its duplicate fix-up keeps, and samply shows the last.
+ * jh_code_move appends the new range.
+ *
+ * One file per process, shared by all contexts of the process; one write() per line so
+ * concurrent writers (another JIT runtime in the process too) never tear lines. The path
+ * is predictable and in /tmp, so it is opened the careful way (base/files.h): a symlink,
+ * FIFO, another user's file or a hard link there is refused, never written through.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/lock.h"
+#include "channels/channel.h"
+#include "fmt/perfmap.h"
+
+JH__LOCK_DEFINE(static, pm_lock, "perfmap")
+static int pm_fd = -1;
+static int pm_refs;
+static unsigned pm_gen;         /* jh__fork_gen when opened: no getpid() per line */
+
+/* pm_lock held. The file is (re)opened for the current pid: a fork child gets its own. */
+static int perfmap_file(void)
+{
+    unsigned gen = jh__fork_generation();
+    if (pm_fd >= 0 && pm_gen == gen)
+        return pm_fd;
+    if (pm_fd >= 0)
+        close(pm_fd);
+    pm_fd = -1;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+    int fd = jh__open_private(path, O_WRONLY | O_CREAT | O_APPEND, 0);
+    if (fd < 0)
+        return fd;
+    pm_fd = fd;
+    pm_gen = gen;
+    return fd;
+}
+
+static int write_line(uint64_t start, uint64_t size, const char *name)
+{
+    char small[512];
+    size_t n = jh__perfmap_line(small, sizeof small, start, size, name);
+    char *line = small;
+    if (n > sizeof small) {
+        if (!(line = malloc(n)))
+            return -ENOMEM;
+        n = jh__perfmap_line(line, n, start, size, name);
+    }
+    jh__lock(&pm_lock);
+    int fd = perfmap_file();
+    int err = fd < 0 ? fd : jh__write_all(fd, line, n);
+    jh__unlock(&pm_lock);
+    if (line != small)
+        free(line);
+    return err;
+}
+
+static int perfmap_open(const struct jh__chan_env *env, void **state)
+{
+    jh__lock(&pm_lock);
+    int fd = perfmap_file();
+    if (fd >= 0)
+        pm_refs++;
+    jh__unlock(&pm_lock);
+    if (fd < 0) {
+        jh__diag(env->diag, JH_LOG_ERROR, "perfmap: /tmp/perf-%d.map: %s", (int)getpid(),
+                 jh__file_error(fd));
+        return fd;
+    }
+    *state = (void *)env;
+    return 0;
+}
+
+static int perfmap_add(void *state, struct jh__entry *e)
+{
+    (void)state;
+    return write_line(e->fn.start, e->fn.size, e->fn.name);
+}
+
+static int perfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
+{
+    (void)old_start;
+    return perfmap_add(state, e);
+}
+
+/* A fork child starts its own file with what is live now: the child's samples in
+ * inherited code get names too. */
+static int perfmap_forked(void *state)
+{
+    const struct jh__chan_env *env = state;
+    for (struct jh__entry *e = jh__view_ceil(env, 0); e; e = jh__view_next(env, e)) {
+        int err = perfmap_add(state, e);
+        if (err < 0)
+            return err;
+    }
+    return 0;
+}
+
+static void perfmap_close(void *state)
+{
+    (void)state;
+    jh__lock(&pm_lock);
+    if (--pm_refs <= 0 && pm_fd >= 0) {
+        close(pm_fd);
+        pm_fd = -1;
+        pm_refs = 0;
+    }
+    jh__unlock(&pm_lock);
+}
+
+const struct jh__channel_ops jh__perfmap_ops = {
+    .name = "perfmap", .bit = JH_PERFMAP, .open = perfmap_open, .add = perfmap_add,
+    .move = perfmap_move, .forked = perfmap_forked, .close = perfmap_close,
+};

@@ -1,0 +1,265 @@
+/*
+ * unwind.c — the process's own unwinder sees JIT code (channel JH_UNWIND).
+ *
+ *     $ JITHERALD=unwind ./myvm script
+ *   Without it, a C++ exception thrown by a runtime function that JIT code called ends in
+ *   "terminate called after throwing an instance of 'vm_error'", and backtrace() stops at
+ *   the first JIT frame. With it the exception crosses the JIT frames to the C++ catch
+ *   above them, and backtrace(), _Unwind_Backtrace, libunwind's unw_backtrace and
+ *   sanitizer reports walk through to main:
+ *       ./myvm(rt_throw+0x2c) [0x55e0c2a1b3cc]
+ *       [0x7f8e4c001047]               <- JIT frames (jh_lookup() names them)
+ *       [0x7f8e4c00101b]
+ *       ./myvm(main+0x9e) [0x55e0c2a1b0fe]
+ *
+ * Who is fed what (decided once per process, see detect()):
+ *   - libgcc up to GCC 12 keeps registered objects in a list sorted by lowest pc and, for
+ *     a pc, searches only the first object whose lowest pc is <= pc. One registration per
+ *     function makes every frame's lookup walk the whole list (measured: 0.7 us per
+ *     backtrace with 1 function, 1,400 us with 50,000), and an object whose range
+ *     interleaves another's hides the other. So functions are grouped into runs covering
+ *     disjoint address ranges, each one sorted .eh_frame (libgcc binary-searches inside
+ *     an object). Code landing in a gap becomes a run of one, merged with neighbours no
+ *     bigger than it — a binary counter, O(log n) copies per function while code grows
+ *     upwards — and the smallest neighbours are merged whenever there are more than
+ *     max_runs runs. Code landing inside a run's range rebuilds that run. A rebuilt run is
+ *     registered *before* the old one is deregistered: the list tolerates the overlap
+ *     (both describe the live functions alike), so no live function is ever without FDE.
+ *     libgcc sorts an object at the first lookup that reaches it (init_object, under its
+ *     global lock): a run rebuilt many times between two unwinds is sorted once.
+ *   - libgcc 13+ finds objects in a b-tree keyed by pc range: one registration per
+ *     function is already logarithmic there, and its b-tree refuses the overlapping
+ *     ranges grouping needs. Told apart at run time: register two runs for one range and
+ *     deregister the second; the list gives back the second object, the b-tree (which
+ *     refused the duplicate key) the first.
+ *   - LLVM libunwind (__unw_add_dynamic_fde present): one FDE per call, no CIE; fed as
+ *     well as libgcc when a process holds both. Its FDE cache is an array searched
+ *     linearly: per-function FDEs do not scale there (docs/unwind.md).
+ *   - nongnu libunwind (if the program links it: _U_dyn_register present) never sees the
+ *     above, walks its own list of unw_dyn_info_t for every frame, lock-free, and takes the
+ *     first range that matches: the same disjoint runs go there too, as REMOTE_TABLE (a
+ *     sorted table of int32 offsets from the run's address, so the run is allocated within
+ *     2 GiB of its code). Its DYNAMIC format only names procedures on x86-64.
+ * Removed functions stay in their run, marked dead, until half of the run is dead, code is
+ * added over them, or jh_flush(): bulk removal stays linear. An unwinder consults a dead
+ * FDE only for a pc inside the dead code.
+ * Deregistering does not wait for a thread that already holds an FDE pointer: old runs are
+ * freed after GRACE_NS, or at once when libgcc never looked at them (its object's pc_begin
+ * still (void *)-1) and libunwind was not fed.
+ * State is process-wide, not per context: runs of two JIT engines must not interleave.
+ * This file handles one function at a time and the channel's hooks; unwind.h lists the
+ * other parts.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "channels/unwind.h"
+#include "fmt/cfi.h"
+
+JH__LOCK_DEFINE(, jh__uw_lock, "unwind")
+struct jh__uw_state jh__uw = { .max_fdes = 8192, .max_runs = 64 };
+
+/* ---- one function --------------------------------------------------------------------- */
+static int fn_encode(struct uw_fn *u, const struct jh__entry *e)
+{
+    struct jh__cfi_opts o = { .ptr = JH__CFI_ABS };
+    struct jh__cfi_index idx;
+    struct jh__buf b = { 0 };
+    int n = jh__cfi_eh_frame(&b, &o, &e->fn, 1, &idx);
+    if (n <= 0) {
+        jh__buf_free(&b);
+        return n;
+    }
+    size_t cie_len = 4 + (size_t)rd32(b.p);
+    u->run = b.p;
+    u->run_len = (uint32_t)b.len;
+    u->fde_off = (uint32_t)idx.off;
+    u->fde_len = 4 + rd32(b.p + idx.off);
+    if (cie_len > sizeof jh__uw.cie || u->fde_off + (size_t)u->fde_len > b.len) {
+        free(u->run);
+        return -EPROTO;
+    }
+    if (!jh__uw.cie_len) {
+        memcpy(jh__uw.cie, b.p, cie_len);
+        jh__uw.cie_len = cie_len;
+    } else if (cie_len != jh__uw.cie_len || memcmp(jh__uw.cie, b.p, cie_len)) {
+        free(u->run);
+        return -EPROTO;         /* runs share one CIE: the encoder changed under us */
+    }
+    return 1;
+}
+
+static void fn_unregister(struct uw_fn *u)
+{
+    if (jh__uw.mode == JH__UW_PERFN)
+        jh__uw.dereg_frame(u->run);
+    if (jh__uw.llvm)
+        jh__uw.llvm_remove((uintptr_t)(u->run + u->fde_off));
+}
+
+static int fn_register(struct uw_fn *u)
+{
+    if (jh__uw.mode == JH__UW_PERFN)
+        jh__uw.reg_frame(u->run);
+    if (jh__uw.llvm)
+        jh__uw.llvm_add((uintptr_t)(u->run + u->fde_off));
+    int err = grouped() ? jh__uw_group_add(u) : 0;
+    if (err)
+        fn_unregister(u);
+    return err;
+}
+
+static int fn_remove(struct uw_fn *u)
+{
+    struct uw_ctx *c = u->owner;
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        c->live = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    jh__uw.live--;
+    if (per_function()) {
+        fn_unregister(u);
+        jh__uw_retire(u->run, false);
+        u->run = NULL;
+    }
+    if (!u->seg) {
+        free(u->run);
+        free(u);
+        return 0;
+    }
+    return jh__uw_group_remove(u);  /* a dead function keeps its FDE bytes: see group_add */
+}
+
+/* ---- the channel ---------------------------------------------------------------------- */
+static int unwind_open(const struct jh__chan_env *env, void **state)
+{
+    jh__lock(&jh__uw_lock);
+    if (!jh__uw.detected) {
+        jh__uw_detect();
+        jh__uw.detected = true;
+    } else if (!jh__uw.dyn && !jh__uw.nseg && !jh__uw.live) {
+        /* libunwind may have been loaded since the first context opened */
+        *(void **)&jh__uw.dyn_register = dlsym(RTLD_DEFAULT, "_U_dyn_register");
+        *(void **)&jh__uw.dyn_cancel = dlsym(RTLD_DEFAULT, "_U_dyn_cancel");
+        jh__uw.dyn = jh__uw.dyn_register && jh__uw.dyn_cancel;
+    }
+    int mode = jh__uw.mode;
+    bool dyn = jh__uw.dyn, llvm = jh__uw.llvm;
+    jh__unlock(&jh__uw_lock);
+    if (mode == JH__UW_NONE && !dyn && !llvm) {
+        jh__diag(env->diag, JH_LOG_WARN, "unwind: no unwinder to register with (neither libgcc's "
+                "__register_frame_info nor LLVM's __unw_add_dynamic_fde)");
+        return -ENOSYS;
+    }
+    struct uw_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->env = env;
+    *state = c;
+    jh__diag(env->diag, JH_LOG_DEBUG, "unwind: %s%s%s", jh__uw_mode_name(mode),
+            llvm ? ", LLVM libunwind (one FDE per call)" : "",
+            dyn ? ", nongnu libunwind's _U_dyn_register" : "");
+    return 0;
+}
+
+static int unwind_add(void *state, struct jh__entry *e)
+{
+    struct uw_ctx *c = state;
+    struct uw_fn *u = calloc(1, sizeof *u);
+    if (!u)
+        return -ENOMEM;
+    u->start = e->node.start;
+    u->end = e->node.start + e->node.size;
+    jh__lock(&jh__uw_lock);
+    int n = fn_encode(u, e);
+    int err = n < 0 ? n : 0;
+    size_t far = jh__uw.far;
+    if (n == 0 && grouped())
+        err = jh__uw_group_clear(u->start, u->end);
+    if (n == 1 && !(err = fn_register(u))) {
+        u->owner = c;
+        u->next = c->live;
+        if (c->live)
+            c->live->prev = u;
+        c->live = u;
+        jh__uw.live++;
+        e->slot[c->env->slot] = u;
+        u = NULL;
+    }
+    if (u && n == 1)
+        free(u->run);
+    jh__uw_sweep();
+    bool now_far = jh__uw.far != far && far == 0;
+    jh__unlock(&jh__uw_lock);
+    free(u);
+    if (now_far)
+        jh__diag(c->env->diag, JH_LOG_WARN, "unwind: could not place unwind tables within 2 GiB of "
+                "code at %p: libunwind will not see it", (void *)e->node.start);
+    if (err == -EINVAL) {       /* one bad CFI description: skip it, keep the channel */
+        jh__diag(c->env->diag, JH_LOG_WARN, "unwind: %s: CFI rejected by the encoder, no unwind "
+                "info registered for it", e->fn.name);
+        err = 0;
+    } else if (err == JH_EOVERLAP) {
+        jh__diag(c->env->diag, JH_LOG_WARN, "unwind: %s at %p overlaps live code of another "
+                "context: no unwind info registered for it", e->fn.name, (void *)e->node.start);
+        err = 0;
+    }
+    return err;
+}
+
+static int unwind_remove(void *state, struct jh__entry *e)
+{
+    struct uw_ctx *c = state;
+    struct uw_fn *u = e->slot[c->env->slot];
+    if (!u)
+        return 0;
+    e->slot[c->env->slot] = NULL;
+    jh__lock(&jh__uw_lock);
+    int err = fn_remove(u);
+    jh__uw_sweep();
+    jh__unlock(&jh__uw_lock);
+    return err;
+}
+
+static int unwind_move(void *state, struct jh__entry *e, uintptr_t old_start)
+{
+    (void)old_start;
+    int err = unwind_remove(state, e);
+    return err ? err : unwind_add(state, e);
+}
+
+static int unwind_flush(void *state)
+{
+    (void)state;
+    int err = 0;
+    jh__lock(&jh__uw_lock);
+    for (size_t i = jh__uw.nseg; !err && i-- > 0;)
+        if (jh__uw.seg[i]->ndead)
+            err = jh__uw_seg_rebuild(i, i + 1, NULL);
+    jh__uw_sweep();
+    jh__unlock(&jh__uw_lock);
+    return err;
+}
+
+static void unwind_close(void *state)
+{
+    struct uw_ctx *c = state;
+    if (!c)
+        return;
+    jh__lock(&jh__uw_lock);
+    while (c->live)
+        fn_remove(c->live);
+    jh__uw_sweep();
+    jh__unlock(&jh__uw_lock);
+    free(c);
+}
+
+const struct jh__channel_ops jh__unwind_ops = {
+    .name = "unwind", .bit = JH_UNWIND, .open = unwind_open, .add = unwind_add,
+    .remove = unwind_remove, .move = unwind_move, .flush = unwind_flush,
+    .close = unwind_close,
+};
+

@@ -1,0 +1,149 @@
+/*
+ * unwind.h — the unwind channel's shared state and its parts (see unwind.c for the design):
+ *   unwind.c          one function at a time, and the channel's hooks
+ *   unwind_detect.c   which unwinders the process has, and how to reach them
+ *   unwind_runs.c     grouping functions into sorted runs over disjoint ranges
+ *   unwind_near.c     memory for runs within 2 GiB of their code (libunwind's tables)
+ *   unwind_reclaim.c  freeing what an unwinder may still be reading, after a grace period
+ * State is process-wide, not per context: runs of two JIT engines must not interleave.
+ */
+#ifndef JH__CHANNELS_UNWIND_H
+#define JH__CHANNELS_UNWIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/lock.h"
+#include "channels/channel.h"
+#include "channels/unwind_stats.h"
+
+#define GRACE_NS 2000000000ull
+/* libunwind readers walk its list without a lock: an entry superseded by a new one at the
+ * head stays linked this long, for walks that started before the new one was there. */
+#define DYN_DELAY_NS 20000000ull
+#define SPAN_MAX ((uintptr_t)1 << 30)   /* keeps a run's table offsets in int32 */
+
+/* nongnu libunwind's unw_dyn_info_t (libunwind-dynamic.h, stable since 2002), declared here
+ * so that the library neither needs libunwind to build nor links it. */
+struct uw_dyn_info {
+    struct uw_dyn_info *next, *prev;
+    uintptr_t start_ip, end_ip, gp;
+    int32_t format, pad;
+    uintptr_t load_offset;
+    struct { uintptr_t name_ptr, segbase, table_len, table_data; } rti;
+};
+#define UW_INFO_FORMAT_REMOTE_TABLE 2
+
+struct uw_seg;
+struct uw_ctx;
+
+/* Memory near JIT code for runs libunwind reads (see img_alloc): mmap'd, carved in order,
+ * unmapped when every run carved from it is freed. */
+struct uw_chunk {
+    uint8_t *base;
+    size_t size, used, refs;
+};
+#define CHUNK_SIZE ((size_t)4 << 20)
+#define NCHUNK 8
+
+/* One function with an FDE. */
+struct uw_fn {
+    uintptr_t start, end;
+    uint8_t *run;               /* CIE + FDE + terminator from the CFI encoder; NULL once dead */
+    uint32_t run_len, fde_off, fde_len;
+    bool dead;
+    struct uw_seg *seg;         /* NULL when runs are not grouped */
+    struct uw_ctx *owner;
+    struct uw_fn *prev, *next;  /* owner's live functions */
+};
+
+/* One registered run: what libgcc and libunwind read. */
+struct uw_img {
+    uint8_t *buf;
+    size_t len, maplen;         /* maplen != 0: buf was mmap'd near the code */
+    struct uw_chunk *chunk;     /* or buf was carved from this chunk */
+    void *ob[8];                /* libgcc's struct object (7 words in GCC 12), ours to keep */
+    struct uw_dyn_info di;
+    int32_t *table;             /* libunwind: (start - buf, fde - buf) pairs */
+    bool gcc, dyn;
+};
+
+struct uw_seg {
+    uintptr_t lo, hi;           /* lowest start, highest end, dead functions included */
+    struct uw_fn **fn;          /* sorted by start */
+    size_t n, ndead;
+    struct uw_img *img;
+};
+
+struct uw_ctx {
+    const struct jh__chan_env *env;
+    struct uw_fn *live;
+};
+
+struct uw_retired {
+    uint64_t when;
+    void *p;
+    bool img;
+};
+
+/* A FIFO of retired things, oldest first. */
+struct uw_queue {
+    struct uw_retired *a;
+    size_t head, len, cap;
+};
+
+struct jh__uw_state {
+    bool detected;
+    int forced, mode;           /* mode: libgcc's side, JH__UW_NONE/LIST/PERFN */
+    bool llvm, dyn;             /* LLVM libunwind and nongnu libunwind fed too */
+    void (*reg_info)(const void *, void *);
+    void *(*dereg_info)(const void *);
+    void (*reg_frame)(void *);
+    void (*dereg_frame)(void *);
+    void (*llvm_add)(uintptr_t);
+    void (*llvm_remove)(uintptr_t);
+    void (*dyn_register)(struct uw_dyn_info *);
+    void (*dyn_cancel)(struct uw_dyn_info *);
+    struct uw_seg **seg;
+    size_t nseg, segcap;
+    struct uw_queue retired;    /* freed GRACE_NS after retirement */
+    struct uw_queue uncancel;   /* libunwind entries to unlink DYN_DELAY_NS after release */
+    uint8_t cie[64];
+    size_t cie_len;
+    size_t max_fdes, max_runs;
+    size_t live, dead, far;
+    struct uw_chunk *chunk[NCHUNK];     /* open for carving */
+    uint64_t copied, rebuilds;
+    size_t page;
+};
+extern struct jh__uw_state jh__uw;
+extern struct jh__lock jh__uw_lock;    /* guards jh__uw; inside a context lock */
+
+
+static inline uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline bool grouped(void) { return jh__uw.mode == JH__UW_LIST || jh__uw.dyn; }
+static inline bool per_function(void) { return jh__uw.mode == JH__UW_PERFN || jh__uw.llvm; }
+
+/* unwind_detect.c */
+void jh__uw_detect(void);
+const char *jh__uw_mode_name(int mode);
+/* unwind_near.c */
+uint8_t *jh__uw_img_alloc(struct uw_img *im, size_t len, uintptr_t lo, uintptr_t hi, bool *near);
+void jh__uw_img_free(struct uw_img *im);
+/* unwind_reclaim.c */
+bool jh__uw_queue_push(struct uw_queue *q, void *p, bool img);
+void jh__uw_retire(void *p, bool img);
+void jh__uw_sweep(void);
+void jh__uw_img_release(struct uw_img *im);
+/* unwind_runs.c */
+struct uw_img *jh__uw_img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintptr_t hi);
+void jh__uw_img_register(struct uw_img *im);
+int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add);
+int jh__uw_group_add(struct uw_fn *u);
+int jh__uw_group_clear(uintptr_t start, uintptr_t end);
+int jh__uw_group_remove(struct uw_fn *u);
+
+#endif

@@ -1,0 +1,141 @@
+/* config.c — see config.h. */
+#include "core/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/files.h"
+
+#define GDB_DEFAULT_BATCH 1024
+#define GDB_MAX_BATCH 16384     /* an image may hold up to 2 * batch functions, each maybe its
+                                   own .text section: stay below ELF's 65,280 sections */
+#define AUDITLOG_DEFAULT_LIMIT ((uint64_t)256 << 20)
+
+static const struct { const char *name; unsigned bit; } channel_names[] = {
+    { "perfmap", JH_PERFMAP }, { "jitdump", JH_JITDUMP }, { "gdb", JH_GDB },
+    { "unwind", JH_UNWIND }, { "elfmap", JH_ELFMAP }, { "auditlog", JH_AUDITLOG },
+};
+
+bool jh__tail_is_zero(const void *p, size_t known, size_t sz)
+{
+    const unsigned char *c = p;
+    for (size_t i = known; i < sz; i++)
+        if (c[i])
+            return false;
+    return true;
+}
+
+static unsigned parse_channels(const struct jh__diag *d, const char *s)
+{
+    unsigned bits = 0;
+    while (*s) {
+        size_t n = strcspn(s, ",: ");
+        if (n == 3 && !strncmp(s, "all", 3)) {
+            bits |= JH_ALL;
+        } else if (n == 4 && !strncmp(s, "none", 4)) {
+            bits = 0;
+        } else if (n) {
+            bool found = false;
+            for (size_t i = 0; i < sizeof channel_names / sizeof *channel_names; i++) {
+                if (strlen(channel_names[i].name) == n && !strncmp(s, channel_names[i].name, n)) {
+                    bits |= channel_names[i].bit;
+                    found = true;
+                }
+            }
+            if (!found)
+                jh__diag(d, JH_LOG_ERROR, "JITHERALD: unknown channel '%.*s' ignored (known: "
+                         "perfmap,jitdump,gdb,unwind,elfmap,auditlog,all,none)", (int)n, s);
+        }
+        s += n;
+        s += strspn(s, ",: ");
+    }
+    return bits;
+}
+
+static const char *env(const struct jh__config *c, const char *name)
+{
+    if (c->flags & JH_OPT_IGNORE_ENV)
+        return NULL;
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* A decimal number from the environment, or dflt (said once when malformed). */
+static unsigned long long env_num(const struct jh__config *c, const char *name,
+                                  unsigned long long dflt, unsigned long long max)
+{
+    const char *v = env(c, name);
+    if (!v)
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || errno || n > max || *v == '-') {
+        jh__diag(&c->diag, JH_LOG_WARN, "%s=%s is not a number from 0 to %llu: ignored",
+                 name, v, max);
+        return dflt;
+    }
+    return n;
+}
+
+int jh__config_load(struct jh__config *c, const struct jh_options *opts)
+{
+    struct jh_options o = { .sz = sizeof o };
+    memset(c, 0, sizeof *c);
+    if (opts) {
+        if (opts->sz < offsetof(struct jh_options, flags) ||
+            !jh__tail_is_zero(opts, sizeof o, opts->sz))
+            return -EINVAL;
+        memcpy(&o, opts, opts->sz < sizeof o ? opts->sz : sizeof o);
+        o.sz = sizeof o;        /* fields past the caller's struct read as zero */
+        if (opts->sz < sizeof o)
+            memset((char *)&o + opts->sz, 0, sizeof o - opts->sz);
+    }
+    if (o.channels & ~(unsigned)JH_ALL || o.flags & ~(unsigned)(JH_OPT_IGNORE_ENV | JH_OPT_STRICT))
+        return -EINVAL;
+    c->flags = o.flags;
+    c->channels = o.channels;
+    c->diag = (struct jh__diag){ .fn = o.log, .arg = o.log_arg, .stderr_level = -1 };
+    const char *dbg = getenv("JITHERALD_DEBUG");
+    if (dbg && *dbg && strcmp(dbg, "0"))
+        c->diag.stderr_level = JH_LOG_DEBUG;
+
+    const char *chan = env(c, "JITHERALD");
+    if (chan) {
+        if (c->diag.stderr_level < JH_LOG_ERROR)
+            c->diag.stderr_level = JH_LOG_ERROR;    /* the user asked for these tools */
+        c->channels = parse_channels(&c->diag, chan);
+    }
+    char defdir[64];
+    const char *dir = env(c, "JITHERALD_DIR");
+    if (!dir)
+        dir = o.dir;
+    if (!dir) {
+        jh__default_dir(defdir, sizeof defdir);
+        dir = defdir;
+    }
+    c->dir = strdup(dir);
+    c->engine = strdup(o.engine && *o.engine ? o.engine : "jit");
+
+    uint32_t batch = o.gdb_batch & ~(uint32_t)JH_GDB_DEFER;
+    batch = (uint32_t)env_num(c, "JITHERALD_GDB_BATCH", batch, UINT32_MAX);
+    c->gdb.batch = !batch ? GDB_DEFAULT_BATCH : batch > GDB_MAX_BATCH ? GDB_MAX_BATCH : batch;
+    c->gdb.defer = env_num(c, "JITHERALD_GDB_DEFER", (o.gdb_batch & JH_GDB_DEFER) != 0, 1);
+    c->auditlog.limit = o.auditlog_limit ? o.auditlog_limit : AUDITLOG_DEFAULT_LIMIT;
+    c->auditlog.helper = env_num(c, "JITHERALD_AUDITLOG_HELPER", 1, 1);
+
+    if (!c->dir || !c->engine) {
+        jh__config_free(c);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void jh__config_free(struct jh__config *c)
+{
+    free(c->dir);
+    free(c->engine);
+    c->dir = c->engine = NULL;
+}

@@ -1,0 +1,368 @@
+/*
+ * context.c — contexts and the dispatch to channels.
+ *
+ * Every public call that changes what is live takes the context lock, updates the registry,
+ * then calls each live channel's hook in a fixed order. A hook that fails gets its channel
+ * reported once and switched off; the JIT's call still succeeds, because the code itself is
+ * fine and the other tools still deserve to hear about it.
+ *
+ * With no channel live, jh_code_add only validates, hands out an id and marks it live in a
+ * lock-free bit set: no lock, no copy (bench/core.c measures it).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+static const struct jh__channel_ops *const channel_table[JH__NCHAN] = {
+    [JH__CH_AUDITLOG] = &jh__auditlog_ops, [JH__CH_UNWIND] = &jh__unwind_ops,
+    [JH__CH_PERFMAP] = &jh__perfmap_ops,   [JH__CH_JITDUMP] = &jh__jitdump_ops,
+    [JH__CH_GDB] = &jh__gdb_ops,           [JH__CH_ELFMAP] = &jh__elfmap_ops,
+};
+
+const char *jh_version(void) { return JH_VERSION_STRING; }
+
+static bool chan_live(const jh_ctx *ctx, int i)
+{
+    return atomic_load_explicit(&ctx->live, memory_order_relaxed) & channel_table[i]->bit;
+}
+
+static bool lockfree(const struct jh__channel_ops *ops)
+{
+    return ops->log_memory || ops->log_event;
+}
+
+/* A channel failed: say so once, switch it off, carry on without it. Lock held. A channel
+ * with lock-free entry points is closed only by jh_close: a jh_log_* call that saw it live
+ * an instant ago may still be using its state. */
+static void channel_failed(jh_ctx *ctx, int i, const char *what, int err)
+{
+    const struct jh__channel_ops *ops = ctx->chan[i].ops;
+    jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: %s failed: %s; channel switched off, others "
+             "carry on", ops->name, what, jh_strerror(err));
+    atomic_fetch_and(&ctx->live, ~ops->bit);
+    if (lockfree(ops))
+        return;
+    ops->close(ctx->chan[i].state);
+    ctx->chan[i].state = NULL;
+}
+
+/* In a fork child's first call: per-process state starts afresh. Lock held. */
+static void check_fork(jh_ctx *ctx)
+{
+    unsigned gen = jh__fork_generation();
+    if (atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) == gen)
+        return;
+    atomic_store_explicit(&ctx->fork_gen, gen, memory_order_relaxed);
+    for (int i = 0; i < JH__NCHAN; i++) {
+        if (!chan_live(ctx, i) || !ctx->chan[i].ops->forked)
+            continue;
+        int err = ctx->chan[i].ops->forked(ctx->chan[i].state);
+        if (err < 0)
+            channel_failed(ctx, i, "restart after fork", err);
+    }
+}
+
+void jh__ctx_lock(jh_ctx *ctx)
+{
+    jh__lock(&ctx->lock);
+    check_fork(ctx);
+}
+
+#define EACH_LIVE(ctx, i, hook)                                                    \
+    for (int i = 0; i < JH__NCHAN; i++)                                            \
+        if (chan_live(ctx, i) && ctx->chan[i].ops->hook)
+#define EACH_LIVE_REVERSE(ctx, i, hook)                                            \
+    for (int i = JH__NCHAN - 1; i >= 0; i--)                                       \
+        if (chan_live(ctx, i) && ctx->chan[i].ops->hook)
+
+/* ---- open and close ---------------------------------------------------------------------- */
+static void ctx_free(jh_ctx *ctx)
+{
+    jh__idset_free(&ctx->ids);
+    jh__strings_free(&ctx->strings);
+    jh__config_free(&ctx->cfg);
+    jh__lock_fini(&ctx->lock);
+    free(ctx);
+}
+
+int jh_open(jh_ctx **out, const struct jh_options *opts)
+{
+    if (!out)
+        return -EINVAL;
+    *out = NULL;
+    jh_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return -ENOMEM;
+    int err = jh__config_load(&ctx->cfg, opts);
+    if (err) {
+        free(ctx);
+        return err;
+    }
+    jh__lock_init(&ctx->lock, "context");
+    atomic_init(&ctx->next_id, 1);
+    atomic_init(&ctx->fork_gen, jh__fork_generation());
+    ctx->dir = (struct jh__dir){ .path = ctx->cfg.dir, .err = 1 };
+    for (int i = 0; i < JH__NCHAN; i++)
+        ctx->chan[i].ops = channel_table[i];
+
+    /* On the fork handler's list before any channel opens, and locked while they do: a fork
+     * in the middle of jh_open takes this lock like any other. */
+    jh__fork_install();
+    jh__ctx_list_add(ctx);
+    jh__lock(&ctx->lock);
+    int strict_err = 0;
+    for (int i = 0; i < JH__NCHAN; i++) {
+        const struct jh__channel_ops *ops = channel_table[i];
+        if (!(ctx->cfg.channels & ops->bit))
+            continue;
+        ctx->chan[i].env = (struct jh__chan_env){
+            .engine = ctx->cfg.engine, .diag = &ctx->cfg.diag, .reg = &ctx->reg,
+            .dir = &ctx->dir, .slot = i,
+            .opts = i == JH__CH_GDB ? (const void *)&ctx->cfg.gdb :
+                    i == JH__CH_AUDITLOG ? (const void *)&ctx->cfg.auditlog : NULL };
+        void *state = NULL;
+        err = ops->open(&ctx->chan[i].env, &state);
+        if (err < 0) {
+            jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: cannot start: %s; the other channels "
+                     "carry on", ops->name, jh_strerror(err));
+            if (!strict_err)
+                strict_err = err;
+            continue;
+        }
+        ctx->chan[i].state = state;
+        atomic_fetch_or(&ctx->live, ops->bit);
+    }
+    jh__unlock(&ctx->lock);
+    if (strict_err && (ctx->cfg.flags & JH_OPT_STRICT)) {
+        jh_close(ctx);
+        return JH_ECHANNEL;
+    }
+    *out = ctx;
+    return 0;
+}
+
+unsigned jh_channels(const jh_ctx *ctx)
+{
+    return ctx ? atomic_load(&ctx->live) : 0;
+}
+
+void jh_close(jh_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    jh__ctx_lock(ctx);
+    /* Channels drop their registrations for everything still live, then close. */
+    for (int i = JH__NCHAN - 1; i >= 0; i--) {
+        if (ctx->chan[i].state)
+            ctx->chan[i].ops->close(ctx->chan[i].state);
+        ctx->chan[i].state = NULL;
+    }
+    atomic_store(&ctx->live, 0);
+    for (struct jh__node *n; (n = ctx->reg.root);) {
+        jh__reg_erase(&ctx->reg, n);
+        jh__entry_free(jh__entry_of(n));
+    }
+    jh__reg_fini(&ctx->reg);
+    jh__unlock(&ctx->lock);
+    jh__ctx_list_remove(ctx);
+    ctx_free(ctx);
+}
+
+/* ---- the calls ------------------------------------------------------------------------- */
+int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
+{
+    struct jh_code c;
+    if (!ctx || jh__code_read(&c, code) < 0)
+        return -EINVAL;
+    int err = jh__code_validate(&c);
+    if (err)
+        return err;
+    if (!atomic_load_explicit(&ctx->live, memory_order_relaxed)) {
+        uint64_t n = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
+        if ((err = jh__idset_add(&ctx->ids, n)))
+            return err;
+        if (id)
+            *id = n;
+        return 0;
+    }
+    jh__ctx_lock(ctx);
+    struct jh__entry *e = jh__entry_new(&ctx->strings, &c);
+    if (!e) {
+        jh__ctx_unlock(ctx);
+        return -ENOMEM;
+    }
+    e->node.id = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
+    if ((err = jh__reg_insert(&ctx->reg, &e->node))) {
+        jh__ctx_unlock(ctx);
+        jh__entry_free(e);
+        return err;
+    }
+    atomic_store_explicit(&ctx->stored, true, memory_order_release);
+    EACH_LIVE(ctx, i, add) {
+        int cerr = ctx->chan[i].ops->add(ctx->chan[i].state, e);
+        if (cerr < 0)
+            channel_failed(ctx, i, "announcing code", cerr);
+    }
+    if (id)
+        *id = e->node.id;
+    jh__ctx_unlock(ctx);
+    return 0;
+}
+
+/* The entry of a live id, or NULL: then an id added while no channel was live is taken out
+ * of the id set (take: true) or looked up there; -ENOENT in *err if it is not there. */
+static struct jh__entry *live_entry(jh_ctx *ctx, uint64_t id, bool take, int *err)
+{
+    struct jh__entry *e = jh__entry_of(jh__reg_by_id(&ctx->reg, id));
+    if (!e)
+        *err = (take ? jh__idset_take(&ctx->ids, id) : jh__idset_has(&ctx->ids, id)) ? 0 : -ENOENT;
+    return e;
+}
+
+int jh_code_remove(jh_ctx *ctx, uint64_t id)
+{
+    if (!ctx)
+        return -EINVAL;
+    if (!atomic_load_explicit(&ctx->stored, memory_order_acquire))
+        return jh__idset_take(&ctx->ids, id) ? 0 : -ENOENT;
+    jh__ctx_lock(ctx);
+    int err = 0;
+    struct jh__entry *e = live_entry(ctx, id, true, &err);
+    if (e) {
+        EACH_LIVE_REVERSE(ctx, i, remove) {
+            int cerr = ctx->chan[i].ops->remove(ctx->chan[i].state, e);
+            if (cerr < 0)
+                channel_failed(ctx, i, "removing code", cerr);
+        }
+        jh__reg_erase(&ctx->reg, &e->node);
+    }
+    jh__ctx_unlock(ctx);
+    jh__entry_free(e);
+    return err;
+}
+
+int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start)
+{
+    if (!ctx || !new_start)
+        return -EINVAL;
+    jh__ctx_lock(ctx);
+    int err = 0;
+    struct jh__entry *e = live_entry(ctx, id, false, &err);
+    uintptr_t to = (uintptr_t)new_start, from = e ? e->node.start : 0;
+    if (!e || to == from) {
+        /* nothing stored: nothing to tell */
+    } else if (to + (e->node.size - 1) < to) {
+        err = -EINVAL;
+    } else if (jh__reg_overlaps(&ctx->reg, to, e->node.size, &e->node)) {
+        err = JH_EOVERLAP;
+    } else {
+        jh__reg_rekey(&ctx->reg, &e->node, to);
+        e->fn.start = to;
+        EACH_LIVE(ctx, i, move) {
+            int cerr = ctx->chan[i].ops->move(ctx->chan[i].state, e, from);
+            if (cerr < 0)
+                channel_failed(ctx, i, "moving code", cerr);
+        }
+    }
+    jh__ctx_unlock(ctx);
+    return err;
+}
+
+int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len)
+{
+    if (!ctx || !addr || !len || (uintptr_t)addr + (len - 1) < (uintptr_t)addr)
+        return -EINVAL;
+    if (!atomic_load_explicit(&ctx->live, memory_order_relaxed))
+        return 0;
+    jh__ctx_lock(ctx);
+    struct jh__entry *e = jh__entry_of(jh__reg_find(&ctx->reg, (uintptr_t)addr));
+    int err = 0;
+    if (!e || len > e->node.size - ((uintptr_t)addr - e->node.start)) {
+        err = -ENOENT;
+    } else {
+        EACH_LIVE(ctx, i, patched) {
+            int cerr = ctx->chan[i].ops->patched(ctx->chan[i].state, e, (uintptr_t)addr, len);
+            if (cerr < 0)
+                channel_failed(ctx, i, "refreshing patched code", cerr);
+        }
+    }
+    jh__ctx_unlock(ctx);
+    return err;
+}
+
+int jh_flush(jh_ctx *ctx)
+{
+    if (!ctx)
+        return -EINVAL;
+    if (!atomic_load_explicit(&ctx->live, memory_order_relaxed))
+        return 0;
+    jh__ctx_lock(ctx);
+    EACH_LIVE(ctx, i, flush) {
+        int cerr = ctx->chan[i].ops->flush(ctx->chan[i].state);
+        if (cerr < 0)
+            channel_failed(ctx, i, "flushing", cerr);
+    }
+    jh__ctx_unlock(ctx);
+    return 0;
+}
+
+int jh_lookup(jh_ctx *ctx, const void *addr, uint64_t *id, const void **start, size_t *size,
+              char *name, size_t name_len)
+{
+    if (!ctx || (name && !name_len))
+        return -EINVAL;
+    if (!atomic_load_explicit(&ctx->stored, memory_order_acquire))
+        return -ENOENT;
+    jh__ctx_lock(ctx);
+    struct jh__entry *e = jh__entry_of(jh__reg_find(&ctx->reg, (uintptr_t)addr));
+    if (e) {
+        if (id)
+            *id = e->node.id;
+        if (start)
+            *start = (const void *)e->node.start;
+        if (size)
+            *size = e->node.size;
+        if (name)
+            snprintf(name, name_len, "%s", e->fn.name);
+    }
+    jh__ctx_unlock(ctx);
+    return e ? 0 : -ENOENT;
+}
+
+/* ---- the audit log's lock-free entry points ---------------------------------------------- */
+static void *lockfree_state(jh_ctx *ctx, int i)
+{
+    /* acquire: pairs with jh_open's fetch_or, so the state stored before it is seen */
+    if (!(atomic_load_explicit(&ctx->live, memory_order_acquire) & channel_table[i]->bit))
+        return NULL;
+    /* A fork child's first call restarts per-process state under the lock, once. */
+    if (JH__UNLIKELY(atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) !=
+                     jh__fork_generation())) {
+        jh__ctx_lock(ctx);
+        jh__ctx_unlock(ctx);
+        if (!chan_live(ctx, i))
+            return NULL;
+    }
+    return ctx->chan[i].state;
+}
+
+int jh_log_memory(jh_ctx *ctx, const void *addr, size_t size, const char *type_hint)
+{
+    if (!ctx || (!addr && size))
+        return -EINVAL;
+    void *st = lockfree_state(ctx, JH__CH_AUDITLOG);
+    return st ? ctx->chan[JH__CH_AUDITLOG].ops->log_memory(st, addr, size, type_hint) : 0;
+}
+
+int jh_log_event(jh_ctx *ctx, const char *name, const struct jh_attr *attrs, size_t nattrs)
+{
+    if (!ctx || !name || (nattrs && !attrs))
+        return -EINVAL;
+    for (size_t i = 0; i < nattrs; i++)
+        if (!attrs[i].key || (unsigned)attrs[i].kind > JH_ATTR_ADDR)
+            return -EINVAL;
+    void *st = lockfree_state(ctx, JH__CH_AUDITLOG);
+    return st ? ctx->chan[JH__CH_AUDITLOG].ops->log_event(st, name, attrs, nattrs) : 0;
+}

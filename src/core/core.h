@@ -1,0 +1,48 @@
+/*
+ * core.h — the context: configuration, the live-code registry and the channels it feeds.
+ * Only src/core/ sees this; channels get a jh__chan_env (channels/channel.h).
+ */
+#ifndef JH__CORE_CORE_H
+#define JH__CORE_CORE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "base/files.h"
+#include "base/lock.h"
+#include "base/registry.h"
+#include "channels/channel.h"
+#include "core/config.h"
+#include "core/describe.h"
+#include "core/idset.h"
+
+struct jh_ctx {
+    struct jh__lock lock;       /* every hook runs under it */
+    _Atomic unsigned live;      /* channel bits live now; read without the lock */
+    struct {
+        const struct jh__channel_ops *ops;
+        void *state;            /* non-NULL while open (a failed lock-free channel's state
+                                   stays until jh_close: see channel.h) */
+        struct jh__chan_env env;
+    } chan[JH__NCHAN];
+    struct jh__registry reg;    /* entries, while a channel has been live */
+    struct jh__idset ids;       /* live ids of code added while no channel was live */
+    _Atomic uint64_t next_id;
+    _Atomic bool stored;        /* the registry has held an entry */
+    _Atomic unsigned fork_gen;  /* jh__fork_gen when per-process state was last restarted */
+    struct jh__config cfg;
+    struct jh__dir dir;
+    struct jh__strings strings;
+    jh_ctx *next_ctx;           /* all contexts (core/fork.c) */
+};
+
+/* Every context of the process, for the fork handler. */
+void jh__ctx_list_add(jh_ctx *ctx);
+void jh__ctx_list_remove(jh_ctx *ctx);
+void jh__fork_install(void);
+
+/* Take the context lock; in a fork child's first call, restart per-process state first. */
+void jh__ctx_lock(jh_ctx *ctx);
+static inline void jh__ctx_unlock(jh_ctx *ctx) { jh__unlock(&ctx->lock); }
+
+#endif

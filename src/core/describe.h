@@ -1,0 +1,33 @@
+/*
+ * describe.h — from the JIT's `struct jh_code` to the core's own entry: read the struct
+ * field by field as far as the caller's sz goes, validate every field before any channel
+ * sees it, and copy what is kept (file names interned: thousands of functions share a few).
+ */
+#ifndef JH__CORE_DESCRIBE_H
+#define JH__CORE_DESCRIBE_H
+
+#include <stddef.h>
+
+#include "channels/channel.h"
+#include "jitherald.h"
+
+/* The caller's description as this library's struct: fields past c->sz read as zero.
+ * -EINVAL when sz does not reach `size` or the bytes past what we know are not zero. */
+int jh__code_read(struct jh_code *out, const struct jh_code *c);
+
+/* 0, or -EINVAL for a malformed description (see jh_code_add in jitherald.h). */
+int jh__code_validate(const struct jh_code *c);
+
+/* Interned strings, owned by a context. */
+struct jh__strings {
+    char **slot;
+    size_t n, cap;
+};
+const char *jh__intern(struct jh__strings *s, const char *str);    /* NULL: -ENOMEM */
+void jh__strings_free(struct jh__strings *s);
+
+/* A new entry holding a copy of c (validated), or NULL on ENOMEM. */
+struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c);
+void jh__entry_free(struct jh__entry *e);
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * cfi.h — the shared call-frame-information encoder: `.eh_frame` runs (one CIE, one FDE per
+ * function, a zero terminator) and `.eh_frame_hdr` search tables, from the unwind
+ * description of `struct jh_code`. Pure: bytes in, jh_buf out, no I/O, no globals.
+ *
+ * Users and the flavour each needs:
+ *   - jitdump UNWINDING_INFO (perf's synthetic ELF), the GDB/ELF image builder, elfmap:
+ *     JH__CFI_PCREL (DW_EH_PE_pcrel|sdata4), the .eh_frame placed at a known address next to
+ *     the code, plus .eh_frame_hdr.
+ *   - the process unwinder: JH__CFI_ABS (DW_EH_PE_absptr, 8 bytes), because the bytes live
+ *     on the heap and may be more than 2 GiB from the code. libgcc's __register_frame takes
+ *     the whole run; LLVM libunwind's __unw_add_dynamic_fde takes the address of one FDE
+ *     (build a run of one function and pass run + idx[0].off).
+ *
+ * The CIE (x86-64): version 1, augmentation "zR", code alignment 1, data alignment -8,
+ * return address register 16, initial rules CFA = rsp+8, rip at cfa-8. arm64: same with RA
+ * register 30 and CFA = sp+0 (the return address is still in x30). The FDE instructions:
+ *   JH_UNWIND_FRAME_POINTER  x86-64: at fp_push_end CFA = rsp+16, rbp at cfa-16; at
+ *                            fp_set_end CFA = rbp+16. arm64: at fp_push_end CFA = sp+16,
+ *                            x29 at cfa-16, x30 at cfa-8; at fp_set_end CFA = x29+16.
+ *                            The epilogue is not described (the API does not give its
+ *                            offset): a sample on the final `ret` after `pop rbp` may
+ *                            unwind one frame wrong, as with any frame-pointer unwinder.
+ *   JH_UNWIND_CFI            the caller's raw instructions, checked by jh__cfi_validate.
+ *   JH_UNWIND_NONE           no FDE at all: unwinders then fall back to their heuristics.
+ *
+ * Verifying the bytes with the real decoders (tests/unit/test_cfi.c does exactly this; it
+ * wraps a run in a minimal ELF whose sections sit at the addresses used to encode):
+ *     readelf --debug-dump=frames file.elf     # CIE/FDE, "pc=start..end", DW_CFA_* lines
+ *     readelf --debug-dump=frames-interp file.elf   # the resulting CFA/rbp/ra table
+ *     llvm-dwarfdump-14 --eh-frame file.elf    # same, LLVM's decoder (stricter on sizes)
+ * To look at a run from a live process, dump the bytes (gdb: `dump binary memory f.bin
+ * p p+len`) and wrap them the same way. The pc-relative flavour decodes to the right "pc="
+ * only if the section address in the ELF equals the `addr` used when encoding.
+ */
+#ifndef JH__FMT_CFI_H
+#define JH__FMT_CFI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "fmt/func.h"
+
+enum { JH__CFI_X86_64 = 1, JH__CFI_ARM64 = 2 };       /* jh_cfi_opts.arch */
+enum { JH__CFI_PCREL = 0, JH__CFI_ABS = 1 };           /* jh_cfi_opts.ptr */
+
+#if defined(__aarch64__)
+#define JH__CFI_HOST JH__CFI_ARM64
+#else
+#define JH__CFI_HOST JH__CFI_X86_64
+#endif
+
+/* DWARF pointer encodings we emit (DW_EH_PE_*). */
+#define JH__DW_EH_PE_absptr   0x00
+#define JH__DW_EH_PE_udata4   0x03
+#define JH__DW_EH_PE_sdata4   0x0b
+#define JH__DW_EH_PE_pcrel    0x10
+#define JH__DW_EH_PE_datarel  0x30
+#define JH__DW_EH_PE_omit     0xff
+
+/* The functions to describe are struct jh__func (fmt/func.h); only start, size and the
+ * unwind fields are read. start is the code's address *as the consumer sees it* (for perf's
+ * synthetic ELF that is the .text address there, not the process address). */
+
+struct jh__cfi_opts {
+    int arch;                   /* JH__CFI_X86_64 / JH__CFI_ARM64; 0: the host's */
+    int ptr;                    /* JH__CFI_PCREL or JH__CFI_ABS */
+    uint64_t addr;              /* address the run's first byte will have (PCREL only) */
+};
+
+/* Where one FDE of a run is: code from pc (size bytes) is described by the FDE at byte
+ * offset off from the start of the run. What .eh_frame_hdr tables and LLVM libunwind need. */
+struct jh__cfi_index {
+    uint64_t pc;
+    uint64_t size;
+    size_t off;
+};
+
+/* Check raw CFA instructions: every opcode known and complete, no advance beyond
+ * code_size, no opcode that needs a CIE augmentation or 64-bit expression we do not emit.
+ * 0 or -EINVAL. */
+int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size);
+
+/* Exact number of bytes jh__cfi_eh_frame would append (terminator included), or 0 for an
+ * invalid description. */
+size_t jh__cfi_eh_frame_size(const struct jh__cfi_opts *o, const struct jh__func *f,
+                             size_t n);
+
+/*
+ * Append an .eh_frame run to b: one CIE, one FDE per function that has unwind info (in
+ * ascending start order, whatever the order of f[]), then a 4-byte zero terminator. The
+ * run is 8-byte aligned in length; b itself is not padded before it (the caller places it
+ * at o->addr, which should be 8-aligned). idx, if not NULL, must hold n entries and gets
+ * the FDEs in ascending pc order. Returns the number of FDEs written (functions with
+ * JH_UNWIND_NONE get none), or -EINVAL (bad description), -ERANGE (a PCREL offset or size
+ * does not fit 32 bits), -ENOMEM. On error b->len is restored.
+ */
+int jh__cfi_eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o,
+                     const struct jh__func *f, size_t n, struct jh__cfi_index *idx);
+
+/* Size of an .eh_frame_hdr with nfde table entries: 12 + 8 * nfde. */
+size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
+
+/*
+ * Append an .eh_frame_hdr (version 1, eh_frame_ptr pcrel|sdata4, fde_count udata4, table
+ * datarel|sdata4 sorted by pc) that will live at hdr_addr, for a run that lives at eh_addr
+ * and whose FDEs idx[0..nfde) (ascending pc) returned. 0, -EINVAL, -ERANGE or -ENOMEM.
+ */
+int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
+                         const struct jh__cfi_index *idx, size_t nfde);
+
+/*
+ * perf's jitdump layout for one function (what UNWINDING_INFO carries): the .eh_frame for
+ * code at text_addr, laid out at eh_addr = ALIGN_8(text_addr + size), immediately followed
+ * by its .eh_frame_hdr. Appends both; *hdr_size gets the header's size. Returns 1 (one FDE),
+ * 0 when f has no unwind info (nothing appended), or a negative errno.
+ */
+int jh__cfi_perf_unwinding(struct jh__buf *b, const struct jh__func *f, uint64_t text_addr,
+                           int arch, size_t *hdr_size);
+
+#endif

@@ -1,0 +1,437 @@
+/*
+ * dwarf.c — DWARF 4 .debug_info/.debug_abbrev/.debug_line/.debug_str/.debug_ranges for a
+ * set of JIT functions. See dwarf.h for what is emitted and why DWARF 4.
+ *
+ * What a debugger does with it:
+ *     (gdb) info line *0x7ffff7fc1012
+ *     Line 4 of "fib.mini" starts at address 0x7ffff7fc100e <fib+14> and ends at ...
+ *     (lldb) image lookup -v -a 0x7ffff7fc1012
+ *           LineEntry: [0x00007ffff7fc100e-0x00007ffff7fc1016): fib.mini:4:9
+ */
+#include "fmt/dwarf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmt/func.h"
+
+/* The few DWARF constants used (DWARF 4, sections 7.5 and 7.22). */
+enum {
+    DW_TAG_compile_unit = 0x11, DW_TAG_subprogram = 0x2e,
+    DW_CHILDREN_no = 0, DW_CHILDREN_yes = 1,
+    DW_AT_name = 0x03, DW_AT_stmt_list = 0x10, DW_AT_low_pc = 0x11, DW_AT_high_pc = 0x12,
+    DW_AT_language = 0x13, DW_AT_comp_dir = 0x1b, DW_AT_producer = 0x25,
+    DW_AT_decl_file = 0x3a, DW_AT_decl_line = 0x3b, DW_AT_external = 0x3f,
+    DW_AT_frame_base = 0x40, DW_AT_ranges = 0x55,
+    DW_FORM_addr = 0x01, DW_FORM_data2 = 0x05, DW_FORM_data8 = 0x07, DW_FORM_udata = 0x0f,
+    DW_FORM_strp = 0x0e, DW_FORM_sec_offset = 0x17, DW_FORM_exprloc = 0x18,
+    DW_FORM_flag_present = 0x19,
+    DW_LANG_C99 = 0x0c,
+    DW_OP_call_frame_cfa = 0x9c,
+    DW_LNS_copy = 1, DW_LNS_advance_pc = 2, DW_LNS_advance_line = 3, DW_LNS_set_file = 4,
+    DW_LNS_set_column = 5,
+    DW_LNE_end_sequence = 1, DW_LNE_set_address = 2,
+};
+
+/* Inline fast paths for the many tiny writes (the shared jh_buf calls cost a function call
+ * and a capacity check per byte, half the time of a one-function image). Same semantics:
+ * after an allocation failure nothing more is written and b->err says so. */
+static inline uint8_t *room(struct jh__buf *b, size_t n)
+{
+    if (b->err || b->cap - b->len < n) {
+        if (jh__buf_reserve(b, n < 64 ? 64 : n))
+            return NULL;
+    }
+    uint8_t *q = b->p + b->len;
+    b->len += n;
+    return q;
+}
+
+static inline void w8(struct jh__buf *b, uint8_t v)
+{
+    uint8_t *q = room(b, 1);
+    if (q)
+        q[0] = v;
+}
+
+static inline void wle(struct jh__buf *b, uint64_t v, size_t n)
+{
+    uint8_t *q = room(b, n);
+    for (size_t i = 0; q && i < n; i++)
+        q[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void w16(struct jh__buf *b, uint16_t v) { wle(b, v, 2); }
+static inline void w32(struct jh__buf *b, uint32_t v) { wle(b, v, 4); }
+static inline void w64(struct jh__buf *b, uint64_t v) { wle(b, v, 8); }
+
+static inline void wuleb(struct jh__buf *b, uint64_t v)
+{
+    uint8_t *q = room(b, 10), *q0 = q;
+    if (!q)
+        return;
+    do {
+        uint8_t c = v & 0x7f;
+        v >>= 7;
+        *q++ = c | (v ? 0x80 : 0);
+    } while (v);
+    b->len -= 10 - (size_t)(q - q0);
+}
+
+static inline void wsleb(struct jh__buf *b, int64_t v)
+{
+    uint8_t *q = room(b, 10), *q0 = q;
+    if (!q)
+        return;
+    for (;;) {
+        uint8_t c = v & 0x7f;
+        v >>= 7;    /* arithmetic shift: gcc and clang define it for signed values */
+        if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
+            *q++ = c;
+            break;
+        }
+        *q++ = c | 0x80;
+    }
+    b->len -= 10 - (size_t)(q - q0);
+}
+
+/* Abbreviation codes: one shared table at offset 0 serves every unit. */
+enum { AB_CU = 1, AB_CU_DIR = 2, AB_SUB_DECL = 3, AB_SUB = 4 };
+
+/* Line program parameters: gcc's choice, which keeps typical rows in one special opcode. */
+#define LINE_BASE (-5)
+#define LINE_RANGE 14
+#define OPCODE_BASE 13
+
+struct item {
+    const char *file;           /* the unit this function belongs to */
+    const struct jh__func *e;
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    if (x->file != y->file) {
+        int c = strcmp(x->file, y->file);
+        if (c)
+            return c;
+    }
+    return x->e->start < y->e->start ? -1 : x->e->start > y->e->start;
+}
+
+static const char *unit_file(const struct jh__func *e)
+{
+    if (!e->nfiles)
+        return NULL;
+    uint32_t f = e->nlines ? e->lines[0].file : 0;
+    return f < e->nfiles ? e->files[f] : NULL;
+}
+
+static void abbrevs(struct jh__buf *b)
+{
+    static const uint8_t tab[] = {
+        AB_CU, DW_TAG_compile_unit, DW_CHILDREN_yes,
+            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+            DW_AT_name, DW_FORM_strp, DW_AT_stmt_list, DW_FORM_sec_offset,
+            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+        AB_CU_DIR, DW_TAG_compile_unit, DW_CHILDREN_yes,
+            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+            DW_AT_name, DW_FORM_strp, DW_AT_comp_dir, DW_FORM_strp,
+            DW_AT_stmt_list, DW_FORM_sec_offset,
+            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+        AB_SUB_DECL, DW_TAG_subprogram, DW_CHILDREN_no,
+            DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
+            DW_AT_decl_file, DW_FORM_udata, DW_AT_decl_line, DW_FORM_udata,
+            DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
+            DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
+        AB_SUB, DW_TAG_subprogram, DW_CHILDREN_no,
+            DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
+            DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
+            DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
+        0
+    };
+    jh__buf_put(b, tab, sizeof tab);
+}
+
+static uint32_t put_str(struct jh__buf *str, const char *s)
+{
+    uint32_t off = (uint32_t)str->len;
+    jh__buf_str(str, s);
+    return off;
+}
+
+/* A unit's file table: the distinct names its functions refer to, 1-based in DWARF 4. */
+struct ftab {
+    const char **v;
+    size_t n, cap;
+};
+
+static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->v[i] == s || !strcmp(t->v[i], s)) {
+            *num = (uint32_t)i + 1;
+            return 0;
+        }
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 8;
+        const char **v = realloc(t->v, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        t->v = v;
+        t->cap = cap;
+    }
+    t->v[t->n++] = s;
+    *num = (uint32_t)t->n;
+    return 0;
+}
+
+/* One sequence for one function. map[] turns the entry's file index into the unit's. */
+static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uint32_t *map)
+{
+    if (!e->nlines)
+        return;
+    w8(b, 0);
+    wuleb(b, 9);
+    w8(b, DW_LNE_set_address);
+    w64(b, e->start);
+    uint32_t file = 1, col = 0, off = 0;
+    int64_t line = 1;
+    for (uint32_t i = 0; i < e->nlines; i++) {
+        const struct jh_line *l = &e->lines[i];
+        uint32_t f = l->file < e->nfiles ? map[l->file] : 1;
+        if (f != file) {
+            w8(b, DW_LNS_set_file);
+            wuleb(b, f);
+            file = f;
+        }
+        if (l->column != col) {
+            w8(b, DW_LNS_set_column);
+            wuleb(b, l->column);
+            col = l->column;
+        }
+        int64_t dl = (int64_t)l->line - line;
+        uint64_t da = l->offset > off ? l->offset - off : 0;
+        uint64_t op = (uint64_t)(dl - LINE_BASE) + LINE_RANGE * da + OPCODE_BASE;
+        if (dl >= LINE_BASE && dl < LINE_BASE + LINE_RANGE && da <= 255 && op <= 255) {
+            w8(b, (uint8_t)op);
+        } else {
+            if (dl) {
+                w8(b, DW_LNS_advance_line);
+                wsleb(b, dl);
+            }
+            if (da) {
+                w8(b, DW_LNS_advance_pc);
+                wuleb(b, da);
+            }
+            w8(b, DW_LNS_copy);
+        }
+        line = l->line;
+        off += (uint32_t)da;
+    }
+    if (e->size > off) {
+        w8(b, DW_LNS_advance_pc);
+        wuleb(b, e->size - off);
+    }
+    w8(b, 0);
+    wuleb(b, 1);
+    w8(b, DW_LNE_end_sequence);
+}
+
+/* The line program of one unit: items[0..n) share its file. */
+static int line_unit(struct jh__buf *b, const struct item *items, size_t n, struct ftab *ft)
+{
+    static const uint8_t std_lengths[OPCODE_BASE - 1] = { 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1 };
+    uint32_t num, *map = NULL;
+    size_t map_cap = 0;
+    int err = 0;
+
+    ft->n = 0;
+    if ((err = ftab_index(ft, items[0].file, &num)))  /* the unit's own file is file 1 */
+        return err;
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t f = 0; f < items[i].e->nfiles; f++)
+            if ((err = ftab_index(ft, items[i].e->files[f], &num)))
+                return err;
+
+    size_t start = b->len;
+    w32(b, 0);                  /* unit_length, patched below */
+    w16(b, 4);
+    size_t hl = b->len;
+    w32(b, 0);                  /* header_length, patched below */
+    w8(b, 1);                   /* minimum_instruction_length */
+    w8(b, 1);                   /* maximum_operations_per_instruction */
+    w8(b, 1);                   /* default_is_stmt */
+    w8(b, (uint8_t)LINE_BASE);
+    w8(b, LINE_RANGE);
+    w8(b, OPCODE_BASE);
+    jh__buf_put(b, std_lengths, sizeof std_lengths);
+    /* An absolute name goes in as directory + basename: with directory 0 (comp_dir) and an
+     * absolute name, valgrind 3.19 prints ".//abs/path". Relative names stay on dir 0. */
+    uint32_t *dir_of = calloc(ft->n ? ft->n : 1, sizeof *dir_of);
+    if (!dir_of)
+        return -ENOMEM;
+    uint32_t ndirs = 0;
+    for (size_t i = 0; i < ft->n; i++) {
+        const char *slash = ft->v[i][0] == '/' ? strrchr(ft->v[i], '/') : NULL;
+        if (!slash || !slash[1])
+            continue;
+        size_t dlen = slash == ft->v[i] ? 1 : (size_t)(slash - ft->v[i]);
+        for (size_t k = 0; k < i && !dir_of[i]; k++) {
+            const char *o = ft->v[k], *os = dir_of[k] ? strrchr(o, '/') : NULL;
+            size_t olen = !os ? 0 : os == o ? 1 : (size_t)(os - o);
+            if (olen == dlen && !memcmp(o, ft->v[i], dlen))
+                dir_of[i] = dir_of[k];
+        }
+        if (!dir_of[i]) {
+            jh__buf_put(b, ft->v[i], dlen);
+            w8(b, 0);
+            dir_of[i] = ++ndirs;
+        }
+    }
+    w8(b, 0);                   /* end of include_directories */
+    for (size_t i = 0; i < ft->n; i++) {
+        jh__buf_str(b, dir_of[i] ? strrchr(ft->v[i], '/') + 1 : ft->v[i]);
+        wuleb(b, dir_of[i]);
+        wuleb(b, 0);
+        wuleb(b, 0);
+    }
+    free(dir_of);
+    w8(b, 0);
+    jh__buf_set_u32(b, hl, (uint32_t)(b->len - hl - 4));
+
+    for (size_t i = 0; i < n && !err; i++) {
+        const struct jh__func *e = items[i].e;
+        if (e->nfiles > map_cap) {
+            uint32_t *m = realloc(map, e->nfiles * sizeof *m);
+            if (!m) {
+                err = -ENOMEM;
+                break;
+            }
+            map = m;
+            map_cap = e->nfiles;
+        }
+        for (uint32_t f = 0; f < e->nfiles && !err; f++)
+            err = ftab_index(ft, e->files[f], &map[f]);
+        if (!err)
+            line_sequence(b, e, map);
+    }
+    free(map);
+    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+    return err;
+}
+
+static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
+                      const struct ftab *ft, uint32_t producer, int64_t comp_dir,
+                      uint32_t stmt_list)
+{
+    struct jh__buf *b = &d->info;
+    size_t start = b->len;
+    uint32_t ranges = (uint32_t)d->ranges.len;
+
+    for (size_t i = 0; i < n;) {        /* merge functions that touch into one range */
+        uint64_t lo = items[i].e->start, hi = lo + items[i].e->size;
+        for (i++; i < n && items[i].e->start == hi; i++)
+            hi += items[i].e->size;
+        w64(&d->ranges, lo);
+        w64(&d->ranges, hi);
+    }
+    w64(&d->ranges, 0);
+    w64(&d->ranges, 0);
+
+    w32(b, 0);                  /* unit_length, patched below */
+    w16(b, 4);
+    w32(b, 0);                  /* debug_abbrev_offset */
+    w8(b, 8);
+    wuleb(b, comp_dir >= 0 ? AB_CU_DIR : AB_CU);
+    w32(b, producer);
+    w16(b, DW_LANG_C99);
+    w32(b, put_str(&d->str, items[0].file));
+    if (comp_dir >= 0)
+        w32(b, (uint32_t)comp_dir);
+    w32(b, stmt_list);
+    w64(b, 0);
+    w32(b, ranges);
+    for (size_t i = 0; i < n; i++) {
+        const struct jh__func *e = items[i].e;
+        uint32_t decl_file = 0;
+        if (e->nlines) {
+            const char *f = e->files[e->lines[0].file];
+            for (size_t k = 0; k < ft->n && !decl_file; k++)
+                if (ft->v[k] == f || !strcmp(ft->v[k], f))
+                    decl_file = (uint32_t)k + 1;
+        }
+        wuleb(b, decl_file ? AB_SUB_DECL : AB_SUB);
+        w32(b, put_str(&d->str, e->name));
+        if (decl_file) {
+            wuleb(b, decl_file);
+            wuleb(b, e->lines[0].line);
+        }
+        w64(b, e->start);
+        w64(b, e->size);
+        wuleb(b, 1);
+        w8(b, DW_OP_call_frame_cfa);
+    }
+    w8(b, 0);                   /* end of the unit's children */
+    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+}
+
+void jh__dwarf_free(struct jh__dwarf *d)
+{
+    jh__buf_free(&d->info);
+    jh__buf_free(&d->abbrev);
+    jh__buf_free(&d->line);
+    jh__buf_free(&d->str);
+    jh__buf_free(&d->ranges);
+}
+
+int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size_t n,
+                    const struct jh__dwarf_opts *o)
+{
+    struct item *items = NULL;
+    struct ftab ft = { 0 };
+    size_t ni = 0;
+    int err = 0;
+
+    memset(d, 0, sizeof *d);
+    if (n) {
+        items = malloc(n * sizeof *items);
+        if (!items)
+            return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *f = unit_file(fns[i]);
+        if (f)
+            items[ni++] = (struct item){ f, fns[i] };
+    }
+    if (ni == 0)
+        goto out;
+    qsort(items, ni, sizeof *items, cmp_item);
+
+    abbrevs(&d->abbrev);
+    uint32_t producer = put_str(&d->str, o && o->producer ? o->producer : "jitherald");
+    int64_t comp_dir = o && o->comp_dir ? (int64_t)put_str(&d->str, o->comp_dir) : -1;
+    for (size_t i = 0; i < ni && !err;) {
+        size_t j = i + 1;
+        while (j < ni && (items[j].file == items[i].file || !strcmp(items[j].file, items[i].file)))
+            j++;
+        uint32_t stmt_list = (uint32_t)d->line.len;
+        err = line_unit(&d->line, items + i, j - i, &ft);
+        if (!err)
+            info_unit(d, items + i, j - i, &ft, producer, comp_dir, stmt_list);
+        i = j;
+    }
+    if (!err) {
+        const struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
+        for (size_t k = 0; k < 5 && !err; k++)
+            err = all[k]->err ? all[k]->err : all[k]->len > UINT32_MAX ? -E2BIG : 0;
+    }
+out:
+    free(ft.v);
+    free(items);
+    if (err)
+        jh__dwarf_free(d);
+    return err;
+}

@@ -1,0 +1,413 @@
+/*
+ * elf_image.c — the ELF64 image builder shared by the gdb and elfmap channels. See
+ * elf_image.h for the layout and the reasons behind it.
+ *
+ * Sizes first, bytes second: DWARF, symbols and .eh_frame sizes are known before anything
+ * is written, so the output buffer is reserved once and never moves while the image is
+ * written. That is what lets a NOBITS image give .eh_frame the address its bytes really
+ * have (an SHF_ALLOC section at a made-up address would collide with other objfiles'
+ * sections in GDB's sorted section table).
+ */
+#include "fmt/elf_image.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmt/cfi.h"
+#include "fmt/dwarf.h"
+#include "fmt/func.h"
+
+#if defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#else
+#define HOST_MACHINE EM_X86_64
+#endif
+
+enum { S_NULL, S_TEXT, S_EH, S_DATA, S_INFO, S_ABBREV, S_LINE, S_STR, S_RANGES, S_SYMTAB,
+       S_STRTAB, S_SHSTRTAB, S_MAX };
+
+static const char *const sec_name[S_MAX] = {
+    "", ".text", ".eh_frame", ".data", ".debug_info", ".debug_abbrev", ".debug_line",
+    ".debug_str", ".debug_ranges", ".symtab", ".strtab", ".shstrtab",
+};
+
+struct sec {
+    bool on;
+    uint32_t type;
+    uint64_t flags, addr, align, entsize;
+    size_t off, size;           /* off from the image start */
+    const void *bytes;          /* NULL: zeros / NOBITS / written specially */
+    uint32_t link, info;
+    uint32_t index, name;
+};
+
+static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static int check_spec(const struct jh__elf_spec *s, uint64_t *lo, size_t *size)
+{
+    if (!s || (s->nfns && !s->fns) || s->page_size & (s->page_size - 1))
+        return -EINVAL;
+    if (s->e_type && s->e_type != ET_DYN && s->e_type != ET_EXEC)
+        return -EINVAL;
+    uint64_t prev_end = 0;
+    for (size_t i = 0; i < s->nfns; i++) {
+        const struct jh__func *e = s->fns[i];
+        if (!e || !e->name || !e->size || e->start < prev_end || e->start + e->size < e->start)
+            return -EINVAL;
+        prev_end = e->start + e->size;
+    }
+    *lo = s->text_addr;
+    *size = s->text_size;
+    if (s->text == JH__ELF_TEXT_NOBITS) {
+        if (!*size) {
+            if (!s->nfns)
+                return -EINVAL;
+            *lo = s->fns[0]->start;
+            *size = prev_end - *lo;
+        }
+    } else if (s->text == JH__ELF_TEXT_COPY) {
+        size_t page = s->page_size ? s->page_size : 4096;
+        if (!*size || !s->text_bytes || *lo % page || s->rw_addr % page)
+            return -EINVAL;
+    } else {
+        return -EINVAL;
+    }
+    if (*lo + *size < *lo)
+        return -EINVAL;
+    for (size_t i = 0; i < s->nfns; i++)
+        if (s->fns[i]->start < *lo || s->fns[i]->start + s->fns[i]->size > *lo + *size)
+            return -EINVAL;
+    return 0;
+}
+
+/* A .text section: one per maximal run of adjacent functions in NOBITS auto mode. */
+struct run {
+    uint64_t lo, hi;
+};
+
+/* Runs of adjacent functions. Exact ranges matter: LLDB maps an address to the section
+ * with the greatest start below it, so an image whose single .text spanned another image's
+ * function would capture that function's addresses and hide its name. */
+static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, struct run **out,
+                     size_t *nruns, uint32_t *fn_run)
+{
+    size_t n = 1;
+    bool auto_range = s->text == JH__ELF_TEXT_NOBITS && !s->text_size;
+    if (auto_range)
+        for (size_t i = 1; i < s->nfns; i++)
+            n += s->fns[i]->start != s->fns[i - 1]->start + s->fns[i - 1]->size;
+    if (n >= SHN_LORESERVE - S_MAX || n >= PN_XNUM - 2)
+        return -E2BIG;
+    struct run *r = malloc(n * sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    if (!auto_range) {
+        r[0] = (struct run){ lo, lo + size };
+        for (size_t i = 0; i < s->nfns; i++)
+            fn_run[i] = 0;
+    } else {
+        size_t k = 0;
+        r[0] = (struct run){ s->fns[0]->start, s->fns[0]->start + s->fns[0]->size };
+        fn_run[0] = 0;
+        for (size_t i = 1; i < s->nfns; i++) {
+            const struct jh__func *e = s->fns[i];
+            if (e->start != r[k].hi)
+                r[++k] = (struct run){ e->start, e->start };
+            r[k].hi = e->start + e->size;
+            fn_run[i] = (uint32_t)k;
+        }
+    }
+    *out = r;
+    *nruns = n;
+    return 0;
+}
+
+int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout)
+{
+    struct jh__dwarf dw = { 0 };
+    struct jh__func *cf = NULL;
+    struct run *runs = NULL;
+    uint32_t *fn_run = NULL;
+    struct sec sec[S_MAX];
+    uint64_t text_lo;
+    size_t text_size, nruns = 0, eh_size = 0, strtab_size = 1, shstr_size = 0;
+    const bool copy = s && s->text == JH__ELF_TEXT_COPY;
+    const size_t page = s && s->page_size ? s->page_size : 4096;
+    const size_t orig = out->len;
+    size_t start = out->len, nfde = 0;
+    int err;
+
+    if ((err = check_spec(s, &text_lo, &text_size)))
+        return err;
+    if (out->err)
+        return out->err;
+    fn_run = malloc((s->nfns ? s->nfns : 1) * sizeof *fn_run);
+    if (!fn_run)
+        return -ENOMEM;
+    if ((err = make_runs(s, text_lo, text_size, &runs, &nruns, fn_run)))
+        goto fail;
+    if (!(s->flags & JH__ELF_NO_DWARF)) {
+        struct jh__dwarf_opts dopts = { .producer = s->producer, .comp_dir = s->comp_dir };
+        if ((err = jh__dwarf_build(&dw, s->fns, s->nfns, &dopts)))
+            goto fail;
+    }
+
+    struct jh__cfi_opts copts = { .arch = JH__CFI_HOST, .ptr = copy ? JH__CFI_PCREL : JH__CFI_ABS };
+    bool want_eh = !(s->flags & JH__ELF_NO_EH_FRAME) && (!copy || s->rw_addr) && s->nfns;
+    if (want_eh) {
+        cf = malloc(s->nfns * sizeof *cf);
+        if (!cf) {
+            err = -ENOMEM;
+            goto fail;
+        }
+        size_t with_unwind = 0;
+        for (size_t i = 0; i < s->nfns; i++) {
+            cf[i] = *s->fns[i];
+            with_unwind += cf[i].unwind != JH_UNWIND_NONE;
+        }
+        if (with_unwind) {
+            eh_size = jh__cfi_eh_frame_size(&copts, cf, s->nfns);
+            if (!eh_size) {
+                err = -EINVAL;
+                goto fail;
+            }
+        }
+        want_eh = eh_size != 0;
+    }
+    for (size_t i = 0; i < s->nfns; i++)
+        strtab_size += strlen(s->fns[i]->name) + 1;
+
+    /* ---- the section table (.text runs take indices 1..nruns), then the layout ---- */
+    memset(sec, 0, sizeof sec);
+    sec[S_NULL].on = true;
+    sec[S_TEXT] = (struct sec){ .on = true, .type = copy ? SHT_PROGBITS : SHT_NOBITS,
+        .flags = SHF_ALLOC | SHF_EXECINSTR, .addr = text_lo, .size = text_size,
+        .align = copy ? 16 : 1, .bytes = copy ? s->text_bytes : NULL };
+    sec[S_EH] = (struct sec){ .on = want_eh, .type = SHT_PROGBITS,
+        .flags = SHF_ALLOC | (copy ? SHF_WRITE : 0), .size = eh_size, .align = 8 };
+    sec[S_DATA] = (struct sec){ .on = copy && s->rw_addr && !want_eh, .type = SHT_PROGBITS,
+        .flags = SHF_ALLOC | SHF_WRITE, .size = 16, .align = 8 };
+    struct { int i; struct jh__buf *b; } dws[] = { { S_INFO, &dw.info }, { S_ABBREV, &dw.abbrev },
+        { S_LINE, &dw.line }, { S_STR, &dw.str }, { S_RANGES, &dw.ranges } };
+    for (size_t k = 0; k < sizeof dws / sizeof dws[0]; k++)
+        if (dws[k].b->len)
+            sec[dws[k].i] = (struct sec){ .on = true, .type = SHT_PROGBITS, .align = 1,
+                .size = dws[k].b->len, .bytes = dws[k].b->p,
+                .entsize = dws[k].i == S_STR ? 1 : 0,
+                .flags = dws[k].i == S_STR ? SHF_MERGE | SHF_STRINGS : 0 };
+    sec[S_SYMTAB] = (struct sec){ .on = true, .type = SHT_SYMTAB, .align = 8,
+        .size = (s->nfns + 1) * sizeof(Elf64_Sym), .entsize = sizeof(Elf64_Sym), .info = 1 };
+    sec[S_STRTAB] = (struct sec){ .on = true, .type = SHT_STRTAB, .align = 1, .size = strtab_size };
+    sec[S_SHSTRTAB] = (struct sec){ .on = true, .type = SHT_STRTAB, .align = 1 };
+
+    uint32_t nsec = 0;
+    for (int i = 0; i < S_MAX; i++) {
+        if (!sec[i].on)
+            continue;
+        sec[i].index = nsec;
+        nsec += i == S_TEXT ? (uint32_t)nruns : 1;
+        sec[i].name = (uint32_t)shstr_size;   /* every run shares the name ".text" */
+        shstr_size += strlen(sec_name[i]) + 1;
+    }
+    sec[S_SHSTRTAB].size = shstr_size;
+    sec[S_SYMTAB].link = sec[S_STRTAB].index;
+
+    /* NOBITS: a PT_LOAD per run with no file bytes, and one for .eh_frame (BFD warns about
+     * an SHF_ALLOC section outside every segment once there are segments), unless the
+     * caller says no. COPY: the code segment, and the rw one if asked for. */
+    const bool nophdrs = !copy && (s->flags & JH__ELF_NO_PHDRS);
+    const size_t nph = copy ? (s->rw_addr ? 2 : 1) : nophdrs ? 0 : nruns + want_eh;
+    size_t off = sizeof(Elf64_Ehdr) + nph * sizeof(Elf64_Phdr);
+    size_t rw_off = 0, rw_size = 0;
+    if (copy) {
+        off = align_up(off, page);
+        sec[S_TEXT].off = off;
+        off += text_size;
+        if (s->rw_addr) {
+            rw_off = off = align_up(off, page);
+            int r = want_eh ? S_EH : S_DATA;
+            sec[r].off = off;
+            sec[r].addr = s->rw_addr;
+            rw_size = sec[r].size;
+            off += rw_size;
+        }
+    } else {
+        off = align_up(off, 8);
+        sec[S_TEXT].off = off;      /* NOBITS: an offset inside the file, no bytes */
+        if (want_eh) {
+            sec[S_EH].off = off;
+            off += eh_size;
+        }
+    }
+    for (int i = S_INFO; i < S_MAX; i++) {
+        if (!sec[i].on)
+            continue;
+        off = align_up(off, sec[i].align);
+        sec[i].off = off;
+        off += sec[i].size;
+    }
+    size_t shoff = align_up(off, 8);
+    size_t total = shoff + nsec * sizeof(Elf64_Shdr);
+
+    /* ---- write: reserve once so out->p does not move from here on ---- */
+    jh__buf_align(out, 8);
+    start = out->len;
+    if (!out->p && !out->err) {
+        /* a fresh buffer gets exactly the image: debuggers' images live as long as their
+         * code, and jh_buf's doubling would leave up to half of each one unused */
+        if (!(out->p = malloc(total))) {
+            err = out->err = -ENOMEM;
+            goto fail;
+        }
+        out->cap = total;
+    }
+    if ((err = jh__buf_reserve(out, total)))
+        goto fail;
+    if (!copy && want_eh)
+        sec[S_EH].addr = (uint64_t)(uintptr_t)(out->p + start + sec[S_EH].off);
+    copts.addr = sec[S_EH].addr;
+
+    Elf64_Ehdr eh = { 0 };
+    memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_ident[EI_VERSION] = EV_CURRENT;
+    eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
+    eh.e_type = s->e_type ? s->e_type : ET_DYN;
+    eh.e_machine = HOST_MACHINE;
+    eh.e_version = EV_CURRENT;
+    eh.e_phoff = nph ? sizeof eh : 0;
+    eh.e_shoff = shoff;
+    eh.e_ehsize = sizeof eh;
+    eh.e_phentsize = sizeof(Elf64_Phdr);
+    eh.e_phnum = (uint16_t)nph;
+    eh.e_shentsize = sizeof(Elf64_Shdr);
+    eh.e_shnum = (uint16_t)nsec;
+    eh.e_shstrndx = (uint16_t)sec[S_SHSTRTAB].index;
+    jh__buf_put(out, &eh, sizeof eh);
+
+    if (copy) {
+        Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = sec[S_TEXT].off,
+                          .p_vaddr = text_lo, .p_paddr = text_lo, .p_filesz = text_size,
+                          .p_memsz = text_size, .p_align = page };
+        jh__buf_put(out, &ph, sizeof ph);
+        if (s->rw_addr) {
+            Elf64_Phdr rw = { .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = rw_off,
+                              .p_vaddr = s->rw_addr, .p_paddr = s->rw_addr,
+                              .p_filesz = rw_size, .p_memsz = rw_size, .p_align = page };
+            jh__buf_put(out, &rw, sizeof rw);
+        }
+    } else if (!nophdrs) {
+        for (size_t k = 0; k < nruns; k++) {
+            Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R | PF_X,
+                              .p_offset = sec[S_TEXT].off, .p_vaddr = runs[k].lo,
+                              .p_paddr = runs[k].lo, .p_memsz = runs[k].hi - runs[k].lo,
+                              .p_align = 1 };
+            jh__buf_put(out, &ph, sizeof ph);
+        }
+        if (want_eh) {
+            Elf64_Phdr ph = { .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = sec[S_EH].off,
+                              .p_vaddr = sec[S_EH].addr, .p_paddr = sec[S_EH].addr,
+                              .p_filesz = eh_size, .p_memsz = eh_size, .p_align = 1 };
+            jh__buf_put(out, &ph, sizeof ph);
+        }
+    }
+
+    for (int i = S_TEXT; i < S_MAX; i++) {
+        if (!sec[i].on || (i == S_TEXT && !copy))
+            continue;
+        jh__buf_zeros(out, start + sec[i].off - out->len);
+        if (i == S_EH) {
+            size_t at = out->len;
+            int n = jh__cfi_eh_frame(out, &copts, cf, s->nfns, NULL);
+            if (n < 0) {
+                err = n;
+                goto fail;
+            }
+            if (out->len - at != eh_size) {
+                err = -EINVAL;      /* the encoder's dry run disagrees with its output */
+                goto fail;
+            }
+            nfde = (size_t)n;
+        } else if (i == S_SYMTAB) {
+            Elf64_Sym sym = { 0 };
+            jh__buf_put(out, &sym, sizeof sym);
+            uint32_t name = 1;
+            for (size_t k = 0; k < s->nfns; k++) {
+                const struct jh__func *e = s->fns[k];
+                sym = (Elf64_Sym){ .st_name = name, .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC),
+                    .st_other = STV_DEFAULT, .st_shndx = (uint16_t)(sec[S_TEXT].index + fn_run[k]),
+                    .st_value = e->start, .st_size = e->size };
+                jh__buf_put(out, &sym, sizeof sym);
+                name += (uint32_t)strlen(e->name) + 1;
+            }
+        } else if (i == S_STRTAB) {
+            jh__buf_u8(out, 0);
+            for (size_t k = 0; k < s->nfns; k++)
+                jh__buf_str(out, s->fns[k]->name);
+        } else if (i == S_SHSTRTAB) {
+            for (int k = 0; k < S_MAX; k++)
+                if (sec[k].on)
+                    jh__buf_str(out, sec_name[k]);
+        } else if (sec[i].bytes) {
+            jh__buf_put(out, sec[i].bytes, sec[i].size);
+        } else {
+            jh__buf_zeros(out, sec[i].size);
+        }
+    }
+    jh__buf_zeros(out, start + shoff - out->len);
+    for (int i = 0; i < S_MAX; i++) {
+        if (!sec[i].on)
+            continue;
+        Elf64_Shdr sh = { 0 };
+        if (i == S_NULL) {
+            jh__buf_put(out, &sh, sizeof sh);
+            continue;
+        }
+        sh = (Elf64_Shdr){ .sh_name = sec[i].name, .sh_type = sec[i].type,
+            .sh_flags = sec[i].flags, .sh_addr = sec[i].addr,
+            .sh_offset = sec[i].off, .sh_size = sec[i].size, .sh_link = sec[i].link,
+            .sh_info = sec[i].info, .sh_addralign = sec[i].align,
+            .sh_entsize = sec[i].entsize };
+        if (i == S_TEXT && !copy) {
+            for (size_t k = 0; k < nruns; k++) {
+                sh.sh_addr = runs[k].lo;
+                sh.sh_size = runs[k].hi - runs[k].lo;
+                jh__buf_put(out, &sh, sizeof sh);
+            }
+        } else {
+            jh__buf_put(out, &sh, sizeof sh);
+        }
+    }
+    if (out->err) {
+        err = out->err;
+        goto fail;
+    }
+    if (out->len - start != total) {
+        err = -EINVAL;
+        goto fail;
+    }
+    if (layout) {
+        *layout = (struct jh__elf_layout){ .size = total, .text_off = copy ? sec[S_TEXT].off : 0,
+            .rw_off = rw_off, .rw_size = rw_size, .ntext = nruns,
+            .eh_frame_off = want_eh ? sec[S_EH].off : 0, .eh_frame_size = eh_size,
+            .eh_frame_addr = want_eh ? sec[S_EH].addr : 0, .nfde = want_eh ? nfde : 0 };
+    }
+    free(runs);
+    free(fn_run);
+    free(cf);
+    jh__dwarf_free(&dw);
+    return 0;
+
+fail:
+    free(runs);
+    free(fn_run);
+    free(cf);
+    jh__dwarf_free(&dw);
+    if (out->len > orig)
+        out->len = orig;
+    return err;
+}

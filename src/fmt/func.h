@@ -1,0 +1,34 @@
+/*
+ * func.h — a function as every encoder sees it: the neutral description the library copies
+ * from `struct jh_code` and the CLI rebuilds from files it reads (an audit log, a jitdump).
+ * Encoders (ELF images, DWARF, .eh_frame, jitdump records, perf-map lines, audit-log
+ * records) take this and nothing of the library's bookkeeping, so the CLI calls the very
+ * same code. Addresses are 64-bit whatever the host: a file may come from another machine.
+ */
+#ifndef JH__FMT_FUNC_H
+#define JH__FMT_FUNC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jitherald.h"
+
+struct jh__func {
+    uint64_t start, size;       /* size > 0 */
+    const char *name;
+    const char *const *files;   /* nfiles names, referred to by lines[].file */
+    const struct jh_line *lines;/* sorted by offset, offsets < size */
+    uint32_t nfiles, nlines;
+    enum jh_unwind_kind unwind;
+    uint32_t fp_push_end, fp_set_end;   /* JH_UNWIND_FRAME_POINTER */
+    const uint8_t *cfi;                 /* JH_UNWIND_CFI: FDE instructions */
+    size_t cfi_len;
+};
+
+/* The file name of line row l (a "?" for a bad index, which validation never lets in). */
+static inline const char *jh__func_file(const struct jh__func *f, const struct jh_line *l)
+{
+    return l->file < f->nfiles && f->files[l->file] ? f->files[l->file] : "?";
+}
+
+#endif
