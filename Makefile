@@ -61,7 +61,7 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib cli examples tests install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports
+.PHONY: all lib cli examples tests install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports check-layers
 all: lib cli examples
 
 lib: $(LIB_A) $(LIB_SO) $(BUILD)/jitherald.pc
@@ -139,7 +139,7 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) $(MJ_A)
 	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS) -lm
 
 # ---- running --------------------------------------------------------------------------
-test: tests check-exports
+test: tests check-exports check-layers
 	@BUILD=$(BUILD) tests/run.sh
 
 test-unit: tests
@@ -175,6 +175,11 @@ demo: all
 .PHONY: report-demo
 report-demo: all
 	@BUILD=$(BUILD) tools/report_demo.sh docs/img/auditlog-report.png
+
+# Includes go one way, no .c includes, every lock has a fork path, files stay small
+# (docs/architecture.md).
+check-layers:
+	@scripts/check-layers.sh
 
 # Only jh_* and the two GDB JIT-interface symbols may leave the shared library.
 check-exports: $(LIB_SO)

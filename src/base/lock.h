@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct jh__lock {
@@ -44,6 +45,7 @@ static inline void jh__lock_init(struct jh__lock *l, const char *name)
 static inline void jh__lock_fini(struct jh__lock *l) { pthread_mutex_destroy(&l->m); }
 static inline void jh__lock(struct jh__lock *l) { pthread_mutex_lock(&l->m); }
 static inline void jh__unlock(struct jh__lock *l) { pthread_mutex_unlock(&l->m); }
+static inline bool jh__trylock(struct jh__lock *l) { return pthread_mutex_trylock(&l->m) == 0; }
 
 /* The fork handler's share of the work: take / release every registered lock. */
 void jh__locks_take_all(void);

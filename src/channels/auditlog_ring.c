@@ -127,7 +127,7 @@ static void *ahead_main(void *arg)
  * a writer is growing the file already; the next frame past the mark asks again). */
 static void nudge(struct al_state *st)
 {
-    if (pthread_mutex_trylock(&st->grow_lock.m) != 0)
+    if (!jh__trylock(&st->grow_lock))
         return;
     if (st->ahead_running && !st->ahead_pending) {
         st->ahead_pending = true;

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The house rules that a compiler does not check (docs/architecture.md), checked by
+# `make test`:
+#   1. includes go one way: src/base <- src/fmt <- src/channels <- src/core, and
+#      tools/lib <- tools (the CLI); the CLI may use base and fmt, never core or channels;
+#   2. no .c file is included by another file (link a library instead);
+#   3. no raw pthread mutex outside src/base/lock.[ch]: every lock has a fork path;
+#   4. no file under src/ or tools/ holds more than 700 lines.
+# Prints every violation and exits 1 if there is one.
+set -u
+cd "$(dirname "$0")/.."
+bad=0
+say() { echo "check-layers: $*"; bad=1; }
+
+# Which layers a file may include, by the layer it is in.
+allowed() {
+    case $1 in
+    src/base/*)     echo "base" ;;
+    src/fmt/*)      echo "base fmt" ;;
+    src/channels/*) echo "base fmt channels" ;;
+    src/core/*)     echo "base fmt channels core" ;;
+    tools/lib/*)    echo "base fmt lib" ;;
+    tools/*)        echo "base fmt lib" ;;
+    *)              echo "*" ;;
+    esac
+}
+
+for f in $(git ls-files 'src/*.[ch]' 'tools/*.[ch]' 'adapters/*.[ch]' 'adapters/*.cc' 'adapters/*.cpp' 2>/dev/null); do
+    ok=$(allowed "$f")
+    while IFS= read -r line; do
+        inc=$(sed -n 's/^#include "\([^"]*\)".*/\1/p' <<<"$line")
+        [ -n "$inc" ] || continue
+        case $inc in
+        jitherald.h|*/jitherald.h) continue ;;
+        esac
+        layer=${inc%%/*}
+        [ "$layer" = "$inc" ] && continue       # the file's own directory
+        [ "$ok" = "*" ] && continue
+        case " $ok " in
+        *" $layer "*) ;;
+        *) say "$f includes \"$inc\": $f may include only from: $ok" ;;
+        esac
+    done < <(grep -E '^#include +"' "$f")
+done
+
+inc_c=$(grep -rlE '^#include +"[^"]+\.(c|cc)"' src tools tests fuzz bench examples adapters 2>/dev/null)
+for f in $inc_c; do say "$f includes a .c file"; done
+
+raw=$(grep -rnE '\bpthread_mutex_(t|init|lock|trylock)\b|PTHREAD_MUTEX_INITIALIZER' src \
+      | grep -v '^src/base/lock\.[ch]:')
+[ -n "$raw" ] && say "raw pthread mutexes outside src/base/lock.[ch] (use struct jh__lock):
+$raw"
+
+for f in $(git ls-files 'src/*.[ch]' 'tools/*.[ch]'); do
+    n=$(wc -l < "$f")
+    [ "$n" -gt 700 ] && say "$f has $n lines (700 at most: one job per file)"
+done
+
+[ $bad = 0 ] && echo "check-layers: ok"
+exit $bad
