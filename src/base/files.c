@@ -8,10 +8,12 @@
 #include <pthread.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int check_fd(int fd, unsigned how, bool own)
@@ -123,11 +125,31 @@ void jh__default_dir(char *buf, size_t len)
 /* A write or a growth past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the
  * process: a JIT must never die because a profiling file hit a limit. When a limit is set,
  * the signal is blocked around our own call and a pending one taken back, so the call just
- * fails with EFBIG and the channel reports it. One getrlimit when no limit is set. */
+ * fails with EFBIG and the channel reports it. Whether a limit is set is asked again at
+ * most every FSIZE_RECHECK_NS (getrlimit is a system call: a third of a perf-map line's
+ * cost); a JIT lowering its own limit at run time is covered from then on. */
+#define FSIZE_RECHECK_NS 50000000ull
+static _Atomic uint64_t fsize_asked_at;     /* coarse ns | 1, 0: never */
+static _Atomic bool fsize_limit;
+
+static bool fsize_limited(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    uint64_t now = ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) | 1;
+    uint64_t at = atomic_load_explicit(&fsize_asked_at, memory_order_relaxed);
+    if (at && now >= at && now - at < FSIZE_RECHECK_NS)
+        return atomic_load_explicit(&fsize_limit, memory_order_relaxed);
+    struct rlimit r;
+    bool lim = getrlimit(RLIMIT_FSIZE, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+    atomic_store_explicit(&fsize_limit, lim, memory_order_relaxed);
+    atomic_store_explicit(&fsize_asked_at, now, memory_order_relaxed);
+    return lim;
+}
+
 void jh__fsize_guard_begin(struct jh__fsize_guard *g)
 {
-    struct rlimit r;
-    g->on = getrlimit(RLIMIT_FSIZE, &r) == 0 && r.rlim_cur != RLIM_INFINITY;
+    g->on = fsize_limited();
     if (g->on) {
         sigset_t xfsz;
         sigemptyset(&xfsz);

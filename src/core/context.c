@@ -80,7 +80,7 @@ void jh__ctx_lock(jh_ctx *ctx)
 /* ---- open and close ---------------------------------------------------------------------- */
 static void ctx_free(jh_ctx *ctx)
 {
-    jh__idset_free(&ctx->ids);
+    jh__idset_free(&ctx->gone);
     jh__strings_free(&ctx->strings);
     jh__config_free(&ctx->cfg);
     jh__lock_fini(&ctx->lock);
@@ -173,28 +173,33 @@ void jh_close(jh_ctx *ctx)
 /* ---- the calls ------------------------------------------------------------------------- */
 int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
 {
-    struct jh_code c;
-    if (!ctx || jh__code_read(&c, code) < 0)
+    if (!ctx || !code)
         return -EINVAL;
-    int err = jh__code_validate(&c);
+    struct jh_code tmp;
+    const struct jh_code *c = code;
+    if (code->sz != sizeof *code) {     /* an older or newer caller: read field by field */
+        if (jh__code_read(&tmp, code) < 0)
+            return -EINVAL;
+        c = &tmp;
+    }
+    int err = jh__code_validate(c);
     if (err)
         return err;
     if (!atomic_load_explicit(&ctx->live, memory_order_relaxed)) {
         uint64_t n = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
-        if ((err = jh__idset_add(&ctx->ids, n)))
-            return err;
         if (id)
             *id = n;
         return 0;
     }
     jh__ctx_lock(ctx);
-    struct jh__entry *e = jh__entry_new(&ctx->strings, &c);
+    struct jh__entry *e = jh__entry_new(&ctx->strings, c);
     if (!e) {
         jh__ctx_unlock(ctx);
         return -ENOMEM;
     }
     e->node.id = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
     if ((err = jh__reg_insert(&ctx->reg, &e->node))) {
+        jh__idset_mark(&ctx->gone, e->node.id);     /* never handed out */
         jh__ctx_unlock(ctx);
         jh__entry_free(e);
         return err;
@@ -211,34 +216,39 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
     return 0;
 }
 
-/* The entry of a live id, or NULL: then an id added while no channel was live is taken out
- * of the id set (take: true) or looked up there; -ENOENT in *err if it is not there. */
-static struct jh__entry *live_entry(jh_ctx *ctx, uint64_t id, bool take, int *err)
+/* Is id live though not stored (handed out while no channel was live)? */
+static bool live_unstored(jh_ctx *ctx, uint64_t id)
 {
-    struct jh__entry *e = jh__entry_of(jh__reg_by_id(&ctx->reg, id));
-    if (!e)
-        *err = (take ? jh__idset_take(&ctx->ids, id) : jh__idset_has(&ctx->ids, id)) ? 0 : -ENOENT;
-    return e;
+    return id && id < atomic_load_explicit(&ctx->next_id, memory_order_relaxed) &&
+           !jh__idset_has(&ctx->gone, id);
 }
 
 int jh_code_remove(jh_ctx *ctx, uint64_t id)
 {
     if (!ctx)
         return -EINVAL;
-    if (!atomic_load_explicit(&ctx->stored, memory_order_acquire))
-        return jh__idset_take(&ctx->ids, id) ? 0 : -ENOENT;
-    jh__ctx_lock(ctx);
-    int err = 0;
-    struct jh__entry *e = live_entry(ctx, id, true, &err);
-    if (e) {
-        EACH_LIVE_REVERSE(ctx, i, remove) {
-            int cerr = ctx->chan[i].ops->remove(ctx->chan[i].state, e);
-            if (cerr < 0)
-                channel_failed(ctx, i, "removing code", cerr);
+    bool stored = atomic_load_explicit(&ctx->stored, memory_order_acquire);
+    struct jh__entry *e = NULL;
+    if (stored) {
+        jh__ctx_lock(ctx);
+        e = jh__entry_of(jh__reg_by_id(&ctx->reg, id));
+        if (e) {
+            EACH_LIVE_REVERSE(ctx, i, remove) {
+                int cerr = ctx->chan[i].ops->remove(ctx->chan[i].state, e);
+                if (cerr < 0)
+                    channel_failed(ctx, i, "removing code", cerr);
+            }
+            jh__reg_erase(&ctx->reg, &e->node);
         }
-        jh__reg_erase(&ctx->reg, &e->node);
+        jh__ctx_unlock(ctx);
     }
-    jh__ctx_unlock(ctx);
+    /* Marked gone either way, so that removing it again is -ENOENT. A mark that cannot be
+     * made (-ENOMEM) only loses that check. */
+    int err = 0;
+    if (e || (id && id < atomic_load_explicit(&ctx->next_id, memory_order_relaxed)))
+        err = jh__idset_mark(&ctx->gone, id) == 0 && !e ? -ENOENT : 0;
+    else
+        err = -ENOENT;
     jh__entry_free(e);
     return err;
 }
@@ -249,10 +259,12 @@ int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start)
         return -EINVAL;
     jh__ctx_lock(ctx);
     int err = 0;
-    struct jh__entry *e = live_entry(ctx, id, false, &err);
+    struct jh__entry *e = jh__entry_of(jh__reg_by_id(&ctx->reg, id));
     uintptr_t to = (uintptr_t)new_start, from = e ? e->node.start : 0;
-    if (!e || to == from) {
-        /* nothing stored: nothing to tell */
+    if (!e) {
+        err = live_unstored(ctx, id) ? 0 : -ENOENT;  /* nothing stored: nothing to tell */
+    } else if (to == from) {
+        /* nothing moved */
     } else if (to + (e->node.size - 1) < to) {
         err = -EINVAL;
     } else if (jh__reg_overlaps(&ctx->reg, to, e->node.size, &e->node)) {

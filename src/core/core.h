@@ -26,7 +26,7 @@ struct jh_ctx {
         struct jh__chan_env env;
     } chan[JH__NCHAN];
     struct jh__registry reg;    /* entries, while a channel has been live */
-    struct jh__idset ids;       /* live ids of code added while no channel was live */
+    struct jh__idset gone;      /* ids removed (or never handed out): core/idset.h */
     _Atomic uint64_t next_id;
     _Atomic bool stored;        /* the registry has held an entry */
     _Atomic unsigned fork_gen;  /* jh__fork_gen when per-process state was last restarted */

@@ -36,20 +36,13 @@ static _Atomic uint64_t *word(struct jh__idset *s, uint64_t id, bool create)
     return leaf ? &leaf[(id >> 6) & (LEAF_WORDS - 1)] : NULL;
 }
 
-int jh__idset_add(struct jh__idset *s, uint64_t id)
+int jh__idset_mark(struct jh__idset *s, uint64_t id)
 {
     _Atomic uint64_t *w = word(s, id, true);
     if (!w)
         return id >> 40 ? -ERANGE : -ENOMEM;
-    atomic_fetch_or_explicit(w, (uint64_t)1 << (id & 63), memory_order_relaxed);
-    return 0;
-}
-
-bool jh__idset_take(struct jh__idset *s, uint64_t id)
-{
-    _Atomic uint64_t *w = word(s, id, false);
     uint64_t bit = (uint64_t)1 << (id & 63);
-    return w && (atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed) & bit);
+    return !(atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit);
 }
 
 bool jh__idset_has(struct jh__idset *s, uint64_t id)
