@@ -75,7 +75,10 @@ enum {
 
 /* Flags for jh_options.flags. */
 enum {
-    JH_OPT_IGNORE_ENV = 1 << 0, /* do not read JITHERALD / JITHERALD_DIR */
+    JH_OPT_IGNORE_ENV = 1 << 0, /* read no JITHERALD* configuration variable (JITHERALD,
+                                   JITHERALD_DIR, JITHERALD_GDB_BATCH, JITHERALD_GDB_DEFER,
+                                   JITHERALD_AUDITLOG_HELPER); JITHERALD_DEBUG, which only
+                                   shows diagnostics, is still read */
     JH_OPT_STRICT     = 1 << 1  /* jh_open fails if any requested channel cannot start */
 };
 
@@ -106,8 +109,11 @@ struct jh_options {
     /* Name of the JIT engine, used in file names and logs ("jit" if NULL). */
     const char *engine;
     unsigned flags;         /* JH_OPT_* */
-    /* NULL: messages go to stderr when JITHERALD_DEBUG is set. Called from inside
-     * jitherald calls, with a context lock held: it must not call jitherald. */
+    /* Where jitherald's diagnostics go. NULL: stderr, for every level when
+     * JITHERALD_DEBUG=1, for errors only when the channels were chosen through JITHERALD
+     * (the user asked for those tools: an unknown channel name or a channel that cannot
+     * start deserves a line), else nowhere. Called from inside jitherald calls, with a
+     * context lock held: it must not call jitherald. */
     jh_log_fn *log;
     void *log_arg;
     /* GDB channel: functions per in-memory image (0: default 1024; $JITHERALD_GDB_BATCH
@@ -141,7 +147,10 @@ enum jh_unwind_kind {
 
 /*
  * A piece of machine code. Zero-initialise, set .sz = sizeof(struct jh_code).
- * Only name, start and size are required.
+ * Only name, start and size are required. As with jh_options, fields are only ever
+ * appended: a caller built against an older header (smaller sz) has each field it knows
+ * read and the others taken as zero; a caller built against a newer one must leave the
+ * bytes this library does not know zero, or jh_code_add returns -EINVAL.
  */
 struct jh_code {
     size_t sz;
@@ -198,14 +207,15 @@ JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
 
 /*
  * The code registered as id is going away: call before its memory is freed or reused.
- * -ENOENT for an id that is not live. Thread-safe.
+ * -ENOENT for an id that is not live (never handed out, or already removed), whether or
+ * not a channel is live. Thread-safe.
  */
 JH_API int jh_code_remove(jh_ctx *ctx, uint64_t id);
 
 /*
  * The code registered as id has been copied to new_start (same size, same bytes) and the
- * old copy will no longer run. JH_EOVERLAP if the new range overlaps other live code.
- * Thread-safe.
+ * old copy will no longer run. JH_EOVERLAP if the new range overlaps other live code,
+ * -ENOENT for an id that is not live. Thread-safe.
  */
 JH_API int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start);
 
@@ -228,7 +238,7 @@ JH_API int jh_flush(jh_ctx *ctx);
 /*
  * Look up the live code containing addr. Fills what is non-NULL: *id, *start, *size, and
  * the name into name[0..name_len) (NUL-terminated, truncated if needed). -ENOENT if none
- * (always, when no channel is live). Thread-safe.
+ * (always, for code added while no channel was live: it is not stored). Thread-safe.
  */
 JH_API int jh_lookup(jh_ctx *ctx, const void *addr, uint64_t *id, const void **start,
                      size_t *size, char *name, size_t name_len);

@@ -10,11 +10,12 @@
  *     $ JITHERALD=elfmap perf record -g ./minijit fib.mini      # no -k 1, no perf inject
  *     $ perf report --sort sym,srcline;  perf annotate fib
  *
- * How (the recipe measured in FACTS.md, Valgrind section): for a run of pages holding
- * announced code, build an image whose R+X PT_LOAD holds exactly those pages at a file
- * offset congruent to their address (src/elf_image.c, COPY mode), write it as
+ * How (docs/elfmap.md: valgrind 3.19 reads symbols only from a regular ELF file it sees
+ * mapped r-x, with an rw mapping of it too): for a run of pages holding announced code,
+ * build an image whose R+X PT_LOAD holds exactly those pages at a file offset congruent
+ * to their address (fmt/elf_image.c, COPY mode), write it as
  * <dir>/jit-<pid>-<gen>.elf, and mmap it over the pages with MAP_FIXED|MAP_PRIVATE,
- * PROT_READ|PROT_EXEC (src/pageswap.c). Valgrind 3.19 also wants a read-write mapping of
+ * PROT_READ|PROT_EXEC (pageswap.c). Valgrind 3.19 also wants a read-write mapping of
  * the same file before it reads the symbols: a small R+W PT_LOAD (holding .eh_frame) is
  * mapped elsewhere and kept while any page of that file is still mapped.
  *
