@@ -87,3 +87,17 @@ done
 echo "(seconds for 'alone'/'under gdb'; ours = default immediate mode: each function visible"
 echo " to the debugger before jh_code_add returns; deferred = JH_GDB_DEFER, visible at"
 echo " jh_flush(); llvm/fn 'extrap.' = fitted a*N+b*N^2 from LLVM's measured N, not measured)"
+
+# Aligned functions: a 34-byte body in each 48-byte slot, as most JITs align code. One
+# .text section per function here once made gdb quadratic (5k: 15.8 s, 20k: 338 s).
+printf '\nAligned functions (14-byte gaps), immediate mode under gdb: seconds, and the growth\n'
+printf '%8s | %10s %10s | %9s | %s\n' N "adjacent" "aligned" "aligned/fn" "x time for 4x N"
+prev=
+for n in ${JH_BENCH_GDB_GAP_N:-2000 8000}; do
+    adj=$(ours_gdb "$n" immediate)
+    ali=$(JH_BENCH_GDB_GAP=14 ours_gdb "$n" immediate)
+    grow=$(awk -v a="$ali" -v p="$prev" 'BEGIN { if (p == "" || p <= 0 || a == "") print "-"; else printf "%.1fx", a / p }')
+    printf '%8s | %10s %10s | %9s | %s\n' "$n" "${adj:--}" "${ali:--}" \
+        "$(awk -v a="$ali" -v n="$n" 'BEGIN { if (a == "") print "-"; else printf "%.0f us", a / n * 1e6 }')" "$grow"
+    prev=$ali
+done

@@ -104,7 +104,7 @@ static struct jh__node *erase(struct jh__node *t, const struct jh__node *e)
 }
 
 /* Greatest start <= addr. */
-static struct jh__node *floor_entry(const struct jh__registry *r, uintptr_t addr)
+struct jh__node *jh__reg_floor(const struct jh__registry *r, uintptr_t addr)
 {
     struct jh__node *t = r->root, *best = NULL;
     while (t) {
@@ -148,7 +148,7 @@ struct jh__node *jh__reg_next(const struct jh__registry *r, const struct jh__nod
 
 struct jh__node *jh__reg_find(const struct jh__registry *r, uintptr_t addr)
 {
-    struct jh__node *e = floor_entry(r, addr);
+    struct jh__node *e = jh__reg_floor(r, addr);
     return e && addr - e->start < e->size ? e : NULL;
 }
 
@@ -160,9 +160,9 @@ bool jh__reg_overlaps(const struct jh__registry *r, uintptr_t start, size_t size
      * Compared by last bytes: a range ending at the top of the address space has an end
      * of 0 in uintptr_t. */
     uintptr_t last = start + size - 1;
-    struct jh__node *e = floor_entry(r, last);
+    struct jh__node *e = jh__reg_floor(r, last);
     if (e == except && e)
-        e = e->start ? floor_entry(r, e->start - 1) : NULL;
+        e = e->start ? jh__reg_floor(r, e->start - 1) : NULL;
     return e && e->start + (e->size - 1) >= start;
 }
 

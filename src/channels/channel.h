@@ -84,6 +84,10 @@ static inline struct jh__entry *jh__view_next(const struct jh__chan_env *env,
 {
     return jh__entry_of(jh__reg_next(env->reg, &e->node));
 }
+static inline struct jh__entry *jh__view_floor(const struct jh__chan_env *env, uintptr_t addr)
+{
+    return jh__entry_of(jh__reg_floor(env->reg, addr));
+}
 static inline struct jh__entry *jh__view_find(const struct jh__chan_env *env, uintptr_t addr)
 {
     return jh__entry_of(jh__reg_find(env->reg, addr));

@@ -119,19 +119,39 @@ static void class_unlink(struct gdb_state *st, struct img *im)
     st->cls_fns[c] -= im->n;
 }
 
+/* May an image's .text section cover [lo, hi)? Only if no live code is there. */
+static bool gap_empty(void *arg, uint64_t lo, uint64_t hi)
+{
+    const struct gdb_state *st = arg;
+    const struct jh__entry *e = jh__view_ceil(st->env, lo);
+    return !e || e->node.start >= hi;
+}
+
 /* The debugger's image of fns[0..n) (sorted by start). */
 static int build(struct gdb_state *st, struct jh__gdb_image **out, struct jh__entry *const *fns,
                  size_t n)
 {
-    (void)st;
     const struct jh__func **f = malloc((n ? n : 1) * sizeof *f);
     if (!f)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         f[i] = &fns[i]->fn;
-    int err = jh__gdb_image_build(out, f, n);
+    int err = jh__gdb_image_build(out, f, n, gap_empty, st);
     free(f);
     return err;
+}
+
+/* The addresses im's sections may claim around its function i (just removed from it, was
+ * at [lo, hi)): the gaps to its neighbours in im, when build() could have spanned them. */
+static void claimed(const struct img *im, size_t i, uintptr_t *lo, uintptr_t *hi)
+{
+    if (i > 0) {
+        uintptr_t end = im->fns[i - 1]->node.start + im->fns[i - 1]->node.size;
+        if (*lo - end <= JH__GDB_JOIN_GAP)
+            *lo = end;
+    }
+    if (i < im->n && im->fns[i]->node.start - *hi <= JH__GDB_JOIN_GAP)
+        *hi = im->fns[i]->node.start;
 }
 
 static void img_free(struct gdb_state *st, struct img *im)
@@ -346,10 +366,36 @@ static int gdb_flush(void *state)
     return 0;
 }
 
+/* New code at e may lie in a gap one image's .text section spans (build() lets a section
+ * cover a small gap between two of its functions while nothing is there). That image must
+ * not go on claiming e's addresses: it is rebuilt first (deferred: at the flush, before e
+ * is registered). p and n, e's neighbours, are consecutive in any image holding both. */
+static int unjoin(struct gdb_state *st, const struct jh__entry *e)
+{
+    const struct jh__entry *p = jh__view_floor(st->env, e->node.start - 1);
+    const struct jh__entry *n = jh__view_next(st->env, e);
+    struct img *im = p ? SLOT(st, p) : NULL;
+    if (!im || !n || SLOT(st, n) != im || im == SLOT(st, e) ||
+        n->node.start - (p->node.start + p->node.size) > JH__GDB_JOIN_GAP)
+        return 0;
+    if (st->defer) {
+        if (!im->dirty)
+            st->ndirty++;
+        im->dirty = true;
+        return 0;
+    }
+    int c = im->cls;
+    int err = img_rebuild(st, im);
+    return err ? err : maybe_merge(st, c);
+}
+
 static int gdb_add(void *state, struct jh__entry *e)
 {
     struct gdb_state *st = state;
     SLOT(st, e) = NULL;
+    int err = unjoin(st, e);
+    if (err)
+        return err;
     if (st->defer) {
         if (JH__VEC_RESERVE(st->pending, st->pending_cap, st->npending + 1))
             return -ENOMEM;
@@ -357,7 +403,7 @@ static int gdb_add(void *state, struct jh__entry *e)
         jh__gdb_check_debugger();
         return st->npending >= st->cap ? gdb_flush(st) : 0;
     }
-    int err = settle(st, e->node.start, e->node.start + e->node.size);
+    err = settle(st, e->node.start, e->node.start + e->node.size);
     if (err)
         return err;
     struct jh__entry **fns = malloc(sizeof *fns);
@@ -394,7 +440,9 @@ static int gdb_remove(void *state, struct jh__entry *e)
         return -EFAULT;     /* bookkeeping lost: let the core switch the channel off */
     memmove(im->fns + i, im->fns + i + 1, (im->n - i - 1) * sizeof *im->fns);
     im->n--;
-    return img_changed(st, im, im->n + 1, true, e->node.start, e->node.start + e->node.size);
+    uintptr_t lo = e->node.start, hi = lo + e->node.size;
+    claimed(im, i, &lo, &hi);
+    return img_changed(st, im, im->n + 1, true, lo, hi);
 }
 
 static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
@@ -413,7 +461,9 @@ static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
          * one-function image now (or pending, deferred), merged later as usual. */
         memmove(im->fns + i, im->fns + i + 1, (im->n - i - 1) * sizeof *im->fns);
         im->n--;
-        int err = img_changed(st, im, im->n + 1, true, old_start, old_start + e->node.size);
+        uintptr_t lo = old_start, hi = old_start + e->node.size;
+        claimed(im, i, &lo, &hi);
+        int err = img_changed(st, im, im->n + 1, true, lo, hi);
         return err ? err : gdb_add(st, e);
     }
     /* Keep fns sorted first: settle() below may rebuild this very image (when e lands
@@ -427,6 +477,8 @@ static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
         im->fns[++i] = e;
     }
     int err = settle(st, e->node.start, e->node.start + e->node.size);
+    if (!err)
+        err = unjoin(st, e);
     if (err)
         return err;
     /* now, even without a debugger: the code at its new address must be findable */

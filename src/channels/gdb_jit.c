@@ -172,13 +172,16 @@ void jh__gdb_image_free(struct jh__gdb_image *im)
     }
 }
 
-int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n)
+int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
+                        bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg)
 {
     struct jh__gdb_image *im = calloc(1, sizeof *im);
     if (!im)
         return -ENOMEM;
     /* no program headers: neither debugger needs them (measured, see elf_image.h) */
-    struct jh__elf_spec spec = { .fns = fns, .nfns = n, .flags = JH__ELF_NO_PHDRS };
+    struct jh__elf_spec spec = { .fns = fns, .nfns = n, .flags = JH__ELF_NO_PHDRS,
+                                 .join_gap = JH__GDB_JOIN_GAP, .join_ok = join_ok,
+                                 .join_arg = join_arg };
     int err = jh__elf_image(&im->elf, &spec, NULL);
     if (err) {
         jh__gdb_image_free(im);

@@ -49,8 +49,12 @@ struct jh__gdb_image {
     struct jh__buf elf;
 };
 
-/* 0, -ENOMEM, or the image builder's error. fns sorted by start, not overlapping. */
-int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n);
+/* 0, -ENOMEM, or the image builder's error. fns sorted by start, not overlapping. A gap of
+ * at most JH__GDB_JOIN_GAP bytes between two of them is covered by one .text section when
+ * join_ok says no other code is in it (fmt/elf_image.h: join_ok). */
+#define JH__GDB_JOIN_GAP 256
+int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
+                        bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg);
 void jh__gdb_image_free(struct jh__gdb_image *im);
 
 /* Change what the debugger sees, under the list lock: register add (if not NULL) first, then

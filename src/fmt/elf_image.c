@@ -88,6 +88,15 @@ struct run {
     uint64_t lo, hi;
 };
 
+/* Does function b continue a's .text section? Adjacent, or a gap the caller lets us cover. */
+static bool joins(const struct jh__elf_spec *s, const struct jh__func *a, const struct jh__func *b)
+{
+    uint64_t end = a->start + a->size;
+    if (b->start == end)
+        return true;
+    return b->start - end <= s->join_gap && s->join_ok && s->join_ok(s->join_arg, end, b->start);
+}
+
 /* Runs of adjacent functions. Exact ranges matter: LLDB maps an address to the section
  * with the greatest start below it, so an image whose single .text spanned another image's
  * function would capture that function's addresses and hide its name. */
@@ -98,7 +107,7 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
     bool auto_range = s->text == JH__ELF_TEXT_NOBITS && !s->text_size;
     if (auto_range)
         for (size_t i = 1; i < s->nfns; i++)
-            n += s->fns[i]->start != s->fns[i - 1]->start + s->fns[i - 1]->size;
+            n += !joins(s, s->fns[i - 1], s->fns[i]);
     if (n >= SHN_LORESERVE - S_MAX || n >= PN_XNUM - 2)
         return -E2BIG;
     struct run *r = malloc(n * sizeof *r);
@@ -114,7 +123,7 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
         fn_run[0] = 0;
         for (size_t i = 1; i < s->nfns; i++) {
             const struct jh__func *e = s->fns[i];
-            if (e->start != r[k].hi)
+            if (!joins(s, s->fns[i - 1], e))
                 r[++k] = (struct run){ e->start, e->start };
             r[k].hi = e->start + e->size;
             fn_run[i] = (uint32_t)k;
