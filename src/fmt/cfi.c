@@ -92,7 +92,7 @@ static void put_cie_insns(struct jh__buf *b, int arch)
 
 static int func_ok(const struct jh__func *f)
 {
-    if (f->size == 0 || f->start + f->size < f->start)
+    if (f->size == 0 || f->start + (f->size - 1) < f->start)
         return 0;
     switch (f->unwind) {
     case JH_UNWIND_NONE:

@@ -52,12 +52,14 @@ static int check_spec(const struct jh__elf_spec *s, uint64_t *lo, size_t *size)
         return -EINVAL;
     if (s->e_type && s->e_type != ET_DYN && s->e_type != ET_EXEC)
         return -EINVAL;
-    uint64_t prev_end = 0;
+    /* Compared by last bytes: code may end at the top of the address space. */
+    uint64_t prev_last = 0;
     for (size_t i = 0; i < s->nfns; i++) {
         const struct jh__func *e = s->fns[i];
-        if (!e || !e->name || !e->size || e->start < prev_end || e->start + e->size < e->start)
+        if (!e || !e->name || !e->size || e->start + (e->size - 1) < e->start ||
+            (i && e->start <= prev_last))
             return -EINVAL;
-        prev_end = e->start + e->size;
+        prev_last = e->start + (e->size - 1);
     }
     *lo = s->text_addr;
     *size = s->text_size;
@@ -66,7 +68,7 @@ static int check_spec(const struct jh__elf_spec *s, uint64_t *lo, size_t *size)
             if (!s->nfns)
                 return -EINVAL;
             *lo = s->fns[0]->start;
-            *size = prev_end - *lo;
+            *size = prev_last - *lo + 1;
         }
     } else if (s->text == JH__ELF_TEXT_COPY) {
         size_t page = s->page_size ? s->page_size : 4096;
@@ -75,10 +77,11 @@ static int check_spec(const struct jh__elf_spec *s, uint64_t *lo, size_t *size)
     } else {
         return -EINVAL;
     }
-    if (*lo + *size < *lo)
+    uint64_t last = *lo + (*size - 1);
+    if (last < *lo)
         return -EINVAL;
     for (size_t i = 0; i < s->nfns; i++)
-        if (s->fns[i]->start < *lo || s->fns[i]->start + s->fns[i]->size > *lo + *size)
+        if (s->fns[i]->start < *lo || s->fns[i]->start + (s->fns[i]->size - 1) > last)
             return -EINVAL;
     return 0;
 }
