@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# cli_golden.sh — the CLI's exact output on a fixed corpus, as zstd's cli-tests do: every
+# case of tests/golden/cases runs `jitherald ARGS` in tests/golden/corpus/ and must give
+# the stdout, stderr and exit status stored in tests/golden/expected/NAME.out (stdout,
+# byte for byte) and NAME.err (first line "exit N", then stderr). Any change in what a
+# command prints shows up here, so a refactor proves it changed nothing, and a change in
+# behaviour is reviewed as a diff of these files.
+#
+# After an intended change in output, regenerate and review:
+#     UPDATE=1 tests/integration/cli_golden.sh && git diff tests/golden/expected
+# The corpus itself is made by tests/golden/mkcorpus.sh (rarely: it changes every address).
+# Cases marked +capstone print disassembly; they are skipped, loudly, when the CLI was
+# built without capstone (its hex dump differs).
+set -u
+R=${JH_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+J=${JH_BUILD:-$R/build}/jitherald
+G=$R/tests/golden
+[ -x "$J" ] || { echo "FAIL: $J not built"; exit 1; }
+have_capstone=0
+ldd "$J" 2>/dev/null | grep -q libcapstone && have_capstone=1
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail=0 n=0 skipped=()
+while read -r name rest; do
+    case $name in ''|'#'*) continue ;; esac
+    if [ "${rest%% *}" = +capstone ]; then
+        rest=${rest#+capstone}
+        if [ $have_capstone = 0 ]; then skipped+=("$name"); continue; fi
+    fi
+    eval "args=($rest)"
+    (cd "$G/corpus" && exec env -u JITHERALD -u JITHERALD_DIR "$J" "${args[@]}") \
+        >"$T/out" 2>"$T/stderr" </dev/null
+    { echo "exit $?"; cat "$T/stderr"; } > "$T/err"
+    n=$((n + 1))
+    if [ "${UPDATE:-0}" = 1 ]; then
+        cp "$T/out" "$G/expected/$name.out"; cp "$T/err" "$G/expected/$name.err"
+        continue
+    fi
+    for k in out err; do
+        if ! cmp -s "$T/$k" "$G/expected/$name.$k"; then
+            echo "FAIL: $name (jitherald $rest): $k differs from tests/golden/expected/$name.$k"
+            diff -a "$G/expected/$name.$k" "$T/$k" | head -20
+            fail=1
+        fi
+    done
+done < "$G/cases"
+if [ ${#skipped[@]} -gt 0 ]; then
+    echo "!!! built without capstone: ${#skipped[@]} case(s) NOT checked: ${skipped[*]}"
+fi
+[ "${UPDATE:-0}" = 1 ] && { echo "updated $n cases in tests/golden/expected/"; exit 0; }
+[ $fail = 0 ] && echo "$n golden cases match"
+exit $fail
