@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-static int uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
+int jh__cfa_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
     uint64_t r = 0;
     for (unsigned shift = 0; *p < end; shift += 7) {
@@ -20,7 +20,7 @@ static int uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
     return -EINVAL;
 }
 
-static int sleb(const uint8_t **p, const uint8_t *end, int64_t *v)
+int jh__cfa_sleb(const uint8_t **p, const uint8_t *end, int64_t *v)
 {
     uint64_t r = 0;
     unsigned shift = 0;
@@ -55,7 +55,7 @@ static int fixed(const uint8_t **p, const uint8_t *end, size_t n, uint64_t *v)
 static int block(const uint8_t **p, const uint8_t *end, struct jh__cfa_insn *in)
 {
     uint64_t n;
-    if (uleb(p, end, &n) || n > (uint64_t)(end - *p))
+    if (jh__cfa_uleb(p, end, &n) || n > (uint64_t)(end - *p))
         return -EINVAL;
     in->expr = *p;
     in->expr_len = (size_t)n;
@@ -77,7 +77,7 @@ int jh__cfa_next(const uint8_t **p, const uint8_t *end, struct jh__cfa_insn *in)
         return 1;
     case JH__CFA_offset:
         in->reg = op & 0x3f;
-        return uleb(p, end, &in->a) ? -EINVAL : 1;
+        return jh__cfa_uleb(p, end, &in->a) ? -EINVAL : 1;
     case JH__CFA_restore:
         in->reg = op & 0x3f;
         return 1;
@@ -91,26 +91,26 @@ int jh__cfa_next(const uint8_t **p, const uint8_t *end, struct jh__cfa_insn *in)
     case JH__CFA_advance_loc4: err = fixed(p, end, 4, &in->advance); break;
     case JH__CFA_restore_extended: case JH__CFA_undefined: case JH__CFA_same_value:
     case JH__CFA_def_cfa_register:
-        err = uleb(p, end, &in->reg);
+        err = jh__cfa_uleb(p, end, &in->reg);
         break;
     case JH__CFA_def_cfa_offset: case JH__CFA_GNU_args_size:
-        err = uleb(p, end, &in->a);
+        err = jh__cfa_uleb(p, end, &in->a);
         break;
     case JH__CFA_def_cfa_offset_sf:
-        err = sleb(p, end, &in->s);
+        err = jh__cfa_sleb(p, end, &in->s);
         break;
     case JH__CFA_offset_extended: case JH__CFA_register: case JH__CFA_def_cfa:
     case JH__CFA_val_offset: case JH__CFA_GNU_negative_offset_extended:
-        err = uleb(p, end, &in->reg) || uleb(p, end, &in->a) ? -EINVAL : 0;
+        err = jh__cfa_uleb(p, end, &in->reg) || jh__cfa_uleb(p, end, &in->a) ? -EINVAL : 0;
         break;
     case JH__CFA_offset_extended_sf: case JH__CFA_def_cfa_sf: case JH__CFA_val_offset_sf:
-        err = uleb(p, end, &in->reg) || sleb(p, end, &in->s) ? -EINVAL : 0;
+        err = jh__cfa_uleb(p, end, &in->reg) || jh__cfa_sleb(p, end, &in->s) ? -EINVAL : 0;
         break;
     case JH__CFA_def_cfa_expression:
         err = block(p, end, in);
         break;
     case JH__CFA_expression: case JH__CFA_val_expression:
-        err = uleb(p, end, &in->reg) || block(p, end, in) ? -EINVAL : 0;
+        err = jh__cfa_uleb(p, end, &in->reg) || block(p, end, in) ? -EINVAL : 0;
         break;
     default:
         return -ENOTSUP;

@@ -52,4 +52,10 @@ struct jh__cfa_insn {
  */
 int jh__cfa_next(const uint8_t **p, const uint8_t *end, struct jh__cfa_insn *in);
 
+/* The LEB128 numbers of CIE and FDE fields (code and data alignment, return register,
+ * augmentation length), read as the instructions' operands are: 0 and *p past the number,
+ * or -EINVAL when it is cut short or does not fit 64 bits. */
+int jh__cfa_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v);
+int jh__cfa_sleb(const uint8_t **p, const uint8_t *end, int64_t *v);
+
 #endif
