@@ -39,8 +39,15 @@ TOOL_PKGS := $(shell for p in libdw capstone; do pkg-config --exists $$p 2>/dev/
 TOOL_CFLAGS := $(if $(TOOL_PKGS),$(shell pkg-config --cflags $(TOOL_PKGS)),) \
                $(foreach p,$(TOOL_PKGS),-DJH_HAVE_$(shell echo $(p) | tr a-z- A-Z_)=1)
 TOOL_LIBS := $(if $(TOOL_PKGS),$(shell pkg-config --libs $(TOOL_PKGS)),)
+# tools/lib: the reader library (jitdump, .eh_frame, perf map, audit log, symbol table,
+# callgrind rewriter) that the CLI, the unit tests and the fuzz targets link; tools/*.c: the
+# commands (cmd_*.c) and the audit log's presenters (log_*.c).
+READ_SRC := $(sort $(wildcard tools/lib/*.c))
+READ_OBJ := $(READ_SRC:%.c=$(BUILD)/%.o)
+READ_A   := $(BUILD)/libjitherald-read.a
 TOOL_SRC := $(sort $(wildcard tools/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
+LOG_OBJ  := $(filter $(BUILD)/tools/log_%.o,$(TOOL_OBJ))
 CLI      := $(BUILD)/jitherald
 
 # Examples: one program per directory under examples/.
@@ -98,14 +105,18 @@ $(BUILD)/jitherald.pc: jitherald.pc.in Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
 	    -e 's|@VERSION@|$(shell sed -n 's/^#define JH_VERSION_STRING "\(.*\)"/\1/p' include/jitherald.h)|' $< > $@
 
-$(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h) $(wildcard src/*/*.h) include/jitherald.h
+$(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h tools/lib/*.h) $(wildcard src/*/*.h) include/jitherald.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(TOOL_CFLAGS) -c $< -o $@
 
-$(CLI): $(TOOL_OBJ) $(LIB_A)
+$(READ_A): $(READ_OBJ)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(CLI): $(TOOL_OBJ) $(READ_A) $(LIB_A)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LIB_A) $(TOOL_LIBS) $(LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(READ_A) $(LIB_A) $(TOOL_LIBS) $(LIBS)
 
 # Examples link against the shared library, as a user's program would.
 .SECONDEXPANSION:
@@ -115,10 +126,11 @@ $(BUILD)/examples/%: $$(wildcard examples/%/*.c) $$(wildcard examples/%/*.h) $(L
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) \
 	    -L$(BUILD) -ljitherald -Wl,-rpath,'$$ORIGIN/..' $(LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB_A) $(MJ_A)
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB_A) $(READ_A) $(MJ_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
+	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit -Itools $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) \
+	    $(READ_A) $(LIB_A) $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.cc tests/unit/check.h $(LIB_A) $(MJ_A)
 	$(call msg,CXX,$<)
@@ -126,12 +138,14 @@ $(BUILD)/tests/%: tests/unit/%.cc tests/unit/check.h $(LIB_A) $(MJ_A)
 	$(Q)$(CXX) $(CPPFLAGS) -Iexamples/minijit $(CXXFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
-# bounded number of mutations, so every target also runs as a regression test.
-$(BUILD)/fuzz/%: fuzz/%.c fuzz/driver.c $(LIB_A) $(TOOL_OBJ)
+# bounded number of mutations, so every target also runs as a regression test. They link
+# the reader library; those not moved onto it yet, the CLI's objects.
+$(BUILD)/fuzz/fuzz_callgrind $(BUILD)/fuzz/fuzz_auditlog: $(filter-out $(BUILD)/tools/main.o,$(TOOL_OBJ))
+$(BUILD)/fuzz/%: fuzz/%.c fuzz/driver.c $(READ_A) $(LIB_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(TOOL_CFLAGS) -Itools $(LDFLAGS) -o $@ $< fuzz/driver.c \
-	    $(filter-out $(BUILD)/tools/main.o,$(TOOL_OBJ)) $(LIB_A) $(TOOL_LIBS) $(LIBS)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itools $(LDFLAGS) -o $@ $< fuzz/driver.c \
+	    $(filter %.o,$^) $(READ_A) $(LIB_A) $(TOOL_LIBS) $(LIBS)
 
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) $(MJ_A)
 	$(call msg,CC,$<)
@@ -159,11 +173,12 @@ tsan:
 # with e.g. build-fuzz/fuzz/fuzz_jitdump fuzz/corpus/jitdump -max_total_time=600.
 fuzz:
 	@mkdir -p build-fuzz/fuzz
-	$(MAKE) BUILD=build-fuzz CC=clang SAN=address,undefined OPT=-O1 build-fuzz/libjitherald.a $(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)
+	$(MAKE) BUILD=build-fuzz CC=clang SAN=address,undefined OPT=-O1 build-fuzz/libjitherald.a \
+	    build-fuzz/libjitherald-read.a $(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); echo "  FUZZ   build-fuzz/fuzz/$$n"; \
 	    clang $(CPPFLAGS) $(TOOL_CFLAGS) -Itools -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -o build-fuzz/fuzz/$$n $$f $(filter-out build-fuzz/tools/main.o,$(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)) \
-	    build-fuzz/libjitherald.a $(TOOL_LIBS) $(LIBS) || exit 1; done
+	    build-fuzz/libjitherald-read.a build-fuzz/libjitherald.a $(TOOL_LIBS) $(LIBS) || exit 1; done
 
 bench: all $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh

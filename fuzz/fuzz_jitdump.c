@@ -7,22 +7,23 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "jitdump_read.h"
+#include "lib/eh_frame.h"
+#include "lib/jitdump_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static FILE *null;
     if (!null)
         null = fopen("/dev/null", "w");
-    struct jh_jdr r;
-    struct jh_jdr_stats st;
-    jh_jdr_check(&r, data, size, NULL, false, NULL, &st);
-    jh_jdr_check(&r, data, size, null, true, null, &st);
+    struct jhr_jd r;
+    struct jhr_jd_stats st;
+    jhr_jd_check(&r, data, size, NULL, false, NULL, &st);
+    jhr_jd_check(&r, data, size, null, true, null, &st);
     if (size >= 4) {
         size_t hdr = size > 40 ? 20 : size / 4;
         char err[128];
-        jh_jdr_check_unwind(data, size - hdr, data + size - hdr, hdr, 0x1000, 0x80,
-                            data[0] * 16u, null, err, sizeof err);
+        jhr_eh_frame_check(data, size - hdr, data + size - hdr, hdr, 0x1000, 0x80,
+                           data[0] * 16u, null, err, sizeof err);
     }
     return 0;
 }

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "perfmap_read.h"
+#include "lib/perfmap_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         null = fopen("/dev/null", "w");
     char err[256];
     size_t n;
-    jh_pmr_check(data, size, NULL, NULL, err, sizeof err, &n);
-    jh_pmr_check(data, size, null, null, err, sizeof err, &n);
+    jhr_pm_check(data, size, NULL, NULL, err, sizeof err, &n);
+    jhr_pm_check(data, size, null, null, err, sizeof err, &n);
     return 0;
 }

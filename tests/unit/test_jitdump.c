@@ -1,7 +1,6 @@
 /*
  * test_jitdump.c — the jitdump channel through the public API, read back with the
- * bounds-checked reader that `jitherald check` uses (compiled in from tools/, since unit
- * tests link only the library):
+ * bounds-checked reader that `jitherald check` uses (tools/lib, the reader library):
  *   - the header, the marker mapping perf looks for (r-x, private, in /proc/self/maps while
  *     open, gone after jh_close), file mode 0600;
  *   - [DEBUG_INFO][UNWINDING_INFO]LOAD per function, absolute line addresses plus the end
@@ -27,7 +26,8 @@
 
 #include "check.h"
 #include "jitherald.h"
-#include "../../tools/jitdump_read.c"
+#include "lib/files.h"
+#include "lib/jitdump_check.h"
 
 static char dir[] = "/tmp/jh-test-jitdump.XXXXXX";
 static char logbuf[4096];
@@ -92,10 +92,10 @@ static void read_back(const char *path, uint8_t *code, struct seen *s, int print
     uint8_t *data;
     size_t len;
     memset(s, 0, sizeof *s);
-    CHECK_EQ(jh_read_file(path, &data, &len), 0);
-    struct jh_jdr r;
-    struct jh_jdr_stats st;
-    int rc = jh_jdr_check(&r, data, len, print ? stdout : NULL, true, NULL, &st);
+    CHECK_EQ(jhr_read_file(path, &data, &len), 0);
+    struct jhr_jd r;
+    struct jhr_jd_stats st;
+    int rc = jhr_jd_check(&r, data, len, print ? stdout : NULL, true, NULL, &st);
     CHECK_EQ(rc, 0);
     if (rc)
         fprintf(stderr, "%s: %s\n", path, r.err);
@@ -104,9 +104,9 @@ static void read_back(const char *path, uint8_t *code, struct seen *s, int print
     CHECK_EQ(r.hdr.pid, getpid());
     CHECK_EQ(r.hdr.flags, 0);
     CHECK_EQ(r.hdr.elf_mach, 62);
-    jh_jdr_open(&r, data, len);
-    struct jh_jdr_rec rec;
-    while (jh_jdr_next(&r, &rec) > 0) {
+    jhr_jd_open(&r, data, len);
+    struct jhr_jd_rec rec;
+    while (jhr_jd_next(&r, &rec) > 0) {
         switch (rec.id) {
         case JH__JD_CODE_LOAD:
             if (s->loads < 64)
@@ -123,9 +123,9 @@ static void read_back(const char *path, uint8_t *code, struct seen *s, int print
             s->debug++;
             CHECK_EQ(rec.u.debug.nr_entry, 4);   /* 3 rows + the end sentinel */
             size_t pos = 0;
-            struct jh_jdr_line l[4];
+            struct jhr_jd_line l[4];
             for (int i = 0; i < 4; i++)
-                CHECK_EQ(jh_jdr_debug_entry(&r, &rec, &pos, &l[i]), 0);
+                CHECK_EQ(jhr_jd_debug_entry(&r, &rec, &pos, &l[i]), 0);
             CHECK_EQ(l[0].addr, rec.u.debug.code_addr);         /* absolute, no +0x40 */
             CHECK_EQ(l[1].addr, rec.u.debug.code_addr + 4);
             CHECK_EQ(l[1].lineno, 4);
@@ -203,10 +203,10 @@ static void test_channel(void)
     snprintf(cpath, sizeof cpath, "%s/jit-%d.dump", dir, (int)pid);
     uint8_t *cdata;
     size_t clen;
-    CHECK_EQ(jh_read_file(cpath, &cdata, &clen), 0);
-    struct jh_jdr cr;
-    struct jh_jdr_stats cst;
-    CHECK_EQ(jh_jdr_check(&cr, cdata, clen, NULL, false, stderr, &cst), 0);
+    CHECK_EQ(jhr_read_file(cpath, &cdata, &clen), 0);
+    struct jhr_jd cr;
+    struct jhr_jd_stats cst;
+    CHECK_EQ(jhr_jd_check(&cr, cdata, clen, NULL, false, stderr, &cst), 0);
     CHECK_EQ(cr.hdr.pid, pid);
     CHECK_EQ(cst.loads, 4);         /* f1, f2, f3 (at its new place), child_fn */
     CHECK_EQ(cst.closes, 1);
@@ -313,17 +313,17 @@ static void test_threads_two_contexts(void)
     jh_close(c1);               /* c2 still uses the file: no CLOSE yet */
     uint8_t *data;
     size_t len;
-    struct jh_jdr r;
-    struct jh_jdr_stats st;
-    CHECK_EQ(jh_read_file(path, &data, &len), 0);
-    CHECK_EQ(jh_jdr_check(&r, data, len, NULL, false, NULL, &st), 0);
+    struct jhr_jd r;
+    struct jhr_jd_stats st;
+    CHECK_EQ(jhr_read_file(path, &data, &len), 0);
+    CHECK_EQ(jhr_jd_check(&r, data, len, NULL, false, NULL, &st), 0);
     CHECK_EQ(st.loads, 1600);
     CHECK_EQ(st.debug, 1600);
     CHECK_EQ(st.closes, 0);
     free(data);
     jh_close(c2);
-    CHECK_EQ(jh_read_file(path, &data, &len), 0);
-    int rc = jh_jdr_check(&r, data, len, NULL, false, NULL, &st);
+    CHECK_EQ(jhr_read_file(path, &data, &len), 0);
+    int rc = jhr_jd_check(&r, data, len, NULL, false, NULL, &st);
     CHECK_EQ(rc, 0);
     if (rc)
         fprintf(stderr, "%s\n", r.err);

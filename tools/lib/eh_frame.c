@@ -1,0 +1,373 @@
+/*
+ * eh_frame.c — see eh_frame.h. The decoder keeps what it needs of each CIE (pointer
+ * encoding, data alignment, whether it has augmentation data) and of each FDE (range, for
+ * the .eh_frame_hdr table), in fixed arrays: a JIT's UNWINDING_INFO holds one CIE and a
+ * handful of FDEs, and past MAX_FDE the table is checked against what was kept.
+ */
+#include "lib/eh_frame.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "jitherald.h"
+#include "fmt/cfa.h"
+#include "lib/text.h"
+
+#define MAX_CIE 8
+#define MAX_FDE 64
+
+struct cur { const uint8_t *p, *end; };
+
+static int c_u8(struct cur *c, uint8_t *v)
+{
+    if (c->p >= c->end)
+        return -1;
+    *v = *c->p++;
+    return 0;
+}
+
+static int c_bytes(struct cur *c, void *v, size_t n)
+{
+    if ((size_t)(c->end - c->p) < n)
+        return -1;
+    memcpy(v, c->p, n);
+    c->p += n;
+    return 0;
+}
+
+/* A DW_EH_PE_* pointer at address `at` (for pcrel) or data base `data` (datarel). */
+static int c_ptr(struct cur *c, uint8_t enc, uint64_t at, uint64_t data, uint64_t *v,
+                 bool apply)
+{
+    uint64_t x = 0;
+    switch (enc & 0x0f) {
+    case 0x00: case 0x04: { uint64_t u; if (c_bytes(c, &u, 8)) return -1; x = u; break; }
+    case 0x0c: { int64_t s; if (c_bytes(c, &s, 8)) return -1; x = (uint64_t)s; break; }
+    case 0x03: { uint32_t u; if (c_bytes(c, &u, 4)) return -1; x = u; break; }
+    case 0x0b: { int32_t s; if (c_bytes(c, &s, 4)) return -1; x = (uint64_t)(int64_t)s; break; }
+    case 0x02: { uint16_t u; if (c_bytes(c, &u, 2)) return -1; x = u; break; }
+    case 0x0a: { int16_t s; if (c_bytes(c, &s, 2)) return -1; x = (uint64_t)(int64_t)s; break; }
+    default: return -2;
+    }
+    if (apply) {
+        switch (enc & 0x70) {
+        case 0x00: break;
+        case 0x10: x += at; break;
+        case 0x30: x += data; break;
+        default: return -2;
+        }
+    }
+    *v = x;
+    return 0;
+}
+
+static const char *x86_reg(uint64_t r)
+{
+    static const char *const n[] = { "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
+        "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip" };
+    return r < sizeof n / sizeof n[0] ? n[r] : "r?";
+}
+
+/* x times the CIE's data alignment, as a rule shows it ("+16" with sign, "16" without), or
+ * "(x * daf overflows)": the operands come from the file and may be any size. */
+static const char *factored(char *buf, size_t n, int64_t x, int64_t daf, bool sign)
+{
+    int64_t v;
+    if (__builtin_mul_overflow(x, daf, &v))
+        snprintf(buf, n, "(%" PRId64 " * %" PRId64 " overflows)", x, daf);
+    else
+        snprintf(buf, n, sign ? "%+" PRId64 : "%" PRId64, v);
+    return buf;
+}
+
+static void print_insn(FILE *out, const struct jh__cfa_insn *in, int64_t daf)
+{
+    const char *reg = x86_reg(in->reg);
+    char b[64];
+    switch (in->op) {
+    case JH__CFA_offset:
+        fprintf(out, " %s@cfa%s;", reg, factored(b, sizeof b, (int64_t)in->a, daf, true));
+        break;
+    case JH__CFA_restore: fprintf(out, " restore %s;", reg); break;
+    case JH__CFA_remember_state: fprintf(out, " remember;"); break;
+    case JH__CFA_restore_state: fprintf(out, " restore_state;"); break;
+    case JH__CFA_def_cfa: fprintf(out, " cfa=%s%+" PRId64 ";", reg, (int64_t)in->a); break;
+    case JH__CFA_def_cfa_register: fprintf(out, " cfa=%s;", reg); break;
+    case JH__CFA_def_cfa_offset: fprintf(out, " cfa_off=%" PRIu64 ";", in->a); break;
+    case JH__CFA_def_cfa_offset_sf:
+        fprintf(out, " cfa_off=%s;", factored(b, sizeof b, in->s, daf, false));
+        break;
+    case JH__CFA_offset_extended: case JH__CFA_register: case JH__CFA_val_offset:
+    case JH__CFA_GNU_negative_offset_extended:
+        fprintf(out, " op%#x(%s,%" PRIu64 ");", in->op, reg, in->a);
+        break;
+    case JH__CFA_offset_extended_sf: case JH__CFA_def_cfa_sf: case JH__CFA_val_offset_sf:
+        fprintf(out, " op%#x(%s,%" PRId64 ");", in->op, reg, in->s);
+        break;
+    case JH__CFA_restore_extended: case JH__CFA_undefined: case JH__CFA_same_value:
+        fprintf(out, " op%#x(%s);", in->op, reg);
+        break;
+    case JH__CFA_GNU_args_size:     /* a size, shown as the register rules are */
+        fprintf(out, " op%#x(%s);", in->op, x86_reg(in->a));
+        break;
+    case JH__CFA_def_cfa_expression: case JH__CFA_expression: case JH__CFA_val_expression:
+        fprintf(out, " expr%#x;", in->op);
+        break;
+    default:
+        break;                  /* advances (printed by the caller), nop, GNU_window_save */
+    }
+}
+
+struct cie { size_t off; uint8_t enc; int64_t daf; bool z; };
+struct fde { uint64_t pc, range; size_t off; };
+
+struct eh {
+    const uint8_t *data;
+    uint64_t addr, text_addr, code_size;
+    FILE *out;
+    char *err;
+    size_t errlen;
+    struct cie cies[MAX_CIE];
+    int ncie;
+    struct fde fdes[MAX_FDE];
+    int nfde;
+};
+
+/* Set the message; evaluates to JH_EFORMAT. */
+#define fail(e, ...) (jhr_errf((e)->err, (e)->errlen, __VA_ARGS__), JH_EFORMAT)
+
+/* Walk (and print) CFA instructions; advances must stay within [0, range]. */
+static int cfa_insns(struct eh *e, struct cur c, int64_t daf, uint64_t pc0, uint64_t range)
+{
+    uint64_t loc = 0;
+    struct jh__cfa_insn in;
+    for (;;) {
+        uint8_t op = c.p < c.end ? *c.p : 0;
+        int r = jh__cfa_next(&c.p, c.end, &in);
+        if (r == 0)
+            return 0;
+        if (r == -ENOTSUP)
+            return fail(e, "unknown or unsupported CFA opcode 0x%02x", op);
+        if (r < 0)
+            return fail(e, "CFA opcode 0x%02x runs past the end of its entry", op);
+        if (e->out)
+            print_insn(e->out, &in, daf);
+        if (in.advance) {
+            if (in.advance > range - loc)
+                return fail(e, "CFA advance to +0x%" PRIx64 " is beyond the function's 0x%"
+                            PRIx64 " bytes", loc + in.advance, range);
+            loc += in.advance;
+            if (e->out)
+                fprintf(e->out, " @%#" PRIx64 ":", pc0 + loc);
+        }
+    }
+}
+
+/* The CIE's augmentation data: 'R' gives the FDEs' pointer encoding. */
+static int cie_augmentation(struct eh *e, size_t off, const uint8_t *aug, struct cur a,
+                            uint8_t *enc)
+{
+    for (const uint8_t *s = aug + 1; *s; s++) {
+        uint8_t x;
+        if (*s == 'R' || *s == 'L') {
+            if (c_u8(&a, &x))
+                return fail(e, ".eh_frame+0x%zx: CIE augmentation data too short", off);
+            if (*s == 'R')
+                *enc = x;
+        } else if (*s == 'P') {
+            uint64_t pv;
+            if (c_u8(&a, &x) || c_ptr(&a, x, 0, 0, &pv, false))
+                return fail(e, ".eh_frame+0x%zx: bad personality pointer", off);
+        } else if (*s != 'S') {
+            return fail(e, ".eh_frame+0x%zx: unknown augmentation '%c'", off, *s);
+        }
+    }
+    return 0;
+}
+
+static int cie(struct eh *e, size_t off, struct cur c)
+{
+    uint8_t ver = 0, ra8;
+    if (c_u8(&c, &ver) || (ver != 1 && ver != 3))
+        return fail(e, ".eh_frame+0x%zx: CIE version %u (want 1 or 3)", off, ver);
+    const uint8_t *aug = c.p;
+    const uint8_t *nul = memchr(c.p, 0, (size_t)(c.end - c.p));
+    if (!nul)
+        return fail(e, ".eh_frame+0x%zx: CIE augmentation string not terminated", off);
+    c.p = nul + 1;
+    uint64_t caf, ra, auglen = 0;
+    int64_t daf;
+    if (jh__cfa_uleb(&c.p, c.end, &caf) || jh__cfa_sleb(&c.p, c.end, &daf))
+        return fail(e, ".eh_frame+0x%zx: CIE truncated", off);
+    if (ver == 1) {
+        if (c_u8(&c, &ra8))
+            return fail(e, ".eh_frame+0x%zx: CIE truncated", off);
+        ra = ra8;
+    } else if (jh__cfa_uleb(&c.p, c.end, &ra)) {
+        return fail(e, ".eh_frame+0x%zx: CIE truncated", off);
+    }
+    uint8_t enc = 0;
+    bool z = aug[0] == 'z';
+    if (z) {
+        if (jh__cfa_uleb(&c.p, c.end, &auglen) || auglen > (uint64_t)(c.end - c.p))
+            return fail(e, ".eh_frame+0x%zx: CIE augmentation data runs past the entry", off);
+        int err = cie_augmentation(e, off, aug, (struct cur){ c.p, c.p + auglen }, &enc);
+        if (err)
+            return err;
+        c.p += auglen;
+    } else if (aug[0]) {
+        return fail(e, ".eh_frame+0x%zx: augmentation \"%s\" without 'z' cannot be skipped",
+                    off, (const char *)aug);
+    }
+    if (e->out)
+        fprintf(e->out, "      CIE @0x%zx: v%u \"%s\" code_align %" PRIu64 " data_align %"
+                PRId64 " ra %s ptr-enc 0x%02x:", off, ver, (const char *)aug, caf, daf,
+                x86_reg(ra), enc);
+    int err = cfa_insns(e, c, daf, 0, UINT64_MAX);
+    if (e->out)
+        fputc('\n', e->out);
+    if (err)
+        return err;
+    if (e->ncie < MAX_CIE)
+        e->cies[e->ncie++] = (struct cie){ off, enc, daf, z };
+    return 0;
+}
+
+/* An FDE; id is the distance back to its CIE. */
+static int fde(struct eh *e, size_t off, uint32_t id, struct cur c)
+{
+    size_t cie_off = off + 4 >= id ? off + 4 - id : SIZE_MAX;
+    const struct cie *ci = NULL;
+    for (int i = 0; i < e->ncie; i++)
+        if (e->cies[i].off == cie_off)
+            ci = &e->cies[i];
+    if (!ci)
+        return fail(e, ".eh_frame+0x%zx: FDE's CIE pointer %" PRIu32 " does not lead to a CIE "
+                    "before it", off, id);
+    uint64_t pc, range;
+    uint64_t field = e->addr + off + 8;
+    if (c_ptr(&c, ci->enc, field, 0, &pc, true) ||
+        c_ptr(&c, ci->enc & 0x0f, 0, 0, &range, false))
+        return fail(e, ".eh_frame+0x%zx: FDE pc_begin/pc_range truncated or encoding 0x%02x "
+                    "unsupported", off, ci->enc);
+    if (ci->z) {
+        uint64_t al;
+        if (jh__cfa_uleb(&c.p, c.end, &al) || al > (uint64_t)(c.end - c.p))
+            return fail(e, ".eh_frame+0x%zx: FDE augmentation data runs past the entry", off);
+        c.p += al;
+    }
+    if (e->out)
+        fprintf(e->out, "      FDE @0x%zx: pc 0x%" PRIx64 "..0x%" PRIx64 ":", off, pc,
+                pc + range);
+    int err = cfa_insns(e, c, ci->daf, pc, range);
+    if (e->out)
+        fputc('\n', e->out);
+    if (err)
+        return err;
+    if (pc < e->text_addr || range > e->code_size || pc - e->text_addr > e->code_size - range)
+        return fail(e, ".eh_frame+0x%zx: FDE covers 0x%" PRIx64 "..0x%" PRIx64 " but perf puts "
+                    "the code at 0x%" PRIx64 "..0x%" PRIx64, off, pc, pc + range, e->text_addr,
+                    e->text_addr + e->code_size);
+    if (e->nfde < MAX_FDE)
+        e->fdes[e->nfde++] = (struct fde){ pc, range, off };
+    return 0;
+}
+
+static int entries(struct eh *e, size_t eh_len)
+{
+    size_t off = 0;
+    while (off < eh_len) {
+        if (eh_len - off < 4)
+            return fail(e, ".eh_frame+0x%zx: %zu stray bytes at the end", off, eh_len - off);
+        uint32_t len;
+        memcpy(&len, e->data + off, 4);
+        if (len == 0)
+            return 0;           /* the terminator */
+        if (len == 0xffffffffu)
+            return fail(e, ".eh_frame+0x%zx: 64-bit DWARF entries are not used by JIT writers "
+                        "and not supported here", off);
+        if (len > eh_len - off - 4)
+            return fail(e, ".eh_frame+0x%zx: entry length %" PRIu32 " runs past the .eh_frame "
+                        "(%zu bytes)", off, len, eh_len);
+        if (len < 4)
+            return fail(e, ".eh_frame+0x%zx: entry length %" PRIu32 " too short", off, len);
+        struct cur c = { e->data + off + 8, e->data + off + 4 + len };
+        uint32_t id;
+        memcpy(&id, e->data + off + 4, 4);
+        int err = id == 0 ? cie(e, off, c) : fde(e, off, id, c);
+        if (err)
+            return err;
+        off += 4 + (size_t)len;
+    }
+    return fail(e, ".eh_frame has no zero terminator");
+}
+
+/* The .eh_frame_hdr right after the .eh_frame, at hdr_addr: its pointer to the .eh_frame
+ * and its sorted table, which must list the FDEs found. */
+static int eh_frame_hdr(struct eh *e, const uint8_t *hdr, size_t hdr_len, uint64_t hdr_addr)
+{
+    if (hdr_len < 4)
+        return fail(e, ".eh_frame_hdr of %zu bytes is too short", hdr_len);
+    if (hdr[0] != 1)
+        return fail(e, ".eh_frame_hdr version %u (want 1)", hdr[0]);
+    struct cur c = { hdr + 4, hdr + hdr_len };
+    uint64_t ehp, count = 0;
+    if (c_ptr(&c, hdr[1], hdr_addr + 4, hdr_addr, &ehp, true))
+        return fail(e, ".eh_frame_hdr eh_frame_ptr truncated or encoding 0x%02x unsupported",
+                    hdr[1]);
+    if (ehp != e->addr)
+        return fail(e, ".eh_frame_hdr eh_frame_ptr points at 0x%" PRIx64 ", but .eh_frame is "
+                    "at 0x%" PRIx64 " in perf's layout", ehp, e->addr);
+    if (hdr[2] != 0xff) {
+        if (c_ptr(&c, hdr[2], 0, 0, &count, false))
+            return fail(e, ".eh_frame_hdr fde_count truncated");
+    }
+    if (hdr[2] != 0xff && hdr[3] != 0xff) {
+        if (hdr[3] != 0x3b)
+            return fail(e, ".eh_frame_hdr table encoding 0x%02x: unwinders only binary-search "
+                        "datarel|sdata4 (0x3b)", hdr[3]);
+        if (count > (uint64_t)(c.end - c.p) / 8)
+            return fail(e, ".eh_frame_hdr claims %" PRIu64 " table entries, has room for %zu",
+                        count, (size_t)(c.end - c.p) / 8);
+        uint64_t prev = 0;
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t loc, at;
+            c_ptr(&c, 0x3b, 0, hdr_addr, &loc, true);
+            c_ptr(&c, 0x3b, 0, hdr_addr, &at, true);
+            if (i && loc < prev)
+                return fail(e, ".eh_frame_hdr table not sorted at entry %" PRIu64, i);
+            prev = loc;
+            bool hit = false;
+            for (int k = 0; k < e->nfde; k++)
+                if (e->fdes[k].pc == loc && e->addr + e->fdes[k].off == at)
+                    hit = true;
+            if (!hit)
+                return fail(e, ".eh_frame_hdr entry %" PRIu64 " (pc 0x%" PRIx64 ", FDE 0x%"
+                            PRIx64 ") matches no FDE of the .eh_frame", i, loc, at);
+        }
+        if (count != (uint64_t)e->nfde && e->nfde < MAX_FDE)
+            return fail(e, ".eh_frame_hdr lists %" PRIu64 " FDEs, .eh_frame has %d", count,
+                        e->nfde);
+    }
+    if (e->out)
+        fprintf(e->out, "      .eh_frame_hdr: v1, eh_frame at 0x%" PRIx64 ", %" PRIu64
+                " table entries\n", ehp, count);
+    return 0;
+}
+
+int jhr_eh_frame_check(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,
+                       uint64_t eh_addr, uint64_t text_addr, uint64_t code_size, FILE *out,
+                       char *err, size_t errlen)
+{
+    struct eh e = { .data = eh, .addr = eh_addr, .text_addr = text_addr,
+                    .code_size = code_size, .out = out, .err = err, .errlen = errlen };
+    int rc = entries(&e, eh_len);
+    if (rc)
+        return rc;
+    if (e.ncie == 0 || e.nfde == 0)
+        return fail(&e, ".eh_frame has %d CIE and %d FDE: nothing to unwind with", e.ncie,
+                    e.nfde);
+    return eh_frame_hdr(&e, hdr, hdr_len, eh_addr + eh_len);
+}
