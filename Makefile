@@ -140,7 +140,7 @@ $(BUILD)/tests/%: tests/unit/%.cc tests/unit/check.h $(LIB_A) $(MJ_A)
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
 # bounded number of mutations, so every target also runs as a regression test. They link
 # the reader library; those not moved onto it yet, the CLI's objects.
-$(BUILD)/fuzz/fuzz_callgrind $(BUILD)/fuzz/fuzz_auditlog: $(filter-out $(BUILD)/tools/main.o,$(TOOL_OBJ))
+$(BUILD)/fuzz/fuzz_auditlog: $(filter-out $(BUILD)/tools/main.o,$(TOOL_OBJ))
 $(BUILD)/fuzz/%: fuzz/%.c fuzz/driver.c $(READ_A) $(LIB_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)

@@ -1,16 +1,16 @@
 /*
- * test_elfmap_cgrewrite.c — the callgrind.out rewriter (tools/callgrind.c) on a small
- * hand-written profile that has every trap of the format: ids defined on cfn= lines,
- * relative positions (also as call targets), a JIT callee whose file callgrind left
- * implicit, a jump into the middle of a JIT function that callgrind counted as a call,
- * real recursion, a JIT caller calling C, jump= lines. The tools are not in the static
- * library, so their sources are compiled in here.
+ * test_callgrind_rewrite.c — the callgrind.out rewriter (tools/lib/callgrind_rewrite.c, in
+ * the reader library) on a small hand-written profile that has every trap of the format:
+ * ids defined on cfn= lines, relative positions (also as call targets), a JIT callee whose
+ * file callgrind left implicit, a jump into the middle of a JIT function that callgrind
+ * counted as a call, real recursion, a JIT caller calling C, jump= lines.
  */
-#include "../../tools/callgrind.c"
-#include "../../tools/jitdump_read.c"
-#include "../../tools/perfmap_read.c"
+#include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
+#include "jitherald.h"
+#include "lib/callgrind_rewrite.h"
 
 static const char profile[] =
     "# callgrind format\nversion: 1\ncreator: callgrind-3.19.0\npid: 42\n\n"
@@ -35,27 +35,27 @@ static int has(const char *out, const char *s)
 
 int main(void)
 {
-    struct jh_cgsyms s = { 0 };
+    struct jhr_syms s = { 0 };
     const char map[] = "10000000 40 fib\n";
-    CHECK_EQ(jh_cgsyms_load_perfmap(&s, (const uint8_t *)map, sizeof map - 1), 0);
+    CHECK_EQ(jhr_syms_load_perfmap(&s, (const uint8_t *)map, sizeof map - 1), 0);
     CHECK_EQ(s.nfns, 1);
     /* the map has no lines: add fib's line table the way the jitdump loader does */
-    CHECK_EQ(jh_cgsyms_add_line(&s, 0, 0x10000000, 5, "fib.x", 5), 0);
-    CHECK_EQ(jh_cgsyms_add_line(&s, 0, 0x10000010, 6, "fib.x", 5), 0);
-    CHECK_EQ(jh_cgsyms_add_line(&s, 0, 0x10000004, 9, "lib.x", 5), 0);
+    CHECK_EQ(jhr_syms_add_line(&s, 0, 0x10000000, 5, "fib.x", 5), 0);
+    CHECK_EQ(jhr_syms_add_line(&s, 0, 0x10000010, 6, "fib.x", 5), 0);
+    CHECK_EQ(jhr_syms_add_line(&s, 0, 0x10000004, 9, "lib.x", 5), 0);
     /* a later load over the same addresses wins */
-    int moved = jh_cgsyms_add(&s, 0x20000000, 0x10, "old", 3);
-    int newer = jh_cgsyms_add(&s, 0x20000000, 0x20, "new", 3);
+    int moved = jhr_syms_add(&s, 0x20000000, 0x10, "old", 3);
+    int newer = jhr_syms_add(&s, 0x20000000, 0x20, "new", 3);
     CHECK(moved >= 0 && newer > moved);
-    jh_cgsyms_finish(&s);
-    const struct jh_cg_fn *f = jh_cgsyms_find(&s, 0x20000008);
+    jhr_syms_finish(&s);
+    const struct jhr_sym_fn *f = jhr_syms_find(&s, 0x20000008);
     CHECK(f && !strcmp(s.strs[f->name], "new"));
-    CHECK(!jh_cgsyms_find(&s, 0x10000040));
-    CHECK(jh_cgsyms_find(&s, 0x1000003f) != NULL);
+    CHECK(!jhr_syms_find(&s, 0x10000040));
+    CHECK(jhr_syms_find(&s, 0x1000003f) != NULL);
 
     struct jh__buf out = { 0 };
-    struct jh_cg_stats st;
-    CHECK_EQ(jh_callgrind_rewrite(profile, sizeof profile - 1, &s, &out, &st), 0);
+    struct jhr_cg_stats st;
+    CHECK_EQ(jhr_cg_rewrite(profile, sizeof profile - 1, &s, &out, &st), 0);
     jh__buf_u8(&out, 0);
     const char *o = (const char *)out.p;
     printf("%s", o);
@@ -82,17 +82,17 @@ int main(void)
 
     /* Rewriting the output again changes nothing. */
     struct jh__buf again = { 0 };
-    CHECK_EQ(jh_callgrind_rewrite(o, out.len - 1, &s, &again, &st), 0);
+    CHECK_EQ(jhr_cg_rewrite(o, out.len - 1, &s, &again, &st), 0);
     CHECK_EQ(again.len, out.len - 1);
     CHECK(again.len == out.len - 1 && !memcmp(again.p, out.p, again.len));
     CHECK_EQ(st.calls_dropped, 0);
 
     /* Not a profile. */
     struct jh__buf junk = { 0 };
-    CHECK_EQ(jh_callgrind_rewrite("hello\nworld\n", 12, &s, &junk, NULL), JH_EFORMAT);
+    CHECK_EQ(jhr_cg_rewrite("hello\nworld\n", 12, &s, &junk, NULL), JH_EFORMAT);
     jh__buf_free(&junk);
     jh__buf_free(&again);
     jh__buf_free(&out);
-    jh_cgsyms_free(&s);
+    jhr_syms_free(&s);
     return check_done();
 }
