@@ -1,10 +1,11 @@
 /*
  * test_auditlog.c — the audit-log channel written through the public API and read back by
- * the CLI's reader (tools/log_read.c, compiled in): code records with their bytes and line
- * tables, memory snapshots, events with every attribute kind, patch/move/remove, the size
- * limit and its record, four threads at once, a fork child's own log, and logs cut by
- * SIGKILL or by a frame that was never finished.
+ * the CLI's reader (tools/lib/auditlog_read.h, in the reader library): code records with
+ * their bytes and line tables, memory snapshots, events with every attribute kind,
+ * patch/move/remove, the size limit and its record, four threads at once, a fork child's
+ * own log, and logs cut by SIGKILL or by a frame that was never finished.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 
 #include "check.h"
 #include "jitherald.h"
-#include "../../tools/log_read.c"
+#include "lib/auditlog_read.h"
 
 static char dir[256];
 
@@ -48,7 +49,7 @@ static uint8_t *slurp(const char *engine, pid_t pid, size_t *n)
     return p;
 }
 
-static const struct log_rec *nth(const struct log_file *lf, enum log_rec_kind k, int n)
+static const struct jhr_al_rec *nth(const struct jhr_al *lf, enum jhr_al_kind k, int n)
 {
     for (size_t i = 0; i < lf->nrecs; i++)
         if (lf->recs[i].kind == k && n-- == 0)
@@ -97,9 +98,9 @@ static void test_roundtrip(void)
     CHECK(d != NULL);
     if (!d)
         return;
-    struct log_file lf;
+    struct jhr_al lf;
     char err[256];
-    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
     CHECK_EQ(lf.version, 1);
     CHECK_EQ(lf.pid, getpid());
     CHECK_STR(lf.engine, "rt");
@@ -111,7 +112,7 @@ static void test_roundtrip(void)
     /* header, add, 2 memory, 2 events, patched, move, remove, close */
     CHECK_EQ(lf.nrecs, 10);
     if (lf.nfns == 1) {
-        const struct log_fn *fn = &lf.fns[0];
+        const struct jhr_al_fn *fn = &lf.fns[0];
         CHECK_STR(fn->name, "answer");
         CHECK_EQ(fn->id, id);
         CHECK_EQ(fn->start, (uintptr_t)code);
@@ -126,10 +127,10 @@ static void test_roundtrip(void)
         CHECK_STR(fn->unwind, "frame_pointer");
         CHECK_EQ(fn->fp_set_end, 4);
         uint32_t line = 0;
-        CHECK_STR(log_fn_line(fn, 5, &line), "u.mini");
+        CHECK_STR(jhr_al_fn_line(fn, 5, &line), "u.mini");
         CHECK_EQ(line, 4);
-        CHECK(log_fn_at(&lf, (uintptr_t)code + 4096 + 3, SIZE_MAX) == fn);
-        CHECK(log_fn_named(&lf, "answer") == fn);
+        CHECK(jhr_al_fn_at(&lf, (uintptr_t)code + 4096 + 3, SIZE_MAX) == fn);
+        CHECK(jhr_al_fn_named(&lf, "answer") == fn);
     }
     CHECK_EQ(lf.nmems, 2);
     if (lf.nmems == 2) {
@@ -138,49 +139,49 @@ static void test_roundtrip(void)
         CHECK(!memcmp(lf.mems[0].data, &t, sizeof t));
         CHECK_STR(lf.mems[0].hint, "struct thing");
         CHECK(lf.mems[1].hint == NULL);
-        CHECK(log_mem_at(&lf, (uintptr_t)&t + 4, 4, SIZE_MAX) == &lf.mems[0]);
+        CHECK(jhr_al_mem_at(&lf, (uintptr_t)&t + 4, 4, SIZE_MAX) == &lf.mems[0]);
     }
-    const struct log_rec *ev = nth(&lf, LR_EVENT, 0);
+    const struct jhr_al_rec *ev = nth(&lf, JHR_AL_EVENT, 0);
     CHECK(ev != NULL);
     if (ev) {
-        struct mpv attrs, v;
-        CHECK_EQ(mp_get(&ev->map, "attrs", &attrs), 0);
+        struct jhr_mp attrs, v;
+        CHECK_EQ(jhr_mp_get(&ev->map, "attrs", &attrs), 0);
         CHECK_EQ(attrs.n, 7);
-        CHECK(mp_get(&attrs, "i", &v) == 0 && v.t == MPV_INT && v.v.i == -5);
-        CHECK(mp_get(&attrs, "big", &v) == 0 && v.t == MPV_INT && v.v.i == INT64_MIN);
-        CHECK(mp_get(&attrs, "u", &v) == 0 && v.t == MPV_UINT && v.v.u == 300);
-        CHECK(mp_get(&attrs, "d", &v) == 0 && v.t == MPV_DOUBLE && v.v.d == 1.5);
-        CHECK(mp_get(&attrs, "s", &v) == 0 && mp_str_eq(&v, "why not"));
-        CHECK(mp_get(&attrs, "n", &v) == 0 && v.t == MPV_NIL);
+        CHECK(jhr_mp_get(&attrs, "i", &v) == 0 && v.t == JHR_MP_INT && v.v.i == -5);
+        CHECK(jhr_mp_get(&attrs, "big", &v) == 0 && v.t == JHR_MP_INT && v.v.i == INT64_MIN);
+        CHECK(jhr_mp_get(&attrs, "u", &v) == 0 && v.t == JHR_MP_UINT && v.v.u == 300);
+        CHECK(jhr_mp_get(&attrs, "d", &v) == 0 && v.t == JHR_MP_DOUBLE && v.v.d == 1.5);
+        CHECK(jhr_mp_get(&attrs, "s", &v) == 0 && jhr_mp_str_eq(&v, "why not"));
+        CHECK(jhr_mp_get(&attrs, "n", &v) == 0 && v.t == JHR_MP_NIL);
         uint64_t a = 0;
-        CHECK(mp_get_u64(&attrs, "obj", &a) && a == (uintptr_t)&t);
+        CHECK(jhr_mp_get_u64(&attrs, "obj", &a) && a == (uintptr_t)&t);
         CHECK(ev->thread == (uint32_t)getpid());
         CHECK(ev->time >= lf.t0);
     }
     /* A frame whose first byte never got written (the writer died mid-record) is skipped
      * by its length, and everything after it still reads. */
-    const struct log_rec *mem = nth(&lf, LR_MEMORY, 0);
+    const struct jhr_al_rec *mem = nth(&lf, JHR_AL_MEMORY, 0);
     size_t total = lf.nrecs;
     if (mem) {
         size_t off = (size_t)mem->off;
         d[off] = 0;
-        log_free(&lf);
-        CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+        jhr_al_free(&lf);
+        CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
         CHECK_EQ(lf.cut, 1);
         CHECK_EQ(lf.nrecs, total - 1);
         CHECK(lf.closed);
         /* ...also when even its length was never written: the reader resyncs. */
         memset(d + off, 0, 5);
-        log_free(&lf);
-        CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+        jhr_al_free(&lf);
+        CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
         CHECK_EQ(lf.nrecs, total - 1);
         CHECK(lf.closed);
     }
-    log_free(&lf);
+    jhr_al_free(&lf);
     /* Truncated anywhere: never a crash, never a record past the cut. */
     for (size_t cut = 0; cut < n; cut += 7) {
-        if (log_parse(&lf, d, cut, err, sizeof err) == 0)
-            log_free(&lf);
+        if (jhr_al_parse(&lf, d, cut, err, sizeof err) == 0)
+            jhr_al_free(&lf);
     }
     free(d);
     munmap(code, 8192);
@@ -209,25 +210,25 @@ static void test_reuse(void)
     uint8_t *d = slurp("reuse", getpid(), &n);
     if (!d)
         return;
-    struct log_file lf;
+    struct jhr_al lf;
     char err[256];
-    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
-    const struct log_rec *one = nth(&lf, LR_EVENT, 0), *two = nth(&lf, LR_EVENT, 1);
+    CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
+    const struct jhr_al_rec *one = nth(&lf, JHR_AL_EVENT, 0), *two = nth(&lf, JHR_AL_EVENT, 1);
     CHECK(one && two);
     if (one && two) {
         size_t a = (size_t)(one - lf.recs), b = (size_t)(two - lf.recs);
-        const struct log_fn *f1 = log_fn_at(&lf, (uintptr_t)code + 2, a);
-        const struct log_fn *f2 = log_fn_at(&lf, (uintptr_t)code + 2, b);
+        const struct jhr_al_fn *f1 = jhr_al_fn_at(&lf, (uintptr_t)code + 2, a);
+        const struct jhr_al_fn *f2 = jhr_al_fn_at(&lf, (uintptr_t)code + 2, b);
         CHECK(f1 && !strcmp(f1->name, "first"));
         CHECK(f2 && !strcmp(f2->name, "second"));
-        CHECK(log_fn_at(&lf, (uintptr_t)code + 2, 0) == NULL);     /* before any add */
-        const struct log_mem *m1 = log_mem_at(&lf, (uintptr_t)&obj, 4, a);
-        const struct log_mem *m2 = log_mem_at(&lf, (uintptr_t)&obj, 4, SIZE_MAX);
+        CHECK(jhr_al_fn_at(&lf, (uintptr_t)code + 2, 0) == NULL);     /* before any add */
+        const struct jhr_al_mem *m1 = jhr_al_mem_at(&lf, (uintptr_t)&obj, 4, a);
+        const struct jhr_al_mem *m2 = jhr_al_mem_at(&lf, (uintptr_t)&obj, 4, SIZE_MAX);
         CHECK(m1 && m1->data[0] == 1);
         CHECK(m2 && m2->data[0] == 2);
-        CHECK(log_mem_at(&lf, (uintptr_t)&obj + 1, 4, SIZE_MAX) == NULL);   /* runs past it */
+        CHECK(jhr_al_mem_at(&lf, (uintptr_t)&obj + 1, 4, SIZE_MAX) == NULL);   /* runs past it */
     }
-    log_free(&lf);
+    jhr_al_free(&lf);
     free(d);
     munmap(code, 4096);
 }
@@ -247,16 +248,16 @@ static void test_limit(void)
     if (!d)
         return;
     CHECK(n <= 64 << 10);
-    struct log_file lf;
+    struct jhr_al lf;
     char err[256];
-    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
     CHECK(lf.limit_hit);
     CHECK(lf.closed);
     CHECK(lf.nmems > 50 && lf.nmems < 70);
     CHECK_EQ(lf.dropped, 200 + 1 - lf.nmems);
     /* The log ends at the limit: only `close` follows the `limit` record. */
-    CHECK(lf.nrecs >= 2 && lf.recs[lf.nrecs - 2].kind == LR_LIMIT);
-    log_free(&lf);
+    CHECK(lf.nrecs >= 2 && lf.recs[lf.nrecs - 2].kind == JHR_AL_LIMIT);
+    jhr_al_free(&lf);
     free(d);
 }
 
@@ -285,27 +286,27 @@ static void test_threads(void)
     uint8_t *d = slurp("thr", getpid(), &n);
     if (!d)
         return;
-    struct log_file lf;
+    struct jhr_al lf;
     char err[256];
-    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
     CHECK_EQ(lf.nrecs, NTHREADS * PER_THREAD + 2);
     CHECK_EQ(lf.cut + lf.bad + lf.resyncs, 0);
     /* Per thread, the events appear in the order that thread logged them. */
     int64_t last[NTHREADS] = { -1, -1, -1, -1 };
     int inorder = 1;
     for (size_t i = 0; i < lf.nrecs; i++) {
-        struct mpv attrs;
+        struct jhr_mp attrs;
         uint64_t w;
-        struct mpv iv;
-        if (lf.recs[i].kind != LR_EVENT || mp_get(&lf.recs[i].map, "attrs", &attrs) < 0 ||
-            !mp_get_u64(&attrs, "w", &w) || w >= NTHREADS || mp_get(&attrs, "i", &iv) < 0)
+        struct jhr_mp iv;
+        if (lf.recs[i].kind != JHR_AL_EVENT || jhr_mp_get(&lf.recs[i].map, "attrs", &attrs) < 0 ||
+            !jhr_mp_get_u64(&attrs, "w", &w) || w >= NTHREADS || jhr_mp_get(&attrs, "i", &iv) < 0)
             continue;
-        int64_t v = iv.t == MPV_UINT ? (int64_t)iv.v.u : iv.v.i;
+        int64_t v = iv.t == JHR_MP_UINT ? (int64_t)iv.v.u : iv.v.i;
         inorder &= v == last[w] + 1;
         last[w] = v;
     }
     CHECK(inorder);
-    log_free(&lf);
+    jhr_al_free(&lf);
     free(d);
 }
 
@@ -329,13 +330,13 @@ static void test_killed(void)
     uint8_t *d = slurp("kill", pid, &n);
     if (!d)
         return;
-    struct log_file lf;
+    struct jhr_al lf;
     char err[256];
-    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
     CHECK(!lf.closed);
     CHECK_EQ(lf.nrecs, 1001);   /* header + 1000 events, the last one included */
     CHECK_EQ(lf.cut, 0);
-    log_free(&lf);
+    jhr_al_free(&lf);
     free(d);
 }
 
@@ -381,23 +382,23 @@ static void test_segfault(void)
     uint8_t *d = slurp("segv", pid, &n);
     if (!d)
         return;
-    struct log_file lf;
+    struct jhr_al lf;
     char err[256];
-    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
     CHECK(!lf.closed);
     CHECK(lf.nmems == 1 && lf.mems[0].size == 64 && lf.mems[0].data[0] == 0xef);
-    const struct log_rec *ev = nth(&lf, LR_EVENT, 0);
+    const struct jhr_al_rec *ev = nth(&lf, JHR_AL_EVENT, 0);
     CHECK(ev && ev == &lf.recs[2]);
     /* Under a sanitizer the runtime may take the fault before our handler. */
     if (WIFSIGNALED(status)) {
         CHECK_EQ(lf.nrecs, 4);
-        const struct log_rec *last = nth(&lf, LR_EVENT, 1);
-        struct mpv attrs;
+        const struct jhr_al_rec *last = nth(&lf, JHR_AL_EVENT, 1);
+        struct jhr_mp attrs;
         uint64_t fault = 1;
-        CHECK(last && mp_get(&last->map, "attrs", &attrs) == 0 && mp_get_u64(&attrs, "fault", &fault) &&
+        CHECK(last && jhr_mp_get(&last->map, "attrs", &attrs) == 0 && jhr_mp_get_u64(&attrs, "fault", &fault) &&
               fault == 0);
     }
-    log_free(&lf);
+    jhr_al_free(&lf);
     free(d);
 }
 
@@ -426,12 +427,12 @@ static void test_disk_full(void)
     if (!d)
         return;
     CHECK(n <= 3u << 20);
-    struct log_file lf;
+    struct jhr_al lf;
     char err[256];
-    CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+    CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
     CHECK(lf.nmems > 2000 && lf.nmems < 3200);
     CHECK_EQ(lf.bad, 0);
-    log_free(&lf);
+    jhr_al_free(&lf);
     free(d);
 }
 
@@ -455,29 +456,29 @@ static void test_fork(void)
     jh_close(ctx);
     size_t n;
     uint8_t *d = slurp("fork", pid, &n);
-    struct log_file lf;
+    struct jhr_al lf;
     char err[256];
     if (d) {
-        CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
         CHECK_EQ(lf.parent_pid, getpid());
         CHECK_EQ(lf.nfns, 1);
         CHECK(lf.nfns == 1 && !strcmp(lf.fns[0].name, "inherited"));
-        const struct log_rec *ev = nth(&lf, LR_EVENT, 0);
-        CHECK(ev && mp_get_str(&ev->map, "event", &(const char *){ 0 }, &(uint32_t){ 0 }));
+        const struct jhr_al_rec *ev = nth(&lf, JHR_AL_EVENT, 0);
+        CHECK(ev && jhr_mp_get_str(&ev->map, "event", &(const char *){ 0 }, &(uint32_t){ 0 }));
         CHECK(ev && ev->thread == (uint32_t)pid);
-        log_free(&lf);
+        jhr_al_free(&lf);
         free(d);
     }
     d = slurp("fork", getpid(), &n);
     if (d) {
-        CHECK_EQ(log_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
         CHECK(lf.closed);
-        const struct log_rec *ev = nth(&lf, LR_EVENT, 0);
+        const struct jhr_al_rec *ev = nth(&lf, JHR_AL_EVENT, 0);
         const char *s = "";
         uint32_t sl = 0;
-        CHECK(ev && mp_get_str(&ev->map, "event", &s, &sl) && sl == 9 && !memcmp(s, "in_parent", 9));
-        CHECK(nth(&lf, LR_EVENT, 1) == NULL);
-        log_free(&lf);
+        CHECK(ev && jhr_mp_get_str(&ev->map, "event", &s, &sl) && sl == 9 && !memcmp(s, "in_parent", 9));
+        CHECK(nth(&lf, JHR_AL_EVENT, 1) == NULL);
+        jhr_al_free(&lf);
         free(d);
     }
     munmap(code, 4096);
