@@ -139,8 +139,8 @@ $(BUILD)/tests/%: tests/unit/%.cc tests/unit/check.h $(LIB_A) $(MJ_A)
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
 # bounded number of mutations, so every target also runs as a regression test. They link
-# the reader library; those not moved onto it yet, the CLI's objects.
-$(BUILD)/fuzz/fuzz_auditlog: $(filter-out $(BUILD)/tools/main.o,$(TOOL_OBJ))
+# the reader library; the audit log's target also every presenter of what it read.
+$(BUILD)/fuzz/fuzz_auditlog: $(LOG_OBJ)
 $(BUILD)/fuzz/%: fuzz/%.c fuzz/driver.c $(READ_A) $(LIB_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
@@ -171,14 +171,16 @@ tsan:
 
 # Open-ended fuzzing with libFuzzer (clang): `make fuzz` builds build-fuzz/fuzz/*; run one
 # with e.g. build-fuzz/fuzz/fuzz_jitdump fuzz/corpus/jitdump -max_total_time=600.
+FUZZ_LOG_OBJ := $(LOG_OBJ:$(BUILD)/%=build-fuzz/%)
 fuzz:
 	@mkdir -p build-fuzz/fuzz
 	$(MAKE) BUILD=build-fuzz CC=clang SAN=address,undefined OPT=-O1 build-fuzz/libjitherald.a \
-	    build-fuzz/libjitherald-read.a $(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)
+	    build-fuzz/libjitherald-read.a $(FUZZ_LOG_OBJ)
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); echo "  FUZZ   build-fuzz/fuzz/$$n"; \
-	    clang $(CPPFLAGS) $(TOOL_CFLAGS) -Itools -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o build-fuzz/fuzz/$$n $$f $(filter-out build-fuzz/tools/main.o,$(TOOL_OBJ:$(BUILD)/%=build-fuzz/%)) \
-	    build-fuzz/libjitherald-read.a build-fuzz/libjitherald.a $(TOOL_LIBS) $(LIBS) || exit 1; done
+	    objs=; [ $$n = fuzz_auditlog ] && objs="$(FUZZ_LOG_OBJ)"; \
+	    clang $(CPPFLAGS) -Itools -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -o build-fuzz/fuzz/$$n $$f $$objs build-fuzz/libjitherald-read.a \
+	    build-fuzz/libjitherald.a $(TOOL_LIBS) $(LIBS) || exit 1; done
 
 bench: all $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh

@@ -3,6 +3,8 @@
 # `make test`:
 #   1. includes go one way: src/base <- src/fmt <- src/channels <- src/core, and
 #      tools/lib <- tools (the CLI); the CLI may use base and fmt, never core or channels;
+#      a name without a directory is a file of the includer's own directory (so tools/lib
+#      cannot reach the commands' headers through -Itools);
 #   2. no .c file is included by another file (link a library instead);
 #   3. no raw pthread mutex outside src/base/lock.[ch]: every lock has a fork path;
 #   4. no file under src/ or tools/ holds more than 700 lines.
@@ -34,7 +36,11 @@ for f in $(git ls-files 'src/*.[ch]' 'tools/*.[ch]' 'adapters/*.[ch]' 'adapters/
         jitherald.h|*/jitherald.h) continue ;;
         esac
         layer=${inc%%/*}
-        [ "$layer" = "$inc" ] && continue       # the file's own directory
+        if [ "$layer" = "$inc" ]; then          # the file's own directory, not one on -I
+            [ -e "$(dirname "$f")/$inc" ] ||
+                say "$f includes \"$inc\", which is not in its own directory ($(dirname "$f"))"
+            continue
+        fi
         [ "$ok" = "*" ] && continue
         case " $ok " in
         *" $layer "*) ;;

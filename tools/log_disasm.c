@@ -10,14 +10,16 @@
  * Code bytes come from the log (with later patches applied), so this works long after the
  * process is gone. Without capstone the bytes are dumped in hex. When a source file named
  * in the line table can be read (now, from the current directory for a relative name), the
- * line's text is shown beside its file:line; log_source = false turns that off.
+ * line's text is shown beside its file:line; jhc_disasm_source = false turns that off.
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
-#include "log.h"
+#include "base/files.h"
+#include "log_present.h"
+#include "lib/text.h"
 
 #ifdef JH_HAVE_CAPSTONE
 #include <capstone/capstone.h>
@@ -26,12 +28,12 @@
 static void put(FILE *f, bool html, const char *s)
 {
     if (html)
-        html_escape(f, s, strlen(s));
+        jhr_html_escape(f, s, strlen(s));
     else
         fputs(s, f);
 }
 
-static void header(const struct log_file *lf, const struct log_fn *fn, FILE *f, bool html)
+static void header(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f, bool html)
 {
     char buf[256];
     if (html) {
@@ -41,10 +43,10 @@ static void header(const struct log_file *lf, const struct log_fn *fn, FILE *f, 
         fputs(fn->name, f);
     }
     snprintf(buf, sizeof buf, "  #%" PRIu64 "  0x%" PRIx64 "  %" PRIu64 " bytes  added %.6f s, ", fn->id,
-             fn->cur_start, fn->size, log_secs(lf, fn->t_add));
+             fn->cur_start, fn->size, jhr_al_secs(lf, fn->t_add));
     put(f, html, buf);
     if (fn->removed)
-        snprintf(buf, sizeof buf, "removed %.6f s", log_secs(lf, fn->t_remove));
+        snprintf(buf, sizeof buf, "removed %.6f s", jhr_al_secs(lf, fn->t_remove));
     else
         snprintf(buf, sizeof buf, "live at the end");
     put(f, html, buf);
@@ -54,7 +56,7 @@ static void header(const struct log_file *lf, const struct log_fn *fn, FILE *f, 
     fputs(html ? "</div>\n<pre class=asm>" : "\n", f);
 }
 
-bool log_source = true;
+bool jhc_disasm_source = true;
 
 /* Source files read so far: name -> lines (NULL: unreadable). */
 static struct src { char *name; char *text; char **lines; uint32_t n; } srcs[64];
@@ -62,7 +64,7 @@ static int nsrcs;
 
 static const char *source_line(const char *file, uint32_t line)
 {
-    if (!log_source)
+    if (!jhc_disasm_source)
         return NULL;
     struct src *s = NULL;
     for (int i = 0; i < nsrcs && !s; i++)
@@ -73,9 +75,11 @@ static const char *source_line(const char *file, uint32_t line)
             return NULL;
         s = &srcs[nsrcs++];
         s->name = strdup(file);
-        struct stat st;
         /* Only regular files: a name like /dev/stdin or a FIFO in a log must not block us. */
-        FILE *f = stat(file, &st) == 0 && S_ISREG(st.st_mode) ? fopen(file, "r") : NULL;
+        int fd = jh__open_regular(file, 0);
+        FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+        if (fd >= 0 && !f)
+            close(fd);
         size_t len = 0;
         if (f) {
             FILE *m = open_memstream(&s->text, &len);
@@ -110,11 +114,11 @@ static const char *source_line(const char *file, uint32_t line)
 }
 
 /* The source line that starts at off, if a new one does. */
-static void line_mark(const struct log_fn *fn, uint64_t off, uint64_t len, const char **last_file,
+static void line_mark(const struct jhr_al_fn *fn, uint64_t off, uint64_t len, const char **last_file,
                       uint32_t *last_line, FILE *f, bool html)
 {
     for (uint32_t i = 0; i < fn->nlines; i++) {
-        const struct log_line *l = &fn->lines[i];
+        const struct jhr_al_line *l = &fn->lines[i];
         if (l->offset < off || l->offset >= off + (len ? len : 1) || l->file >= fn->nfiles)
             continue;
         const char *file = fn->files[l->file];
@@ -140,9 +144,9 @@ static void line_mark(const struct log_fn *fn, uint64_t off, uint64_t len, const
     }
 }
 
-int disasm_print(const struct log_file *lf, const struct log_fn *fn, FILE *f, bool html)
+int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f, bool html)
 {
-    const uint8_t *code = log_fn_code(fn);
+    const uint8_t *code = jhr_al_fn_code(fn);
     const char *last_file = NULL;
     uint32_t last_line = 0;
     char buf[256];

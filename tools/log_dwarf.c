@@ -17,29 +17,30 @@
  * before its bytes are read: a hint that lies, or a binary that does not match, shows
  * "(outside the snapshot)" and never reads past the logged bytes.
  */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/files.h"
+#include "log_present.h"
+#include "lib/text.h"
 
 #ifdef JH_HAVE_LIBDW
 #include <elfutils/libdw.h>
 
 #include <dwarf.h>
 
-struct dwarf_types {
+struct jhc_types {
     int fd;
     Dwarf *dw;
     struct { char *hint; Dwarf_Die die; bool found; } cache[32];   /* hint -> type */
     unsigned ncache;
 };
 
-struct dwarf_types *dwarf_open(const char *vm, char *err, size_t errlen)
+struct jhc_types *jhc_types_open(const char *vm, char *err, size_t errlen)
 {
-    int fd = open(vm, O_RDONLY | O_CLOEXEC);
+    int fd = jh__open_regular(vm, 0);
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot open", vm);
         return NULL;
@@ -50,7 +51,7 @@ struct dwarf_types *dwarf_open(const char *vm, char *err, size_t errlen)
         close(fd);
         return NULL;
     }
-    struct dwarf_types *dt = calloc(1, sizeof *dt);
+    struct jhc_types *dt = calloc(1, sizeof *dt);
     if (!dt) {
         dwarf_end(dw);
         close(fd);
@@ -62,7 +63,7 @@ struct dwarf_types *dwarf_open(const char *vm, char *err, size_t errlen)
     return dt;
 }
 
-void dwarf_close(struct dwarf_types *dt)
+void jhc_types_close(struct jhc_types *dt)
 {
     if (!dt)
         return;
@@ -74,7 +75,7 @@ void dwarf_close(struct dwarf_types *dt)
 }
 
 /* "struct foo" / "union foo" / "enum foo" / "foo" (typedef or base type). */
-static int find_type_uncached(struct dwarf_types *dt, const char *hint, Dwarf_Die *out)
+static int find_type_uncached(struct jhc_types *dt, const char *hint, Dwarf_Die *out)
 {
     int want = 0;
     const char *name = hint;
@@ -108,7 +109,7 @@ static int find_type_uncached(struct dwarf_types *dt, const char *hint, Dwarf_Di
 }
 
 /* A report decodes hundreds of snapshots of a few types: scan the units once per type. */
-static int find_type(struct dwarf_types *dt, const char *hint, Dwarf_Die *out)
+static int find_type(struct jhc_types *dt, const char *hint, Dwarf_Die *out)
 {
     unsigned n = dt->ncache < 32 ? dt->ncache : 32;
     for (unsigned i = 0; i < n; i++)
@@ -184,8 +185,8 @@ static void type_name(Dwarf_Die *t, char *buf, size_t len, int depth)
 }
 
 struct ctx {
-    struct dwarf_types *dt;
-    const struct log_file *lf;
+    struct jhc_types *dt;
+    const struct jhr_al *lf;
     size_t at;
     FILE *f;
     uint64_t seen[8];           /* structs being printed: never twice (cycles) */
@@ -206,7 +207,7 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
 
 static void print_string_at(struct ctx *c, uint64_t a)
 {
-    const struct log_mem *m = log_mem_at(c->lf, a, 1, c->at);
+    const struct jhr_al_mem *m = jhr_al_mem_at(c->lf, a, 1, c->at);
     if (!m) {
         fprintf(c->f, " (string not logged)");
         return;
@@ -227,7 +228,7 @@ static void print_pointer(struct ctx *c, Dwarf_Die *type, uint64_t v, int depth)
     if (!v)
         return;
     Dwarf_Die to, peeled;
-    const struct log_fn *fn = log_fn_at(c->lf, v, c->at);
+    const struct jhr_al_fn *fn = jhr_al_fn_at(c->lf, v, c->at);
     if (fn) {
         fprintf(c->f, " -> %s+0x%" PRIx64, fn->name, v - fn->cur_start);
         return;
@@ -244,7 +245,7 @@ static void print_pointer(struct ctx *c, Dwarf_Die *type, uint64_t v, int depth)
     if (tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
         return;
     int size = dwarf_bytesize(&peeled);
-    const struct log_mem *m = size > 0 ? log_mem_at(c->lf, v, (uint64_t)size, c->at) : NULL;
+    const struct jhr_al_mem *m = size > 0 ? jhr_al_mem_at(c->lf, v, (uint64_t)size, c->at) : NULL;
     if (!m)
         return;
     for (int i = 0; i < c->nseen; i++)
@@ -421,7 +422,7 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
     }
 }
 
-int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct log_mem *m,
+int jhc_types_print(struct jhc_types *dt, const struct jhr_al *lf, const struct jhr_al_mem *m,
                 size_t at, FILE *out, bool html)
 {
     Dwarf_Die type;
@@ -429,7 +430,7 @@ int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct 
         const char *h = m->hint ? m->hint : "(no hint)";
         if (html) {
             fputs("<p class=warn>type ", out);
-            html_escape(out, h, strlen(h));
+            jhr_html_escape(out, h, strlen(h));
             fputs(" not found in the VM binary's DWARF</p>\n", out);
         } else {
             fprintf(out, "type %s not found in the VM binary's DWARF\n", h);
@@ -443,13 +444,13 @@ int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct 
         return -1;
     struct ctx c = { .dt = dt, .lf = lf, .at = at < m->rec ? m->rec : at, .f = f };
     fprintf(f, "0x%" PRIx64 ": %u bytes logged at %.6f s (record %zu), as %s\n", m->addr, m->size,
-            log_secs(lf, m->time), m->rec, m->hint);
+            jhr_al_secs(lf, m->time), m->rec, m->hint);
     print_value(&c, &type, m->data, m->size, m->addr, 0);
     fputc('\n', f);
     if (html) {
         fclose(f);
         fputs("<pre class=struct>", out);
-        html_escape(out, text, len);
+        jhr_html_escape(out, text, len);
         fputs("</pre>\n", out);
         free(text);
     }
@@ -458,15 +459,15 @@ int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct 
 
 #else /* !JH_HAVE_LIBDW */
 
-struct dwarf_types *dwarf_open(const char *vm, char *err, size_t errlen)
+struct jhc_types *jhc_types_open(const char *vm, char *err, size_t errlen)
 {
     snprintf(err, errlen, "built without libdw: cannot read types from %s", vm);
     return NULL;
 }
 
-void dwarf_close(struct dwarf_types *dt) { (void)dt; }
+void jhc_types_close(struct jhc_types *dt) { (void)dt; }
 
-int dwarf_print(struct dwarf_types *dt, const struct log_file *lf, const struct log_mem *m,
+int jhc_types_print(struct jhc_types *dt, const struct jhr_al *lf, const struct jhr_al_mem *m,
                 size_t at, FILE *out, bool html)
 {
     (void)dt; (void)lf; (void)m; (void)at; (void)out; (void)html;

@@ -28,18 +28,18 @@
 #include "fmt/cfi.h"
 #include "fmt/jitdump.h"
 #include "fmt/perfmap.h"
-#include "log.h"
+#include "log_present.h"
 
-int export_perfmap(const struct log_file *lf, FILE *f)
+int jhc_export_perfmap(const struct jhr_al *lf, FILE *f)
 {
     char line[JH__PERFMAP_NAME_MAX + 64];
     for (size_t i = 0; i < lf->nrecs; i++) {
-        const struct log_rec *r = &lf->recs[i];
-        if ((r->kind != LR_CODE_ADD && r->kind != LR_CODE_MOVE) || r->ref < 0)
+        const struct jhr_al_rec *r = &lf->recs[i];
+        if ((r->kind != JHR_AL_CODE_ADD && r->kind != JHR_AL_CODE_MOVE) || r->ref < 0)
             continue;
-        const struct log_fn *fn = &lf->fns[r->ref];
+        const struct jhr_al_fn *fn = &lf->fns[r->ref];
         uint64_t start = fn->start;
-        if (r->kind == LR_CODE_MOVE && !mp_get_u64(&r->map, "start", &start))
+        if (r->kind == JHR_AL_CODE_MOVE && !jhr_mp_get_u64(&r->map, JH__AL_K_START, &start))
             continue;
         size_t n = jh__perfmap_line(line, sizeof line, start, fn->size, fn->name);
         fwrite(line, 1, n, f);
@@ -48,7 +48,7 @@ int export_perfmap(const struct log_file *lf, FILE *f)
 }
 
 /* The neutral description of fn (lines converted into `lines`, n rows of room). */
-static void func_of(const struct log_fn *fn, struct jh__func *out, struct jh_line *lines)
+static void func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_line *lines)
 {
     for (uint32_t i = 0; i < fn->nlines; i++)
         lines[i] = (struct jh_line){ fn->lines[i].offset, fn->lines[i].line,
@@ -58,13 +58,13 @@ static void func_of(const struct log_fn *fn, struct jh__func *out, struct jh_lin
         .files = (const char *const *)fn->files, .nfiles = fn->nfiles,
         .lines = lines, .nlines = fn->nlines, .fp_push_end = fn->fp_push_end,
         .fp_set_end = fn->fp_set_end, .cfi = fn->cfi, .cfi_len = fn->cfi_len,
-        .unwind = !strcmp(fn->unwind, "cfi") ? JH_UNWIND_CFI :
-                  !strcmp(fn->unwind, "frame_pointer") ? JH_UNWIND_FRAME_POINTER :
+        .unwind = !strcmp(fn->unwind, JH__AL_UNWIND_CFI) ? JH_UNWIND_CFI :
+                  !strcmp(fn->unwind, JH__AL_UNWIND_FRAME_POINTER) ? JH_UNWIND_FRAME_POINTER :
                   JH_UNWIND_NONE,
     };
 }
 
-int export_jitdump(const struct log_file *lf, FILE *f)
+int jhc_export_jitdump(const struct jhr_al *lf, FILE *f)
 {
     int arch = lf->arch && !strcmp(lf->arch, "aarch64") ? JH__CFI_ARM64 : JH__CFI_X86_64;
     struct jh__buf b = { 0 };
@@ -76,23 +76,23 @@ int export_jitdump(const struct log_file *lf, FILE *f)
     jh__jd_header(&b, arch, (uint32_t)lf->pid, lf->t0);
     uint64_t last = lf->t0;
     for (size_t i = 0; i < lf->nrecs && !rc; i++) {
-        const struct log_rec *r = &lf->recs[i];
+        const struct jhr_al_rec *r = &lf->recs[i];
         last = r->time > last ? r->time : last;
-        if (r->ref < 0 || (r->kind != LR_CODE_ADD && r->kind != LR_CODE_MOVE &&
-                           r->kind != LR_CODE_REMOVE))
+        if (r->ref < 0 || (r->kind != JHR_AL_CODE_ADD && r->kind != JHR_AL_CODE_MOVE &&
+                           r->kind != JHR_AL_CODE_REMOVE))
             continue;
-        const struct log_fn *fn = &lf->fns[r->ref];
+        const struct jhr_al_fn *fn = &lf->fns[r->ref];
         struct jh__node *node = &nodes[r->ref];
         uint32_t tid = r->thread ? r->thread : (uint32_t)lf->pid;
-        if (r->kind == LR_CODE_REMOVE) {
+        if (r->kind == JHR_AL_CODE_REMOVE) {
             if (node->id)
                 jh__reg_erase(&live, node);
             node->id = 0;
             continue;
         }
-        if (r->kind == LR_CODE_MOVE) {
+        if (r->kind == JHR_AL_CODE_MOVE) {
             uint64_t from = 0, to = 0;
-            if (!mp_get_u64(&r->map, "old_start", &from) || !mp_get_u64(&r->map, "start", &to))
+            if (!jhr_mp_get_u64(&r->map, JH__AL_K_OLD_START, &from) || !jhr_mp_get_u64(&r->map, JH__AL_K_START, &to))
                 continue;
             if (node->id && !jh__reg_overlaps(&live, to, node->size, node))
                 jh__reg_rekey(&live, node, to);
@@ -117,7 +117,7 @@ int export_jitdump(const struct log_file *lf, FILE *f)
             struct jh__jd_unit u;
             if (jh__jd_function(&b, &func, arch, (uint32_t)lf->pid, tid, r->time, fn->id,
                                 next ? next->start : 0, &u) == 0)
-                jh__buf_put(&b, log_fn_code(fn), fn->size);
+                jh__buf_put(&b, jhr_al_fn_code(fn), fn->size);
         }
         if (b.len >= (1u << 20)) {      /* keep the buffer small on big logs */
             if (b.err || fwrite(b.p, 1, b.len, f) != b.len)

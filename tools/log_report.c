@@ -15,12 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "log_present.h"
+#include "lib/text.h"
 
 #define REPORT_MAX 500
 #define TL_ROWS 60
 
-static void esc(FILE *f, const char *s) { html_escape(f, s ? s : "", s ? strlen(s) : 0); }
+static void esc(FILE *f, const char *s) { jhr_html_escape(f, s ? s : "", s ? strlen(s) : 0); }
 
 static const char css[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}"
@@ -34,12 +35,12 @@ static const char css[] =
     "details{margin:4px 0}summary{cursor:pointer;font-family:monospace}"
     "svg{background:#fff;border:1px solid #d0d7de}.warn{color:#9a6700}";
 
-static void fmt_secs(FILE *f, const struct log_file *lf, uint64_t t) { fprintf(f, "%.6f", log_secs(lf, t)); }
+static void fmt_secs(FILE *f, const struct jhr_al *lf, uint64_t t) { fprintf(f, "%.6f", jhr_al_secs(lf, t)); }
 
 static const char *palette[] = { "#2f81f7", "#1a7f37", "#bf3989", "#9a6700", "#8250df", "#0a7b83" };
 
 /* Colour of a function's bar: by the thread that compiled it (the first THREADS seen). */
-static const char *thread_colour(const struct log_file *lf, uint32_t tid, uint32_t *seen, int *nseen)
+static const char *thread_colour(const struct jhr_al *lf, uint32_t tid, uint32_t *seen, int *nseen)
 {
     for (int i = 0; i < *nseen; i++)
         if (seen[i] == tid)
@@ -50,12 +51,12 @@ static const char *thread_colour(const struct log_file *lf, uint32_t tid, uint32
     return palette[(*nseen - 1) % 6];
 }
 
-static void timeline(const struct log_file *lf, FILE *f)
+static void timeline(const struct jhr_al *lf, FILE *f)
 {
     /* From the first thing the VM did (not the header: start-up is not interesting). */
     uint64_t t0 = 0, t1 = 0;
     for (size_t i = 1; i < lf->nrecs; i++) {
-        if (lf->recs[i].kind == LR_CLOSE)
+        if (lf->recs[i].kind == JHR_AL_CLOSE)
             continue;           /* jh_close may come long after the last thing the VM did */
         uint64_t t = lf->recs[i].time;
         if (!t0 || t < t0)
@@ -79,12 +80,12 @@ static void timeline(const struct log_file *lf, FILE *f)
         fprintf(f, "<line x1=%.1f x2=%.1f y1=16 y2=%d stroke='#eaeef2'/><text x=%.1f y=12 font-size=10 "
                    "text-anchor=%s fill='#57606a'>%.6f s</text>\n", x, x, H - 4, x,
                 k == 0 ? "start" : k == 4 ? "end" : "middle",
-                log_secs(lf, t0) + span / 1e9 * k / 4);
+                jhr_al_secs(lf, t0) + span / 1e9 * k / 4);
     }
     uint32_t seen[64];
     int nseen = 0;
     for (size_t i = 0; i < rows; i++) {
-        const struct log_fn *fn = &lf->fns[i];
+        const struct jhr_al_fn *fn = &lf->fns[i];
         double x0 = X(fn->t_add), x1 = X(fn->removed ? fn->t_remove : t1);
         int y = top + (int)i * lane;
         const char *col = thread_colour(lf, fn->rec < lf->nrecs ? lf->recs[fn->rec].thread : 0, seen, &nseen);
@@ -102,12 +103,12 @@ static void timeline(const struct log_file *lf, FILE *f)
     fprintf(f, "<text x=4 y=%d font-size=11>events</text>\n", ey + 10);
     size_t ne = 0;
     for (size_t i = 0; i < lf->nrecs && ne < 2000; i++) {
-        const struct log_rec *r = &lf->recs[i];
-        if (r->kind != LR_EVENT && r->kind != LR_LIMIT)
+        const struct jhr_al_rec *r = &lf->recs[i];
+        if (r->kind != JHR_AL_EVENT && r->kind != JHR_AL_LIMIT)
             continue;
         ne++;
         fprintf(f, "<line x1=%.1f x2=%.1f y1=%d y2=%d stroke='%s'/>", X(r->time), X(r->time), ey, ey + 14,
-                r->kind == LR_LIMIT ? "#b42318" : "#bf8700");
+                r->kind == JHR_AL_LIMIT ? "#b42318" : "#bf8700");
     }
     fputs("</svg>\n<p class=sum>one bar per function, from load to unload, coloured by the thread "
           "that compiled it", f);
@@ -117,14 +118,14 @@ static void timeline(const struct log_file *lf, FILE *f)
 #undef X
 }
 
-static void fn_table(const struct log_file *lf, FILE *f)
+static void fn_table(const struct jhr_al *lf, FILE *f)
 {
     fputs("<table id=functions><thead><tr><th>id</th><th>name</th><th>address</th><th>size</th>"
           "<th>added (s)</th><th>removed (s)</th><th>lifetime (s)</th><th>source</th><th>notes</th>"
           "</tr></thead><tbody>\n", f);
     uint64_t tend = lf->nrecs ? lf->recs[lf->nrecs - 1].time : lf->t0;
     for (size_t i = 0; i < lf->nfns && i < REPORT_MAX; i++) {
-        const struct log_fn *fn = &lf->fns[i];
+        const struct jhr_al_fn *fn = &lf->fns[i];
         fprintf(f, "<tr><td class=n>%" PRIu64 "</td><td><a href='#fn-%zu'>", fn->id, i);
         esc(f, fn->name);
         fprintf(f, "</a></td><td>0x%" PRIx64 "</td><td class=n>%" PRIu64 "</td><td class=n>", fn->cur_start,
@@ -138,7 +139,7 @@ static void fn_table(const struct log_file *lf, FILE *f)
         uint64_t end = fn->removed ? fn->t_remove : tend;
         fprintf(f, "</td><td class=n>%.6f</td><td>", end > fn->t_add ? (double)(end - fn->t_add) / 1e9 : 0.0);
         uint32_t line;
-        const char *file = log_fn_line(fn, 0, &line);
+        const char *file = jhr_al_fn_line(fn, 0, &line);
         if (file) {
             const char *base = strrchr(file, '/');
             fputs("<span title='", f);
@@ -155,40 +156,39 @@ static void fn_table(const struct log_file *lf, FILE *f)
         fprintf(f, "<p class=sum>first %d of %zu functions</p>\n", REPORT_MAX, lf->nfns);
 }
 
-static void events(const struct log_file *lf, FILE *f)
+static void events(const struct jhr_al *lf, FILE *f)
 {
     fputs("<table id=events><thead><tr><th>#</th><th>time (s)</th><th>thread</th><th>event</th>"
           "<th>attributes</th></tr></thead><tbody>\n", f);
     size_t n = 0;
     for (size_t i = 0; i < lf->nrecs && n < REPORT_MAX; i++) {
-        const struct log_rec *r = &lf->recs[i];
-        if (r->kind != LR_EVENT)
+        const struct jhr_al_rec *r = &lf->recs[i];
+        if (r->kind != JHR_AL_EVENT)
             continue;
         n++;
         const char *s = "";
         uint32_t sl = 0;
-        mp_get_str(&r->map, "event", &s, &sl);
+        jhr_mp_get_str(&r->map, JH__AL_K_EVENT, &s, &sl);
         fprintf(f, "<tr><td class=n>%zu</td><td class=n>", i);
         fmt_secs(f, lf, r->time);
         fprintf(f, "</td><td class=n>%u</td><td>", r->thread);
-        html_escape(f, s, sl);
+        jhr_html_escape(f, s, sl);
         fputs("</td><td>", f);
-        struct mpv attrs, k, v;
-        if (mp_get(&r->map, "attrs", &attrs) == 0 && attrs.t == MPV_MAP) {
+        struct jhr_mp attrs, k, v;
+        if (jhr_mp_get(&r->map, JH__AL_K_ATTRS, &attrs) == 0 && attrs.t == JHR_MP_MAP) {
             const uint8_t *it = attrs.p;
-            for (uint32_t j = 0; j < attrs.n && mp_next(&attrs, &it, &k) == 0 && mp_next(&attrs, &it, &v) == 0; j++) {
+            for (uint32_t j = 0; j < attrs.n && jhr_mp_next(&attrs, &it, &k) == 0 && jhr_mp_next(&attrs, &it, &v) == 0; j++) {
                 if (j)
                     fputs(", ", f);
-                if (k.t == MPV_STR)
-                    html_escape(f, (const char *)k.p, k.n);
+                if (k.t == JHR_MP_STR)
+                    jhr_html_escape(f, (const char *)k.p, k.n);
                 fputc('=', f);
-                if (v.t == MPV_EXT && v.ext == 1 && v.n == 8) {
-                    uint64_t a = 0;
-                    for (int b = 0; b < 8; b++)
-                        a = a << 8 | v.p[b];
-                    const struct log_mem *m = log_mem_at(lf, a, 1, i);
-                    const struct log_fn *fn = log_fn_at(lf, a, i);
-                    if (m && m->addr == a)
+                uint64_t a;
+                const struct jhr_al_mem *m;
+                const struct jhr_al_fn *fn;
+                if (jhr_mp_addr(&v, &a)) {
+                    jhr_al_resolve(lf, a, i, &m, &fn);
+                    if (m)
                         fprintf(f, "<a href='#mem-%zu'>0x%" PRIx64 "</a>", (size_t)(m - lf->mems), a);
                     else if (fn)
                         fprintf(f, "<a href='#fn-%zu'>0x%" PRIx64 "</a>", (size_t)(fn - lf->fns), a);
@@ -199,9 +199,9 @@ static void events(const struct log_file *lf, FILE *f)
                     size_t len = 0;
                     FILE *mf = open_memstream(&txt, &len);
                     if (mf) {
-                        mp_print(mf, &v, 1);
+                        jhr_mp_print(mf, &v, 1);
                         fclose(mf);
-                        html_escape(f, txt, len);
+                        jhr_html_escape(f, txt, len);
                         free(txt);
                     }
                 }
@@ -212,7 +212,7 @@ static void events(const struct log_file *lf, FILE *f)
     fputs("</tbody></table>\n", f);
 }
 
-int report_html(const struct log_file *lf, struct dwarf_types *dt, FILE *f)
+int jhc_report_html(const struct jhr_al *lf, struct jhc_types *dt, FILE *f)
 {
     fputs("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8><title>jitherald audit log: ", f);
     esc(f, lf->engine);
@@ -223,7 +223,7 @@ int report_html(const struct log_file *lf, struct dwarf_types *dt, FILE *f)
     esc(f, lf->exe);
     size_t nev = 0, live = 0;
     for (size_t i = 0; i < lf->nrecs; i++)
-        nev += lf->recs[i].kind == LR_EVENT;
+        nev += lf->recs[i].kind == JHR_AL_EVENT;
     for (size_t i = 0; i < lf->nfns; i++)
         live += !lf->fns[i].removed;
     fputs(" &middot; ", f);
@@ -251,16 +251,16 @@ int report_html(const struct log_file *lf, struct dwarf_types *dt, FILE *f)
         fprintf(f, "<details id='fn-%zu'%s><summary>", i, i == 0 ? " open" : "");
         esc(f, lf->fns[i].name);
         fprintf(f, " (%" PRIu64 " bytes)</summary>\n", lf->fns[i].size);
-        disasm_print(lf, &lf->fns[i], f, true);
+        jhc_disasm_print(lf, &lf->fns[i], f, true);
         fputs("</details>\n", f);
     }
     fputs("<h2>Memory</h2>\n", f);
     if (!dt && lf->nmems)
         fputs("<p class=warn>no VM binary with DWARF (--vm): memory shown as bytes</p>\n", f);
     for (size_t i = 0; i < lf->nmems && i < REPORT_MAX; i++) {
-        const struct log_mem *m = &lf->mems[i];
+        const struct jhr_al_mem *m = &lf->mems[i];
         fprintf(f, "<div id='mem-%zu'>\n", i);
-        if (!dt || dwarf_print(dt, lf, m, m->rec, f, true) < 0) {
+        if (!dt || jhc_types_print(dt, lf, m, m->rec, f, true) < 0) {
             fputs("<pre>", f);
             esc(f, m->hint ? m->hint : "memory");
             fprintf(f, " @ 0x%" PRIx64 ", %u bytes\n", m->addr, m->size);

@@ -1,4 +1,4 @@
-/* main.c — `jitherald`: the offline tools. One subcommand per file; see cli.h. */
+/* main.c — `jitherald`: the offline tools. One subcommand per file (cmd_*.c); see cli.h. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,11 +10,11 @@ static const struct {
     int (*fn)(int, char **);
     const char *help;
 } cmds[] = {
-    { "inspect", jh_cmd_inspect, "FILE          decode a jitdump or perf map" },
-    { "check", jh_cmd_check, "FILE            validate a jitdump or perf map as perf reads it" },
-    { "callgrind", jh_cmd_callgrind, "IN OUT      name JIT code in a callgrind.out file" },
-    { "clean", jh_cmd_clean, "[DIR]           remove files of processes that are gone" },
-    { "log", jh_cmd_log, "FILE CMD...       read an audit log (jitherald log --help)" },
+    { "inspect", jhc_cmd_inspect, "FILE          decode a jitdump or perf map" },
+    { "check", jhc_cmd_check, "FILE            validate a jitdump or perf map as perf reads it" },
+    { "callgrind", jhc_cmd_callgrind, "IN OUT      name JIT code in a callgrind.out file" },
+    { "clean", jhc_cmd_clean, "[DIR]           remove files of processes that are gone" },
+    { "log", jhc_cmd_log, "FILE CMD...       read an audit log (jitherald log --help)" },
 };
 
 static int usage(FILE *f)

@@ -1,5 +1,5 @@
 /*
- * clean.c — `jitherald clean [DIR]`: remove the elfmap images (jit-PID-GEN.elf) and jitdump
+ * cmd_clean.c — `jitherald clean [DIR]`: remove the elfmap images (jit-PID-GEN.elf) and jitdump
  * files (jit-PID.dump) of processes that are gone, once nobody is likely to need them:
  *
  *     $ jitherald clean                  # $JITHERALD_DIR, else /tmp/jitherald-UID
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "lib/files.h"
 
 /* "jit-PID-GEN.elf" or "jit-PID.dump": the pid, or 0 for other names. */
 static long pid_of(const char *name)
@@ -108,7 +109,7 @@ static int usage(void)
     return 2;
 }
 
-int jh_cmd_clean(int argc, char **argv)
+int jhc_cmd_clean(int argc, char **argv)
 {
     const char *dir = NULL;
     bool dry = false;
@@ -132,13 +133,10 @@ int jh_cmd_clean(int argc, char **argv)
             dir = argv[i];
         }
     }
-    char def[64];
+    char def[4096];
     if (!dir) {
-        dir = getenv("JITHERALD_DIR");
-        if (!dir || !*dir) {
-            snprintf(def, sizeof def, "/tmp/jitherald-%u", (unsigned)getuid());
-            dir = def;
-        }
+        jhr_dir(def, sizeof def);
+        dir = def;
     }
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat dst;

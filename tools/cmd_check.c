@@ -1,39 +1,28 @@
 /*
- * inspect.c — `jitherald inspect FILE` and `jitherald check FILE`, for the files perf reads
- * about JIT code: jitdump files (jit-<pid>.dump, recognised by their magic) and perf maps
- * (anything else).
+ * cmd_check.c — `jitherald check FILE`, for the files perf reads about JIT code: jitdump
+ * files (jit-<pid>.dump, recognised by their magic) and perf maps (anything else).
  *
  *     $ jitherald check /tmp/jitherald-0/jit-4242.dump
  *     /tmp/jitherald-0/jit-4242.dump: ok: jitdump, 31 records: 10 LOAD, 10 DEBUG_INFO, ...
  *     $ jitherald check broken.dump
  *     broken.dump: offset 0x1f0: record id 0 of 4096 bytes runs past the end of the file ...
- *     $ jitherald inspect /tmp/perf-4242.map
  *
  * check: exit 0 if perf will take the whole file, 1 at the first problem (one line naming
  * the offset or line and what perf would do with it), 2 for usage or I/O errors. Warnings
  * that do not stop perf go to stderr and do not change the exit status.
- * inspect: prints every record (header, names, addresses, line tables, unwind rules) and
- * then runs the same checks.
+ * `jitherald inspect` (cmd_inspect.c) is the same check with every record printed. The
+ * checks themselves are lib/jitdump_check.h and lib/perfmap_read.h.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "jitdump_read.h"
-#include "perfmap_read.h"
+#include "lib/files.h"
+#include "lib/jitdump_check.h"
+#include "lib/perfmap_read.h"
 
-static bool is_jitdump(const uint8_t *d, size_t n)
-{
-    uint32_t m;
-    if (n < 4)
-        return false;
-    memcpy(&m, d, 4);
-    return m == JH__JD_MAGIC || m == JH__JD_MAGIC_SWAPPED;
-}
-
-static int run(const char *cmd, int argc, char **argv, bool print)
+int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
 {
     bool quiet = false;
     const char *path = NULL;
@@ -55,7 +44,7 @@ static int run(const char *cmd, int argc, char **argv, bool print)
     }
     uint8_t *data;
     size_t len;
-    int err = jh_read_file(path, &data, &len);
+    int err = jhr_read_file(path, &data, &len);
     if (err) {
         fprintf(stderr, "jitherald %s: %s: %s\n", cmd, path, strerror(-err));
         return 2;
@@ -63,10 +52,10 @@ static int run(const char *cmd, int argc, char **argv, bool print)
     FILE *out = print ? stdout : NULL;
     FILE *warn = quiet ? NULL : stderr;
     int rc;
-    if (is_jitdump(data, len)) {
-        struct jh_jdr r;
-        struct jh_jdr_stats st;
-        rc = jh_jdr_check(&r, data, len, out, true, warn, &st);
+    if (jhr_jd_is_jitdump(data, len)) {
+        struct jhr_jd r;
+        struct jhr_jd_stats st;
+        rc = jhr_jd_check(&r, data, len, out, true, warn, &st);
         if (rc) {
             fprintf(print ? stdout : stderr, "%s: %s\n", path, r.err);
         } else if (!quiet) {
@@ -80,7 +69,7 @@ static int run(const char *cmd, int argc, char **argv, bool print)
     } else {
         char msg[256];
         size_t n = 0;
-        rc = jh_pmr_check(data, len, out, warn, msg, sizeof msg, &n);
+        rc = jhr_pm_check(data, len, out, warn, msg, sizeof msg, &n);
         if (rc)
             fprintf(print ? stdout : stderr, "%s: %s\n", path, msg);
         else if (!quiet)
@@ -90,6 +79,4 @@ static int run(const char *cmd, int argc, char **argv, bool print)
     return rc ? 1 : 0;
 }
 
-int jh_cmd_inspect(int argc, char **argv) { return run("inspect", argc, argv, true); }
-
-int jh_cmd_check(int argc, char **argv) { return run("check", argc, argv, false); }
+int jhc_cmd_check(int argc, char **argv) { return jhc_check_file("check", argc, argv, false); }

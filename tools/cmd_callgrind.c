@@ -1,0 +1,146 @@
+/*
+ * cmd_callgrind.c — `jitherald callgrind IN OUT`: name JIT code in a callgrind.out after the
+ * run, for code the elfmap channel could not swap (RWX pages, other machines' profiles):
+ *
+ *     $ JITHERALD=jitdump valgrind --tool=callgrind ./minijit fib.mini 20
+ *     $ callgrind_annotate callgrind.out.4242 | grep 0x
+ *        412,680  ???:0x0000000004a41000'2 [???]
+ *     $ jitherald callgrind callgrind.out.4242 named.out     # finds jit-4242.dump itself
+ *     $ callgrind_annotate named.out | grep fib
+ *        412,680  fib.mini:fib'2 [jit-4242.dump]
+ *
+ * The symbols come from the jitdump or perf map the run wrote (lib/symtab.h), the rewrite
+ * is lib/callgrind_rewrite.h; this file finds the inputs and writes the output.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "jitherald.h"
+#include "lib/callgrind_rewrite.h"
+#include "lib/files.h"
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: jitherald callgrind [--jitdump FILE]... [--map FILE]... IN OUT\n"
+            "Name JIT code in a callgrind.out (or cachegrind.out) file: functions callgrind\n"
+            "shows as bare addresses get their name, source file and lines from the jitdump\n"
+            "file(s) or perf map(s) written while the program ran. Without --jitdump/--map,\n"
+            "uses jit-PID.dump in $JITHERALD_DIR (default /tmp/jitherald-UID) if present,\n"
+            "else /tmp/perf-PID.map, PID being the one recorded in IN.\n");
+    return 2;
+}
+
+static int load(struct jhr_syms *s, const char *path, bool jitdump, bool quiet)
+{
+    uint8_t *data;
+    size_t len;
+    int err = jhr_read_file(path, &data, &len);
+    if (err) {
+        if (!quiet)
+            fprintf(stderr, "jitherald callgrind: %s: %s\n", path, jh_strerror(err));
+        return err;
+    }
+    size_t before = s->nfns;
+    err = jitdump ? jhr_syms_load_jitdump(s, data, len) : jhr_syms_load_perfmap(s, data, len);
+    free(data);
+    if (err)
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", path, jh_strerror(err));
+    else
+        fprintf(stderr, "jitherald callgrind: %s: %zu functions\n", path, s->nfns - before);
+    static char object[256];
+    if (!err && !s->object) {
+        const char *base = strrchr(path, '/');
+        snprintf(object, sizeof object, "%s", base ? base + 1 : path);
+        s->object = object;
+    }
+    return err;
+}
+
+int jhc_cmd_callgrind(int argc, char **argv)
+{
+    struct jhr_syms s = { 0 };
+    const char *in = NULL, *outp = NULL;
+    bool explicit_src = false;
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "--jitdump") || !strcmp(argv[i], "--map")) && i + 1 < argc) {
+            if (load(&s, argv[i + 1], argv[i][2] == 'j', false) == -ENOMEM)
+                goto out;
+            explicit_src = true;
+            i++;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage();
+            rc = 0;
+            goto out;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            rc = usage();
+            goto out;
+        } else if (!in) {
+            in = argv[i];
+        } else if (!outp) {
+            outp = argv[i];
+        } else {
+            rc = usage();
+            goto out;
+        }
+    }
+    if (!in || !outp) {
+        rc = usage();
+        goto out;
+    }
+    uint8_t *text;
+    size_t len;
+    int err = jhr_read_file(in, &text, &len);
+    if (err) {
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", in, jh_strerror(err));
+        goto out;
+    }
+    if (!explicit_src) {
+        const char *p = memmem(text, len, "\npid: ", 6);
+        long pid = p ? strtol(p + 6, NULL, 10) : 0;
+        char dir[4096], path[4200];
+        jhr_dir(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/jit-%ld.dump", dir, pid);
+        if (pid <= 0 || load(&s, path, true, true) != 0) {
+            snprintf(path, sizeof path, "/tmp/perf-%ld.map", pid);
+            if (pid <= 0 || load(&s, path, false, false) != 0) {
+                fprintf(stderr, "jitherald callgrind: no jitdump or perf map for pid %ld; "
+                        "give one with --jitdump FILE or --map FILE\n", pid);
+                free(text);
+                rc = 1;
+                goto out;
+            }
+        }
+    }
+    jhr_syms_finish(&s);
+    struct jh__buf ob = { 0 };
+    struct jhr_cg_stats st;
+    err = jhr_cg_rewrite((const char *)text, len, &s, &ob, &st);
+    free(text);
+    if (err) {
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", in,
+                err == JH_EFORMAT ? "not a callgrind/cachegrind profile" : jh_strerror(err));
+        jh__buf_free(&ob);
+        rc = err == JH_EFORMAT ? 1 : 2;
+        goto out;
+    }
+    FILE *f = fopen(outp, "w");
+    if (!f || fwrite(ob.p, 1, ob.len, f) != ob.len || fclose(f) != 0) {
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", outp, strerror(errno));
+        jh__buf_free(&ob);
+        goto out;
+    }
+    jh__buf_free(&ob);
+    fprintf(stderr, "jitherald callgrind: %zu address-named blocks named, %zu jumps inside JIT "
+            "functions no longer counted as calls\n", st.fns_named, st.calls_dropped);
+    rc = 0;
+out:
+    jhr_syms_free(&s);
+    return rc;
+}
+

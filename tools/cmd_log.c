@@ -1,0 +1,136 @@
+/*
+ * cmd_log.c — `jitherald log FILE COMMAND`: read an audit log written by the auditlog channel.
+ *
+ *     $ jitherald log /tmp/jitherald-1000/minijit-4242.jhlog code
+ *     $ jitherald log minijit-4242.jhlog show fib               # disassembly + source lines
+ *     $ jitherald log minijit-4242.jhlog show 0x55d0c0a8e2a0 --vm ./minijit   # a C struct
+ *     $ jitherald log minijit-4242.jhlog to-perfmap > /tmp/perf-4242.map
+ *     $ jitherald log minijit-4242.jhlog report -o report.html
+ *
+ * The log is read into a model by lib/auditlog_read.h; the views are log_text.c (info,
+ * list, events, code, show), log_disasm.c and log_dwarf.c (what show prints), log_export.c
+ * (to-perfmap, to-jitdump) and log_report.c (report).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "log_present.h"
+
+static int usage(FILE *f)
+{
+    fprintf(f,
+        "usage: jitherald log FILE COMMAND [options]\n"
+        "commands:\n"
+        "  info              what the log holds, and whether it was closed or cut by a crash\n"
+        "  list              every record, in order\n"
+        "  events [NAME]     events (only those named NAME), with their attributes; addresses\n"
+        "                    are resolved to logged memory and code\n"
+        "  code [NAME]       code loads, moves, patches and unloads (of the functions NAME)\n"
+        "  show ADDR|NAME    a function's code disassembled with source lines, or the memory\n"
+        "                    logged at ADDR decoded as the C type of its hint (needs --vm)\n"
+        "  to-perfmap        a perf map (/tmp/perf-PID.map) of the code in the log\n"
+        "  to-jitdump        a jitdump (jit-PID.dump) of the code in the log (-o FILE)\n"
+        "  report            one self-contained HTML page (-o FILE)\n"
+        "options:\n"
+        "  --vm PATH         the VM binary whose DWARF types decode memory (default: the\n"
+        "                    executable named in the log, if it is still there)\n"
+        "  --type TYPE       decode as TYPE instead of the logged hint (\"struct foo\")\n"
+        "  --at N            show memory as it stood at record N (default: the end)\n"
+        "  --no-source       do not read the source files the line tables name\n"
+        "  -o FILE           output file (default: standard output)\n");
+    return f == stdout ? 0 : 2;
+}
+
+int jhc_cmd_log(int argc, char **argv)
+{
+    const char *file = NULL, *cmd = NULL, *arg = NULL, *vm = NULL, *type = NULL, *outpath = NULL;
+    size_t at = SIZE_MAX;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+            return usage(stdout);
+        if (!strcmp(a, "--no-source")) {
+            jhc_disasm_source = false;
+            continue;
+        }
+        if ((!strcmp(a, "--vm") || !strcmp(a, "--type") || !strcmp(a, "-o") || !strcmp(a, "--at")) && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (a[2] == 'v') vm = v;
+            else if (a[2] == 't' && a[3] == 'y') type = v;
+            else if (a[1] == 'o') outpath = v;
+            else at = (size_t)strtoull(v, NULL, 0);
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "jitherald log: unknown option %s\n", a);
+            return usage(stderr);
+        } else if (!file) {
+            file = a;
+        } else if (!cmd) {
+            cmd = a;
+        } else if (!arg) {
+            arg = a;
+        } else {
+            return usage(stderr);
+        }
+    }
+    if (!file)
+        return usage(stderr);
+    if (!cmd)
+        cmd = "info";
+    struct jhr_al lf;
+    char err[512];
+    if (jhr_al_open(&lf, file, err, sizeof err) < 0) {
+        fprintf(stderr, "jitherald log: %s\n", err);
+        return 1;
+    }
+    if (!vm && lf.exe && lf.exe[0] && access(lf.exe, R_OK) == 0)
+        vm = lf.exe;
+    FILE *out = stdout;
+    if (outpath && !(out = fopen(outpath, "w"))) {
+        fprintf(stderr, "jitherald log: %s: %s\n", outpath, strerror(errno));
+        jhr_al_free(&lf);
+        return 2;
+    }
+    int rc = 0;
+    if (!strcmp(cmd, "info")) {
+        jhc_log_info(out, &lf);
+    } else if (!strcmp(cmd, "list")) {
+        for (size_t i = 0; i < lf.nrecs; i++)
+            jhc_log_record(out, &lf, i);
+    } else if (!strcmp(cmd, "events")) {
+        jhc_log_events(out, &lf, arg);
+    } else if (!strcmp(cmd, "code")) {
+        jhc_log_code(out, &lf, arg);
+    } else if (!strcmp(cmd, "show") && arg) {
+        rc = jhc_log_show(out, &lf, arg, vm, type, at);
+    } else if (!strcmp(cmd, "to-perfmap")) {
+        rc = jhc_export_perfmap(&lf, out) < 0 ? 1 : 0;
+    } else if (!strcmp(cmd, "to-jitdump")) {
+        if (out == stdout && isatty(1)) {
+            fprintf(stderr, "jitherald log: to-jitdump writes binary: give -o jit-PID.dump\n");
+            rc = 2;
+        } else {
+            rc = jhc_export_jitdump(&lf, out) < 0 ? 1 : 0;
+        }
+    } else if (!strcmp(cmd, "report")) {
+        struct jhc_types *dt = vm ? jhc_types_open(vm, err, sizeof err) : NULL;
+        if (vm && !dt)
+            fprintf(stderr, "jitherald log: %s (structs shown as bytes)\n", err);
+        rc = jhc_report_html(&lf, dt, out) < 0 ? 1 : 0;
+        jhc_types_close(dt);
+    } else {
+        rc = usage(stderr);
+    }
+    if (out != stdout && fclose(out) != 0) {
+        fprintf(stderr, "jitherald log: %s: %s\n", outpath, strerror(errno));
+        rc = 2;
+    } else if (out == stdout) {
+        fflush(stdout);
+    }
+    jhr_al_free(&lf);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/*
+ * log_present.h — the views of `jitherald log` (cmd_log.c) over an audit log read by the
+ * reader library (lib/auditlog_read.h): text, disassembly, C structs from DWARF, perf's
+ * files, HTML. They print to a FILE and return 0, or -1 when they could not.
+ */
+#ifndef JHC_LOG_PRESENT_H
+#define JHC_LOG_PRESENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "lib/auditlog_read.h"
+
+/* log_text.c: `info`, one record of `list`, `events [NAME]`, `code [NAME]`, `show`. */
+void jhc_log_info(FILE *f, const struct jhr_al *lf);
+void jhc_log_record(FILE *f, const struct jhr_al *lf, size_t i);
+void jhc_log_events(FILE *f, const struct jhr_al *lf, const char *only);
+void jhc_log_code(FILE *f, const struct jhr_al *lf, const char *only);
+/* A function (by name or address: disassembled) or a memory snapshot (decoded as `type`,
+ * or its hint, with the DWARF of vm; else as bytes) at record `at`. The exit status. */
+int jhc_log_show(FILE *out, const struct jhr_al *lf, const char *what, const char *vm,
+                 const char *type, size_t at);
+
+/* log_dwarf.c: decode the memory snapshot m as C type m->hint using the DWARF of vm,
+ * following pointers into other memory logged up to record `at`. */
+struct jhc_types;
+struct jhc_types *jhc_types_open(const char *vm, char *err, size_t errlen);
+void jhc_types_close(struct jhc_types *dt);
+/* text or html. 0, or -1 when the type is unknown (message printed to f). */
+int jhc_types_print(struct jhc_types *dt, const struct jhr_al *lf, const struct jhr_al_mem *m,
+                    size_t at, FILE *f, bool html);
+
+/* log_disasm.c; jhc_disasm_source: show source text beside file:line (default true) */
+extern bool jhc_disasm_source;
+int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f, bool html);
+
+/* log_export.c: what the perfmap and jitdump channels would have written. */
+int jhc_export_perfmap(const struct jhr_al *lf, FILE *f);
+int jhc_export_jitdump(const struct jhr_al *lf, FILE *f);
+
+/* log_report.c: one self-contained HTML page; dt may be NULL (structs shown as bytes). */
+int jhc_report_html(const struct jhr_al *lf, struct jhc_types *dt, FILE *f);
+
+#endif
