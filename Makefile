@@ -170,12 +170,15 @@ tsan:
 	@BUILD=build-tsan TIERS=unit tests/run.sh
 
 # Open-ended fuzzing with libFuzzer (clang): `make fuzz` builds build-fuzz/fuzz/*; run one
-# with e.g. build-fuzz/fuzz/fuzz_jitdump fuzz/corpus/jitdump -max_total_time=600.
+# with e.g. build-fuzz/fuzz/fuzz_jitdump NEW_DIR fuzz/corpus/jitdump -max_total_time=600
+# (new inputs go to the first directory). The code under test is built with
+# fuzzer-no-link: without its coverage libFuzzer sees only the target's few edges and
+# mutates blind. (A build-fuzz/ from before that: rm -rf build-fuzz.)
 FUZZ_LOG_OBJ := $(LOG_OBJ:$(BUILD)/%=build-fuzz/%)
 fuzz:
 	@mkdir -p build-fuzz/fuzz
-	$(MAKE) BUILD=build-fuzz CC=clang SAN=address,undefined OPT=-O1 build-fuzz/libjitherald.a \
-	    build-fuzz/libjitherald-read.a $(FUZZ_LOG_OBJ)
+	$(MAKE) BUILD=build-fuzz CC=clang SAN=address,undefined,fuzzer-no-link OPT=-O1 \
+	    build-fuzz/libjitherald.a build-fuzz/libjitherald-read.a $(FUZZ_LOG_OBJ)
 	@for f in $(FUZZ_SRC); do n=$$(basename $$f .c); echo "  FUZZ   build-fuzz/fuzz/$$n"; \
 	    objs=; [ $$n = fuzz_auditlog ] && objs="$(FUZZ_LOG_OBJ)"; \
 	    clang $(CPPFLAGS) -Itools -g -O1 -fsanitize=fuzzer,address,undefined \

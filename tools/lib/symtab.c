@@ -230,6 +230,8 @@ const struct jhr_sym_fn *jhr_syms_find(const struct jhr_syms *s, uint64_t addr)
 const struct jhr_sym_line *jhr_syms_line_at(const struct jhr_syms *s,
                                             const struct jhr_sym_fn *f, uint64_t addr)
 {
+    if (!f->nlines)
+        return NULL;            /* and s->lines may be NULL: no pointer arithmetic on it */
     const struct jhr_sym_line *l = s->lines + f->line0;
     size_t a = 0, b = f->nlines;
     while (a < b) {
@@ -239,6 +241,6 @@ const struct jhr_sym_line *jhr_syms_line_at(const struct jhr_syms *s,
         else
             b = m;
     }
-    return a ? &l[a - 1] : f->nlines ? &l[0] : NULL;
+    return a ? &l[a - 1] : &l[0];
 }
 
