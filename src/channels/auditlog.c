@@ -258,11 +258,39 @@ static void put_header(struct al_state *st, pid_t parent)
     jh__al_put_buf(st, b, st->data_limit);
 }
 
-/* Every log of this process gets its own file: the first one <engine>-<pid>.jhlog, later
- * ones (another context, even with the same engine name) <engine>-<pid>-<n>.jhlog. Two
- * contexts writing through two mappings of one file would truncate each other's pages. */
-static struct { unsigned gen, n; } seq;
+/* Every log of this process gets its own file: the first one of an engine name
+ * <engine>-<pid>.jhlog, later ones with the same name (another context) <engine>-<pid>-<n>.jhlog.
+ * Two contexts writing through two mappings of one file would truncate each other's pages
+ * (a SIGBUS in the JIT). Counted per engine name and per process (a fork child starts
+ * again at the plain name). */
+struct engine_seq {
+    struct engine_seq *next;
+    unsigned n;
+    char name[64];
+};
+static struct { unsigned gen; struct engine_seq *list; } seq;
 JH__LOCK_DEFINE(static, seq_lock, "auditlog names")
+
+static unsigned next_seq(const char *engine)
+{
+    jh__lock(&seq_lock);
+    if (seq.gen != jh__fork_generation()) {
+        seq.gen = jh__fork_generation();
+        for (struct engine_seq *e = seq.list; e; e = e->next)
+            e->n = 0;
+    }
+    struct engine_seq *e = seq.list;
+    while (e && strcmp(e->name, engine))
+        e = e->next;
+    if (!e && (e = calloc(1, sizeof *e))) {
+        snprintf(e->name, sizeof e->name, "%s", engine);
+        e->next = seq.list;
+        seq.list = e;
+    }
+    unsigned n = e ? e->n++ : 0;
+    jh__unlock(&seq_lock);
+    return n;
+}
 
 /* Create the log and map it, header first. Lock held (or in open). */
 static int start_file(struct al_state *st, pid_t parent)
@@ -279,11 +307,7 @@ static int start_file(struct al_state *st, pid_t parent)
                     c == '-' || c == '_' || c == '.' ? c : '_';
     }
     engine[k] = 0;
-    jh__lock(&seq_lock);
-    if (seq.gen != jh__fork_generation())
-        seq.gen = jh__fork_generation(), seq.n = 0;
-    unsigned n = seq.n++;
-    jh__unlock(&seq_lock);
+    unsigned n = next_seq(engine);
     char path[PATH_MAX], num[16] = "";
     if (n)
         snprintf(num, sizeof num, "-%u", n);

@@ -310,7 +310,7 @@ static void same_engine(void)
     struct stat st;
     CHECK_EQ(stat(path, &st), 0);               /* A's log, whole: a header and events */
     CHECK(st.st_size > 4096);
-    snprintf(path, sizeof path, "%s/jit-%d-20.jhlog", dir, (int)getpid());
+    snprintf(path, sizeof path, "%s/jit-%d-20.jhlog", dir, (int)getpid());   /* A was 0 */
     CHECK_EQ(stat(path, &st), 0);               /* B's logs each got their own name */
 }
 

@@ -36,6 +36,7 @@ static uint8_t *slurp(const char *engine, pid_t pid, size_t *n)
     char path[512];
     snprintf(path, sizeof path, "%s/%s-%d.jhlog", dir, engine, (int)pid);
     FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);           /* every test below reads the log it expects */
     if (!f) {
         fprintf(stderr, "no log %s\n", path);
         return NULL;
