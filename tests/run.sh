@@ -6,6 +6,8 @@
 # A skip prints its reason. With JH_REQUIRE_ALL=1 (CI) a skip counts as a failure: on CI
 # every tool is installed, so a skip there means a missing install step.
 # ONLY=pattern runs the tests whose name contains pattern.
+# Each test's output goes to a log in a temporary directory: removed when every test
+# passed, kept (and its path printed) when one failed.
 set -u
 BUILD=${BUILD:-build}
 TIERS=${TIERS:-unit fuzz integration}
@@ -69,7 +71,11 @@ if [ ${#skipped[@]} -gt 0 ]; then
     echo; echo "!!! ${#skipped[@]} test(s) SKIPPED — these checks did NOT run:"
     printf '!!!   %s\n' "${skipped[@]}"
 fi
-[ ${#failed[@]} -gt 0 ] && { echo; echo "failed: ${failed[*]}  (logs in $logdir)"; }
+if [ ${#failed[@]} -gt 0 ]; then
+    echo; echo "failed: ${failed[*]}  (logs in $logdir)"
+else
+    rm -rf "$logdir"
+fi
 echo
 if [ $skip -gt 0 ]; then
     echo "$pass passed, $fail failed, $skip skipped"
