@@ -1,9 +1,12 @@
 /* test_core.c — the public API's contract: bad inputs, overlap, ids, move, lookup,
  * options, environment, failing channels. */
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -11,13 +14,15 @@
 
 static char code[4096] __attribute__((aligned(16)));
 static int log_count;
-static char last_log[512];
+static char last_log[512], all_log[4096];
 
 static void logfn(void *arg, int level, const char *msg)
 {
     (void)arg; (void)level;
     log_count++;
     snprintf(last_log, sizeof last_log, "%s", msg);
+    size_t n = strlen(all_log);
+    snprintf(all_log + n, sizeof all_log - n, "%s\n", msg);
 }
 
 static struct jh_code mk(const char *name, size_t off, size_t size)
@@ -187,26 +192,122 @@ static void test_options(void)
     jh_close(jh);
     unsetenv("JITHERALD");
 
-    /* Directory refused (a file is in the way): channels needing it fail, others run. */
-    char dir[] = "/tmp/jh-core-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char notdir[64];
-    snprintf(notdir, sizeof notdir, "%s/file", dir);
-    FILE *f = fopen(notdir, "w"); fclose(f);
-    setenv("JITHERALD_DIR", notdir, 1);
-    struct jh_options s = { .sz = sizeof s, .channels = JH_PERFMAP, .log = logfn };
-    CHECK_EQ(jh_open(&jh, &s), 0);
-    CHECK_EQ(jh_channels(jh), JH_PERFMAP);
-    jh_close(jh);
-    unsetenv("JITHERALD_DIR");
-    unlink(notdir);
-    rmdir(dir);
-
     CHECK(strlen(jh_strerror(JH_EOVERLAP)) > 5);
     CHECK_STR(jh_strerror(-ENOENT), "no such code registered");
     CHECK(jh_strerror(-ENOTSUP) != NULL && strcmp(jh_strerror(-ENOTSUP), "unknown error"));
     CHECK_STR(jh_strerror(12345), "unknown error");
     CHECK_STR(jh_version(), JH_VERSION_STRING);
+}
+
+/* The number of entries in a directory (. and .. aside), -1 if it cannot be read. */
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* The perf map of this process names fn. */
+static bool perf_map_names(const char *fn)
+{
+    char path[64], line[256], want[128];
+    snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+    snprintf(want, sizeof want, " %s\n", fn);
+    FILE *f = fopen(path, "r");
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strlen(line) > strlen(want) && !strcmp(line + strlen(line) - strlen(want), want);
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* A directory the files may not go to, with each channel that writes there: that channel
+ * is reported (naming itself and the directory) and off, the others (the perf map) live,
+ * jh_code_add succeeds, and nothing is written where it was refused (look: the directory
+ * it would have gone to). */
+static void refused_with_each_channel(const char *what, const char *dir, const char *look)
+{
+    static const struct { unsigned bit; const char *name; } ch[] = {
+        { JH_JITDUMP, "jitdump" }, { JH_ELFMAP, "elfmap" }, { JH_AUDITLOG, "auditlog" },
+    };
+    for (size_t i = 0; i < sizeof ch / sizeof ch[0]; i++) {
+        jh_ctx *jh = NULL;
+        struct jh_options o = { .sz = sizeof o, .channels = ch[i].bit | JH_PERFMAP, .dir = dir,
+                                .flags = JH_OPT_IGNORE_ENV, .log = logfn, .engine = "refused" };
+        all_log[0] = 0;
+        int before = entries(look);
+        CHECK_EQ(jh_open(&jh, &o), 0);
+        if (!jh)
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "%s_%s", what, ch[i].name);
+        struct jh_code c = mk(name, 0, 64);
+        uint64_t id;
+        CHECK_EQ(jh_code_add(jh, &c, &id), 0);
+        CHECK_EQ(jh_flush(jh), 0);
+        if (jh_channels(jh) != JH_PERFMAP || !strstr(all_log, ch[i].name) ||
+            !strstr(all_log, dir) || !perf_map_names(name)) {
+            fprintf(stderr, "%s with %s: channels %#x, log:\n%s", what, ch[i].name,
+                    jh_channels(jh), all_log);
+            CHECK(!"the directory was refused, the channel reported and off, the perf map live");
+        }
+        CHECK_EQ(jh_code_remove(jh, id), 0);
+        jh_close(jh);
+        CHECK_EQ(entries(look), before);
+    }
+}
+
+/* Each way the directory is refused: a symbolic link, another user's directory, one
+ * everybody may write to without the sticky bit (with it, it is accepted: /tmp). */
+static void test_dir_refused(void)
+{
+    char base[] = "/tmp/jh-core-XXXXXX", path[128], real[128];
+    CHECK(mkdtemp(base) != NULL);
+
+    snprintf(path, sizeof path, "%s/file", base);        /* a file in the way */
+    FILE *f = fopen(path, "w");
+    if (f)
+        fclose(f);
+    refused_with_each_channel("file", path, base);
+    CHECK_EQ(unlink(path), 0);
+
+    snprintf(real, sizeof real, "%s/real", base);
+    snprintf(path, sizeof path, "%s/link", base);
+    CHECK(mkdir(real, 0700) == 0 && symlink(real, path) == 0);
+    refused_with_each_channel("symlink", path, real);
+    unlink(path);
+    rmdir(real);
+
+    snprintf(path, sizeof path, "%s/open", base);
+    CHECK(mkdir(path, 0700) == 0 && chmod(path, 0777) == 0);
+    refused_with_each_channel("world_writable", path, path);
+    CHECK_EQ(chmod(path, 01777), 0);                    /* sticky: accepted */
+    jh_ctx *jh = NULL;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_JITDUMP, .dir = path,
+                            .flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT, .log = logfn };
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    CHECK_EQ(jh_channels(jh), JH_JITDUMP);
+    jh_close(jh);
+    CHECK_EQ(entries(path), 1);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", path);
+    CHECK_EQ(system(cmd), 0);
+
+    if (geteuid() == 0) {
+        snprintf(path, sizeof path, "%s/theirs", base);
+        CHECK(mkdir(path, 0700) == 0 && chown(path, 65534, 65534) == 0);
+        refused_with_each_channel("foreign", path, path);
+        rmdir(path);
+    } else {
+        SKIP_PART("not root: the directory of another user was not tried (needs chown)");
+    }
+    CHECK_EQ(rmdir(base), 0);
 }
 
 /* A channel that cannot start: JH_OPT_STRICT turns it into an error. */
@@ -237,6 +338,7 @@ int main(void)
     test_overlap_move_lookup();
     test_no_channel();
     test_options();
+    test_dir_refused();
     test_strict();
     char path[64];
     snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
