@@ -58,7 +58,8 @@
 #include "fmt/cfi.h"
 
 JH__LOCK_DEFINE(, jh__uw_lock, "unwind")
-struct jh__uw_state jh__uw = { .max_fdes = 8192, .max_runs = 64 };
+struct jh__uw_state jh__uw = { .max_fdes = 8192, .max_runs = 64, .grace_ns = GRACE_NS,
+                               .dyn_delay_ns = DYN_DELAY_NS };
 
 /* ---- one function --------------------------------------------------------------------- */
 static int fn_encode(struct uw_fn *u, const struct jh__entry *e)

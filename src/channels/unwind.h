@@ -19,9 +19,11 @@
 #include "channels/channel.h"
 #include "channels/unwind_stats.h"
 
+/* Defaults of jh__uw.grace_ns and jh__uw.dyn_delay_ns (tests may change them:
+ * jh__unwind_tune_delays). libunwind readers walk its list without a lock: an entry
+ * superseded by a new one at the head stays linked DYN_DELAY_NS, for walks that started
+ * before the new one was there. */
 #define GRACE_NS 2000000000ull
-/* libunwind readers walk its list without a lock: an entry superseded by a new one at the
- * head stays linked this long, for walks that started before the new one was there. */
 #define DYN_DELAY_NS 20000000ull
 #define SPAN_MAX ((uintptr_t)1 << 30)   /* keeps a run's table offsets in int32 */
 
@@ -108,8 +110,9 @@ struct jh__uw_state {
     void (*dyn_cancel)(struct uw_dyn_info *);
     struct uw_seg **seg;
     size_t nseg, segcap;
-    struct uw_queue retired;    /* freed GRACE_NS after retirement */
-    struct uw_queue uncancel;   /* libunwind entries to unlink DYN_DELAY_NS after release */
+    struct uw_queue retired;    /* freed grace_ns after retirement */
+    struct uw_queue uncancel;   /* libunwind entries to unlink dyn_delay_ns after release */
+    uint64_t grace_ns, dyn_delay_ns;
     uint8_t cie[64];
     size_t cie_len;
     size_t max_fdes, max_runs;

@@ -53,14 +53,24 @@ void jh__uw_sweep(void)
 {
     uint64_t now = jh__now_ns();
     struct uw_retired *r;
-    while ((r = queue_old(&jh__uw.uncancel, now, DYN_DELAY_NS)))
+    while ((r = queue_old(&jh__uw.uncancel, now, jh__uw.dyn_delay_ns)))
         dyn_unlink(r->p);
-    while ((r = queue_old(&jh__uw.retired, now, GRACE_NS))) {
+    while ((r = queue_old(&jh__uw.retired, now, jh__uw.grace_ns))) {
         if (r->img)
             jh__uw_img_free(r->p);
         else
             free(r->p);
     }
+}
+
+void jh__unwind_tune_delays(uint64_t dyn_delay_ns, uint64_t grace_ns)
+{
+    jh__lock(&jh__uw_lock);
+    if (dyn_delay_ns != JH__UNWIND_KEEP)
+        jh__uw.dyn_delay_ns = dyn_delay_ns;
+    if (grace_ns != JH__UNWIND_KEEP)
+        jh__uw.grace_ns = grace_ns;
+    jh__unlock(&jh__uw_lock);
 }
 
 void jh__uw_img_release(struct uw_img *im)

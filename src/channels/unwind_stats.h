@@ -1,6 +1,6 @@
 /*
- * unwind_channel.h — what the unwind channel (unwind.c) shows to its tests and benchmark. Nothing
- * here is part of the public API.
+ * unwind_stats.h — what the unwind channel (unwind*.c) shows to its tests and benchmark.
+ * Nothing here is part of the public API.
  */
 #ifndef JH__CHANNELS_UNWIND_STATS_H
 #define JH__CHANNELS_UNWIND_STATS_H
@@ -43,6 +43,13 @@ int jh__unwind_force_mode(int mode);
  * per run when merging by size, and the number of runs beyond which neighbours are merged
  * whatever their size. */
 void jh__unwind_tune(size_t max_fdes, size_t max_runs);
+
+/* Tests: how long a libunwind entry replaced by a newer one stays linked for walks under
+ * way (dyn_delay_ns, default 20 ms), and how long a deregistered run stays allocated for
+ * an unwinder still reading it (grace_ns, default 2 s). 0: reclaimed at the next call
+ * into the channel; JH__UNWIND_KEEP leaves a value as it is. */
+#define JH__UNWIND_KEEP UINT64_MAX
+void jh__unwind_tune_delays(uint64_t dyn_delay_ns, uint64_t grace_ns);
 
 #ifdef __cplusplus
 }
