@@ -58,11 +58,19 @@ MJ_SRC   := $(filter-out examples/minijit/main.c,$(sort $(wildcard examples/mini
 MJ_OBJ   := $(MJ_SRC:examples/minijit/%.c=$(BUILD)/obj/minijit/%.o)
 MJ_A     := $(BUILD)/libminijit.a
 
-# Tests: every tests/unit/*.c and *.cc is its own program, linked with the static library
-# so it can reach internal functions; tests/integration/*.sh drive the real tools.
-UNIT_C   := $(sort $(wildcard tests/unit/*.c))
-UNIT_CC  := $(sort $(wildcard tests/unit/*.cc))
+# Tests: every tests/unit/test_*.c and *.cc is its own program, linked with the static
+# library so it can reach internal functions (and the reader library, tools/lib), and with
+# the test support archive: the harnesses several tests share (tests/unit/*.c that are not
+# test_*, tests/support/*.c).
+# tests/integration/*.sh drive the real tools.
+UNIT_C   := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_CC  := $(sort $(wildcard tests/unit/test_*.cc))
 UNIT_BIN := $(UNIT_C:tests/unit/%.c=$(BUILD)/tests/%) $(UNIT_CC:tests/unit/%.cc=$(BUILD)/tests/%)
+TEST_HDR := $(wildcard tests/unit/*.h tests/support/*.h)
+SUPPORT_SRC := $(sort $(wildcard tests/support/*.c) $(filter-out tests/unit/test_%,$(wildcard tests/unit/*.c)))
+SUPPORT_OBJ := $(SUPPORT_SRC:%.c=$(BUILD)/obj/%.o)
+SUPPORT_A := $(BUILD)/obj/tests/libsupport.a
+TEST_CPPFLAGS := $(CPPFLAGS) -Iexamples/minijit -Itests/support -Itools
 FUZZ_SRC := $(sort $(wildcard fuzz/fuzz_*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -126,16 +134,25 @@ $(BUILD)/examples/%: $$(wildcard examples/%/*.c) $$(wildcard examples/%/*.h) $(L
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) \
 	    -L$(BUILD) -ljitherald -Wl,-rpath,'$$ORIGIN/..' $(LIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/check.h $(LIB_A) $(READ_A) $(MJ_A)
+$(BUILD)/obj/tests/%.o: tests/%.c $(TEST_HDR) $(wildcard src/*/*.h) include/jitherald.h examples/minijit/minijit.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit -Itools $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) \
-	    $(READ_A) $(LIB_A) $(LIBS)
+	$(Q)$(CC) $(TEST_CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/%: tests/unit/%.cc tests/unit/check.h $(LIB_A) $(MJ_A)
+$(SUPPORT_A): $(SUPPORT_OBJ)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(READ_A) $(MJ_A)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(SUPPORT_A) $(MJ_A) $(READ_A) \
+	    $(LIB_A) $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.cc $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
 	$(call msg,CXX,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CXX) $(CPPFLAGS) -Iexamples/minijit $(CXXFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
+	$(Q)$(CXX) $(TEST_CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@ $< $(SUPPORT_A) $(MJ_A) $(LIB_A) $(LIBS)
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
 # bounded number of mutations, so every target also runs as a regression test. They link
