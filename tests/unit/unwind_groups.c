@@ -270,6 +270,15 @@ int unwind_groups_run(const struct unwind_groups *cfg)
     CHECK_EQ(jh_flush(jh), 0);
     CHECK_EQ(verify(64, "second context closed", true), 0);
 
+    /* Runs an unwinder looked at wait out their grace period before they are freed (the
+     * lookups above looked at all of them); once it is over, the next call frees them. */
+    jh__unwind_get_stats(&st);
+    CHECK(st.retired > 0);
+    jh__unwind_tune_delays(JH__UNWIND_KEEP, 0);
+    CHECK_EQ(jh_flush(jh), 0);
+    jh__unwind_get_stats(&st);
+    CHECK_EQ(st.retired, 0);
+
     jh_close(jh);
     jh__unwind_get_stats(&st);
     CHECK_EQ(st.live, 0);
