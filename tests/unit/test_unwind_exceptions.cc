@@ -9,45 +9,17 @@
 #include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <unwind.h>
 
+#include "chain.h"
 #include "check.h"
-#include "jitherald.h"
-#include "minijit.h"
 #include "channels/unwind_stats.h"
 
 int main();
-#include "channels/unwind_stats.h"
-
-static const char *const source =
-    "fn d(x) {\n"
-    "    return callback(x + 1) + 1\n"
-    "}\n"
-    "fn c(x) {\n"
-    "    return d(x + 1) + 1\n"
-    "}\n"
-    "fn b(x) {\n"
-    "    return c(x + 1) + 1\n"
-    "}\n"
-    "fn a(x) {\n"
-    "    return b(x + 1) + 1\n"
-    "}\n"
-    "fn main() {\n"
-    "    return a(1) + 1\n"
-    "}\n";
 
 enum { CB_THROW, CB_BACKTRACE, CB_UNWIND_BACKTRACE };
 static int cb_mode;
 static void *pcs[128];
 static int npcs;
-
-static _Unwind_Reason_Code collect(struct _Unwind_Context *uc, void *)
-{
-    if (npcs == 128)
-        return _URC_END_OF_STACK;
-    pcs[npcs++] = (void *)_Unwind_GetIP(uc);
-    return _URC_NO_REASON;
-}
 
 struct jit_error : std::runtime_error {
     int64_t value;
@@ -63,49 +35,16 @@ static int64_t host_callback(int64_t x)
         npcs = backtrace(pcs, 128);
         break;
     case CB_UNWIND_BACKTRACE:
-        npcs = 0;
-        _Unwind_Backtrace(collect, nullptr);
+        npcs = chain_unwind_backtrace(pcs, 128, nullptr, nullptr);
         break;
     }
     return x;
 }
 
-static mj_program *compile(jh_ctx *jh)
-{
-    char err[256];
-    mj_program *p = mj_compile(source, "chain.mini", jh, err, sizeof err);
-    if (!p)
-        fprintf(stderr, "compile: %s\n", err);
-    return p;
-}
-
-// Walk pcs[]: the JIT frames must be d, c, b, a, main (minijit's) in that order, each pc
-// inside the code minijit reports for that function, and main (ours) must follow.
+// The JIT frames d, c, b, a, main (minijit's) in that order, then main (ours).
 static bool trace_complete(mj_program *p, const char *what, bool quiet = false)
 {
-    static const char *const order[] = { "d", "c", "b", "a", "main" };
-    size_t next = 0;
-    bool reached_main = false;
-    for (int i = 0; i < npcs; i++) {
-        uintptr_t pc = (uintptr_t)pcs[i];
-        for (int k = 0; k < mj_function_count(p); k++) {
-            const mj_function *f = mj_function_at(p, k);
-            uintptr_t lo = (uintptr_t)f->code, hi = lo + f->code_size;
-            if (pc > lo && pc <= hi) {      // a return address: just after the call
-                if (next < 5 && !strcmp(f->name, order[next]))
-                    next++;
-                else if (!quiet)
-                    fprintf(stderr, "%s: frame %d is JIT function %s, expected %s\n", what,
-                            i, f->name, next < 5 ? order[next] : "none");
-            }
-        }
-        if (next == 5 && _Unwind_FindEnclosingFunction((void *)(pc - 1)) == (void *)&main)
-            reached_main = true;
-    }
-    if (!quiet && (next != 5 || !reached_main))
-        fprintf(stderr, "%s: %d frames, %zu of 5 JIT frames in order, main %sreached\n", what,
-                npcs, next, reached_main ? "" : "not ");
-    return next == 5 && reached_main;
+    return chain_check(p, "main", (const void *)&main, nullptr, pcs, npcs, what, quiet);
 }
 
 static void exercise(jh_ctx *jh, mj_program *p, const char *round)
@@ -150,7 +89,7 @@ int main()
     mj_set_callback(host_callback);
 
     // Control: the same code, not announced. backtrace() stops at the first JIT frame.
-    mj_program *p = compile(nullptr);
+    mj_program *p = chain_compile(nullptr, "chain.mini");
     CHECK(p);
     if (!p)
         return check_done();
@@ -161,19 +100,17 @@ int main()
     CHECK(npcs < 8);
     mj_free(p);
 
-    jh_ctx *jh = nullptr;
-    struct jh_options o = {};
-    o.sz = sizeof o;
-    o.channels = JH_UNWIND;
-    o.flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT;
-    CHECK_EQ(jh_open(&jh, &o), 0);
+    jh_ctx *jh = chain_open(JH_UNWIND);
+    CHECK(jh);
+    if (!jh)
+        return check_done();
     CHECK_EQ(jh_channels(jh), JH_UNWIND);
     struct jh__unwind_stats st;
     jh__unwind_get_stats(&st);
     printf("unwind mode %d, libunwind %d\n", st.mode, st.libunwind);
     CHECK(st.mode != JH__UW_NONE);
 
-    p = compile(jh);
+    p = chain_compile(jh, "chain.mini");
     CHECK(p);
     if (!p)
         return check_done();
@@ -184,7 +121,7 @@ int main()
     mj_free(p);
     jh__unwind_get_stats(&st);
     CHECK_EQ(st.live, 0);
-    p = compile(jh);
+    p = chain_compile(jh, "chain.mini");
     CHECK(p);
     if (!p)
         return check_done();
@@ -203,7 +140,7 @@ int main()
             ok = false;
         } catch (const jit_error &) {
         }
-        mj_program *q = compile(jh);
+        mj_program *q = chain_compile(jh, "chain.mini");
         cb_mode = CB_BACKTRACE;
         npcs = 0;
         ok = ok && q && mj_run(q, "main", nullptr, 0) == 10 && trace_complete(q, "child");

@@ -10,18 +10,10 @@
 #include <string>
 #include <time.h>
 #include <unistd.h>
-#include <unwind.h>
 
+#include "chain.h"
 #include "check.h"
-#include "jitherald.h"
-#include "minijit.h"
 #include "channels/unwind_stats.h"
-
-static const char *const chain =
-    "fn d(x) {\n    return callback(x + 1) + 1\n}\n"
-    "fn c(x) {\n    return d(x + 1) + 1\n}\n"
-    "fn b(x) {\n    return c(x + 1) + 1\n}\n"
-    "fn a(x) {\n    return b(x + 1) + 1\n}\n";
 
 static jh_ctx *jh;
 static std::atomic<bool> stop{false};
@@ -31,14 +23,6 @@ enum { CB_PASS, CB_THROW, CB_BACKTRACE, CB_UNWIND_BACKTRACE };
 static thread_local int cb_mode;
 static thread_local void *pcs[128];
 static thread_local int npcs;
-
-static _Unwind_Reason_Code collect(struct _Unwind_Context *uc, void *)
-{
-    if (npcs == 128)
-        return _URC_END_OF_STACK;
-    pcs[npcs++] = (void *)_Unwind_GetIP(uc);
-    return _URC_NO_REASON;
-}
 
 struct jit_error : std::runtime_error {
     jit_error() : std::runtime_error("below JIT frames") {}
@@ -53,8 +37,7 @@ static int64_t host_callback(int64_t x)
         npcs = backtrace(pcs, 128);
         break;
     case CB_UNWIND_BACKTRACE:
-        npcs = 0;
-        _Unwind_Backtrace(collect, nullptr);
+        npcs = chain_unwind_backtrace(pcs, 128, nullptr, nullptr);
         break;
     }
     return x;
@@ -65,21 +48,7 @@ static void *unwinder(void *);
 // d, c, b, a in order, then the thread's start routine.
 static bool complete(mj_program *p)
 {
-    static const char *const order[] = { "d", "c", "b", "a" };
-    size_t next = 0;
-    bool start = false;
-    for (int i = 0; i < npcs; i++) {
-        uintptr_t pc = (uintptr_t)pcs[i];
-        for (int k = 0; k < mj_function_count(p); k++) {
-            const mj_function *f = mj_function_at(p, k);
-            uintptr_t lo = (uintptr_t)f->code, hi = lo + f->code_size;
-            if (pc > lo && pc <= hi && next < 4 && !strcmp(f->name, order[next]))
-                next++;
-        }
-        if (next == 4 && _Unwind_FindEnclosingFunction((void *)(pc - 1)) == (void *)unwinder)
-            start = true;
-    }
-    return next == 4 && start;
+    return chain_check(p, "a", (const void *)unwinder, nullptr, pcs, npcs, nullptr, true);
 }
 
 static double now()
@@ -91,10 +60,8 @@ static double now()
 
 static void *unwinder(void *)
 {
-    char err[256];
-    mj_program *p = mj_compile(chain, "chain.mini", jh, err, sizeof err);
+    mj_program *p = chain_compile(jh, "chain.mini");
     if (!p) {
-        fprintf(stderr, "compile: %s\n", err);
         bad++;
         return nullptr;
     }
@@ -158,11 +125,8 @@ static void *churner(void *arg)
 int main()
 {
     mj_set_callback(host_callback);
-    struct jh_options o = {};
-    o.sz = sizeof o;
-    o.channels = JH_UNWIND;
-    o.flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT;
-    CHECK_EQ(jh_open(&jh, &o), 0);
+    jh = chain_open(JH_UNWIND);
+    CHECK(jh);
     if (!jh)
         return check_done();
 
