@@ -47,6 +47,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -57,6 +58,7 @@
 
 #include "base/vec.h"
 #include "channels/elfmap.h"
+#include "channels/elfmap_tune.h"
 
 /* ---- pending entries ------------------------------------------------------------------ */
 static int pend(struct elfmap *m, struct jh__entry *e)
@@ -231,23 +233,42 @@ static int swap_pending(struct elfmap *m, bool settled_only)
     return err;
 }
 
+/* The budget's pace: the defaults, or what a test set (elfmap_tune.h). */
+static _Atomic uint32_t burst_max = ELFMAP_BURST;
+static _Atomic uint64_t refill_ns = ELFMAP_REFILL_NS, clock_skew;
+
+void jh__elfmap_tune(uint32_t burst, uint64_t refill)
+{
+    atomic_store_explicit(&burst_max, burst ? burst : ELFMAP_BURST, memory_order_relaxed);
+    atomic_store_explicit(&refill_ns, refill ? refill : ELFMAP_REFILL_NS, memory_order_relaxed);
+}
+
+void jh__elfmap_clock_skip(uint64_t ns)
+{
+    atomic_fetch_add_explicit(&clock_skew, ns, memory_order_relaxed);
+}
+
 static uint64_t coarse_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
+           atomic_load_explicit(&clock_skew, memory_order_relaxed);
 }
 
 /* Swap now if the budget allows, else leave it for a later call or jh_flush. */
 static int maybe_swap(struct elfmap *m)
 {
     uint64_t now = coarse_ns();
-    if (m->tokens >= ELFMAP_BURST) {
+    uint64_t burst = atomic_load_explicit(&burst_max, memory_order_relaxed);
+    uint64_t refill = atomic_load_explicit(&refill_ns, memory_order_relaxed);
+    if (m->tokens >= burst) {
+        m->tokens = burst;
         m->refill_at = now;
-    } else if (now >= m->refill_at + ELFMAP_REFILL_NS) {
-        uint64_t add = (now - m->refill_at) / ELFMAP_REFILL_NS;
-        m->tokens = m->tokens + add >= ELFMAP_BURST ? ELFMAP_BURST : m->tokens + add;
-        m->refill_at += add * ELFMAP_REFILL_NS;
+    } else if (now >= m->refill_at + refill) {
+        uint64_t add = (now - m->refill_at) / refill;
+        m->tokens = m->tokens + add >= burst ? burst : m->tokens + add;
+        m->refill_at += add * refill;
     }
     if (m->tokens) {
         m->tokens--;
@@ -269,7 +290,7 @@ static int elfmap_open(const struct jh__chan_env *env, void **state)
     m->env = env;
     m->page = (size_t)sysconf(_SC_PAGESIZE);
     m->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    m->tokens = ELFMAP_BURST;
+    m->tokens = atomic_load_explicit(&burst_max, memory_order_relaxed);
     m->refill_at = coarse_ns();
     *state = m;
     return 0;
