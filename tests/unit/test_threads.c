@@ -1,7 +1,9 @@
 /* test_threads.c — 8 threads adding, moving, looking up and removing on one context with
- * the perf map on (run under TSan by `make tsan`), and a fork while they run. Every line
+ * the perf map on (run under TSan by `make tsan`), and a fork while they all run: each
+ * worker has done some rounds before the fork and goes on until it is done. Every line
  * of the map must come out whole. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -13,7 +15,7 @@
 enum { THREADS = 8, SLOTS = 64, ROUNDS = 3000 };
 static char code[THREADS][SLOTS * 2][64] __attribute__((aligned(64)));
 static jh_ctx *jh;
-static _Atomic int errors;
+static _Atomic int errors, warmed_up, forked;
 
 static void *worker(void *arg)
 {
@@ -21,7 +23,10 @@ static void *worker(void *arg)
     uint64_t ids[SLOTS] = { 0 };
     unsigned seed = (unsigned)t * 7919u + 1;
     char name[48];
-    for (int r = 0; r < ROUNDS; r++) {
+    /* ROUNDS at least, and until the fork happened while every worker was in this loop */
+    for (int r = 0; r < ROUNDS || !forked; r++) {
+        if (r == 100)
+            warmed_up++;
         int s = (int)(rand_r(&seed) % SLOTS);
         if (!ids[s]) {
             snprintf(name, sizeof name, "t%d_fn%d_r%d", t, s, r);
@@ -70,8 +75,10 @@ int main(void)
     for (int t = 0; t < THREADS; t++)
         pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
     /* fork in the middle: the child must not deadlock on a lock a worker held. */
-    usleep(2000);
+    while (warmed_up < THREADS)
+        sched_yield();
     pid_t pid = fork();
+    forked = 1;
     if (pid == 0) {
         struct jh_code c = { .sz = sizeof c, .name = "t0_fn0_r0", .start = (char *)code + sizeof code - 64, .size = 48 };
         uint64_t id;
