@@ -62,7 +62,7 @@ MJ_A     := $(BUILD)/libminijit.a
 # library so it can reach internal functions (and the reader library, tools/lib), and with
 # the test support archive: the harnesses several tests share (tests/unit/*.c that are not
 # test_*, tests/support/*.c).
-# tests/integration/*.sh drive the real tools.
+# tests/integration/*.sh drive the real tools, some of them running tests/programs/*.
 UNIT_C   := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_CC  := $(sort $(wildcard tests/unit/test_*.cc))
 UNIT_BIN := $(UNIT_C:tests/unit/%.c=$(BUILD)/tests/%) $(UNIT_CC:tests/unit/%.cc=$(BUILD)/tests/%)
@@ -76,7 +76,7 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib cli examples tests install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports check-layers
+.PHONY: all lib cli examples tests programs install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports check-layers
 all: lib cli examples
 
 lib: $(LIB_A) $(LIB_SO) $(BUILD)/jitherald.pc
@@ -154,6 +154,8 @@ $(BUILD)/tests/%: tests/unit/%.cc $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
 	@mkdir -p $(@D)
 	$(Q)$(CXX) $(TEST_CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@ $< $(SUPPORT_A) $(MJ_A) $(LIB_A) $(LIBS)
 
+include tests/programs/programs.mk
+
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
 # bounded number of mutations, so every target also runs as a regression test. They link
 # the reader library; the audit log's target also every presenter of what it read.
@@ -170,7 +172,7 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) $(MJ_A)
 	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS) -lm
 
 # ---- running --------------------------------------------------------------------------
-test: tests check-exports check-layers
+test: tests programs check-exports check-layers
 	@BUILD=$(BUILD) tests/run.sh
 
 test-unit: tests

@@ -2,7 +2,8 @@
 # Runs the test tiers and ends with the line "N passed, N failed, N skipped".
 #   unit:        $BUILD/tests/*          (C and C++ programs; exit 0 = pass, 77 = skip)
 #   fuzz:        $BUILD/fuzz/fuzz_*      (replay fuzz/corpus/<name>/ + bounded mutations)
-#   integration: tests/integration/*.sh  (drive perf, gdb, lldb, valgrind...; 77 = skip)
+#   integration: tests/integration/*.sh  (drive perf, gdb, lldb, valgrind...; 77 = skip;
+#                                         lib.sh is what they share, not a test)
 # A skip prints its reason. With JH_REQUIRE_ALL=1 (CI) a skip counts as a failure: on CI
 # every tool is installed, so a skip there means a missing install step.
 # ONLY=pattern runs the tests whose name contains pattern.
@@ -61,7 +62,7 @@ for tier in $TIERS; do
         done ;;
     integration)
         for t in tests/integration/*.sh; do
-            [ -f "$t" ] || continue
+            [ -f "$t" ] && [ "$t" != tests/integration/lib.sh ] || continue
             run_one "integration/$(basename "$t" .sh)" 900 bash "$t"
         done ;;
     esac

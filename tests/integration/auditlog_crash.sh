@@ -2,26 +2,24 @@
 # A log cut by kill -9 is still readable: the demo JIT compiles and announces its
 # functions, logs its structs, waits (--pause-file) and is killed -9 mid-run. The log has
 # every record up to the kill, says it was not closed, and shows the functions as live.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-T=$(mktemp -d); trap 'kill -9 $vm 2>/dev/null || true; rm -rf "$T"' EXIT
-JITHERALD=auditlog JITHERALD_DIR=$T "$B/examples/minijit" --log-structs --threads 2 \
-    --pause-file "$T/pause" "$R/examples/minijit/calls.mini" > /dev/null &
+. "$(dirname "$0")/lib.sh"
+JITHERALD=auditlog JITHERALD_DIR=$T "$MINIJIT" --log-structs --threads 2 \
+    --pause-file "$T/pause" "$MINI/calls.mini" > /dev/null &
 vm=$!
-for _ in $(seq 200); do [ -s "$T/pause" ] && break; sleep 0.05; done
-[ -s "$T/pause" ] || { echo "FAIL: minijit did not pause"; exit 1; }
+kill_at_exit $vm
+wait_for_file "$T/pause"
 kill -9 $vm
 wait $vm 2>/dev/null || true
 log=$(ls "$T"/minijit-*.jhlog)
 ls -l "$log"
-J="$B/jitherald log $log"
+J="$CLI log $log"
 $J info | tee "$T/info"
 grep -q "NOT closed" "$T/info"
 # two threads each compiled the four functions of calls.mini
 grep -q "8 functions (8 live at the end), 8 memory snapshots, 8 events" "$T/info"
 $J code | tee "$T/code"
 for f in a b c main; do
-    [ "$(grep -Ec "add +[0-9]+  $f " "$T/code")" -eq 2 ] || { echo "FAIL: $f not added twice"; exit 1; }
+    [ "$(grep -Ec "add +[0-9]+  $f " "$T/code")" -eq 2 ] || fail "$f not added twice"
 done
 ! grep -q remove "$T/code"
 # the report of a crashed process says so
@@ -40,6 +38,6 @@ print(off)
 PY
 )
 printf '\0' | dd of="$T/cut.jhlog" bs=1 seek="$off" conv=notrunc 2>/dev/null
-"$B/jitherald" log "$T/cut.jhlog" info | tee "$T/info2"
+"$CLI" log "$T/cut.jhlog" info | tee "$T/info2"
 grep -q "1 record(s) were being written when the process stopped" "$T/info2"
 echo PASS

@@ -3,13 +3,11 @@
 # with its source line, the disassembly shows the code with its source lines, the VM's own
 # struct mj_function is decoded from DWARF with the values the program has, and an
 # independent msgpack decoder (msgpack-c) reads every frame of the file.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-prog=$R/examples/minijit/loops.mini
-JITHERALD=auditlog JITHERALD_DIR=$T "$B/examples/minijit" --log-structs "$prog" > "$T/out"
+. "$(dirname "$0")/lib.sh"
+prog=$MINI/loops.mini
+JITHERALD=auditlog JITHERALD_DIR=$T "$MINIJIT" --log-structs "$prog" > "$T/out"
 log=$(ls "$T"/minijit-*.jhlog)
-J="$B/jitherald log $log"
+J="$CLI log $log"
 
 $J info | tee "$T/info"
 grep -q "closed cleanly, nothing dropped" "$T/info"
@@ -19,8 +17,8 @@ $J code > "$T/code"; cat "$T/code"
 n=0
 while IFS=: read -r line rest; do
     name=$(echo "$rest" | sed -n 's/^fn \([a-z_0-9]*\).*/\1/p')
-    grep -Eq "add +[0-9]+  $name .*loops.mini:$line\$" "$T/code" || { echo "FAIL: no add of $name at line $line"; exit 1; }
-    grep -Eq "remove +[0-9]+  $name " "$T/code" || { echo "FAIL: no remove of $name"; exit 1; }
+    grep -Eq "add +[0-9]+  $name .*loops.mini:$line\$" "$T/code" || fail "no add of $name at line $line"
+    grep -Eq "remove +[0-9]+  $name " "$T/code" || fail "no remove of $name"
     n=$((n + 1))
 done < <(grep -n '^fn ' "$prog")
 [ "$n" -eq 5 ]
@@ -41,7 +39,7 @@ grep -Eq "\bret\b" "$T/gcd"
 # struct mj_function of gcd, decoded with the DWARF of the minijit binary.
 addr=$(sed -n 's/.*compile name="gcd".*function=\(0x[0-9a-f]*\).*/\1/p' "$T/events")
 size=$(sed -n 's/.*compile name="gcd".* size=\([0-9]*\) .*/\1/p' "$T/events")
-$J show "$addr" --vm "$B/examples/minijit" > "$T/struct"; cat "$T/struct"
+$J show "$addr" --vm "$MINIJIT" > "$T/struct"; cat "$T/struct"
 grep -q "^struct mj_function {" "$T/struct"
 grep -q "^  nparams = 2$" "$T/struct"            # fn gcd(a, b)
 grep -q "^  line = 38$" "$T/struct"
@@ -54,35 +52,10 @@ grep -q "^  index = 3$" "$T/struct"               # the fourth fn of the file
 $J to-perfmap > "$T/map"; cat "$T/map"
 [ "$(grep -Ec '^[0-9a-f]+ [0-9a-f]+ (prime_sum|collatz|classify|gcd|main)$' "$T/map")" -eq 5 ]
 
-# An independent decoder: msgpack-c walks the file as a stream of msgpack objects.
-cat > "$T/walk.c" <<'C'
-#include <msgpack.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-int main(int argc, char **argv)
-{
-    FILE *f = fopen(argv[1], "rb");
-    static char buf[1 << 22];
-    size_t n = fread(buf, 1, sizeof buf, f), off = 0;
-    msgpack_unpacked u;
-    msgpack_unpacked_init(&u);
-    int frames = 0, maps = 0;
-    while (off < n) {
-        if (msgpack_unpack_next(&u, buf, n, &off) != MSGPACK_UNPACK_SUCCESS) return 1;
-        if (u.data.type == MSGPACK_OBJECT_POSITIVE_INTEGER) { frames++; continue; }
-        if (u.data.type != MSGPACK_OBJECT_MAP) return 2;
-        msgpack_object_kv *kv = u.data.via.map.ptr;
-        if (kv[0].key.type != MSGPACK_OBJECT_STR || kv[0].key.via.str.size != 4 ||
-            memcmp(kv[0].key.via.str.ptr, "type", 4)) return 3;
-        maps++;
-    }
-    printf("%d frames, %d records\n", frames, maps);
-    return frames == maps ? 0 : 4;
-}
-C
-cc -o "$T/walk" "$T/walk.c" $(pkg-config --cflags --libs msgpack 2>/dev/null || echo -lmsgpackc)
-"$T/walk" "$log" | tee "$T/walk.out"
+# An independent decoder: msgpack-c walks the file as a stream of msgpack objects
+# (tests/programs/auditlog_msgpack_walk.c).
+WALK=$(program auditlog_msgpack_walk)
+"$WALK" "$log" | tee "$T/walk.out"
 nrec=$($J list | wc -l)
 grep -q "^$nrec frames, $nrec records$" "$T/walk.out"
 echo PASS

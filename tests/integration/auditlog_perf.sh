@@ -6,39 +6,37 @@
 #     channel wrote (LOAD, DEBUG_INFO, UNWINDING_INFO); its jit-PID.dump replaced by that
 #     output is accepted by `jitherald check` and by `perf inject --jit`, and perf report
 #     then shows fib in its jitted-*.so with fib.mini source lines.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-command -v perf >/dev/null || { echo "FAIL: perf not installed"; exit 1; }
-T=$(mktemp -d); maps=()
-trap 'rm -rf "$T" "${maps[@]}"' EXIT
+. "$(dirname "$0")/lib.sh"
+require_tool perf linux-perf
+private_perf_cache
 cd "$T"
 
 # 1. audit log only, perf map afterwards.
 JITHERALD=auditlog JITHERALD_DIR=$T perf record -q -N -e cpu-clock -o a.data \
-    "$B/examples/minijit" "$R/examples/minijit/fib.mini" 32 > /dev/null
+    "$MINIJIT" "$MINI/fib.mini" 32 > /dev/null
 log=$(ls minijit-*.jhlog); pid=${log#minijit-}; pid=${pid%.jhlog}
-[ ! -e /tmp/perf-$pid.map ] || { echo "FAIL: a perf map exists without the perfmap channel"; exit 1; }
-maps+=(/tmp/perf-$pid.map)
-"$B/jitherald" log "$log" to-perfmap > /tmp/perf-$pid.map
+[ ! -e /tmp/perf-$pid.map ] || fail "a perf map exists without the perfmap channel"
+at_exit "rm -f /tmp/perf-$pid.map"
+"$CLI" log "$log" to-perfmap > /tmp/perf-$pid.map
 perf report -i a.data --stdio --sort sym 2>/dev/null | grep -v '^#' | head -5 | tee rep1
-head -1 rep1 | grep -q '\] fib *$' || { echo "FAIL: the hottest symbol is not fib"; exit 1; }
+head -1 rep1 | grep -q '\] fib *$' || fail "the hottest symbol is not fib"
 
 # 2. jitdump regenerated from the log, fed to perf inject.
 JITHERALD=auditlog,jitdump JITHERALD_DIR=$T perf record -q -N -k 1 -e cpu-clock -o b.data \
-    "$B/examples/minijit" "$R/examples/minijit/fib.mini" 32 > /dev/null
+    "$MINIJIT" "$MINI/fib.mini" 32 > /dev/null
 log=$(ls -t minijit-*.jhlog | head -1); pid=${log#minijit-}; pid=${pid%.jhlog}
 mv "jit-$pid.dump" live.dump
-"$B/jitherald" log "$log" to-jitdump -o "jit-$pid.dump"
-"$B/jitherald" check "jit-$pid.dump"
+"$CLI" log "$log" to-jitdump -o "jit-$pid.dump"
+"$CLI" check "jit-$pid.dump"
 # The same records the jitdump channel wrote live (timestamps and code_index aside: the
 # log's are its record times and its ids).
-norm() { "$B/jitherald" inspect "$1" | sed -e 's/ts [0-9]*//' -e 's/^0x[0-9a-f]* //' \
+norm() { "$CLI" inspect "$1" | sed -e 's/ts [0-9]*//' -e 's/^0x[0-9a-f]* //' \
              -e 's/timestamp [0-9]*//' -e 's/ #[0-9]* / # /' -e '$d'; }
 diff <(norm live.dump) <(norm "jit-$pid.dump")
 grep -q UNWINDING_INFO <(norm "jit-$pid.dump")
 perf inject --jit -i b.data -o b.jit.data
 perf report -i b.jit.data --stdio --sort sym,dso 2>/dev/null | grep -v '^#' | head -5 | tee rep2
-head -1 rep2 | grep -Eq "\] fib +jitted-$pid-[0-9]+\.so" || { echo "FAIL: fib not in a jitted .so"; exit 1; }
+head -1 rep2 | grep -Eq "\] fib +jitted-$pid-[0-9]+\.so" || fail "fib not in a jitted .so"
 perf report -i b.jit.data --stdio --sort sym,srcline 2>/dev/null | grep -v '^#' | head -5 | tee rep3
-grep -Eq '\] fib +fib\.mini:[5-8]$' rep3 || { echo "FAIL: no fib.mini source line"; exit 1; }
+grep -Eq '\] fib +fib\.mini:[5-8]$' rep3 || fail "no fib.mini source line"
 echo PASS

@@ -2,15 +2,12 @@
 # The HTML report of a demo-JIT run, opened in headless Chromium: the DOM it renders holds
 # the function table with every function of the program, the timeline, the disassembly
 # with source lines and the decoded struct mj_function.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
+. "$(dirname "$0")/lib.sh"
 CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-[ -n "$CHROME" ] || { echo "FAIL: chromium not installed (Debian package chromium)"; exit 1; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
-JITHERALD=auditlog JITHERALD_DIR=$T "$B/examples/minijit" --log-structs \
-    "$R/examples/minijit/calls.mini" > /dev/null
+[ -n "$CHROME" ] || require_tool chromium chromium
+JITHERALD=auditlog JITHERALD_DIR=$T "$MINIJIT" --log-structs "$MINI/calls.mini" > /dev/null
 log=$(ls "$T"/minijit-*.jhlog)
-"$B/jitherald" log "$log" report -o "$T/report.html" --vm "$B/examples/minijit"
+"$CLI" log "$log" report -o "$T/report.html" --vm "$MINIJIT"
 timeout 120 "$CHROME" --headless --no-sandbox --disable-gpu --disable-background-networking \
     --disable-component-update --disable-sync --no-first-run --user-data-dir="$T/profile" \
     --dump-dom "file://$T/report.html" > "$T/dom.html" 2> "$T/chrome.err" || { cat "$T/chrome.err"; exit 1; }

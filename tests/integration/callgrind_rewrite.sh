@@ -3,18 +3,17 @@
 # with its code left anonymous names it only by address; the rewrite, from the jitdump (or
 # the perf map) written during the run, names it with file and lines, while every other
 # function keeps exactly its inclusive cost and the totals do not move.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-command -v valgrind >/dev/null || { echo "SKIP valgrind is not installed"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+require_tool valgrind valgrind
+at_exit 'rm -f "/tmp/perf-${pid:-0}.map"'
 cd "$T"
-cp "$R/examples/minijit/fib.mini" .
+cp "$MINI/fib.mini" .
 # --dump-instr=yes: instruction addresses give per-line costs; the default gives one line
 # per block. Both are rewritten.
 for instr in yes no; do
     rm -rf d; rm -f cg.out named.out "/tmp/perf-${pid:-0}.map"
     JITHERALD=jitdump,perfmap JITHERALD_DIR=$T/d valgrind -q --tool=callgrind --dump-instr=$instr \
-        --callgrind-out-file=cg.out "$B/examples/minijit" fib.mini 14 > out
+        --callgrind-out-file=cg.out "$MINIJIT" fib.mini 14 > out
     [ "$(cat out)" = 377 ]
     callgrind_annotate --inclusive=yes cg.out > before
     pid=$(sed -n 's/^pid: //p' cg.out)
@@ -30,12 +29,12 @@ for instr in yes no; do
         done; }
     jit_addr_names before > b.jit
     cat b.jit
-    [ -s b.jit ] || { echo "FAIL: nothing to rewrite (JIT code named already?)"; exit 1; }
-    JITHERALD_DIR=$T/d "$B/jitherald" callgrind cg.out named.out
+    [ -s b.jit ] || fail "nothing to rewrite (JIT code named already?)"
+    JITHERALD_DIR=$T/d "$CLI" callgrind cg.out named.out
     callgrind_annotate --inclusive=yes named.out > after
     grep -E 'fib\.mini:fib.* \[jit-[0-9]+\.dump\]' after
     grep -E 'fib\.mini:main \[jit-[0-9]+\.dump\]' after
-    if [ -n "$(jit_addr_names after)" ]; then echo "FAIL: JIT code left unnamed"; exit 1; fi
+    [ -z "$(jit_addr_names after)" ] || fail "JIT code left unnamed"
     # Line-level costs in fib's body (by instruction; else each block at its first line).
     if [ $instr = yes ]; then grep -E '^ *[1-9][0-9,]* .*if n < 2 \{ return n \}' after
     else grep -E '^ *[1-9][0-9,]* .*fn fib\(n\) \{' after; fi
@@ -44,7 +43,7 @@ for instr in yes no; do
               grep -E '^ *[0-9,]+ \(' | sed -E 's/ +\([ 0-9.]+%\)//' | sort; }
     costs before > b.costs; costs after > a.costs
     [ "$(wc -l < b.costs)" -gt 20 ]
-    diff b.costs a.costs || { echo "FAIL: inclusive costs of other functions changed"; exit 1; }
+    diff b.costs a.costs || fail "inclusive costs of other functions changed"
     grep 'PROGRAM TOTALS' before > b.tot; grep 'PROGRAM TOTALS' after > a.tot; diff b.tot a.tot
     # The JIT entry's inclusive cost is what its C caller spent calling it.
     callgrind_annotate --tree=calling named.out | grep -A3 -E 'fib\.mini:main \[' > tree || true
@@ -53,13 +52,13 @@ for instr in yes no; do
              grep "$2" "$3" | sed -E 's/^ *([0-9,]+).*/\1/; s/,//g' | awk '{s+=$1} END {print s+0}'; }
     b=$(self cg.out -F -fb.jit); a=$(self named.out -E 'fib\.mini:(fib|main)')
     echo "self cost of JIT code: $b by address, $a by name"
-    [ "$a" = "$b" ] && [ "$a" -gt 0 ] || { echo "FAIL: JIT self costs differ"; exit 1; }
+    [ "$a" = "$b" ] && [ "$a" -gt 0 ] || fail "JIT self costs differ"
 done
 
 # From the perf map alone: names, no files.
-"$B/jitherald" callgrind --map "/tmp/perf-$pid.map" cg.out map.out
+"$CLI" callgrind --map "/tmp/perf-$pid.map" cg.out map.out
 rm -f "/tmp/perf-$pid.map"
 callgrind_annotate map.out | grep -E '\?\?\?:fib.* \[perf-[0-9]+\.map\]'
 # A file that is not a profile is refused.
-if "$B/jitherald" callgrind --map /dev/null fib.mini x.out; then echo "FAIL: accepted junk"; exit 1; fi
+! "$CLI" callgrind --map /dev/null fib.mini x.out || fail "accepted junk"
 echo PASS

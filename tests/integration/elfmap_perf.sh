@@ -2,17 +2,15 @@
 # JITHERALD=elfmap perf record -g (no -k 1, no perf inject, no perf map): perf report names
 # the JIT functions with file:line and perf annotate disassembles them, from the image
 # files the code pages are mapped from.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-command -v perf >/dev/null || { echo "SKIP perf is not installed"; exit 77; }
-T=$(mktemp -d); vm=; trap 'kill $vm 2>/dev/null || true; rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+require_tool perf linux-perf
 cd "$T"
-cp "$R/examples/minijit/fib.mini" .
+cp "$MINI/fib.mini" .
 JITHERALD=elfmap JITHERALD_DIR=$T/d perf record -q -g -o perf.data \
-    "$B/examples/minijit" fib.mini 31 > out 2> rec.err || { cat rec.err; echo "FAIL: perf record"; exit 1; }
+    "$MINIJIT" fib.mini 31 > out 2> rec.err || { cat rec.err; fail "perf record"; }
 [ "$(cat out)" = 1346269 ]
 pid=$(perf script -i perf.data -F pid 2>/dev/null | head -1 | tr -d ' ')
-[ ! -e "/tmp/perf-$pid.map" ] || { echo "FAIL: a perf map was written"; exit 1; }
+[ ! -e "/tmp/perf-$pid.map" ] || fail "a perf map was written"
 perf report -i perf.data --stdio --no-children --sort dso,sym,srcline 2> /dev/null > rep
 grep -v '^#' rep | grep -v '^$' | head -12
 grep -E '[0-9.]+%.*jit-[0-9]+-[0-9]+\.elf +\[\.\] fib +fib\.mini:[0-9]+' rep
@@ -24,9 +22,10 @@ grep -E 'if n < 2' ann
 
 # perf attached after the code was compiled and swapped: it learns the mappings from
 # /proc/PID/maps, image paths included.
-JITHERALD=elfmap JITHERALD_DIR=$T/d2 "$B/examples/minijit" --pause-file "$T/pause" fib.mini 31 > out2 &
+JITHERALD=elfmap JITHERALD_DIR=$T/d2 "$MINIJIT" --pause-file "$T/pause" fib.mini 31 > out2 &
 vm=$!
-for _ in $(seq 200); do [ -s "$T/pause" ] && break; sleep 0.05; done
+kill_at_exit $vm
+wait_for_file "$T/pause"
 perf record -q -g -p "$vm" -o perf2.data 2> rec2.err &
 rec=$!
 sleep 1                       # perf is attached once it has read the maps

@@ -5,13 +5,11 @@
 # elfmap discards valgrind's translations at each of them. The elfmap unit test does all
 # of that and checks every result; here it runs under memcheck, which must also find no
 # error (built without the discard requests it crashes on a stale translation).
-set -eu
-B=$JH_BUILD
-command -v valgrind >/dev/null || { echo "SKIP valgrind is not installed"; exit 77; }
-[ -x "$B/tests/test_elfmap" ] || { echo "FAIL: $B/tests/test_elfmap not built"; exit 1; }
-valgrind -q --tool=memcheck --error-exitcode=3 "$B/tests/test_elfmap" > "${TMPDIR:-/tmp}/elfmap_smc.$$" 2>&1 ||
-    { cat "${TMPDIR:-/tmp}/elfmap_smc.$$"; rm -f "${TMPDIR:-/tmp}/elfmap_smc.$$"; echo "FAIL"; exit 1; }
-tail -3 "${TMPDIR:-/tmp}/elfmap_smc.$$"
-grep -q ' 0 failed' "${TMPDIR:-/tmp}/elfmap_smc.$$"
-rm -f "${TMPDIR:-/tmp}/elfmap_smc.$$"
+. "$(dirname "$0")/lib.sh"
+require_tool valgrind valgrind
+[ -x "$B/tests/test_elfmap" ] || fail "$B/tests/test_elfmap not built"
+valgrind -q --tool=memcheck --error-exitcode=3 "$B/tests/test_elfmap" > "$T/out" 2>&1 ||
+    { cat "$T/out"; fail "test_elfmap under memcheck"; }
+tail -3 "$T/out"
+grep -q ' 0 failed' "$T/out"
 echo PASS

@@ -4,35 +4,31 @@
 # (--pause-file); gdb attaches, names the functions and their lines at once, then lets it
 # run into a breakpoint and shows the whole JIT backtrace. In both modes, and with a
 # program of 3,000 functions (packed images, several size classes) for the default one.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
-T=$(mktemp -d); vm=
-trap '[ -n "$vm" ] && kill -9 $vm 2>/dev/null; rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+require_tool gdb gdb
 
 # calls.mini plus 3,000 small functions before it, so c/b/a/main land in a late image
 {
     for i in $(seq 0 2999); do printf 'fn g%d(x) {\n    return x + %d\n}\n' "$i" "$i"; done
-    cat "$R/examples/minijit/calls.mini"
+    cat "$MINI/calls.mini"
 } > "$T/big.mini"
 
 attach_once() { # name program defer line-offset
     local name=$1 prog=$2 defer=$3 d=$4
     rm -f "$T/pause"
-    JITHERALD=gdb JITHERALD_GDB_DEFER=$defer "$B/examples/minijit" --pause-file "$T/pause" \
+    JITHERALD=gdb JITHERALD_GDB_DEFER=$defer "$MINIJIT" --pause-file "$T/pause" \
         "$prog" > "$T/$name.vm" 2>&1 &
-    vm=$!
-    for _ in $(seq 600); do [ -s "$T/pause" ] && break; sleep 0.05; done
-    [ -s "$T/pause" ] || { echo "FAIL: minijit did not pause"; cat "$T/$name.vm"; exit 1; }
+    local vm=$!
+    kill_at_exit $vm
+    wait_for_file "$T/pause" 30 || { cat "$T/$name.vm"; exit 1; }
     timeout 120 gdb -q -nx -batch -p "$(cat "$T/pause")" \
         -ex 'set pagination off' -ex 'info line c' -ex 'info symbol a' -ex 'info line g2999' \
         -ex 'break mj__builtin_callback' -ex "shell rm -f $T/pause" -ex continue -ex bt \
         -ex detach > "$T/$name" 2>&1 || true
     rm -f "$T/pause"                    # gdb may have stopped early: never leave it waiting
     for _ in $(seq 100); do kill -0 $vm 2>/dev/null || break; sleep 0.1; done
-    kill -0 $vm 2>/dev/null && { echo "FAIL: minijit still running"; cat "$T/$name"; exit 1; }
-    wait $vm || { echo "FAIL: minijit exited $?"; cat "$T/$name" "$T/$name.vm"; exit 1; }
-    vm=
+    ! kill -0 $vm 2>/dev/null || { cat "$T/$name"; fail "minijit still running"; }
+    wait $vm || { cat "$T/$name" "$T/$name.vm"; fail "minijit exited $?"; }
     cat "$T/$name"
     local o=$T/$name
     # known right after the attach, before the process ran any further
@@ -47,6 +43,6 @@ attach_once() { # name program defer line-offset
     echo "PASS $name"
 }
 
-attach_once small "$R/examples/minijit/calls.mini" 0 0
-attach_once deferred "$R/examples/minijit/calls.mini" 1 0
+attach_once small "$MINI/calls.mini" 0 0
+attach_once deferred "$MINI/calls.mini" 1 0
 attach_once big "$T/big.mini" 0 9000     # calls.mini's lines come after 9,000 others

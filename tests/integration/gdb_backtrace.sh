@@ -4,10 +4,8 @@
 # down to the C main; `info line *$pc`, `disassemble`, `up`, `finish` work. Run twice:
 # the default (immediate) mode and the deferred mode (JITHERALD_GDB_DEFER=1, minijit
 # flushes before running main), then with every channel on.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+require_tool gdb gdb
 
 run_gdb() { # mode-env... -- output file
     env JITHERALD=gdb "$@" timeout 120 gdb -q -nx -batch \
@@ -17,7 +15,7 @@ run_gdb() { # mode-env... -- output file
         -ex 'break mj__builtin_callback' -ex continue -ex bt -ex up -ex 'info frame' \
         -ex up -ex down \
         -ex finish \
-        --args "$B/examples/minijit" "$R/examples/minijit/calls.mini" 2>&1
+        --args "$MINIJIT" "$MINI/calls.mini" 2>&1
 }
 
 check() { # file

@@ -3,10 +3,8 @@
 # (--remove), frees the code and compiles again into the same addresses (--recompile).
 # After the removal `info symbol` no longer names the old function at its address; after
 # the recompile it names the new one again, once, and the backtrace is whole again.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+require_tool gdb gdb
 
 for mode in immediate deferred; do
     defer=0; [ $mode = deferred ] && defer=1
@@ -17,7 +15,7 @@ for mode in immediate deferred; do
         -ex 'echo REMOVED\n' -ex 'info symbol $c' -ex 'info line *$c' -ex 'info symbol a' \
         -ex 'delete 2' -ex continue \
         -ex 'echo AGAIN\n' -ex 'info symbol $c' -ex bt \
-        --args "$B/examples/minijit" --remove --recompile "$R/examples/minijit/calls.mini" \
+        --args "$MINIJIT" --remove --recompile "$MINI/calls.mini" \
         > "$T/$mode" 2>&1 || true
     cat "$T/$mode"
     o=$T/$mode

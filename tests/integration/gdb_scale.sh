@@ -5,10 +5,8 @@
 # objfiles, the run finishes in bounded time, and names and lines are right at the far end.
 # Then the demo JIT removes every function one by one (--remove) under gdb: big images are
 # not rebuilt per removal (that took ~5 ms each with gdb attached).
-set -eu
-B=$JH_BUILD
-command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+require_tool gdb gdb
 
 gen() { # n file: n functions g0..g{n-1}, 3 lines each, then main calling the last one
     local n=$1
@@ -24,19 +22,19 @@ run() { # name n defer max-objfiles max-seconds max-seconds-for-removing
         -ex 'break mj__builtin_callback' -ex run -ex bt -ex "info line g$mid" \
         -ex 'maint info sections -all-objects' -ex 'delete' \
         -ex 'shell echo T1 $(date +%s%N)' -ex continue -ex 'shell echo T2 $(date +%s%N)' \
-        --args "$B/examples/minijit" --remove "$T/$name.mini" > "$T/$name" 2>&1 || true
+        --args "$MINIJIT" --remove "$T/$name.mini" > "$T/$name" 2>&1 || true
     local dt=$((SECONDS - t0)) nobj
     nobj=$(grep -c "Object file: .<in-memory" "$T/$name" || true)
     grep -v -e '^ *\[' -e '^ *0x' "$T/$name" | head -30
     echo "$name: $n functions, $nobj JIT objfiles in gdb, ${dt}s"
     grep -Eq "^#1  0x[0-9a-f]+ in main \(\) at .*$name\.mini:$((3 * n + 2))\$" "$T/$name"
     grep -Eq "^Line $((3 * mid + 1)) of \".*$name\.mini\" starts at address 0x[0-9a-f]+ <g$mid>" "$T/$name"
-    [ "$nobj" -ge 1 ] && [ "$nobj" -le "$maxobj" ] || { echo "FAIL: $nobj objfiles"; exit 1; }
-    [ "$dt" -le "$maxsec" ] || { echo "FAIL: took ${dt}s"; exit 1; }
+    [ "$nobj" -ge 1 ] && [ "$nobj" -le "$maxobj" ] || fail "$nobj objfiles"
+    [ "$dt" -le "$maxsec" ] || fail "took ${dt}s"
     grep -q "exited normally" "$T/$name"            # then removed everything, one by one
     local rm_ms=$(( ($(sed -n 's/^T2 //p' "$T/$name") - $(sed -n 's/^T1 //p' "$T/$name")) / 1000000 ))
     echo "$name: removing all $n one by one under gdb (and exiting): ${rm_ms} ms"
-    [ "$rm_ms" -le $((maxrm * 1000)) ] || { echo "FAIL: removal too slow"; exit 1; }
+    [ "$rm_ms" -le $((maxrm * 1000)) ] || fail "removal too slow"
     ! grep -q 'Unable to find JITed code' "$T/$name"
     echo "PASS $name"
 }

@@ -3,14 +3,12 @@
 # registered concurrently into one list, merged into one image on the way) and run it.
 # At several stops in the callback, every frame of every thread that is in JIT code is
 # named with its calls.mini line: no `?? ()` anywhere.
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-command -v gdb >/dev/null || { echo "SKIP gdb not installed"; exit 77; }
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib.sh"
+require_tool gdb gdb
 JITHERALD=gdb JITHERALD_GDB_DEFER=0 timeout 120 gdb -q -nx -batch -ex 'set pagination off' \
     -ex 'break mj__builtin_callback' -ex run -ex 'thread apply all bt' \
     -ex continue -ex 'thread apply all bt' -ex continue -ex 'thread apply all bt' \
-    --args "$B/examples/minijit" --threads 4 --repeat 20 "$R/examples/minijit/calls.mini" \
+    --args "$MINIJIT" --threads 4 --repeat 20 "$MINI/calls.mini" \
     > "$T/out" 2>&1 || true
 cat "$T/out"
 stops=$(grep -c 'hit Breakpoint 1, mj__builtin_callback' "$T/out")

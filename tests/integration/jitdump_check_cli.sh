@@ -3,24 +3,16 @@
 # JIT really wrote (a jitdump and a perf map) pass and are decoded; files broken the way
 # writers break them fail with exit 1 and a message naming the offset or line and the
 # problem; usage and I/O errors exit 2.
-set -eu
-: "${JH_BUILD:?run through tests/run.sh}" "${JH_ROOT:?}"
-MINIJIT=$JH_BUILD/examples/minijit
-CLI=$JH_BUILD/jitherald
-FIB=$JH_ROOT/examples/minijit/fib.mini
-[ -x "$MINIJIT" ] && [ -x "$CLI" ] || { echo "FAIL: minijit or jitherald not built"; exit 1; }
+. "$(dirname "$0")/lib.sh"
+FIB=$MINI/fib.mini
+cd "$T"
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/jh-jitdump-cli.XXXXXX")
-pid=
-trap 'rm -rf "$tmp"; [ -n "$pid" ] && rm -f "/tmp/perf-$pid.map"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-cd "$tmp"
-
-JITHERALD=perfmap,jitdump JITHERALD_DIR=$tmp/jd "$MINIJIT" "$FIB" 20 >run.out || fail "minijit"
+JITHERALD=perfmap,jitdump JITHERALD_DIR=$T/jd "$MINIJIT" "$FIB" 20 >run.out || fail "minijit"
 grep -qx 6765 run.out || fail "wrong result"
 dump=$(ls jd/jit-*.dump)
 pid=${dump##*/jit-}; pid=${pid%.dump}
 map=/tmp/perf-$pid.map
+at_exit "rm -f $map"
 cp "$map" good.map
 cp "$dump" good.dump
 
@@ -79,5 +71,5 @@ expect noname.map 'line 1: a space and a name must follow the size'
 
 # 3. usage and I/O errors: exit 2
 rc=0; "$CLI" check >/dev/null 2>&1 || rc=$?; [ $rc = 2 ] || fail "no argument: exit $rc"
-rc=0; "$CLI" check "$tmp/nope" >/dev/null 2>&1 || rc=$?; [ $rc = 2 ] || fail "missing file: exit $rc"
+rc=0; "$CLI" check "$T/nope" >/dev/null 2>&1 || rc=$?; [ $rc = 2 ] || fail "missing file: exit $rc"
 echo "PASS: real files accepted and decoded; 10 kinds of broken file refused with a precise message"

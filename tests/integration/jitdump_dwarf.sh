@@ -10,20 +10,12 @@
 #   without (control):    never: the unwinder stops in the first JIT frame.
 # So: up to 6 recordings; PASS when one of them unwinds >= 90% of its fib samples through
 # the JIT frames and every control unwinds none. docs/jitdump.md quotes the tally printed.
-set -eu
-: "${JH_BUILD:?run through tests/run.sh}" "${JH_ROOT:?}"
-MINIJIT=$JH_BUILD/examples/minijit
-FIB=$JH_ROOT/examples/minijit/fib.mini
-command -v perf >/dev/null || { echo "SKIP perf not installed"; exit 77; }
-[ -x "$MINIJIT" ] || { echo "FAIL: $MINIJIT not built"; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/jh-jitdump-dwarf.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# perf caches every jitted-*.so under ~/.debug: keep ours in the test directory
-perf() { command perf --buildid-dir "$tmp/buildid" "$@"; }
-cd "$tmp"
-export JITHERALD=jitdump JITHERALD_DIR=$tmp/jd
+. "$(dirname "$0")/lib.sh"
+require_tool perf linux-perf
+private_perf_cache
+FIB=$MINI/fib.mini
+cd "$T"
+export JITHERALD=jitdump JITHERALD_DIR=$T/jd
 
 # Per sample (perf script prints one block per sample, leaf first): samples whose leaf is
 # the JIT function fib, and how many of those have a chain that reaches the C caller mj_call.
@@ -46,15 +38,15 @@ for run in 1 2 3 4 5 6; do
         >run.out 2>run.err || { cat run.err; fail "perf record"; }
     grep -qx 2178309 run.out || fail "wrong fib result: $(cat run.out)"
     dump=$(ls jd/jit-*.dump)
-    grep -Eq "^0x[0-9a-f]+ UNWINDING_INFO" <("$JH_BUILD/jitherald" inspect "$dump") || fail "no UNWINDING_INFO written"
+    grep -Eq "^0x[0-9a-f]+ UNWINDING_INFO" <("$CLI" inspect "$dump") || fail "no UNWINDING_INFO written"
     perf inject --jit -i perf.data -o with.data 2>/dev/null || fail "perf inject"
     read -r n c <<<"$(chains with.data)"
     [ "$n" -ge 10 ] || fail "only $n samples in fib"
 
     rm -f jd/jitted-*.so
     strip_unwind "$dump"
-    "$JH_BUILD/jitherald" check -q "$dump" || fail "stripped dump is malformed"
-    grep -Eq "^0x[0-9a-f]+ UNWINDING_INFO" <("$JH_BUILD/jitherald" inspect "$dump") && fail "control still has UNWINDING_INFO"
+    "$CLI" check -q "$dump" || fail "stripped dump is malformed"
+    grep -Eq "^0x[0-9a-f]+ UNWINDING_INFO" <("$CLI" inspect "$dump") && fail "control still has UNWINDING_INFO"
     perf inject --jit -i perf.data -o without.data 2>/dev/null || fail "perf inject (control)"
     read -r n0 c0 <<<"$(chains without.data)"
     [ "$n0" = "$n" ] || fail "control: $n0 samples in fib, expected the same $n"

@@ -1,60 +1,20 @@
 #!/usr/bin/env bash
-# jitdump_move.sh — jh_code_move through perf: a hand-assembled spin loop runs at A, is
-# copied to B and announced moved (MOVE record), its old copy overwritten with int3, then
+# jitdump_move.sh — jh_code_move through perf: a hand-assembled spin loop
+# (tests/programs/jitdump_move.c) runs at A, is copied to B and announced moved (MOVE record), its old copy overwritten with int3, then
 # runs at B. After perf inject --jit, samples at both addresses must carry its name (perf
 # 6.1 maps B to the same jitted-<pid>-<index>.so). Control: without the MOVE record (cut out
 # of the dump) the samples at B have no name.
-set -eu
-: "${JH_BUILD:?run through tests/run.sh}" "${JH_ROOT:?}"
-command -v perf >/dev/null || { echo "SKIP perf not installed"; exit 77; }
-CC=${CC:-cc}
-command -v "$CC" >/dev/null || { echo "FAIL: no C compiler ($CC)"; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/jh-jitdump-move.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-perf() { command perf --buildid-dir "$tmp/buildid" "$@"; }
-cd "$tmp"
-cat >move.c <<'C'
-#include <stdio.h>
-#include <string.h>
-#include <sys/mman.h>
-#include "jitherald.h"
-int main(void)
-{
-    uint8_t *m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE | PROT_EXEC,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    /* push rbp; mov rbp,rsp; mov ecx,200000000; L: dec rcx; jnz L; pop rbp; ret */
-    static const uint8_t f[] = { 0x55, 0x48, 0x89, 0xe5, 0xb9, 0x00, 0xc2, 0xeb, 0x0b,
-                                 0x48, 0xff, 0xc9, 0x75, 0xfb, 0x5d, 0xc3 };
-    jh_ctx *c;
-    uint64_t id;
-    memcpy(m, f, sizeof f);
-    if (m == MAP_FAILED || jh_open(&c, NULL) || !(jh_channels(c) & JH_JITDUMP))
-        return 1;
-    struct jh_code k = { .sz = sizeof k, .name = "spin_moved", .start = m, .size = sizeof f,
-                         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
-    if (jh_code_add(c, &k, &id))
-        return 1;
-    ((void (*)(void))m)();
-    memcpy(m + 0x80000, f, sizeof f);
-    if (jh_code_move(c, id, m + 0x80000))
-        return 1;
-    memset(m, 0xcc, sizeof f);
-    ((void (*)(void))(m + 0x80000))();
-    printf("%lx %lx\n", (unsigned long)m, (unsigned long)(m + 0x80000));
-    jh_close(c);
-    return 0;
-}
-C
-"$CC" -O1 -I"$JH_ROOT/include" -o move move.c "$JH_BUILD/libjitherald.a" -lpthread -ldl ||
-    fail "cannot build the test program"
-JITHERALD=jitdump JITHERALD_DIR=$tmp/jd perf record -q -k 1 -o perf.data ./move >run.out 2>run.err ||
+. "$(dirname "$0")/lib.sh"
+require_tool perf linux-perf
+private_perf_cache
+MOVE=$(program jitdump_move)
+cd "$T"
+JITHERALD=jitdump JITHERALD_DIR=$T/jd perf record -q -k 1 -o perf.data "$MOVE" >run.out 2>run.err ||
     { cat run.err; fail "perf record"; }
 read -r a b <run.out
 dump=$(ls jd/jit-*.dump)
-"$JH_BUILD/jitherald" check -q "$dump" || fail "jitherald check"
-"$JH_BUILD/jitherald" inspect "$dump" | grep -Eq "^0x[0-9a-f]+ MOVE .* 0x$a -> 0x$b" || fail "no MOVE record $a -> $b"
+"$CLI" check -q "$dump" || fail "jitherald check"
+"$CLI" inspect "$dump" | grep -Eq "^0x[0-9a-f]+ MOVE .* 0x$a -> 0x$b" || fail "no MOVE record $a -> $b"
 
 named() { # perf.data address-prefix -> count of samples there named spin_moved, and total
     perf script -i "$1" -F ip,sym 2>/dev/null | awk -v p="$2" '

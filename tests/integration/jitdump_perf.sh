@@ -7,21 +7,12 @@
 # its source, and the exact line table in perf's synthetic ELF (rows start at .text, so no
 # stale +0x40). `jitherald check` must accept the dump and its -q mode must stay silent;
 # a version-2 header or an unknown flag bit, which check refuses, perf refuses as well.
-set -eu
-: "${JH_BUILD:?run through tests/run.sh}" "${JH_ROOT:?}"
-MINIJIT=$JH_BUILD/examples/minijit
-CLI=$JH_BUILD/jitherald
-FIB=$JH_ROOT/examples/minijit/fib.mini
-command -v perf >/dev/null || { echo "SKIP perf not installed"; exit 77; }
-[ -x "$MINIJIT" ] || { echo "FAIL: $MINIJIT not built"; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/jh-jitdump-perf.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# perf caches every jitted-*.so under ~/.debug: keep ours in the test directory
-perf() { command perf --buildid-dir "$tmp/buildid" "$@"; }
-cd "$tmp"
-export JITHERALD=jitdump JITHERALD_DIR=$tmp/jd JITHERALD_DEBUG=1
+. "$(dirname "$0")/lib.sh"
+require_tool perf linux-perf
+private_perf_cache
+FIB=$MINI/fib.mini
+cd "$T"
+export JITHERALD=jitdump JITHERALD_DIR=$T/jd JITHERALD_DEBUG=1
 
 perf record -q -k 1 -F 2000 -g -o perf.data "$MINIJIT" "$FIB" 32 >run.out 2>run.err ||
     { cat run.err; fail "perf record"; }

@@ -4,28 +4,12 @@
 # one unit: `jitherald check` accepts the file (a torn or interleaved unit fails it: a
 # DEBUG_INFO followed by someone else's LOAD, a reused index, a truncated record), every
 # LOAD is there once, and perf inject turns each into its own jitted-*.so.
-set -eu
-: "${JH_BUILD:?run through tests/run.sh}" "${JH_ROOT:?}"
-MINIJIT=$JH_BUILD/examples/minijit
-CLI=$JH_BUILD/jitherald
-command -v perf >/dev/null || { echo "SKIP perf not installed"; exit 77; }
-[ -x "$MINIJIT" ] || { echo "FAIL: $MINIJIT not built"; exit 1; }
-
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/jh-jitdump-threads.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# perf caches every jitted-*.so under ~/.debug: keep ours in the test directory
-perf() { command perf --buildid-dir "$tmp/buildid" "$@"; }
-cd "$tmp"
-{
-    for i in $(seq 0 199); do echo "fn f$i(x) { return x + $i }"; done
-    echo "fn main() {"
-    echo "  var r = 0"
-    for i in $(seq 0 199); do echo "  r = r + f$i(1)"; done
-    echo "  return r"
-    echo "}"
-} >many.mini
-export JITHERALD=jitdump JITHERALD_DIR=$tmp/jd JITHERALD_DEBUG=1
+. "$(dirname "$0")/lib.sh"
+require_tool perf linux-perf
+private_perf_cache
+cd "$T"
+many_mini many.mini
+export JITHERALD=jitdump JITHERALD_DIR=$T/jd JITHERALD_DEBUG=1
 
 perf record -q -k 1 -o perf.data "$MINIJIT" --threads 8 --print-result many.mini >run.out 2>run.err ||
     { cat run.out run.err; fail "perf record minijit --threads 8"; }

@@ -5,13 +5,10 @@
 # images are gone and the recompiled code is found again; `lldb -p` after registration
 # sees everything. (lldb -b quits at the first failing command, so each check is a
 # command that must succeed, or the last one.)
-set -eu
-B=$JH_BUILD; R=$JH_ROOT
-command -v lldb >/dev/null || { echo "SKIP lldb not installed"; exit 77; }
-T=$(mktemp -d); vm=
-trap '[ -n "$vm" ] && kill -9 $vm 2>/dev/null; rm -rf "$T"' EXIT
-MJ=("$B/examples/minijit")
-CALLS=$R/examples/minijit/calls.mini
+. "$(dirname "$0")/lib.sh"
+require_tool lldb lldb
+MJ=("$MINIJIT")
+CALLS=$MINI/calls.mini
 lldb_b() { timeout 120 lldb --no-lldbinit -b "$@" 2>&1 | grep -v -e '^Traceback' -e '^  File "<string>"' -e '^ModuleNotFoundError' -e '^NameError' || true; }
 
 # 1. pending breakpoint, backtrace, lookup, disassembly
@@ -43,7 +40,7 @@ JITHERALD=gdb lldb_b -o 'b mj__builtin_callback' -o run -o 'frame select 1' \
 cat "$T/rm"
 sed -n '/^REMOVED/,/^AGAIN/p' "$T/rm" > "$T/removed"
 grep -q 'minijit' "$T/removed"          # the image list was printed...
-! grep -q 'JIT(0x' "$T/removed"         # ...and holds no JIT image any more
+! grep -q 'JIT(0x' "$T/removed"
 sed -n '/^AGAIN/,$p' "$T/rm" > "$T/again"
 grep -Eq 'Summary: JIT\(0x[0-9a-f]+\)`c \+ [0-9]+ at calls\.mini:7:12' "$T/again"
 echo "PASS remove"
@@ -55,14 +52,14 @@ echo "PASS remove"
 rm -f "$T/pause"
 JITHERALD=gdb "${MJ[@]}" --remove --pause-file "$T/pause" "$CALLS" > "$T/vm" 2>&1 &
 vm=$!
-for _ in $(seq 600); do [ -s "$T/pause" ] && break; sleep 0.05; done
-[ -s "$T/pause" ] || { echo "FAIL: minijit did not pause"; exit 1; }
+kill_at_exit $vm
+wait_for_file "$T/pause" 30
 lldb_b -p "$(cat "$T/pause")" -o 'b jh_code_remove' -o "platform shell rm -f $T/pause" \
     -o continue -o continue -o 'platform shell echo SECOND' -o 'image list' \
     -o 'image lookup -s a' -o detach > "$T/attach"
 rm -f "$T/pause"                        # lldb may have stopped early: never leave it waiting
 for _ in $(seq 100); do kill -0 $vm 2>/dev/null || break; sleep 0.1; done
-kill -9 $vm 2>/dev/null || true; wait $vm 2>/dev/null || true; vm=
+kill -9 $vm 2>/dev/null || true; wait $vm 2>/dev/null || true
 cat "$T/attach"
 sed -n '/^SECOND/,$p' "$T/attach" > "$T/second"
 [ "$(grep -c 'JIT(0x' "$T/second")" -ge 3 ]   # 3 of the 4 images are still live...

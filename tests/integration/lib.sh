@@ -1,0 +1,73 @@
+# tests/integration/lib.sh — sourced by every integration script, first thing:
+#     . "$(dirname "$0")/lib.sh"
+# It sets `set -eu` and gives:
+#   B, R            the build directory and the source root ($JH_BUILD, $JH_ROOT from run.sh)
+#   MINIJIT, CLI    the demo JIT and the jitherald command; MINI the demo's .mini programs
+#   T               a private temporary directory, removed at exit (JH_KEEP=1 keeps it)
+#   fail MSG        prints "FAIL: MSG" and exits 1
+#   skip MSG        prints "SKIP MSG" and exits 77 (tests/run.sh shows every skip loudly)
+#   require_tool NAME [PACKAGE]   skips when the command NAME is missing
+#   program NAME    prints the path of tests/programs/NAME built by make (use it as
+#                   P=$(program NAME): the script skips when make could not build it, for
+#                   want of a library, and fails when it was never built)
+#   at_exit CMD     runs CMD at exit (last registered first), before T is removed
+#   kill_at_exit PID, wait_for_file FILE [SECONDS], many_mini FILE, private_perf_cache
+set -eu
+: "${JH_BUILD:?run through tests/run.sh, or set JH_BUILD and JH_ROOT}" "${JH_ROOT:?}"
+B=$JH_BUILD
+R=$JH_ROOT
+MINIJIT=$B/examples/minijit
+CLI=$B/jitherald
+MINI=$R/examples/minijit
+
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "SKIP $*"; exit 77; }
+[ -x "$MINIJIT" ] && [ -x "$CLI" ] || fail "$MINIJIT or $CLI not built (make)"
+
+_jh_at_exit=()
+at_exit() { _jh_at_exit+=("$1"); }
+kill_at_exit() { at_exit "kill -9 $1 2>/dev/null; wait $1 2>/dev/null"; }
+_jh_cleanup() {
+    local i
+    for ((i = ${#_jh_at_exit[@]} - 1; i >= 0; i--)); do eval "${_jh_at_exit[i]}" || true; done
+    if [ -n "${JH_KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+T=$(mktemp -d "${TMPDIR:-/tmp}/jh-$(basename "${BASH_SOURCE[1]:-test}" .sh).XXXXXX")
+trap _jh_cleanup EXIT
+
+require_tool() { # NAME [PACKAGE]
+    command -v "$1" >/dev/null 2>&1 || skip "$1 not installed${2:+ (Debian package $2)}"
+}
+
+# make builds tests/programs/* when their libraries are there, and otherwise writes
+# NAME.missing saying which library it lacked.
+program() { # NAME
+    local p=$B/tests/programs/$1
+    if [ -x "$p" ]; then echo "$p"; return; fi
+    if [ -f "$p.missing" ]; then skip "$1 not built: $(cat "$p.missing")" >&2; fi
+    fail "$p not built (make programs)" >&2
+}
+
+# The demo JIT's --pause-file handshake: it writes its pid there once its code is announced.
+# Returns 1 (after a FAIL line) if FILE is still empty after SECONDS (default 10).
+wait_for_file() { # FILE [SECONDS]
+    local n=$(( ${2:-10} * 20 ))
+    while [ "$n" -gt 0 ]; do [ -s "$1" ] && return 0; sleep 0.05; n=$((n - 1)); done
+    echo "FAIL: $1 still empty after ${2:-10} s"
+    return 1
+}
+
+# 200 one-line functions and a main calling each: main returns 20100.
+many_mini() { # FILE
+    {
+        for i in $(seq 0 199); do echo "fn f$i(x) { return x + $i }"; done
+        echo "fn main() {"
+        echo "  var r = 0"
+        for i in $(seq 0 199); do echo "  r = r + f$i(1)"; done
+        echo "  return r"
+        echo "}"
+    } >"$1"
+}
+
+# perf caches every object it reads (each jitted-*.so) under ~/.debug: keep them in $T.
+private_perf_cache() { perf() { command perf --buildid-dir "$T/buildid" "$@"; }; }
