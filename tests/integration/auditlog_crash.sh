@@ -21,7 +21,8 @@ $J code | tee "$T/code"
 for f in a b c main; do
     [ "$(grep -Ec "add +[0-9]+  $f " "$T/code")" -eq 2 ] || fail "$f not added twice"
 done
-! grep -q remove "$T/code"
+! grep -Eq '^ +[0-9]+ +[0-9.]+  remove ' "$T/code" || fail "a function was removed before the kill"
+grep -q "8 functions added, 0 removed, 8 live at the end" "$T/code"
 # the report of a crashed process says so
 $J report -o "$T/r.html"
 grep -q "not closed" "$T/r.html"

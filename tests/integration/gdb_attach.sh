@@ -39,7 +39,7 @@ attach_once() { # name program defer line-offset
     grep -Eq "^#3  0x[0-9a-f]+ in a \(\) at .*\.mini:$((d + 17))\$" "$o"
     grep -Eq "^#4  0x[0-9a-f]+ in main \(\) at .*\.mini:$((d + 22))\$" "$o"
     [ "$d" = 0 ] || grep -Eq '^Line 8998 of ".*big\.mini" starts at address 0x[0-9a-f]+ <g2999>' "$o"
-    ! grep -q 'Unable to find JITed code' "$o"
+    ! grep -q 'Unable to find JITed code' "$o" || fail "gdb: Unable to find JITed code"
     echo "PASS $name"
 }
 

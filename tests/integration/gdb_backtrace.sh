@@ -44,19 +44,23 @@ check() { # file
     grep -Eq '^#2  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"  # `up` twice
     grep -Eq '^12\s+return c\(t\) \+ 1' "$o"
     grep -Eq '^0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
-    ! grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in \?\? \(\)' "$o"
-    ! grep -q 'outside of ELF segments' "$o"
-    ! grep -q 'Unable to find JITed code' "$o"
+    ! grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in \?\? \(\)' "$o" || fail "$o: a frame without a name"
+    ! grep -q 'outside of ELF segments' "$o" || fail "$o: outside of ELF segments"
+    ! grep -q 'Unable to find JITed code' "$o" || fail "$o: Unable to find JITed code"
 }
 
+# (check runs as a plain command: called in an `||` list, `set -e` would not stop at the
+# greps inside it)
 run_gdb JITHERALD_GDB_DEFER=0 > "$T/immediate"
 cat "$T/immediate"
 check "$T/immediate"
 run_gdb JITHERALD_GDB_DEFER=1 > "$T/deferred"
-check "$T/deferred" || { cat "$T/deferred"; exit 1; }
+cat "$T/deferred"
+check "$T/deferred"
 # every channel at once: elfmap swaps the code pages for file mappings while gdb has
 # breakpoints in them, the unwind channel registers the same code with libgcc
 mkdir "$T/dir"
 run_gdb JITHERALD=all JITHERALD_DIR="$T/dir" > "$T/all"
-check "$T/all" || { cat "$T/all"; exit 1; }
+cat "$T/all"
+check "$T/all"
 echo PASS

@@ -30,6 +30,6 @@ for mode in immediate deferred; do
     [ "$(grep -Ec '^c \+ [0-9]+ in section \.text of <in-memory@0x' "$T/again")" = 1 ]
     grep -Eq '^#1  0x[0-9a-f]+ in c \(\) at .*calls\.mini:7$' "$T/again"
     grep -Eq '^#4  0x[0-9a-f]+ in main \(\) at .*calls\.mini:22$' "$T/again"
-    ! grep -q 'Unable to find JITed code' "$o"
+    ! grep -q 'Unable to find JITed code' "$o" || fail "$mode: Unable to find JITed code"
     echo "PASS $mode"
 done

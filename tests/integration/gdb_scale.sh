@@ -35,7 +35,7 @@ run() { # name n defer max-objfiles max-seconds max-seconds-for-removing
     local rm_ms=$(( ($(sed -n 's/^T2 //p' "$T/$name") - $(sed -n 's/^T1 //p' "$T/$name")) / 1000000 ))
     echo "$name: removing all $n one by one under gdb (and exiting): ${rm_ms} ms"
     [ "$rm_ms" -le $((maxrm * 1000)) ] || fail "removal too slow"
-    ! grep -q 'Unable to find JITed code' "$T/$name"
+    ! grep -q 'Unable to find JITed code' "$T/$name" || fail "$name: Unable to find JITed code"
     echo "PASS $name"
 }
 

@@ -17,5 +17,5 @@ echo "stops=$stops full chains=$chains"
 [ "$stops" -eq 3 ]
 [ "$chains" -ge 3 ]
 grep -Eq '^#1  0x[0-9a-f]+ in c \(\) at .*calls\.mini:7$' "$T/out"
-! grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in \?\? \(\)' "$T/out"
+! grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in \?\? \(\)' "$T/out" || fail "a frame without a name"
 echo PASS

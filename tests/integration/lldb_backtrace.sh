@@ -40,7 +40,7 @@ JITHERALD=gdb lldb_b -o 'b mj__builtin_callback' -o run -o 'frame select 1' \
 cat "$T/rm"
 sed -n '/^REMOVED/,/^AGAIN/p' "$T/rm" > "$T/removed"
 grep -q 'minijit' "$T/removed"          # the image list was printed...
-! grep -q 'JIT(0x' "$T/removed"
+! grep -q 'JIT(0x' "$T/removed" || fail "a JIT image is left after the removal"
 sed -n '/^AGAIN/,$p' "$T/rm" > "$T/again"
 grep -Eq 'Summary: JIT\(0x[0-9a-f]+\)`c \+ [0-9]+ at calls\.mini:7:12' "$T/again"
 echo "PASS remove"
