@@ -38,10 +38,10 @@ echo "PASS the warning names the case where lldb would not see us"
     echo "PASS static link: one shared list, both named, the hazard reported"
 }
 
-if command -v lldb >/dev/null; then
-    JITHERALD=gdb timeout 120 lldb --no-lldbinit -b -o 'b stop_here' -o run -o 'frame variable jh_code' \
-        -o 'image lookup -a jh_code' -- "$JH_FIRST" > "$T/lldb" 2>&1 || true
-    cat "$T/lldb"
-    grep -Eq 'Summary: JIT\(0x[0-9a-f]+\)`jh_fn' "$T/lldb"
-    echo "PASS lldb names our code when we come first"
-fi
+# the same through lldb: a skip (loud) where lldb is missing, never a silent pass
+require_tool lldb lldb
+JITHERALD=gdb timeout 120 lldb --no-lldbinit -b -o 'b stop_here' -o run -o 'frame variable jh_code' \
+    -o 'image lookup -a jh_code' -- "$JH_FIRST" > "$T/lldb" 2>&1 || true
+cat "$T/lldb"
+grep -Eq 'Summary: JIT\(0x[0-9a-f]+\)`jh_fn' "$T/lldb"
+echo "PASS lldb names our code when we come first"
