@@ -21,14 +21,18 @@ grep -E ':\s+[0-9a-f]+:\s+push\s+%rbp' ann
 grep -E 'if n < 2' ann
 
 # perf attached after the code was compiled and swapped: it learns the mappings from
-# /proc/PID/maps, image paths included.
+# /proc/PID/maps, image paths included. perf starts with its events off (-D -1) and
+# acknowledges turning them on only once it is attached and has read the maps.
 JITHERALD=elfmap JITHERALD_DIR=$T/d2 "$MINIJIT" --pause-file "$T/pause" fib.mini 31 > out2 &
 vm=$!
 kill_at_exit $vm
 wait_for_file "$T/pause"
-perf record -q -g -p "$vm" -o perf2.data 2> rec2.err &
+mkfifo ctl ack
+perf record -q -g -p "$vm" -D -1 --control fifo:ctl,ack -o perf2.data 2> rec2.err &
 rec=$!
-sleep 1                       # perf is attached once it has read the maps
+kill_at_exit $rec
+timeout 30 sh -c 'echo enable > ctl && read -r a < ack && [ "$a" = ack ]' ||
+    { cat rec2.err; fail "perf record -p did not start"; }
 rm "$T/pause"
 wait "$vm"
 wait "$rec" || true           # perf record -p ends with its target
