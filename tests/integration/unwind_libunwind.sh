@@ -4,9 +4,9 @@
 # callback, unw_step + unw_get_proc_info must give every JIT frame its function's range
 # (only the unwind channel's _U_dyn_register tables can tell libunwind that),
 # unw_backtrace must reach main, and both still hold after the code is freed and compiled
-# again at the same addresses, and while other threads compile and free code (libunwind
-# reads its list without a lock: no crash, at most 1 walk in 1,000 missing a frame's proc
-# info). The same program with the channel off must NOT see the JIT
+# again at the same addresses, and while other threads compile and free code 20,000 times
+# (libunwind reads its list without a lock: no crash, at most 1 walk in 1,000 missing a
+# frame's proc info). The same program with the channel off must NOT see the JIT
 # functions: the check can fail.
 . "$(dirname "$0")/lib.sh"
 PROG=$(program unwind_libunwind)

@@ -7,8 +7,8 @@
 // addresses. Arguments:
 //   (none)     those two rounds; exit 0 if both walks were complete each time
 //   threads    then 4 threads compile and free code while 2 walk through their own JIT
-//              frames for two seconds: at most 1 walk in 1,000 may miss a frame's proc
-//              info (libunwind reads its list without a lock)
+//              frames, until enough of both happened: at most 1 walk in 1,000 may miss
+//              a frame's proc info (libunwind reads its list without a lock)
 //   control    the channel off: the walks must NOT be complete (exit 1)
 #define UNW_LOCAL_ONLY
 #include <atomic>
@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
+#include <time.h>
 
 #include "chain.h"
 
@@ -117,13 +117,25 @@ static void *churner(void *)
     return nullptr;
 }
 
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static int threads(jh_ctx *jh)
 {
     shared = jh;
     pthread_t t[6];
     for (int i = 0; i < 6; i++)
         pthread_create(&t[i], nullptr, i < 4 ? churner : walker, nullptr);
-    sleep(2);
+    // As much churn as two seconds gave on a quiet machine, however long it takes here.
+    const double t0 = now();
+    while ((walks < 20000 || churns < 20000) && now() - t0 < 60) {
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, nullptr);
+    }
     stop = true;
     for (int i = 0; i < 6; i++)
         pthread_join(t[i], nullptr);
@@ -131,7 +143,7 @@ static int threads(jh_ctx *jh)
            "incomplete\n", walks.load(), churns.load(), bad.load());
     // libunwind reads its list without a lock: a walk preempted across a replacement can
     // still miss one frame's proc info (see docs/unwind.md); it must stay that rare.
-    return bad * 1000 > walks || walks < 10;
+    return bad * 1000 > walks || walks < 20000 || churns < 20000;
 }
 
 int main(int argc, char **argv)
