@@ -91,7 +91,13 @@ static void *logger(void *arg)
 static int child(void)
 {
     alarm(10);
+#ifdef __SANITIZE_THREAD__
+    /* TSan cannot follow a thread started in the child of a multi-threaded fork (it dies:
+     * die_after_fork), and a new audit log starts its helper thread: left out under TSan. */
+    struct jh_options o = opts(JH_ALL & ~JH_AUDITLOG);
+#else
     struct jh_options o = opts(JH_ALL);
+#endif
     jh_ctx *jh;
     if (jh_open(&jh, &o) != 0)
         return 1;
