@@ -1,6 +1,7 @@
 /* chain.c — see chain.h. */
 #include "chain.h"
 
+#include <execinfo.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -108,6 +109,15 @@ int chain_unwind_backtrace(void **pcs, int max, chain_trace_fn *trace, chain_get
     struct collect c = { pcs, 0, max, trace && getip ? getip : own_getip };
     (trace && getip ? trace : _Unwind_Backtrace)(collect, &c);
     return c.n;
+}
+
+int chain_collect(int mode, void **pcs, int max)
+{
+    if (mode == CHAIN_BACKTRACE)
+        return backtrace(pcs, max);
+    if (mode == CHAIN_UNWIND_BACKTRACE)
+        return chain_unwind_backtrace(pcs, max, NULL, NULL);
+    return 0;
 }
 
 bool chain_check(const mj_program *p, const char *entry, const void *root,

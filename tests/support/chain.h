@@ -67,6 +67,14 @@ typedef _Unwind_Reason_Code chain_trace_fn(_Unwind_Trace_Fn fn, void *arg);
 typedef uintptr_t chain_getip_fn(struct _Unwind_Context *uc);
 int chain_unwind_backtrace(void **pcs, int max, chain_trace_fn *trace, chain_getip_fn *getip);
 
+/* What the host's callback does below the JIT frames (the tests' cb_mode). */
+enum chain_mode { CHAIN_PASS, CHAIN_THROW, CHAIN_BACKTRACE, CHAIN_UNWIND_BACKTRACE };
+
+/* For CHAIN_BACKTRACE (glibc's backtrace()) and CHAIN_UNWIND_BACKTRACE
+ * (chain_unwind_backtrace with this program's unwinder): the calling thread's return
+ * addresses into pcs, their number returned. Other modes collect nothing: 0. */
+int chain_collect(int mode, void **pcs, int max);
+
 /* The walk over pcs[0..n): complete or not. Unless quiet, its summary is printed,
  * prefixed by what, and so is every JIT frame met out of order. */
 bool chain_check(const mj_program *p, const char *entry, const void *root,

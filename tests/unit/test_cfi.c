@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "check.h"
 #include "fmt/cfi.h"
 
@@ -78,26 +79,14 @@ static int write_elf(const char *path, uint64_t text_addr, uint64_t text_size,
     return fclose(f);
 }
 
+/* The output of a decoder run on one file (fmt holds one %s), NULL if it failed. */
 static char *run_cmd(const char *fmt, const char *arg)
 {
     char cmd[1024];
     snprintf(cmd, sizeof cmd, fmt, arg);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    size_t r;
-    while (out && (r = fread(out + n, 1, cap - n - 1, p)) > 0) {
-        n += r;
-        if (n + 1 == cap)
-            out = realloc(out, cap *= 2);
-    }
-    int st = pclose(p);
-    if (!out)
-        return NULL;
-    out[n] = 0;
-    if (st != 0) {
+    int st;
+    char *out = capture(cmd, &st);
+    if (out && st != 0) {
         fprintf(stderr, "command failed (%d): %s\n%s\n", st, cmd, out);
         free(out);
         return NULL;

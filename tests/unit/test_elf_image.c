@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "capture.h"
 #include "check.h"
 #include "fmt/elf_image.h"
 #include "fmt/func.h"
@@ -53,36 +54,6 @@ static void setup(uintptr_t base)
     fns[3] = (struct jh__func){ .start = base + 0x500, .size = 8, .name = "stub" };
 }
 
-/* Run cmd, capture stdout+stderr into a malloc'd string; *rc gets the exit status. */
-static char *run(const char *cmd, int *rc)
-{
-    char full[1024];
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    if (!p)
-        return NULL;
-    size_t cap = 1 << 16, len = 0;
-    char *s = malloc(cap);
-    size_t n;
-    while (s && (n = fread(s + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 2) {
-            char *t = realloc(s, cap *= 2);
-            if (!t) {
-                free(s);
-                s = NULL;
-                break;
-            }
-            s = t;
-        }
-    }
-    int st = pclose(p);
-    *rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    if (s)
-        s[len] = 0;
-    return s;
-}
-
 static void write_file(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -119,7 +90,7 @@ static void check_decoders(const char *path, uintptr_t base, int stub_sec)
     char *o;
 
     snprintf(cmd, sizeof cmd, "readelf -a -w %s", path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     CHECK_EQ(rc, 0);
     reject(o, "Warning");
     reject(o, "Error");
@@ -135,38 +106,38 @@ static void check_decoders(const char *path, uintptr_t base, int stub_sec)
     free(o);
 
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --verify %s", path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     CHECK_EQ(rc, 0);
     expect(o, "No errors.");
     free(o);
 
     /* Address -> function and file:line:column, through LLVM's own lookup. */
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 5), path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     expect(o, "DW_AT_name\t(\"fib\")");
     expect(o, "Line info: file 'fib.mini', line 4, column 9");
     free(o);
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 15), path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     expect(o, "Line info: file 'prelude.mini', line 40, column 2");
     free(o);
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 310), path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     expect(o, "line 1000, column 7");
     free(o);
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 330), path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     expect(o, "DW_AT_name\t(\"main\")");
     expect(o, "Line info: file 'main.mini', line 11, column 5");
     free(o);
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 0x404), path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     expect(o, "DW_AT_name\t(\"helper with spaces\")");
     free(o);
 
     /* Unwind info: one FDE per function with a frame-pointer description. */
     snprintf(cmd, sizeof cmd, "readelf --debug-dump=frames-interp %s", path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     CHECK_EQ(rc, 0);
     snprintf(want, sizeof want, "pc=%016lx..%016lx", (unsigned long)base, (unsigned long)(base + 320));
     expect(o, want);
@@ -218,7 +189,7 @@ static void test_nobits(void)
     int rc;
     char cmd[512];
     snprintf(cmd, sizeof cmd, "readelf -wi %s", path);
-    char *o = run(cmd, &rc);
+    char *o = capture(cmd, &rc);
     expect(o, "/src/proj");
     expect(o, "DW_AT_decl_line   : 3");
     free(o);
@@ -283,7 +254,7 @@ static void test_copy(void)
     /* objdump reads the copied bytes and names them */
     int rc;
     snprintf(cmd, sizeof cmd, "objdump -d %s", path);
-    char *o = run(cmd, &rc);
+    char *o = capture(cmd, &rc);
     CHECK_EQ(rc, 0);
     expect(o, "<fib>:");
     expect(o, "push   %rbp");
@@ -362,13 +333,13 @@ static void test_many(void)
     write_file(path, b.p, lay.size);
     int rc;
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --verify %s", path);
-    char *o = run(cmd, &rc);
+    char *o = capture(cmd, &rc);
     CHECK_EQ(rc, 0);
     expect(o, "No errors.");
     free(o);
     snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s",
              (unsigned long)(base + 2999 * 64 + 9), path);
-    o = run(cmd, &rc);
+    o = capture(cmd, &rc);
     expect(o, "DW_AT_name\t(\"f2999\")");
     expect(o, "line 3001, column 1");
     free(o);
@@ -378,7 +349,7 @@ static void test_many(void)
 int main(void)
 {
     int rc;
-    char *o = run("readelf --version && llvm-dwarfdump-14 --version", &rc);
+    char *o = capture("readelf --version && llvm-dwarfdump-14 --version", &rc);
     free(o);
     if (rc != 0)
         SKIP("readelf or llvm-dwarfdump-14 not installed (binutils, llvm-14)");

@@ -5,7 +5,6 @@
 // and in a fork child.
 // A control run without the channel shows the walk stopping at the first JIT frame, so the
 // checks cannot pass by accident.
-#include <execinfo.h>
 #include <stdexcept>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,8 +15,7 @@
 
 int main();
 
-enum { CB_THROW, CB_BACKTRACE, CB_UNWIND_BACKTRACE };
-static int cb_mode;
+static int cb_mode;             // enum chain_mode
 static void *pcs[128];
 static int npcs;
 
@@ -28,16 +26,9 @@ struct jit_error : std::runtime_error {
 
 static int64_t host_callback(int64_t x)
 {
-    switch (cb_mode) {
-    case CB_THROW:
+    if (cb_mode == CHAIN_THROW)
         throw jit_error(x);
-    case CB_BACKTRACE:
-        npcs = backtrace(pcs, 128);
-        break;
-    case CB_UNWIND_BACKTRACE:
-        npcs = chain_unwind_backtrace(pcs, 128, nullptr, nullptr);
-        break;
-    }
+    npcs = chain_collect(cb_mode, pcs, 128);
     return x;
 }
 
@@ -51,7 +42,7 @@ static void exercise(jh_ctx *jh, mj_program *p, const char *round)
 {
     char what[64];
     (void)jh;
-    cb_mode = CB_THROW;
+    cb_mode = CHAIN_THROW;
     bool caught = false;
     try {
         mj_run(p, "main", nullptr, 0);
@@ -61,20 +52,20 @@ static void exercise(jh_ctx *jh, mj_program *p, const char *round)
     }
     CHECK(caught);
 
-    cb_mode = CB_BACKTRACE;
+    cb_mode = CHAIN_BACKTRACE;
     npcs = 0;
     CHECK_EQ(mj_run(p, "main", nullptr, 0), 5 + 5);
     snprintf(what, sizeof what, "%s backtrace()", round);
     CHECK(trace_complete(p, what));
 
-    cb_mode = CB_UNWIND_BACKTRACE;
+    cb_mode = CHAIN_UNWIND_BACKTRACE;
     npcs = 0;
     CHECK_EQ(mj_run(p, "main", nullptr, 0), 5 + 5);
     snprintf(what, sizeof what, "%s _Unwind_Backtrace", round);
     CHECK(trace_complete(p, what));
 
     // The exception again, after the walks: libgcc sorted the runs at the first lookup.
-    cb_mode = CB_THROW;
+    cb_mode = CHAIN_THROW;
     caught = false;
     try {
         mj_run(p, "main", nullptr, 0);
@@ -93,7 +84,7 @@ int main()
     CHECK(p);
     if (!p)
         return check_done();
-    cb_mode = CB_BACKTRACE;
+    cb_mode = CHAIN_BACKTRACE;
     npcs = 0;
     mj_run(p, "main", nullptr, 0);
     CHECK(!trace_complete(p, "control", true));
@@ -134,14 +125,14 @@ int main()
     pid_t pid = fork();
     if (pid == 0) {
         bool ok = true;
-        cb_mode = CB_THROW;
+        cb_mode = CHAIN_THROW;
         try {
             mj_run(p, "main", nullptr, 0);
             ok = false;
         } catch (const jit_error &) {
         }
         mj_program *q = chain_compile(jh, "chain.mini");
-        cb_mode = CB_BACKTRACE;
+        cb_mode = CHAIN_BACKTRACE;
         npcs = 0;
         ok = ok && q && mj_run(q, "main", nullptr, 0) == 10 && trace_complete(q, "child");
         mj_free(q);
@@ -159,7 +150,7 @@ int main()
     CHECK_EQ(st.live, 0);
     CHECK_EQ(st.dead, 0);
     CHECK_EQ(st.segments, 0);
-    cb_mode = CB_BACKTRACE;
+    cb_mode = CHAIN_BACKTRACE;
     npcs = 0;
     mj_run(p, "main", nullptr, 0);
     CHECK(!trace_complete(p, "after removal", true));

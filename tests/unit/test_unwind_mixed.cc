@@ -4,7 +4,6 @@
 // feed both: the C++ exception (libgcc) crosses the JIT frames, and LLVM's own
 // _Unwind_Backtrace walks through them to main as well.
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <stdexcept>
 
 #include "chain.h"
@@ -26,7 +25,7 @@ static int64_t host(int64_t x)
     if (mode == CB_THROW)
         throw std::runtime_error("below JIT frames");
     if (mode == CB_GLIBC)
-        npcs = backtrace(pcs, 128);
+        npcs = chain_collect(CHAIN_BACKTRACE, pcs, 128);
     else
         npcs = chain_unwind_backtrace(pcs, 128, llvm_backtrace, llvm_getip);
     return x;

@@ -4,7 +4,6 @@
 // caught above them, backtrace() and _Unwind_Backtrace reaching the thread's start routine.
 // Nothing may crash, every walk must be complete. Run under `make tsan` and `make asan` too.
 #include <atomic>
-#include <execinfo.h>
 #include <pthread.h>
 #include <stdexcept>
 #include <string>
@@ -19,8 +18,7 @@ static jh_ctx *jh;
 static std::atomic<bool> stop{false};
 static std::atomic<long> walks{0}, throws{0}, churns{0}, bad{0};
 
-enum { CB_PASS, CB_THROW, CB_BACKTRACE, CB_UNWIND_BACKTRACE };
-static thread_local int cb_mode;
+static thread_local int cb_mode;    // enum chain_mode
 static thread_local void *pcs[128];
 static thread_local int npcs;
 
@@ -30,16 +28,9 @@ struct jit_error : std::runtime_error {
 
 static int64_t host_callback(int64_t x)
 {
-    switch (cb_mode) {
-    case CB_THROW:
+    if (cb_mode == CHAIN_THROW)
         throw jit_error();
-    case CB_BACKTRACE:
-        npcs = backtrace(pcs, 128);
-        break;
-    case CB_UNWIND_BACKTRACE:
-        npcs = chain_unwind_backtrace(pcs, 128, nullptr, nullptr);
-        break;
-    }
+    npcs = chain_collect(cb_mode, pcs, 128);
     return x;
 }
 
@@ -67,8 +58,8 @@ static void *unwinder(void *)
     }
     int64_t arg = 1;
     for (unsigned i = 0; !stop.load(); i++) {
-        cb_mode = CB_THROW + i % 3;
-        if (cb_mode == CB_THROW) {
+        cb_mode = CHAIN_THROW + i % 3;
+        if (cb_mode == CHAIN_THROW) {
             bool caught = false;
             try {
                 mj_run(p, "a", &arg, 1);
@@ -84,7 +75,7 @@ static void *unwinder(void *)
             if (!complete(p)) {
                 if (bad++ < 3)
                     fprintf(stderr, "incomplete walk (%s): %d frames\n",
-                            cb_mode == CB_BACKTRACE ? "backtrace" : "_Unwind_Backtrace", npcs);
+                            cb_mode == CHAIN_BACKTRACE ? "backtrace" : "_Unwind_Backtrace", npcs);
             }
             walks++;
         }
@@ -110,7 +101,7 @@ static void *churner(void *arg)
             bad++;
             return nullptr;
         }
-        cb_mode = CB_PASS;
+        cb_mode = CHAIN_PASS;
         int64_t x = 7;
         if (mj_run(p, "f0", &x, 1) != 7)
             bad++;
