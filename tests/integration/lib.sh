@@ -1,7 +1,8 @@
 # tests/integration/lib.sh — sourced by every integration script, first thing:
 #     . "$(dirname "$0")/lib.sh"
 # It sets `set -eu` and gives:
-#   B, R            the build directory and the source root ($JH_BUILD, $JH_ROOT from run.sh)
+#   B, R            the build directory and the source root ($JH_BUILD, $JH_ROOT from run.sh;
+#                   run by hand, the tree the script is in and its ${BUILD:-build})
 #   MINIJIT, CLI    the demo JIT and the jitherald command; MINI the demo's .mini programs
 #   T               a private temporary directory, removed at exit (JH_KEEP=1 keeps it)
 #   fail MSG        prints "FAIL: MSG" and exits 1
@@ -13,9 +14,9 @@
 #   at_exit CMD     runs CMD at exit (last registered first), before T is removed
 #   kill_at_exit PID, wait_for_file FILE [SECONDS], many_mini FILE, private_perf_cache
 set -eu
-: "${JH_BUILD:?run through tests/run.sh, or set JH_BUILD and JH_ROOT}" "${JH_ROOT:?}"
-B=$JH_BUILD
-R=$JH_ROOT
+R=${JH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+B=${JH_BUILD:-$R/${BUILD:-build}}
+export JH_ROOT=$R JH_BUILD=$B
 MINIJIT=$B/examples/minijit
 CLI=$B/jitherald
 MINI=$R/examples/minijit
