@@ -112,28 +112,21 @@ static void check_decoders(const char *path, uintptr_t base, int stub_sec)
     free(o);
 
     /* Address -> function and file:line:column, through LLVM's own lookup. */
-    snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 5), path);
-    o = capture(cmd, &rc);
-    expect(o, "DW_AT_name\t(\"fib\")");
-    expect(o, "Line info: file 'fib.mini', line 4, column 9");
-    free(o);
-    snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 15), path);
-    o = capture(cmd, &rc);
-    expect(o, "Line info: file 'prelude.mini', line 40, column 2");
-    free(o);
-    snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 310), path);
-    o = capture(cmd, &rc);
-    expect(o, "line 1000, column 7");
-    free(o);
-    snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 330), path);
-    o = capture(cmd, &rc);
-    expect(o, "DW_AT_name\t(\"main\")");
-    expect(o, "Line info: file 'main.mini', line 11, column 5");
-    free(o);
-    snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s", (unsigned long)(base + 0x404), path);
-    o = capture(cmd, &rc);
-    expect(o, "DW_AT_name\t(\"helper with spaces\")");
-    free(o);
+    static const struct { uint64_t off; const char *want[2]; } lookups[] = {
+        { 5, { "DW_AT_name\t(\"fib\")", "Line info: file 'fib.mini', line 4, column 9" } },
+        { 15, { "Line info: file 'prelude.mini', line 40, column 2" } },
+        { 310, { "line 1000, column 7" } },
+        { 330, { "DW_AT_name\t(\"main\")", "Line info: file 'main.mini', line 11, column 5" } },
+        { 0x404, { "DW_AT_name\t(\"helper with spaces\")" } },
+    };
+    for (size_t i = 0; i < sizeof lookups / sizeof lookups[0]; i++) {
+        snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%lx %s",
+                 (unsigned long)(base + lookups[i].off), path);
+        o = capture(cmd, &rc);
+        for (int k = 0; k < 2 && lookups[i].want[k]; k++)
+            expect(o, lookups[i].want[k]);
+        free(o);
+    }
 
     /* Unwind info: one FDE per function with a frame-pointer description. */
     snprintf(cmd, sizeof cmd, "readelf --debug-dump=frames-interp %s", path);
