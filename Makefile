@@ -249,6 +249,7 @@ help:
 	@echo "make demo          run the demo JIT and show what the tools see"
 	@echo "make test          every test: unit, fuzz regression, integration with real tools"
 	@echo "make asan | tsan   unit + fuzz tiers under ASan+UBSan / TSan"
+	@echo "make programs      the programs the integration tests run (make test builds them)"
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
 	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
 	@echo "make report-demo   the audit log HTML report of the demo, and its screenshot"
