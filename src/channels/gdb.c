@@ -75,6 +75,8 @@ struct gdb_state {
     size_t cls_n[NCLASS + 1], cls_fns[NCLASS + 1];
     size_t ndirty;
     uintptr_t dead_lo, dead_hi; /* covers code removed from dirty images, not yet rebuilt */
+    const struct jh__func **funcs;  /* scratch for build() */
+    size_t funcs_cap;
 };
 
 #define SLOT(st, e) ((e)->slot[(st)->env->slot])
@@ -131,14 +133,11 @@ static bool gap_empty(void *arg, uint64_t lo, uint64_t hi)
 static int build(struct gdb_state *st, struct jh__gdb_image **out, struct jh__entry *const *fns,
                  size_t n)
 {
-    const struct jh__func **f = malloc((n ? n : 1) * sizeof *f);
-    if (!f)
+    if (JH__VEC_RESERVE(st->funcs, st->funcs_cap, n))
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
-        f[i] = &fns[i]->fn;
-    int err = jh__gdb_image_build(out, f, n, gap_empty, st);
-    free(f);
-    return err;
+        st->funcs[i] = &fns[i]->fn;
+    return jh__gdb_image_build(out, st->funcs, n, gap_empty, st);
 }
 
 /* The addresses im's sections may claim around its function i (just removed from it, was
@@ -502,6 +501,7 @@ static void gdb_close(void *state)
     for (size_t i = 0; i < st->npending; i++)
         SLOT(st, st->pending[i]) = NULL;
     free(st->pending);
+    free(st->funcs);
     free(st);
 }
 

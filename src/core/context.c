@@ -102,6 +102,7 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
     }
     jh__lock_init(&ctx->lock, "context");
     atomic_init(&ctx->next_id, 1);
+    atomic_init(&ctx->unstored_from, UINT64_MAX);
     atomic_init(&ctx->fork_gen, jh__fork_generation());
     ctx->dir = (struct jh__dir){ .path = ctx->cfg.dir, .err = 1 };
     for (int i = 0; i < JH__NCHAN; i++)
@@ -187,6 +188,9 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
         return err;
     if (!atomic_load_explicit(&ctx->live, memory_order_relaxed)) {
         uint64_t n = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
+        uint64_t u = atomic_load_explicit(&ctx->unstored_from, memory_order_relaxed);
+        while (n < u && !atomic_compare_exchange_weak(&ctx->unstored_from, &u, n))
+            ;
         if (id)
             *id = n;
         return 0;
@@ -199,7 +203,8 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
     }
     e->node.id = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
     if ((err = jh__reg_insert(&ctx->reg, &e->node))) {
-        jh__idset_mark(&ctx->gone, e->node.id);     /* never handed out */
+        jh__idset_mark(&ctx->gone, e->node.id);     /* never handed out (and maybe in the
+                                                       unstored range: see jh_code_remove) */
         jh__ctx_unlock(ctx);
         jh__entry_free(e);
         return err;
@@ -216,20 +221,23 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
     return 0;
 }
 
-/* Is id live though not stored (handed out while no channel was live)? */
+/* Was id handed out while no channel was live (so not stored)? */
+static bool unstored(jh_ctx *ctx, uint64_t id)
+{
+    return id >= atomic_load(&ctx->unstored_from) && id < atomic_load(&ctx->next_id);
+}
+
 static bool live_unstored(jh_ctx *ctx, uint64_t id)
 {
-    return id && id < atomic_load_explicit(&ctx->next_id, memory_order_relaxed) &&
-           !jh__idset_has(&ctx->gone, id);
+    return unstored(ctx, id) && !jh__idset_has(&ctx->gone, id);
 }
 
 int jh_code_remove(jh_ctx *ctx, uint64_t id)
 {
     if (!ctx)
         return -EINVAL;
-    bool stored = atomic_load_explicit(&ctx->stored, memory_order_acquire);
     struct jh__entry *e = NULL;
-    if (stored) {
+    if (atomic_load_explicit(&ctx->stored, memory_order_acquire)) {
         jh__ctx_lock(ctx);
         e = jh__entry_of(jh__reg_by_id(&ctx->reg, id));
         if (e) {
@@ -242,13 +250,13 @@ int jh_code_remove(jh_ctx *ctx, uint64_t id)
         }
         jh__ctx_unlock(ctx);
     }
-    /* Marked gone either way, so that removing it again is -ENOENT. A mark that cannot be
-     * made (-ENOMEM) only loses that check. */
-    int err = 0;
-    if (e || (id && id < atomic_load_explicit(&ctx->next_id, memory_order_relaxed)))
-        err = jh__idset_mark(&ctx->gone, id) == 0 && !e ? -ENOENT : 0;
-    else
-        err = -ENOENT;
+    /* An id that was stored is live exactly while the registry has it. Unstored ids are
+     * marked when removed, so that removing one again is -ENOENT; a stored id in their
+     * range (an add that raced with the last channel failing) is marked too. A mark that
+     * cannot be made (-ENOMEM) only loses that check. */
+    int err = e ? 0 : -ENOENT;
+    if (unstored(ctx, id) && jh__idset_mark(&ctx->gone, id) == 1)
+        err = 0;
     jh__entry_free(e);
     return err;
 }

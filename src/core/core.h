@@ -26,7 +26,10 @@ struct jh_ctx {
         struct jh__chan_env env;
     } chan[JH__NCHAN];
     struct jh__registry reg;    /* entries, while a channel has been live */
-    struct jh__idset gone;      /* ids removed (or never handed out): core/idset.h */
+    struct jh__idset gone;      /* unstored ids removed (core/idset.h) */
+    _Atomic uint64_t unstored_from; /* the first id handed out while no channel was live:
+                                       channels only ever switch off, so every id below it
+                                       was stored (UINT64_MAX: none yet) */
     _Atomic uint64_t next_id;
     _Atomic bool stored;        /* the registry has held an entry */
     _Atomic unsigned fork_gen;  /* jh__fork_gen when per-process state was last restarted */

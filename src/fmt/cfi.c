@@ -158,19 +158,37 @@ static int opts_ok(const struct jh__cfi_opts *o)
            (o->ptr == JH__CFI_PCREL || o->ptr == JH__CFI_ABS);
 }
 
-size_t jh__cfi_eh_frame_size(const struct jh__cfi_opts *o, const struct jh__func *f,
-                             size_t n)
+/* The functions come as an array of structs or of pointers: the i-th either way. */
+struct fset {
+    const struct jh__func *arr;
+    const struct jh__func *const *ptrs;
+};
+static const struct jh__func *fat(struct fset f, size_t i) { return f.ptrs ? f.ptrs[i] : &f.arr[i]; }
+
+static size_t frame_size(const struct jh__cfi_opts *o, struct fset f, size_t n)
 {
-    if (!o || !opts_ok(o) || (n && !f))
+    if (!o || !opts_ok(o) || (n && !f.arr && !f.ptrs))
         return 0;
     size_t sz = cie_size(arch_of(o)) + 4;
     for (size_t i = 0; i < n; i++) {
-        if (!func_ok(&f[i]))
+        const struct jh__func *fn = fat(f, i);
+        if (!fn || !func_ok(fn))
             return 0;
-        if (f[i].unwind != JH_UNWIND_NONE)
-            sz += fde_size(o, &f[i]);
+        if (fn->unwind != JH_UNWIND_NONE)
+            sz += fde_size(o, fn);
     }
     return sz;
+}
+
+size_t jh__cfi_eh_frame_size(const struct jh__cfi_opts *o, const struct jh__func *f, size_t n)
+{
+    return frame_size(o, (struct fset){ .arr = f }, n);
+}
+
+size_t jh__cfi_eh_frame_size_p(const struct jh__cfi_opts *o, const struct jh__func *const *f,
+                               size_t n)
+{
+    return frame_size(o, (struct fset){ .ptrs = f }, n);
 }
 
 static int fits_s32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
@@ -182,10 +200,10 @@ static int cmp_func(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int jh__cfi_eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o,
-                     const struct jh__func *f, size_t n, struct jh__cfi_index *idx)
+static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset f, size_t n,
+                    struct jh__cfi_index *idx)
 {
-    size_t want = jh__cfi_eh_frame_size(o, f, n);
+    size_t want = frame_size(o, f, n);
     if (!b || !want)
         return -EINVAL;
     if (jh__buf_reserve(b, want))
@@ -199,8 +217,8 @@ int jh__cfi_eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o,
     }
     size_t nf = 0;
     for (size_t i = 0; i < n; i++)
-        if (f[i].unwind != JH_UNWIND_NONE)
-            sorted[nf++] = &f[i];
+        if (fat(f, i)->unwind != JH_UNWIND_NONE)
+            sorted[nf++] = fat(f, i);
     if (nf > 1)
         qsort(sorted, nf, sizeof *sorted, cmp_func);
     for (size_t i = 1; i < nf; i++)
@@ -273,6 +291,18 @@ int jh__cfi_eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o,
         return err;
     }
     return (int)nf;
+}
+
+int jh__cfi_eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o,
+                     const struct jh__func *f, size_t n, struct jh__cfi_index *idx)
+{
+    return eh_frame(b, o, (struct fset){ .arr = f }, n, idx);
+}
+
+int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
+                       const struct jh__func *const *f, size_t n, struct jh__cfi_index *idx)
+{
+    return eh_frame(b, o, (struct fset){ .ptrs = f }, n, idx);
 }
 
 size_t jh__cfi_eh_frame_hdr_size(size_t nfde) { return 12 + 8 * nfde; }

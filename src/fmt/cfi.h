@@ -99,6 +99,12 @@ size_t jh__cfi_eh_frame_size(const struct jh__cfi_opts *o, const struct jh__func
 int jh__cfi_eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o,
                      const struct jh__func *f, size_t n, struct jh__cfi_index *idx);
 
+/* The same two for an array of pointers to the functions (no copy needed). */
+size_t jh__cfi_eh_frame_size_p(const struct jh__cfi_opts *o, const struct jh__func *const *f,
+                               size_t n);
+int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
+                       const struct jh__func *const *f, size_t n, struct jh__cfi_index *idx);
+
 /* Size of an .eh_frame_hdr with nfde table entries: 12 + 8 * nfde. */
 size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
 

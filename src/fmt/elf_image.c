@@ -140,7 +140,6 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
 int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout)
 {
     struct jh__dwarf dw = { 0 };
-    struct jh__func *cf = NULL;
     struct run *runs = NULL;
     uint32_t *fn_run = NULL;
     struct sec sec[S_MAX];
@@ -170,18 +169,11 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     struct jh__cfi_opts copts = { .arch = JH__CFI_HOST, .ptr = copy ? JH__CFI_PCREL : JH__CFI_ABS };
     bool want_eh = !(s->flags & JH__ELF_NO_EH_FRAME) && (!copy || s->rw_addr) && s->nfns;
     if (want_eh) {
-        cf = malloc(s->nfns * sizeof *cf);
-        if (!cf) {
-            err = -ENOMEM;
-            goto fail;
-        }
         size_t with_unwind = 0;
-        for (size_t i = 0; i < s->nfns; i++) {
-            cf[i] = *s->fns[i];
-            with_unwind += cf[i].unwind != JH_UNWIND_NONE;
-        }
+        for (size_t i = 0; i < s->nfns; i++)
+            with_unwind += s->fns[i]->unwind != JH_UNWIND_NONE;
         if (with_unwind) {
-            eh_size = jh__cfi_eh_frame_size(&copts, cf, s->nfns);
+            eh_size = jh__cfi_eh_frame_size_p(&copts, s->fns, s->nfns);
             if (!eh_size) {
                 err = -EINVAL;
                 goto fail;
@@ -334,7 +326,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         jh__buf_zeros(out, start + sec[i].off - out->len);
         if (i == S_EH) {
             size_t at = out->len;
-            int n = jh__cfi_eh_frame(out, &copts, cf, s->nfns, NULL);
+            int n = jh__cfi_eh_frame_p(out, &copts, s->fns, s->nfns, NULL);
             if (n < 0) {
                 err = n;
                 goto fail;
@@ -410,14 +402,12 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     }
     free(runs);
     free(fn_run);
-    free(cf);
     jh__dwarf_free(&dw);
     return 0;
 
 fail:
     free(runs);
     free(fn_run);
-    free(cf);
     jh__dwarf_free(&dw);
     if (out->len > orig)
         out->len = orig;
