@@ -33,7 +33,8 @@ struct tr {
     bool epilogue;              /* past the prologue */
     struct code code[MAX_CODES];
     int ncode;
-    struct { uint8_t pc; int reg; int64_t k; } save[NREG];  /* mov-saves, resolved at the end */
+    struct { uint8_t pc; int reg; int64_t k; size_t at; } save[NREG];  /* mov-saves, resolved
+                                                                        at the end */
     int nsave;
     struct { int reg; int64_t off; } prefix[MAX_PREFIX];     /* CFA rules of the prologue */
     int nprefix;
@@ -45,13 +46,22 @@ struct tr {
     int64_t g_sp;               /* rsp moved by this much */
     int g_fp_reg;               /* -1, or the CFA moved to this register */
     int64_t g_fp_off;
-    struct { int reg; int64_t k; } g_save[NREG];
+    struct { int reg; int64_t k; size_t at; } g_save[NREG];
     int g_nsave;
     bool g_any;
+    size_t g_at;                /* the group's first row */
     uint64_t loc, prolog_end;
     struct jh__uwi_error *err;
     size_t at;                  /* the instruction being replayed */
 };
+
+/* A row of the group at t->loc. */
+static void touch(struct tr *t)
+{
+    if (!t->g_any)
+        t->g_at = t->at;
+    t->g_any = true;
+}
 
 static int refuse(struct tr *t, const char *why)
 {
@@ -107,6 +117,7 @@ static int flush(struct tr *t)
     if (!t->g_any)
         return 0;
     t->g_any = false;
+    t->at = t->g_at;
     if (t->epilogue)
         return known_prefix(t, t->cur.cfa_reg, t->cur.cfa_off) ? 0 :
                refuse(t, "the CFA moves after the prologue to a place the prologue never had "
@@ -152,6 +163,7 @@ static int flush(struct tr *t)
     for (int i = 0; !err && i < t->g_nsave; i++) {
         t->save[t->nsave].pc = (uint8_t)t->loc;
         t->save[t->nsave].reg = t->g_save[i].reg;
+        t->save[t->nsave].at = t->g_save[i].at;
         t->save[t->nsave++].k = t->g_save[i].k;
     }
     t->g_nsave = 0;
@@ -173,6 +185,7 @@ static int resolve_saves(struct tr *t)
             int reg = t->save[s].reg;
             bool xmm = reg >= DW_XMM0;
             t->loc = t->save[s].pc;
+            t->at = t->save[s].at;
             if (off < 0)
                 return refuse(t, "a register saved below the frame base (pushed after the "
                                  "frame pointer was set: Windows prologues push first)");
@@ -215,7 +228,7 @@ static int set_cfa(struct tr *t, int reg, int64_t off)
     if (t->epilogue) {
         t->cur.cfa_reg = reg;
         t->cur.cfa_off = off;
-        t->g_any = true;
+        touch(t);
         return 0;
     }
     if (t->cur.cfa_reg == DW_RSP && reg == DW_RSP) {
@@ -233,7 +246,7 @@ static int set_cfa(struct tr *t, int reg, int64_t off)
     } else if (reg != t->cur.cfa_reg || off != t->cur.cfa_off) {
         return refuse(t, "the CFA changed while it is on the frame register");
     }
-    t->g_any = true;
+    touch(t);
     return 0;
 }
 
@@ -251,8 +264,9 @@ static int save_reg(struct tr *t, uint64_t reg, int64_t k)
         return refuse(t, "a register saved twice in the prologue");
     t->cur.save[reg] = k;
     t->g_save[t->g_nsave].reg = (int)reg;
+    t->g_save[t->g_nsave].at = t->at;
     t->g_save[t->g_nsave++].k = k;
-    t->g_any = true;
+    touch(t);
     return 0;
 }
 
@@ -301,7 +315,7 @@ static int step(struct tr *t, const struct jh__cfa_insn *in)
         if (t->depth == 0)
             return -EINVAL;
         t->cur = t->stack[--t->depth];
-        t->g_any = true;
+        touch(t);
         return 0;
     case JH__CFA_undefined:
         return in->reg == DW_RA ? refuse(t, "an undefined return address (an outermost frame)")

@@ -135,18 +135,21 @@ static void agree(const char *name, const struct jh__func *f, const char *prolog
     }
 }
 
-static void refused(const char *name, const struct jh__func *f, uint64_t pc, const char *why)
+/* -ENOTSUP for the row at code offset pc, written at byte `at` of the CFI. */
+static void refused(const char *name, const struct jh__func *f, uint64_t pc, size_t at,
+                    const char *why)
 {
     uint8_t out[256];
     size_t n;
     struct jh__uwi_error e = { 0 };
     int r = encode(f, out, &n, &e);
-    if (r != -ENOTSUP || e.pc != pc || !e.why || !strstr(e.why, why))
-        fprintf(stderr, "%s: got %d, row +%llu \"%s\"; expected -ENOTSUP at +%llu \"%s\"\n",
-                name, r, (unsigned long long)e.pc, e.why ? e.why : "", (unsigned long long)pc,
-                why);
+    if (r != -ENOTSUP || e.pc != pc || e.at != at || !e.why || !strstr(e.why, why))
+        fprintf(stderr, "%s: got %d, row +%llu byte %zu \"%s\"; expected -ENOTSUP at +%llu "
+                "byte %zu \"%s\"\n", name, r, (unsigned long long)e.pc, e.at,
+                e.why ? e.why : "", (unsigned long long)pc, at, why);
     CHECK_EQ(r, -ENOTSUP);
     CHECK_EQ(e.pc, pc);
+    CHECK_EQ(e.at, at);
     CHECK(e.why && strstr(e.why, why));
 }
 
@@ -178,7 +181,7 @@ static void test_frame_pointer(void)
     f.fp_push_end = 1;
     f.fp_set_end = 300;
     f.size = 400;
-    refused("long frame-pointer prologue", &f, 300, "longer than 255");
+    refused("long frame-pointer prologue", &f, 300, 0, "longer than 255");
 }
 
 static void test_cfi_prologues(void)
@@ -230,34 +233,34 @@ static void test_refusals(void)
     static const uint8_t late_push[] = { ADV(1), CFA_OFF(16), SAVE(RBP, 2), ADV(3), 0x0d, RBP,
                                          ADV(1), SAVE(RBX, 3) };
     f = cfi_func(late_push, sizeof late_push, 32);
-    refused("push after the frame pointer", &f, 5, "below the frame base");
+    refused("push after the frame pointer", &f, 5, 9, "below the frame base");
 
     /* push rbx; sub rsp,32 ... the body pushes again after the stack shrank */
     static const uint8_t body_push[] = { ADV(1), CFA_OFF(16), SAVE(RBX, 2), ADV(4), CFA_OFF(48),
                                          ADV(10), CFA_OFF(40), ADV(2), CFA_OFF(56) };
     f = cfi_func(body_push, sizeof body_push, 64);
-    refused("the CFA moving in the body", &f, 15, "after the prologue");
+    refused("the CFA moving in the body", &f, 15, 9, "after the prologue");
 
     static const uint8_t at_entry[] = { CFA_OFF(16), ADV(1) };
     f = cfi_func(at_entry, sizeof at_entry, 16);
-    refused("a row at entry", &f, 0, "before the first instruction");
+    refused("a row at entry", &f, 0, 0, "before the first instruction");
 
     static const uint8_t expr[] = { ADV(1), 0x10, RBX, 2, 0x77, 0x08 };
     f = cfi_func(expr, sizeof expr, 16);
-    refused("an expression", &f, 1, "DWARF expression");
+    refused("an expression", &f, 1, 1, "DWARF expression");
 
     static const uint8_t in_reg[] = { ADV(1), 0x09, RBX, 0 };
     f = cfi_func(in_reg, sizeof in_reg, 16);
-    refused("a register in a register", &f, 1, "another register");
+    refused("a register in a register", &f, 1, 1, "another register");
 
     static const uint8_t mov_then_sub[] = { ADV(4), CFA_OFF(40), ADV(5), SAVE(RBX, 4), ADV(4),
                                             CFA_OFF(72) };
     f = cfi_func(mov_then_sub, sizeof mov_then_sub, 32);
-    refused("rsp moved after a mov-save", &f, 13, "after a register was saved");
+    refused("rsp moved after a mov-save", &f, 13, 7, "after a register was saved");
 
     static const uint8_t far[] = { 0x02, 0xff, 0x02, 0x30, CFA_OFF(16) };  /* advance 255+48 */
     f = cfi_func(far, sizeof far, 400);
-    refused("a long prologue", &f, 303, "longer than 255");
+    refused("a long prologue", &f, 303, 4, "longer than 255");
 
     static const uint8_t bad[] = { ADV(1), 0x0e };     /* operand cut short */
     f = cfi_func(bad, sizeof bad, 16);
