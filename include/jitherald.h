@@ -46,7 +46,10 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__)
+/* What the library exports: on ELF, default visibility (everything else is hidden); on
+ * Windows, jitherald.dll exports exactly these functions through its .def file, so the
+ * declarations need nothing (link libjitherald.dll.a, or libjitherald.a to link statically). */
+#if defined(__GNUC__) && !defined(_WIN32)
 #define JH_API __attribute__((visibility("default")))
 #else
 #define JH_API

@@ -6,7 +6,8 @@
 #      a name without a directory is a file of the includer's own directory (so tools/lib
 #      cannot reach the commands' headers through -Itools);
 #   2. no .c file is included by another file (link a library instead);
-#   3. no raw pthread mutex outside src/base/lock.[ch]: every lock has a fork path;
+#   3. no raw mutex (pthread, or Windows' SRWLOCK and CRITICAL_SECTION) outside
+#      src/base/lock.[ch] and lock_win.c: every lock has a fork path;
 #   4. no file under src/ or tools/ holds more than 700 lines.
 # Prints every violation and exits 1 if there is one.
 set -u
@@ -52,9 +53,9 @@ done
 inc_c=$(grep -rlE '^#include +"[^"]+\.(c|cc)"' src tools tests fuzz bench examples adapters 2>/dev/null)
 for f in $inc_c; do say "$f includes a .c file"; done
 
-raw=$(grep -rnE '\bpthread_mutex_(t|init|lock|trylock)\b|PTHREAD_MUTEX_INITIALIZER' src \
-      | grep -v '^src/base/lock\.[ch]:')
-[ -n "$raw" ] && say "raw pthread mutexes outside src/base/lock.[ch] (use struct jh__lock):
+raw=$(grep -rnE '\bpthread_mutex_(t|init|lock|trylock)\b|PTHREAD_MUTEX_INITIALIZER|\bSRWLOCK\b|CRITICAL_SECTION' src \
+      | grep -vE '^src/base/lock(_win)?\.[ch]:')
+[ -n "$raw" ] && say "raw mutexes outside src/base/lock.[ch] and lock_win.c (use struct jh__lock):
 $raw"
 
 for f in $(git ls-files 'src/*.[ch]' 'tools/*.[ch]'); do

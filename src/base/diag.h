@@ -7,6 +7,8 @@
 #ifndef JH__BASE_DIAG_H
 #define JH__BASE_DIAG_H
 
+#include <stdio.h>
+
 #include "jitherald.h"
 
 struct jh__diag {
@@ -15,8 +17,16 @@ struct jh__diag {
     int stderr_level;           /* without fn: levels <= this go to stderr; -1: none */
 };
 
+/* mingw-w64 checks `printf` formats as msvcrt's (no %zu); jitherald builds there with its
+ * C99 printf (__USE_MINGW_ANSI_STDIO), whose format checker is gnu_printf. */
+#ifdef __MINGW_PRINTF_FORMAT
+#define JH__PRINTF __MINGW_PRINTF_FORMAT
+#else
+#define JH__PRINTF printf
+#endif
+
 void jh__diag(const struct jh__diag *d, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    __attribute__((format(JH__PRINTF, 3, 4)));
 
 /* Would a message at level go anywhere? (Skip building expensive messages otherwise.) */
 static inline int jh__diag_on(const struct jh__diag *d, int level)

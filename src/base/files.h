@@ -10,14 +10,19 @@
  *   - creates with mode 0600.
  * Readers of files found by a guessable name (the CLI looking for /tmp/perf-PID.map) use
  * jh__open_regular with JH__OPEN_OWN for the same reasons.
+ * On Windows (files_win.c) the same functions refuse reparse points (symbolic links,
+ * junctions), devices, pipes and files with several links; ownership is left to the ACLs
+ * of the directory (the default one is the user's own %TEMP%).
  */
 #ifndef JH__BASE_FILES_H
 #define JH__BASE_FILES_H
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#ifndef _WIN32
+#include <signal.h>
 #include <sys/uio.h>
+#endif
 
 enum {
     JH__OPEN_TRUNCATE = 1 << 0, /* jh__open_private: empty the file once it is known ours */
@@ -58,11 +63,13 @@ struct jh__diag;
 int jh__dir_get(struct jh__dir *d, const struct jh__diag *diag, const char **path);
 
 /* Where jitherald puts its files when neither the JIT nor JITHERALD_DIR says: the library's
- * default and the CLI's, computed in this one place. "/tmp/jitherald-<euid>". */
+ * default and the CLI's, computed in this one place. "/tmp/jitherald-<euid>"; on Windows
+ * "%TEMP%\jitherald". */
 void jh__default_dir(char *buf, size_t len);
 
 /* 0 or -errno; retry EINTR; a file-size limit gives -EFBIG, never SIGXFSZ. */
 int jh__write_all(int fd, const void *p, size_t n);
+#ifndef _WIN32
 int jh__writev_all(int fd, struct iovec *iov, int iovcnt);
 
 /* Around any other call that may grow a file (ftruncate, fallocate): with a file-size limit
@@ -74,5 +81,6 @@ struct jh__fsize_guard {
 };
 void jh__fsize_guard_begin(struct jh__fsize_guard *g);
 void jh__fsize_guard_end(struct jh__fsize_guard *g, int err);
+#endif
 
 #endif

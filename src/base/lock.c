@@ -42,3 +42,8 @@ uint32_t jh__thread_id(void)
     }
     return cache.tid;
 }
+
+void jh__atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+    pthread_atfork(prepare, parent, child);
+}

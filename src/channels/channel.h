@@ -96,6 +96,9 @@ static inline struct jh__entry *jh__view_find(const struct jh__chan_env *env, ui
 struct jh__channel_ops {
     const char *name;           /* as in $JITHERALD */
     unsigned bit;               /* JH_PERFMAP ... */
+    /* NULL: the channel is not built for this platform, having no consumer there (on
+     * Windows: channels/absent_win.c); the core never opens it, jh_channels() never shows
+     * it, and asking for it by name is reported. */
     int  (*open)(const struct jh__chan_env *env, void **state);
     int  (*add)(void *state, struct jh__entry *e);
     int  (*remove)(void *state, struct jh__entry *e);

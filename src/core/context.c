@@ -118,6 +118,15 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
         const struct jh__channel_ops *ops = channel_table[i];
         if (!(ctx->cfg.channels & ops->bit))
             continue;
+        if (!ops->open) {       /* not built here: "all" means all there are */
+            bool all = ctx->cfg.channels == JH_ALL;
+            jh__diag(&ctx->cfg.diag, all ? JH_LOG_DEBUG : JH_LOG_ERROR, "%s: not built for "
+                     "this platform (nothing here reads it); the other channels carry on",
+                     ops->name);
+            if (!all && !strict_err)
+                strict_err = -ENOSYS;
+            continue;
+        }
         ctx->chan[i].env = (struct jh__chan_env){
             .engine = ctx->cfg.engine, .diag = &ctx->cfg.diag, .reg = &ctx->reg,
             .dir = &ctx->dir, .slot = i,

@@ -7,13 +7,10 @@
  * generation; each context restarts its per-process files on its first call (jh__ctx_lock),
  * so a child that only calls exec() pays nothing.
  */
-#include <pthread.h>
-
 #include "core/core.h"
 
 static struct jh__lock list_lock = JH__LOCK_INIT("contexts");
 static jh_ctx *all_ctx;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 void jh__ctx_list_add(jh_ctx *ctx)
 {
@@ -67,6 +64,10 @@ static void child(void)
     release(true);
 }
 
-static void install(void) { pthread_atfork(prepare, parent, child); }
+static void install(void) { jh__atfork(prepare, parent, child); }
 
-void jh__fork_install(void) { pthread_once(&once, install); }
+void jh__fork_install(void)
+{
+    static struct jh__once once = JH__ONCE_INIT;
+    jh__call_once(&once, install);
+}

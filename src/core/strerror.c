@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/os.h"
 #include "jitherald.h"
 
 const char *jh_strerror(int err)
@@ -27,7 +28,7 @@ const char *jh_strerror(int err)
     case -EROFS: return "read-only file system";
     default:
         if (err < 0 && err > -4096) {
-            const char *d = strerrordesc_np(-err);   /* static strings: thread-safe */
+            const char *d = jh__errno_desc(-err);
             if (d)
                 return d;
         }

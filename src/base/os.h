@@ -1,0 +1,30 @@
+/*
+ * os.h — the few facts about the running process that each platform gets its own way
+ * (os.c: POSIX, os_win.c: Windows), so that nothing above src/base asks the system itself.
+ */
+#ifndef JH__BASE_OS_H
+#define JH__BASE_OS_H
+
+#include <stddef.h>
+
+/* The parent's process id, 0 where there is no such thing to ask (Windows). */
+int jh__parent_pid(void);
+
+/* The running program's path into buf[0..len) (NUL-terminated, "" if unknown). */
+void jh__exe_path(char *buf, size_t len);
+
+/* A static English description of errno value e, or NULL: safe from any thread. */
+const char *jh__errno_desc(int e);
+
+/* Memory aligned to align (a power of two, a multiple of sizeof(void *)), released with
+ * jh__aligned_free: Windows' C runtime has no aligned_alloc, and _aligned_malloc's memory
+ * must not reach free(). */
+void *jh__aligned_alloc(size_t align, size_t size);
+void jh__aligned_free(void *p);
+
+#ifdef _WIN32
+/* A Windows error code (GetLastError) as the negative errno the API speaks. */
+int jh__win_errno(unsigned long err);
+#endif
+
+#endif
