@@ -34,10 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/os.h"
 #include "channels/auditlog.h"
 #include "fmt/msgpack.h"
 
@@ -234,10 +234,7 @@ static int al_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t l
 static void put_header(struct al_state *st, pid_t parent)
 {
     char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    exe[n > 0 ? n : 0] = 0;
-    struct timespec rt;
-    clock_gettime(CLOCK_REALTIME, &rt);
+    jh__exe_path(exe, sizeof exe);
     struct jh__buf *b = scratch(st);
     jh__al_head(b, 15 + (parent > 0), "header", jh__now_ns(), jh__thread_id());
     jh__mp_kstr(b, JH__AL_K_FORMAT, JH__AL_FORMAT);
@@ -252,8 +249,8 @@ static void put_header(struct al_state *st, pid_t parent)
     jh__mp_kuint(b, JH__AL_K_POINTER_SIZE, sizeof(void *));
     jh__mp_kstr(b, JH__AL_K_BYTE_ORDER,
                 __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "little" : "big");
-    jh__mp_kstr(b, JH__AL_K_CLOCK, "CLOCK_MONOTONIC");
-    jh__mp_kuint(b, JH__AL_K_REALTIME, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    jh__mp_kstr(b, JH__AL_K_CLOCK, JH__CLOCK_NAME);
+    jh__mp_kuint(b, JH__AL_K_REALTIME, jh__realtime_ns());
     jh__mp_kuint(b, JH__AL_K_LIMIT, st->limit);
     jh__al_put_buf(st, b, st->data_limit);
 }
@@ -338,7 +335,7 @@ static void put_close_record(struct al_state *st)
 static int al_forked(void *state)
 {
     struct al_state *st = state;
-    pid_t parent = getppid();
+    pid_t parent = jh__parent_pid();
     jh__al_file_close(st);
     atomic_store(&st->gen, jh__fork_generation());
     int err = start_file(st, parent);
@@ -358,14 +355,11 @@ static void al_fork_prepare(void *state)
     jh__lock(&st->grow_lock);
 }
 
-/* In the child the helper thread does not exist: whatever it was doing is over. */
 static void al_fork_release(void *state, bool child)
 {
     struct al_state *st = state;
-    if (child) {
-        st->ahead_running = false;
-        pthread_cond_init(&st->ahead_cond, NULL);
-    }
+    if (child)
+        jh__al_ring_child(st);
     jh__unlock(&st->grow_lock);
 }
 
@@ -379,15 +373,15 @@ static void al_close(void *state)
     }
     jh__al_file_close(st);
     jh__buf_free(&st->scratch);
-    pthread_cond_destroy(&st->ahead_cond);
+    jh__al_ring_fini(st);
     jh__lock_fini(&st->grow_lock);
-    free(st);
+    jh__aligned_free(st);
 }
 
 static int al_open(const struct jh__chan_env *env, void **state)
 {
     const struct jh__auditlog_opts *o = env->opts;
-    struct al_state *st = aligned_alloc(64, sizeof *st);
+    struct al_state *st = jh__aligned_alloc(64, sizeof *st);
     if (!st)
         return -ENOMEM;
     memset(st, 0, sizeof *st);
@@ -400,7 +394,7 @@ static int al_open(const struct jh__chan_env *env, void **state)
     st->limit &= ~(uint64_t)4095;   /* whole pages: the helper populates from page starts */
     st->data_limit = st->limit - AL_RESERVE;
     jh__lock_init(&st->grow_lock, "auditlog grow");
-    pthread_cond_init(&st->ahead_cond, NULL);
+    jh__al_ring_init(st);
     atomic_store(&st->ahead_mark, UINT64_MAX);
     atomic_store(&st->gen, jh__fork_generation());
     int err = start_file(st, 0);

@@ -2,12 +2,16 @@
  * auditlog.h — the audit-log channel's state, shared by its two parts:
  *   auditlog_ring.c  frames reserved lock-free in a MAP_SHARED file mapping, the file
  *                    grown ahead of the writers by a helper thread, created and trimmed
+ *                    (Windows: auditlog_ring_win.c, a file mapping mapped again, larger,
+ *                    as the file grows)
  *   auditlog.c       the records (fmt/auditlog.h is their schema) and the channel's hooks
  */
 #ifndef JH__CHANNELS_AUDITLOG_H
 #define JH__CHANNELS_AUDITLOG_H
 
+#ifndef _WIN32
 #include <pthread.h>
+#endif
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,8 +38,15 @@ struct al_state {
     _Atomic unsigned gen;           /* jh__fork_gen the file belongs to */
     _Atomic uint64_t ahead_mark;    /* a frame ending past this asks the helper for more */
     struct jh__lock grow_lock;      /* file_size changes; the helper's state below */
+#ifdef _WIN32
+    _Atomic(uint8_t *) view;        /* the latest view: covers [0, file_size) */
+    void *views[64];                /* every view and mapping handle, released at close */
+    void *mappings[64];
+    unsigned nviews;
+#else
     pthread_cond_t ahead_cond;
     pthread_t ahead_thread;
+#endif
     bool ahead_running, ahead_pending, ahead_stop;
     uint64_t ahead_populated;       /* the helper has populated the mapping up to here */
     char *path;
@@ -47,7 +58,12 @@ struct al_state {
     char pad[64 - sizeof(uint64_t)];
 };
 
-/* ---- auditlog_ring.c ---- */
+/* ---- auditlog_ring.c (auditlog_ring_win.c) ---- */
+/* The ring's own state in st: set up at open, released at close, and in a fork child (the
+ * core's fork_release hook, lock held) the helper thread is known gone. */
+void jh__al_ring_init(struct al_state *st);
+void jh__al_ring_fini(struct al_state *st);
+void jh__al_ring_child(struct al_state *st);
 /* Create path (checked: ours, regular, single link; then emptied), map `limit` bytes of it
  * shared, start the helper (not in a fork child: pthread_create is not async-signal-safe).
  * 0 or a negative errno (st->fd and st->map stay unset). */

@@ -166,6 +166,16 @@ void jh__al_helper_stop(struct al_state *st)
     atomic_store(&st->ahead_mark, UINT64_MAX);
 }
 
+void jh__al_ring_init(struct al_state *st) { pthread_cond_init(&st->ahead_cond, NULL); }
+void jh__al_ring_fini(struct al_state *st) { pthread_cond_destroy(&st->ahead_cond); }
+
+/* In the child the helper thread does not exist: whatever it was doing is over. */
+void jh__al_ring_child(struct al_state *st)
+{
+    st->ahead_running = false;
+    pthread_cond_init(&st->ahead_cond, NULL);
+}
+
 uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap)
 {
     if (!st->map || atomic_load_explicit(&st->stuck, memory_order_relaxed))
