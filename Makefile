@@ -29,7 +29,8 @@ LDFLAGS  += $(SANFLAGS)
 LIBS     := -lpthread -ldl
 
 SONAME   := libjitherald.so.0
-LIB_SRC  := $(sort $(wildcard src/base/*.c src/fmt/*.c src/channels/*.c src/core/*.c))
+# Files named *_win.c are the Windows side of a platform difference (make win64, win64.mk).
+LIB_SRC  := $(filter-out %_win.c,$(sort $(wildcard src/base/*.c src/fmt/*.c src/channels/*.c src/core/*.c)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A    := $(BUILD)/libjitherald.a
 LIB_SO   := $(BUILD)/$(SONAME)
@@ -155,6 +156,7 @@ $(BUILD)/tests/%: tests/unit/%.cc $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
 	$(Q)$(CXX) $(TEST_CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) -o $@ $< $(SUPPORT_A) $(MJ_A) $(LIB_A) $(LIBS)
 
 include tests/programs/programs.mk
+include win64.mk
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
 # bounded number of mutations, so every target also runs as a regression test. They link

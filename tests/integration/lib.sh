@@ -13,6 +13,10 @@
 #                   want of a library, and fails when it was never built)
 #   at_exit CMD     runs CMD at exit (last registered first), before T is removed
 #   kill_at_exit PID, wait_for_file FILE [SECONDS], many_mini FILE, private_perf_cache
+#   wine_setup      for the Windows tests (win64_*.sh): skips without Wine or mingw-w64,
+#                   sets WIN (the Windows test programs) and a Wine prefix of our own
+#   run_win NAME EXE ARGS...   runs a Windows program under Wine, stdout to $T/NAME.out and
+#                   stderr to $T/NAME.err (CRLF made LF); its exit status
 set -eu
 R=${JH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 B=${JH_BUILD:-$R/${BUILD:-build}}
@@ -72,3 +76,24 @@ many_mini() { # FILE
 
 # perf caches every object it reads (each jitted-*.so) under ~/.debug: keep them in $T.
 private_perf_cache() { perf() { command perf --buildid-dir "$T/buildid" "$@"; }; }
+
+# Windows programs under Wine (scripts/wine-env.sh): one prefix, build-win64/wine, created
+# once and reused by every run.
+wine_setup() {
+    require_tool wine "wine wine64"
+    require_tool x86_64-w64-mingw32-gcc g++-mingw-w64-x86-64-win32
+    WIN=${JH_WIN_BUILD:-$R/build-win64}/tests
+    [ -x "$WIN/unwind_test.exe" ] || fail "$WIN/unwind_test.exe not built (make win64-tests)"
+    . "$R/scripts/wine-env.sh"
+    jh_wine_env "${JH_WIN_BUILD:-$R/build-win64}/wine" "$T/wine-setup.log" ||
+        { cat "$T/wine-setup.log"; fail "could not set up Wine"; }
+    at_exit "wineserver -k 2>/dev/null"
+}
+
+run_win() { # NAME EXE ARGS...
+    local name=$1; shift
+    local rc=0
+    (cd "$WIN" && timeout -k 5 60 wine "$@") > "$T/$name.out" 2> "$T/$name.err" || rc=$?
+    sed -i 's/\r$//' "$T/$name.out" "$T/$name.err"     # text mode: CRLF
+    return $rc
+}
