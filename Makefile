@@ -254,5 +254,8 @@ help:
 	@echo "make programs      the programs the integration tests run (make test builds them)"
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
 	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
+	@echo "make win64         Windows x64 build with mingw-w64 in build-win64/ (docs/windows.md)"
+	@echo "make win64-tests   the Windows programs make test runs under Wine"
+	@echo "make bench-win64   the Windows unwind benchmark under Wine"
 	@echo "make report-demo   the audit log HTML report of the demo, and its screenshot"
 	@echo "make install PREFIX=/usr/local"

@@ -35,6 +35,8 @@
  *     per-process files (perf map, jitdump, audit log) are started afresh under the child's
  *     pid and re-announce the code that is live; in-memory registrations (debugger, unwinder)
  *     are inherited as they are. A child that only calls exec() pays nothing.
+ *   - Windows x64 (make win64; docs/windows.md): the same API, with the channels Windows has
+ *     consumers for, JH_UNWIND and JH_AUDITLOG; the others are never live there.
  */
 #ifndef JITHERALD_H
 #define JITHERALD_H
@@ -70,7 +72,8 @@ enum {
     JH_PERFMAP  = 1 << 0, /* /tmp/perf-<pid>.map: perf report/top, bcc, bpftrace, samply */
     JH_JITDUMP  = 1 << 1, /* jit-<pid>.dump for `perf record -k 1` + `perf inject --jit` */
     JH_GDB      = 1 << 2, /* GDB/LLDB JIT interface with in-memory ELF + DWARF images */
-    JH_UNWIND   = 1 << 3, /* the process's own unwinder: C++ exceptions, backtrace() */
+    JH_UNWIND   = 1 << 3, /* the process's own unwinder: C++ exceptions, backtrace();
+                             Windows: SEH, C++ exceptions, longjmp, RtlVirtualUnwind */
     JH_ELFMAP   = 1 << 4, /* code pages re-mapped from ELF files: perf and valgrind, no post-processing */
     JH_AUDITLOG = 1 << 5, /* always-on flight recorder, read offline with `jitherald log` */
     JH_ALL      = 0x3f
@@ -103,11 +106,14 @@ struct jh_options {
     /* Channels to start. Ignored when the environment variable JITHERALD is set and
      * non-empty (unless JH_OPT_IGNORE_ENV): then it is a comma-separated list of
      * perfmap,jitdump,gdb,unwind,elfmap,auditlog, or "all", or "none". 0 here and no
-     * JITHERALD means no channel: every call then costs a few nanoseconds. */
+     * JITHERALD means no channel: every call then costs a few nanoseconds. A channel not
+     * built for this platform (Windows: all but unwind and auditlog) is reported when asked
+     * for by name (with JH_OPT_STRICT, jh_open fails); "all" and JH_ALL mean the others. */
     unsigned channels;
     /* Directory for jitdump, elfmap and audit-log files. $JITHERALD_DIR wins when set;
      * default /tmp/jitherald-<uid> (created 0700; refused if owned by someone else or a
-     * symlink). The perf map always goes to /tmp, where perf looks for it. */
+     * symlink), on Windows %TEMP%\jitherald. The perf map always goes to /tmp, where perf
+     * looks for it. */
     const char *dir;
     /* Name of the JIT engine, used in file names and logs ("jit" if NULL). */
     const char *engine;
@@ -147,6 +153,10 @@ enum jh_unwind_kind {
                                      pointer stays valid until the return instruction */
     JH_UNWIND_CFI = 2             /* raw DWARF call-frame instructions (after the CIE's) */
 };
+/* On Windows x64 the unwind channel turns these into UNWIND_INFO: FRAME_POINTER always;
+ * CFI when Windows unwind codes can say it (a fixed frame, registers pushed before the
+ * frame pointer is set: docs/windows.md), else the function gets none and a warning names
+ * the row, while jh_code_add still succeeds; NONE registers nothing (a leaf to Windows). */
 
 /*
  * A piece of machine code. Zero-initialise, set .sz = sizeof(struct jh_code).
