@@ -158,7 +158,6 @@ void jh__al_file_trim(struct al_state *st)
     uint64_t tail = atomic_load(&st->tail);
     if (tail > atomic_load(&st->file_size))
         tail = atomic_load(&st->file_size);
-    FlushViewOfFile(atomic_load(&st->view), 0);
     unmap_all(st);
     LARGE_INTEGER at = { .QuadPart = (LONGLONG)tail };
     HANDLE h = file_handle(st);
