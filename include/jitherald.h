@@ -150,8 +150,39 @@ enum jh_unwind_kind {
     JH_UNWIND_NONE = 0,           /* unknown: tools fall back to their own heuristics */
     JH_UNWIND_FRAME_POINTER = 1,  /* standard prologue: push rbp; mov rbp,rsp (x86-64) or
                                      stp x29,x30,[sp,#-16]!; mov x29,sp (arm64); the frame
-                                     pointer stays valid until the return instruction */
-    JH_UNWIND_CFI = 2             /* raw DWARF call-frame instructions (after the CIE's) */
+                                     pointer stays valid until the epilogue (see epilogues) */
+    JH_UNWIND_CFI = 2,            /* raw DWARF call-frame instructions (after the CIE's) */
+    JH_UNWIND_FRAMELESS = 3       /* no frame of its own, described without DWARF: the CFA
+                                     (the stack pointer before the call into the frame's
+                                     function, where the return address sits just below on
+                                     x86-64) is sp + a constant that changes at given
+                                     offsets, and the caller's callee-saved registers sit at
+                                     fixed CFA offsets (see cfa_offset) */
+};
+
+/* JH_UNWIND_FRAMELESS: from `offset` (bytes from the start of the code) on, CFA = sp +
+ * cfa_offset, until the next step. */
+struct jh_cfa_step {
+    uint32_t offset;
+    uint32_t cfa_offset;
+};
+
+/* JH_UNWIND_FRAMELESS: the caller's value of DWARF register `reg` is saved at CFA +
+ * cfa_offset (negative, a multiple of 8) for the whole code. DWARF numbers, x86-64:
+ * rbx 3, rbp 6, r12-r15 12-15 (the return address, 16, is always at CFA-8); arm64: x19-x28
+ * 19-28, x29 (fp) 29, x30 (lr) 30 (list x30 wherever the return address was saved: arm64's
+ * starts out in x30, not on the stack). */
+struct jh_saved_reg {
+    uint32_t reg;
+    int32_t cfa_offset;
+};
+
+/* JH_UNWIND_FRAME_POINTER: [start, end) is an epilogue's tail, where the frame is already
+ * torn down: start is just after `pop rbp` or `leave` (x86-64) / `ldp x29,x30,[sp],#16`
+ * (arm64), end just after the `ret` (or the tail jump). There the CFA is sp + 8 (sp on
+ * arm64) and the frame pointer holds the caller's again. */
+struct jh_epilogue {
+    uint32_t start, end;
 };
 /* On Windows x64 the unwind channel turns these into UNWIND_INFO: FRAME_POINTER always;
  * CFI when Windows unwind codes can say it (a fixed frame, registers pushed before the
@@ -183,6 +214,64 @@ struct jh_code {
      * CFA = rsp+8, ra at cfa-8. Advance instructions count bytes from `start`. */
     const uint8_t *cfi;
     size_t cfi_len;
+
+    /* ---- Added after 0.1.0. Everything below is optional: zero means "not given". ---- */
+
+    /* The name debuggers and symbol tables use, for `break`: gdb cannot break on a name
+     * with spaces or colons (`break TRACE_1 x.lua:10` stays pending forever). NULL: derived
+     * from name, every run of bytes other than [A-Za-z0-9_] becoming one '_' ("TRACE_1
+     * x.lua:10" -> "TRACE_1_x_lua_10"; a name made of those already is used as it is). Any
+     * bytes but NUL, not empty: a C++ JIT passes the mangled name, which gdb and lldb
+     * demangle. Where each name goes: the perf map, jitdump and elfmap images (perf,
+     * valgrind) and the audit log show `name`; the debugger images (gdb, lldb) carry
+     * `symbol` in their symbol table and `name` in their DWARF, so a backtrace shows
+     * `name` and `break <symbol>` (pending before the code exists, too) stops in it. */
+    const char *symbol;
+    /* The offset where the function's body starts, after the prologue that sets up its
+     * frame (< size): gdb's and lldb's `break name` stop there. Without it, gdb puts the
+     * breakpoint at the second row of the line table, which for a function whose first
+     * statement is a loop is the loop head: it stops on every iteration. Needs lines: it
+     * becomes a line-table row (of the line covering that offset) flagged prologue_end. */
+    uint32_t prologue_end;
+    /* JH_UNWIND_FRAMELESS: CFA = sp + cfa_offset at the first byte (8 on x86-64 for code
+     * entered by a call; 0 on arm64), then as each step says (sorted by offset, each
+     * offset < size and greater than the one before); the callee-saved registers the
+     * caller will want back, at fixed offsets from the CFA. Example, a LuaJIT trace running
+     * inside the interpreter's frame (CFA = rsp + 80 there) that starts with `sub rsp,16`
+     * and ends with `add rsp,16; jmp ...`:
+     *     .cfa_offset = 80, .cfa_steps = { {4, 96}, {size - 5, 80} }, .ncfa_steps = 2,
+     *     .saved_regs = { {6, -16}, {3, -24}, {15, -32}, {14, -40} }, .nsaved_regs = 4 */
+    uint32_t cfa_offset;
+    uint32_t ncfa_steps;
+    const struct jh_cfa_step *cfa_steps;
+    const struct jh_saved_reg *saved_regs;
+    uint32_t nsaved_regs;
+    /* JH_UNWIND_FRAME_POINTER: the epilogues' tails, sorted, after fp_set_end, not
+     * overlapping, end <= size. `pop rbp; ret` and `leave; ret` epilogues are fine without
+     * them for everything that unwinds from call sites: exceptions, backtrace(), a
+     * debugger's outer frames, perf's frame-pointer call graphs. Only a frame stopped
+     * between the `pop rbp`/`leave` and the `ret` (a profiler's sample, a debugger
+     * stepping) needs them: the frame pointer already holds the caller's, so an unwinder
+     * following the CFI takes the caller's caller for the caller (libgcc from a signal
+     * handler does: tests/unit/test_cfi_frameless.c; perf --call-graph dwarf reads the same
+     * rules). gdb 13 is right at a `ret` either way, by its own analysis of JIT code (but
+     * not at a tail jump). */
+    uint32_t nepilogues;
+    const struct jh_epilogue *epilogues;
+    /* Exceptions through this code (the unwind channel only; any unwind kind but NONE):
+     * the personality routine the unwinder calls for its frames (__gxx_personality_v0 for
+     * C++ landing pads, or the JIT's own), and the language-specific data it is handed
+     * (what the personality expects: for __gxx_personality_v0, a .gcc_except_table
+     * LSDA). The JIT keeps both alive while the code is registered. NULL: no personality,
+     * exceptions pass through the frames.
+     * The unwind channel never shadows unwind information the process already has: code
+     * for which the process's unwinders (libgcc's, LLVM's libunwind) already find an FDE
+     * when it is announced (the JIT registered its own, as LuaJIT does over each machine
+     * code area with its personality; a loaded object) is left to it, with one
+     * informational diagnostic per context. A JIT that wants jitherald's description to be
+     * the one used registers nothing of its own there and passes its personality here. */
+    const void *personality;
+    const void *lsda;
 };
 
 /* Errors of our own (negative, below any errno). */

@@ -60,7 +60,13 @@ static void func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_
         .fp_set_end = fn->fp_set_end, .cfi = fn->cfi, .cfi_len = fn->cfi_len,
         .unwind = !strcmp(fn->unwind, JH__AL_UNWIND_CFI) ? JH_UNWIND_CFI :
                   !strcmp(fn->unwind, JH__AL_UNWIND_FRAME_POINTER) ? JH_UNWIND_FRAME_POINTER :
+                  !strcmp(fn->unwind, JH__AL_UNWIND_FRAMELESS) ? JH_UNWIND_FRAMELESS :
                   JH_UNWIND_NONE,
+        .symbol = fn->symbol, .prologue_end = fn->prologue_end,
+        .cfa_offset = fn->cfa_offset, .cfa_steps = fn->cfa_steps, .ncfa_steps = fn->ncfa_steps,
+        .saved_regs = fn->saved_regs, .nsaved_regs = fn->nsaved_regs,
+        .epilogues = fn->epilogues, .nepilogues = fn->nepilogues,
+        .personality = fn->personality, .lsda = fn->lsda,
     };
 }
 

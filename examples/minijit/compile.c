@@ -533,10 +533,18 @@ static void function(struct cc *c, int index, struct mj__unit_fn *out)
     const struct mj_token *fn_tok = &c->t[p - 2];
     mark(c, fn_tok);
     size_t frame_at = mj__x_prologue(&c->a);
+    uint32_t stores_at = (uint32_t)mj__asm_pos(&c->a);
     for (int i = 0, k = p + 1; i < s->nparams; i++, k += 2)
         mj__x_store_slot_reg(&c->a, declare(c, &c->t[k]), mj__argreg[i]);
+    uint32_t body_at = (uint32_t)mj__asm_pos(&c->a);
 
     block(c);
+    /* The frame is set up once the stack pointer is moved: the parameters' stores belong to
+     * the first statement's row, and that is where `break NAME` stops (prologue_end). Had
+     * the row begun after the stores, a body starting with a loop would put it on the loop
+     * head, and the breakpoint would stop on every iteration. */
+    if (c->nlines > 1 && c->lines[1].offset == body_at)
+        c->lines[1].offset = stores_at;
     const struct mj_token *close = &c->t[c->i - 1];
     mark(c, close);
     mj__x_mov_rax_imm(&c->a, 0);                  /* falling off the end returns 0 */
@@ -559,6 +567,7 @@ static void function(struct cc *c, int index, struct mj__unit_fn *out)
     c->a = (struct mj_asm){ 0 };
     out->lines = c->lines;
     out->nlines = c->nlines;
+    out->prologue_end = stores_at;
     c->lines = NULL;
     out->frame_slots = c->nslots;
 }

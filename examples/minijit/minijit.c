@@ -71,10 +71,14 @@ static int announce(void *arg, size_t i, void *code)
     p->unit.table[i] = code;
     if (!p->jh)
         return 0;
+    /* Every function ends with `leave; ret` (mj__x_epilogue): the ret runs with the frame
+     * torn down. */
+    struct jh_epilogue epi = { (uint32_t)u->len - 1, (uint32_t)u->len };
     struct jh_code c = {
         .sz = sizeof c, .name = f->name, .start = code, .size = u->len,
         .files = p->files, .nfiles = 1, .lines = u->lines, .nlines = u->nlines,
         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4,
+        .epilogues = &epi, .nepilogues = 1, .prologue_end = u->prologue_end,
     };
     int rc = jh_code_add(p->jh, &c, &f->jh_id);
     if (rc < 0) {

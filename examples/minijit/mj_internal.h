@@ -110,6 +110,7 @@ struct mj__unit_fn {
     struct jh_line *lines;      /* file 0 */
     uint32_t nlines;
     uint32_t frame_slots;
+    uint32_t prologue_end;      /* after `sub rsp`: where the body's first row starts */
 };
 
 struct mj__unit {

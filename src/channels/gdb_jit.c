@@ -178,8 +178,10 @@ int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const
     struct jh__gdb_image *im = calloc(1, sizeof *im);
     if (!im)
         return -ENOMEM;
-    /* no program headers: neither debugger needs them (measured, see elf_image.h) */
-    struct jh__elf_spec spec = { .fns = fns, .nfns = n, .flags = JH__ELF_NO_PHDRS,
+    /* no program headers: neither debugger needs them (measured, see elf_image.h); symbols
+     * a debugger can break on */
+    struct jh__elf_spec spec = { .fns = fns, .nfns = n,
+                                 .flags = JH__ELF_NO_PHDRS | JH__ELF_SYMBOLS,
                                  .join_gap = JH__GDB_JOIN_GAP, .join_ok = join_ok,
                                  .join_arg = join_arg };
     int err = jh__elf_image(&im->elf, &spec, NULL);

@@ -1,6 +1,8 @@
 /* auditlog.c — the audit log's code records (see auditlog.h). */
 #include "fmt/auditlog.h"
 
+#include <string.h>
+
 #include "fmt/msgpack.h"
 
 void jh__al_head(struct jh__buf *b, uint32_t nkeys, const char *type, uint64_t ts, uint32_t tid)
@@ -14,16 +16,87 @@ void jh__al_head(struct jh__buf *b, uint32_t nkeys, const char *type, uint64_t t
 static const char *unwind_name(enum jh_unwind_kind k)
 {
     return k == JH_UNWIND_FRAME_POINTER ? JH__AL_UNWIND_FRAME_POINTER :
-           k == JH_UNWIND_CFI ? JH__AL_UNWIND_CFI : JH__AL_UNWIND_NONE;
+           k == JH_UNWIND_CFI ? JH__AL_UNWIND_CFI :
+           k == JH_UNWIND_FRAMELESS ? JH__AL_UNWIND_FRAMELESS : JH__AL_UNWIND_NONE;
+}
+
+/* The keys of the unwind description beyond `unwind` itself, counted and written. */
+static uint32_t unwind_keys(const struct jh__func *f)
+{
+    uint32_t n = (f->personality != 0) + (f->lsda != 0);
+    switch (f->unwind) {
+    case JH_UNWIND_FRAME_POINTER:
+        return n + 2 + (f->nepilogues != 0);
+    case JH_UNWIND_CFI:
+        return n + 1;
+    case JH_UNWIND_FRAMELESS:
+        return n + 3;
+    case JH_UNWIND_NONE:
+        break;
+    }
+    return n;
+}
+
+static void pairs(struct jh__buf *b, const char *key, uint32_t n, const void *arr, size_t stride)
+{
+    jh__mp_str(b, key);
+    jh__mp_array(b, n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v[2];
+        memcpy(v, (const char *)arr + i * stride, sizeof v);
+        jh__mp_array(b, 2);
+        jh__mp_uint(b, v[0]);
+        jh__mp_uint(b, v[1]);
+    }
+}
+
+static void unwind_fields(struct jh__buf *b, const struct jh__func *f)
+{
+    jh__mp_kstr(b, JH__AL_K_UNWIND, unwind_name(f->unwind));
+    switch (f->unwind) {
+    case JH_UNWIND_FRAME_POINTER:
+        jh__mp_kuint(b, JH__AL_K_FP_PUSH_END, f->fp_push_end);
+        jh__mp_kuint(b, JH__AL_K_FP_SET_END, f->fp_set_end);
+        if (f->nepilogues)
+            pairs(b, JH__AL_K_EPILOGUES, f->nepilogues, f->epilogues, sizeof *f->epilogues);
+        break;
+    case JH_UNWIND_CFI:
+        jh__mp_str(b, JH__AL_K_CFI);
+        jh__mp_bin(b, f->cfi, f->cfi_len);
+        break;
+    case JH_UNWIND_FRAMELESS:
+        jh__mp_kuint(b, JH__AL_K_CFA_OFFSET, f->cfa_offset);
+        pairs(b, JH__AL_K_CFA_STEPS, f->ncfa_steps, f->cfa_steps, sizeof *f->cfa_steps);
+        jh__mp_str(b, JH__AL_K_SAVED_REGS);
+        jh__mp_array(b, f->nsaved_regs);
+        for (uint32_t i = 0; i < f->nsaved_regs; i++) {
+            jh__mp_array(b, 2);
+            jh__mp_uint(b, f->saved_regs[i].reg);
+            jh__mp_int(b, f->saved_regs[i].cfa_offset);
+        }
+        break;
+    case JH_UNWIND_NONE:
+        break;
+    }
+    if (f->personality) {
+        jh__mp_str(b, JH__AL_K_PERSONALITY);
+        jh__mp_addr(b, f->personality);
+    }
+    if (f->lsda) {
+        jh__mp_str(b, JH__AL_K_LSDA);
+        jh__mp_addr(b, f->lsda);
+    }
 }
 
 void jh__al_code_add(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
                      const struct jh__func *f)
 {
-    uint32_t n = 11 + (f->unwind == JH_UNWIND_FRAME_POINTER ? 2 : f->unwind == JH_UNWIND_CFI);
+    uint32_t n = 11 + unwind_keys(f) + (f->symbol != NULL) + (f->prologue_end != 0);
     jh__al_head(b, n, "code_add", ts, tid);
     jh__mp_kuint(b, JH__AL_K_ID, id);
     jh__mp_kstr(b, JH__AL_K_NAME, f->name);
+    if (f->symbol)
+        jh__mp_kstr(b, JH__AL_K_SYMBOL, f->symbol);
     jh__mp_kuint(b, JH__AL_K_START, f->start);
     jh__mp_kuint(b, JH__AL_K_SIZE, f->size);
     jh__mp_str(b, JH__AL_K_FILES);
@@ -40,14 +113,9 @@ void jh__al_code_add(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
         jh__mp_uint(b, l->column);
         jh__mp_uint(b, l->file);
     }
-    jh__mp_kstr(b, JH__AL_K_UNWIND, unwind_name(f->unwind));
-    if (f->unwind == JH_UNWIND_FRAME_POINTER) {
-        jh__mp_kuint(b, JH__AL_K_FP_PUSH_END, f->fp_push_end);
-        jh__mp_kuint(b, JH__AL_K_FP_SET_END, f->fp_set_end);
-    } else if (f->unwind == JH_UNWIND_CFI) {
-        jh__mp_str(b, JH__AL_K_CFI);
-        jh__mp_bin(b, f->cfi, f->cfi_len);
-    }
+    if (f->prologue_end)
+        jh__mp_kuint(b, JH__AL_K_PROLOGUE_END, f->prologue_end);
+    unwind_fields(b, f);
     jh__mp_str(b, JH__AL_K_CODE);
     jh__mp_bin(b, (const void *)(uintptr_t)f->start, f->size);
 }

@@ -67,6 +67,15 @@
 #define JH__AL_K_CFI "cfi"
 #define JH__AL_K_CODE "code"
 #define JH__AL_K_OLD_START "old_start"
+/* code_add, after 0.1.0, each only when given */
+#define JH__AL_K_SYMBOL "symbol"            /* when it is not the name */
+#define JH__AL_K_PROLOGUE_END "prologue_end"
+#define JH__AL_K_EPILOGUES "epilogues"      /* frame_pointer: [start, end] per epilogue */
+#define JH__AL_K_CFA_OFFSET "cfa_offset"    /* frameless */
+#define JH__AL_K_CFA_STEPS "cfa_steps"      /* frameless: [offset, cfa_offset] per step */
+#define JH__AL_K_SAVED_REGS "saved_regs"    /* frameless: [reg, cfa_offset (int)] per register */
+#define JH__AL_K_PERSONALITY "personality"  /* addresses (JH__MP_EXT_ADDR) */
+#define JH__AL_K_LSDA "lsda"
 /* limit, close */
 #define JH__AL_K_TAIL "tail"
 #define JH__AL_K_BYTES "bytes"
@@ -75,6 +84,7 @@
 #define JH__AL_UNWIND_NONE "none"
 #define JH__AL_UNWIND_FRAME_POINTER "frame_pointer"
 #define JH__AL_UNWIND_CFI "cfi"
+#define JH__AL_UNWIND_FRAMELESS "frameless"
 
 /* Encoders of the code records: one msgpack map each, appended to b (no frame header).
  * code_add carries the code bytes: f->start is read as an address in this process. */

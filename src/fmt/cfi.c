@@ -19,10 +19,6 @@
 /* DWARF register numbers. */
 enum { X86_RBP = 6, X86_RSP = 7, X86_RA = 16, A64_FP = 29, A64_LR = 30, A64_SP = 31 };
 
-#define CIE_FIXED 13    /* id 4, version 1, "zR\0" 3, caf 1, daf 1, ra 1, auglen 1, R 1 */
-
-static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
-
 int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size)
 {
     if (len && !cfi)
@@ -41,29 +37,75 @@ int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size)
     return r == 0 ? 0 : -EINVAL;
 }
 
-/* ---- encoding ------------------------------------------------------------------------ */
+/* ---- a byte sink that writes, or only counts (the dry run) ---------------------------- */
+struct out {
+    struct jh__buf *b;          /* NULL: count only */
+    size_t n;
+};
 
-static void put_advance(struct jh__buf *b, uint32_t d)
+static void o8(struct out *o, uint8_t v)
+{
+    if (o->b)
+        jh__buf_u8(o->b, v);
+    o->n++;
+}
+
+static void o32(struct out *o, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        o8(o, (uint8_t)(v >> (8 * i)));
+}
+
+static void o64(struct out *o, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        o8(o, (uint8_t)(v >> (8 * i)));
+}
+
+static void ouleb(struct out *o, uint64_t v)
+{
+    do {
+        uint8_t c = v & 0x7f;
+        v >>= 7;
+        o8(o, c | (v ? 0x80 : 0));
+    } while (v);
+}
+
+static void oadvance(struct out *o, uint64_t d)
 {
     if (d == 0)
         return;
     if (d < 0x40) {
-        jh__buf_u8(b, (uint8_t)(JH__CFA_advance_loc | d));
+        o8(o, (uint8_t)(JH__CFA_advance_loc | d));
     } else if (d <= 0xff) {
-        jh__buf_u8(b, JH__CFA_advance_loc1);
-        jh__buf_u8(b, (uint8_t)d);
+        o8(o, JH__CFA_advance_loc1);
+        o8(o, (uint8_t)d);
     } else if (d <= 0xffff) {
-        jh__buf_u8(b, JH__CFA_advance_loc2);
-        jh__buf_u16(b, (uint16_t)d);
+        o8(o, JH__CFA_advance_loc2);
+        o8(o, (uint8_t)d);
+        o8(o, (uint8_t)(d >> 8));
     } else {
-        jh__buf_u8(b, JH__CFA_advance_loc4);
-        jh__buf_u32(b, d);
+        o8(o, JH__CFA_advance_loc4);
+        for (int i = 0; i < 4; i++)
+            o8(o, (uint8_t)(d >> (8 * i)));
     }
 }
 
-static size_t advance_size(uint32_t d)
+/* The caller's value of reg is at CFA - 8 * n. */
+static void osaved(struct out *o, uint64_t reg, uint64_t n)
 {
-    return d == 0 ? 0 : d < 0x40 ? 1 : d <= 0xff ? 2 : d <= 0xffff ? 3 : 5;
+    if (reg < 0x40) {
+        o8(o, (uint8_t)(JH__CFA_offset | reg));
+    } else {
+        o8(o, JH__CFA_offset_extended);
+        ouleb(o, reg);
+    }
+    ouleb(o, n);
+}
+
+static void orestore(struct out *o, uint64_t reg)
+{
+    o8(o, (uint8_t)(JH__CFA_restore | reg));     /* reg < 64: the frame pointer, lr */
 }
 
 static int arch_of(const struct jh__cfi_opts *o)
@@ -71,23 +113,104 @@ static int arch_of(const struct jh__cfi_opts *o)
     return o->arch ? o->arch : JH__CFI_HOST;
 }
 
-static size_t cie_insn_size(int arch) { return arch == JH__CFI_ARM64 ? 3 : 5; }
+/* ---- the CIE ---------------------------------------------------------------------------
+ * Plain: "zR", the FDE pointer encoding. With a personality (opts.personality and a
+ * function that has one): "zPR" or "zPLR", the personality as an absolute 8-byte pointer,
+ * the LSDA's encoding absolute too (each FDE's augmentation data then holds its LSDA).
+ * Functions sharing a personality (and having an LSDA or not) share a CIE. */
+struct cie_key {
+    uint64_t personality;       /* 0: the plain CIE */
+    bool lsda;
+};
 
-static size_t cie_size(int arch) { return align8(4 + CIE_FIXED + cie_insn_size(arch)); }
-
-static void put_cie_insns(struct jh__buf *b, int arch)
+static struct cie_key cie_key_of(const struct jh__cfi_opts *o, const struct jh__func *f)
 {
-    if (arch == JH__CFI_ARM64) {
-        jh__buf_u8(b, JH__CFA_def_cfa);
-        jh__buf_u8(b, A64_SP);
-        jh__buf_u8(b, 0);
-    } else {
-        jh__buf_u8(b, JH__CFA_def_cfa);
-        jh__buf_u8(b, X86_RSP);
-        jh__buf_u8(b, 8);
-        jh__buf_u8(b, JH__CFA_offset | X86_RA);     /* return address at cfa-8 */
-        jh__buf_u8(b, 1);
+    if (!o->personality || !f->personality)
+        return (struct cie_key){ 0, false };
+    return (struct cie_key){ f->personality, f->lsda != 0 };
+}
+
+static bool cie_same(struct cie_key a, struct cie_key b)
+{
+    return a.personality == b.personality && a.lsda == b.lsda;
+}
+
+static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key k)
+{
+    int arch = arch_of(o);
+    size_t at = w->b ? w->b->len : 0, n0 = w->n;
+    for (int i = 0; i < 8; i++)
+        o8(w, 0);                               /* length (patched below), CIE id 0 */
+    o8(w, 1);                                   /* version */
+    const char *aug = !k.personality ? "zR" : k.lsda ? "zPLR" : "zPR";
+    for (const char *c = aug; ; c++) {
+        o8(w, (uint8_t)*c);
+        if (!*c)
+            break;
     }
+    o8(w, 1);                                   /* code alignment */
+    o8(w, 0x78);                                /* data alignment -8 (sleb) */
+    o8(w, arch == JH__CFI_ARM64 ? A64_LR : X86_RA);
+    o8(w, !k.personality ? 1 : k.lsda ? 11 : 10);   /* augmentation data length */
+    if (k.personality) {
+        o8(w, JH__DW_EH_PE_absptr);
+        for (int i = 0; i < 8; i++)
+            o8(w, (uint8_t)(k.personality >> (8 * i)));
+        if (k.lsda)
+            o8(w, JH__DW_EH_PE_absptr);
+    }
+    o8(w, o->ptr == JH__CFI_ABS ? JH__DW_EH_PE_absptr : (JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4));
+    o8(w, JH__CFA_def_cfa);
+    if (arch == JH__CFI_ARM64) {
+        o8(w, A64_SP);
+        o8(w, 0);
+    } else {
+        o8(w, X86_RSP);
+        o8(w, 8);
+        o8(w, JH__CFA_offset | X86_RA);         /* return address at cfa-8 */
+        o8(w, 1);
+    }
+    while ((w->n - n0) % 8)
+        o8(w, JH__CFA_nop);
+    if (w->b && !w->b->err)
+        jh__buf_set_u32(w->b, at, (uint32_t)(w->n - n0 - 4));
+}
+
+static size_t cie_size(const struct jh__cfi_opts *o, struct cie_key k)
+{
+    struct out w = { NULL, 0 };
+    put_cie(&w, o, k);
+    return w.n;
+}
+
+/* ---- FDE instructions ------------------------------------------------------------------ */
+static bool frame_pointer_ok(const struct jh__func *f)
+{
+    if (f->fp_push_end == 0 || f->fp_push_end > f->fp_set_end || f->fp_set_end > f->size ||
+        (f->nepilogues && !f->epilogues))
+        return false;
+    uint64_t from = f->fp_set_end;
+    for (uint32_t i = 0; i < f->nepilogues; i++) {
+        const struct jh_epilogue *e = &f->epilogues[i];
+        if (e->start < from || e->start >= e->end || e->end > f->size)
+            return false;
+        from = e->end;
+    }
+    return true;
+}
+
+static bool frameless_ok(const struct jh__func *f)
+{
+    if ((f->ncfa_steps && !f->cfa_steps) || (f->nsaved_regs && !f->saved_regs))
+        return false;
+    for (uint32_t i = 0; i < f->ncfa_steps; i++)
+        if (f->cfa_steps[i].offset >= f->size ||
+            (i && f->cfa_steps[i].offset <= f->cfa_steps[i - 1].offset))
+            return false;
+    for (uint32_t i = 0; i < f->nsaved_regs; i++)
+        if (f->saved_regs[i].cfa_offset >= 0 || f->saved_regs[i].cfa_offset % 8)
+            return false;
+    return true;
 }
 
 static int func_ok(const struct jh__func *f)
@@ -98,57 +221,137 @@ static int func_ok(const struct jh__func *f)
     case JH_UNWIND_NONE:
         return 1;
     case JH_UNWIND_FRAME_POINTER:
-        return f->fp_push_end > 0 && f->fp_push_end <= f->fp_set_end &&
-               f->fp_set_end <= f->size;
+        return frame_pointer_ok(f);
     case JH_UNWIND_CFI:
         return f->cfi_len > 0 && jh__cfi_validate(f->cfi, f->cfi_len, f->size) == 0;
+    case JH_UNWIND_FRAMELESS:
+        return frameless_ok(f);
     }
     return 0;
 }
 
-static size_t fde_insn_size(int arch, const struct jh__func *f)
+/*
+ * JH_UNWIND_FRAME_POINTER, x86-64: at fp_push_end CFA = rsp+16, rbp at cfa-16; at
+ * fp_set_end CFA = rbp+16; in each epilogue tail CFA = rsp+8 and rbp is the caller's; after
+ * a tail (code after a `ret` is inside the frame again) the body's rules once more, written
+ * out rather than with remember_state/restore_state: whether restore_state brings the CFA
+ * back is read differently by consumers (llvm-dwarfdump 14 does not). arm64: sp+16, x29 at
+ * cfa-16, x30 at cfa-8; x29+16; tails: sp+0, x29 and x30 the caller's.
+ */
+static void body_rules(struct out *w, bool a64)
 {
-    if (f->unwind == JH_UNWIND_CFI)
-        return f->cfi_len;
-    /* def_cfa_offset 16 (2) + offsets (2 per register) + def_cfa_register (2) */
-    return advance_size(f->fp_push_end) + 2 + (arch == JH__CFI_ARM64 ? 4 : 2) +
-           advance_size(f->fp_set_end - f->fp_push_end) + 2;
-}
-
-static void put_fde_insns(struct jh__buf *b, int arch, const struct jh__func *f)
-{
-    if (f->unwind == JH_UNWIND_CFI) {
-        jh__buf_put(b, f->cfi, f->cfi_len);
-        return;
-    }
-    put_advance(b, f->fp_push_end);
-    jh__buf_u8(b, JH__CFA_def_cfa_offset);
-    jh__buf_u8(b, 16);
-    if (arch == JH__CFI_ARM64) {
-        jh__buf_u8(b, JH__CFA_offset | A64_FP);     /* x29 at cfa-16 */
-        jh__buf_u8(b, 2);
-        jh__buf_u8(b, JH__CFA_offset | A64_LR);     /* x30 at cfa-8 */
-        jh__buf_u8(b, 1);
+    if (a64) {
+        osaved(w, A64_FP, 2);
+        osaved(w, A64_LR, 1);
     } else {
-        jh__buf_u8(b, JH__CFA_offset | X86_RBP);    /* rbp at cfa-16 */
-        jh__buf_u8(b, 2);
+        osaved(w, X86_RBP, 2);
     }
-    put_advance(b, f->fp_set_end - f->fp_push_end);
-    jh__buf_u8(b, JH__CFA_def_cfa_register);
-    jh__buf_u8(b, arch == JH__CFI_ARM64 ? A64_FP : X86_RBP);
 }
 
-/* length, CIE pointer, pc_begin, pc_range, augmentation length 0, instructions, padding */
+static void put_frame_pointer(struct out *w, int arch, const struct jh__func *f)
+{
+    bool a64 = arch == JH__CFI_ARM64;
+    oadvance(w, f->fp_push_end);
+    o8(w, JH__CFA_def_cfa_offset);
+    o8(w, 16);
+    body_rules(w, a64);
+    oadvance(w, f->fp_set_end - f->fp_push_end);
+    o8(w, JH__CFA_def_cfa_register);
+    o8(w, a64 ? A64_FP : X86_RBP);
+    uint64_t loc = f->fp_set_end;
+    for (uint32_t i = 0; i < f->nepilogues; i++) {
+        const struct jh_epilogue *e = &f->epilogues[i];
+        oadvance(w, e->start - loc);
+        o8(w, JH__CFA_def_cfa);
+        o8(w, a64 ? A64_SP : X86_RSP);
+        o8(w, a64 ? 0 : 8);
+        orestore(w, a64 ? A64_FP : X86_RBP);
+        if (a64)
+            orestore(w, A64_LR);
+        loc = e->start;
+        if (e->end < f->size) {
+            oadvance(w, e->end - loc);
+            o8(w, JH__CFA_def_cfa);
+            o8(w, a64 ? A64_FP : X86_RBP);
+            o8(w, 16);
+            body_rules(w, a64);
+            loc = e->end;
+        }
+    }
+}
+
+/* JH_UNWIND_FRAMELESS: the CFA offset (when it is not the CIE's), the saved registers, then
+ * each step. */
+static void put_frameless(struct out *w, int arch, const struct jh__func *f)
+{
+    uint32_t initial = arch == JH__CFI_ARM64 ? 0 : 8;
+    if (f->cfa_offset != initial) {
+        o8(w, JH__CFA_def_cfa_offset);
+        ouleb(w, f->cfa_offset);
+    }
+    for (uint32_t i = 0; i < f->nsaved_regs; i++)
+        osaved(w, f->saved_regs[i].reg, (uint64_t)(-(int64_t)f->saved_regs[i].cfa_offset) / 8);
+    uint64_t loc = 0;
+    for (uint32_t i = 0; i < f->ncfa_steps; i++) {
+        oadvance(w, f->cfa_steps[i].offset - loc);
+        loc = f->cfa_steps[i].offset;
+        o8(w, JH__CFA_def_cfa_offset);
+        ouleb(w, f->cfa_steps[i].cfa_offset);
+    }
+}
+
+static void put_fde_insns(struct out *w, int arch, const struct jh__func *f)
+{
+    switch (f->unwind) {
+    case JH_UNWIND_CFI:
+        for (size_t i = 0; i < f->cfi_len; i++)
+            o8(w, f->cfi[i]);
+        break;
+    case JH_UNWIND_FRAME_POINTER:
+        put_frame_pointer(w, arch, f);
+        break;
+    case JH_UNWIND_FRAMELESS:
+        put_frameless(w, arch, f);
+        break;
+    case JH_UNWIND_NONE:
+        break;
+    }
+}
+
+/* length, CIE pointer, pc_begin, pc_range, augmentation data (the LSDA, if its CIE says
+ * so), instructions, padding */
+static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
+                    uint32_t cie_ptr, uint64_t pc_field)
+{
+    size_t at = w->b ? w->b->len : 0, n0 = w->n;
+    struct cie_key k = cie_key_of(o, f);
+    o32(w, 0);
+    o32(w, cie_ptr);
+    if (o->ptr == JH__CFI_ABS) {
+        o64(w, f->start);
+        o64(w, f->size);
+    } else {
+        o32(w, (uint32_t)pc_field);
+        o32(w, (uint32_t)f->size);
+    }
+    if (k.lsda) {
+        o8(w, 8);
+        o64(w, f->lsda);
+    } else {
+        o8(w, 0);
+    }
+    put_fde_insns(w, arch_of(o), f);
+    while ((w->n - n0) % 8)
+        o8(w, JH__CFA_nop);
+    if (w->b && !w->b->err)
+        jh__buf_set_u32(w->b, at, (uint32_t)(w->n - n0 - 4));
+}
+
 static size_t fde_size(const struct jh__cfi_opts *o, const struct jh__func *f)
 {
-    size_t ptr = o->ptr == JH__CFI_ABS ? 8 : 4;
-    return align8(4 + 4 + 2 * ptr + 1 + fde_insn_size(arch_of(o), f));
-}
-
-static void pad_nops(struct jh__buf *b, size_t from)
-{
-    while ((b->len - from) % 8 && !b->err)
-        jh__buf_u8(b, JH__CFA_nop);
+    struct out w = { NULL, 0 };
+    put_fde(&w, o, f, 0, 0);
+    return w.n;
 }
 
 static int opts_ok(const struct jh__cfi_opts *o)
@@ -165,11 +368,55 @@ struct fset {
 };
 static const struct jh__func *fat(struct fset f, size_t i) { return f.ptrs ? f.ptrs[i] : &f.arr[i]; }
 
+/* The distinct CIEs the functions of a run need, in order of first use (a run with no
+ * FDE at all still has the plain CIE: a CIE and the terminator). */
+struct cies {
+    struct cie_key *k;
+    size_t n;
+    struct cie_key one;
+};
+
+static int cies_collect(struct cies *c, const struct jh__cfi_opts *o, struct fset f, size_t n)
+{
+    c->k = &c->one;
+    c->n = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct jh__func *fn = fat(f, i);
+        if (fn->unwind == JH_UNWIND_NONE)
+            continue;
+        struct cie_key k = cie_key_of(o, fn);
+        size_t j = 0;
+        while (j < c->n && !cie_same(c->k[j], k))
+            j++;
+        if (j < c->n)
+            continue;
+        if (c->n == 1 && c->k == &c->one) {
+            struct cie_key *a = malloc(n * sizeof *a);
+            if (!a)
+                return -ENOMEM;
+            a[0] = c->one;
+            c->k = a;
+        }
+        c->k[c->n++] = k;
+    }
+    if (c->n == 0) {
+        c->one = (struct cie_key){ 0, false };
+        c->n = 1;
+    }
+    return 0;
+}
+
+static void cies_free(struct cies *c)
+{
+    if (c->k != &c->one)
+        free(c->k);
+}
+
 static size_t frame_size(const struct jh__cfi_opts *o, struct fset f, size_t n)
 {
     if (!o || !opts_ok(o) || (n && !f.arr && !f.ptrs))
         return 0;
-    size_t sz = cie_size(arch_of(o)) + 4;
+    size_t sz = 4;
     for (size_t i = 0; i < n; i++) {
         const struct jh__func *fn = fat(f, i);
         if (!fn || !func_ok(fn))
@@ -177,6 +424,12 @@ static size_t frame_size(const struct jh__cfi_opts *o, struct fset f, size_t n)
         if (fn->unwind != JH_UNWIND_NONE)
             sz += fde_size(o, fn);
     }
+    struct cies c;
+    if (cies_collect(&c, o, f, n))
+        return 0;
+    for (size_t i = 0; i < c.n; i++)
+        sz += cie_size(o, c.k[i]);
+    cies_free(&c);
     return sz;
 }
 
@@ -226,59 +479,50 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
             free(sorted);
             return -EINVAL;         /* overlapping FDEs break every binary search */
         }
-    if (nf > INT32_MAX) {
+    struct cies c;
+    size_t *cie_at = NULL;
+    if (nf > INT32_MAX || cies_collect(&c, o, f, n)) {
         free(sorted);
-        return -ERANGE;
+        return nf > INT32_MAX ? -ERANGE : -ENOMEM;
+    }
+    if (!(cie_at = malloc(c.n * sizeof *cie_at))) {
+        cies_free(&c);
+        free(sorted);
+        return -ENOMEM;
     }
 
-    int arch = arch_of(o);
-    int abs = o->ptr == JH__CFI_ABS;
     size_t base = b->len;
+    struct out w = { b, 0 };
     int err = 0;
-
-    /* CIE */
-    jh__buf_u32(b, 0);                          /* length, patched below */
-    jh__buf_u32(b, 0);                          /* CIE id: 0 in .eh_frame */
-    jh__buf_u8(b, 1);                           /* version */
-    jh__buf_put(b, "zR", 3);
-    jh__buf_uleb(b, 1);                         /* code alignment */
-    jh__buf_sleb(b, -8);                        /* data alignment */
-    jh__buf_u8(b, arch == JH__CFI_ARM64 ? A64_LR : X86_RA);
-    jh__buf_uleb(b, 1);                         /* augmentation data: R */
-    jh__buf_u8(b, abs ? JH__DW_EH_PE_absptr : (JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4));
-    put_cie_insns(b, arch);
-    pad_nops(b, base);
-    jh__buf_set_u32(b, base, (uint32_t)(b->len - base - 4));
-
+    for (size_t k = 0; k < c.n; k++) {         /* every CIE first: FDEs point back to theirs */
+        cie_at[k] = w.n;
+        put_cie(&w, o, c.k[k]);
+    }
     for (size_t i = 0; i < nf && !b->err; i++) {
         const struct jh__func *fn = sorted[i];
-        size_t at = b->len;
+        size_t at = w.n, k = 0;
+        struct cie_key key = cie_key_of(o, fn);
+        while (k + 1 < c.n && !cie_same(c.k[k], key))
+            k++;                                /* collected above: always found */
         if (idx) {
             idx[i].pc = fn->start;
             idx[i].size = fn->size;
-            idx[i].off = at - base;
+            idx[i].off = at;
         }
-        jh__buf_u32(b, 0);
-        jh__buf_u32(b, (uint32_t)(at + 4 - base));      /* back to the CIE */
-        if (abs) {
-            jh__buf_u64(b, fn->start);
-            jh__buf_u64(b, fn->size);
-        } else {
-            uint64_t field = o->addr + (at + 8 - base);
-            int64_t rel = (int64_t)(fn->start - field);
+        uint64_t pc_field = 0;
+        if (o->ptr != JH__CFI_ABS) {
+            int64_t rel = (int64_t)(fn->start - (o->addr + at + 8));
             if (!fits_s32(rel) || fn->size > INT32_MAX) {
                 err = -ERANGE;
                 break;
             }
-            jh__buf_u32(b, (uint32_t)rel);
-            jh__buf_u32(b, (uint32_t)fn->size);
+            pc_field = (uint32_t)rel;
         }
-        jh__buf_uleb(b, 0);                     /* augmentation data length */
-        put_fde_insns(b, arch, fn);
-        pad_nops(b, at);
-        jh__buf_set_u32(b, at, (uint32_t)(b->len - at - 4));
+        put_fde(&w, o, fn, (uint32_t)(at + 4 - cie_at[k]), pc_field);
     }
-    jh__buf_u32(b, 0);                          /* terminator */
+    o32(&w, 0);                                 /* terminator */
+    free(cie_at);
+    cies_free(&c);
     free(sorted);
 
     if (!err && b->err)

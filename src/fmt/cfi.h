@@ -14,13 +14,20 @@
  *
  * The CIE (x86-64): version 1, augmentation "zR", code alignment 1, data alignment -8,
  * return address register 16, initial rules CFA = rsp+8, rip at cfa-8. arm64: same with RA
- * register 30 and CFA = sp+0 (the return address is still in x30). The FDE instructions:
+ * register 30 and CFA = sp+0 (the return address is still in x30). With opts.personality,
+ * a function that has a personality gets a CIE "zPR" (or "zPLR" with an LSDA, which its
+ * FDE's augmentation data then holds), both as absolute pointers; the CIEs of a run come
+ * first, one per distinct (personality, LSDA or not), each FDE pointing back to its own.
+ * The FDE instructions:
  *   JH_UNWIND_FRAME_POINTER  x86-64: at fp_push_end CFA = rsp+16, rbp at cfa-16; at
- *                            fp_set_end CFA = rbp+16. arm64: at fp_push_end CFA = sp+16,
- *                            x29 at cfa-16, x30 at cfa-8; at fp_set_end CFA = x29+16.
- *                            The epilogue is not described (the API does not give its
- *                            offset): a sample on the final `ret` after `pop rbp` may
- *                            unwind one frame wrong, as with any frame-pointer unwinder.
+ *                            fp_set_end CFA = rbp+16; from each epilogue's start CFA =
+ *                            rsp+8 and rbp restored, from its end the body's rules again
+ *                            (written out, not restore_state). arm64: at fp_push_end CFA = sp+16,
+ *                            x29 at cfa-16, x30 at cfa-8; at fp_set_end CFA = x29+16;
+ *                            epilogues CFA = sp+0, x29 and x30 restored.
+ *   JH_UNWIND_FRAMELESS      def_cfa_offset cfa_offset (if not the CIE's), each saved
+ *                            register (offset, or offset_extended above 63), then per step
+ *                            an advance and a def_cfa_offset.
  *   JH_UNWIND_CFI            the caller's raw instructions, checked by jh__cfi_validate.
  *   JH_UNWIND_NONE           no FDE at all: unwinders then fall back to their heuristics.
  *
@@ -36,6 +43,7 @@
 #ifndef JH__FMT_CFI_H
 #define JH__FMT_CFI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +75,9 @@ struct jh__cfi_opts {
     int arch;                   /* JH__CFI_X86_64 / JH__CFI_ARM64; 0: the host's */
     int ptr;                    /* JH__CFI_PCREL or JH__CFI_ABS */
     uint64_t addr;              /* address the run's first byte will have (PCREL only) */
+    /* Write the functions' personality routines and LSDAs (only the process's own
+     * unwinder calls them; the debuggers' and perf's copies leave them out). */
+    bool personality;
 };
 
 /* Where one FDE of a run is: code from pc (size bytes) is described by the FDE at byte
@@ -88,7 +99,8 @@ size_t jh__cfi_eh_frame_size(const struct jh__cfi_opts *o, const struct jh__func
                              size_t n);
 
 /*
- * Append an .eh_frame run to b: one CIE, one FDE per function that has unwind info (in
+ * Append an .eh_frame run to b: its CIEs (one, or one per personality: see above), one
+ * FDE per function that has unwind info (in
  * ascending start order, whatever the order of f[]), then a 4-byte zero terminator. The
  * run is 8-byte aligned in length; b itself is not padded before it (the caller places it
  * at o->addr, which should be 8-aligned). idx, if not NULL, must hold n entries and gets

@@ -11,6 +11,7 @@
 #include "fmt/dwarf.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,7 @@ enum {
     DW_LANG_C99 = 0x0c,
     DW_OP_call_frame_cfa = 0x9c,
     DW_LNS_copy = 1, DW_LNS_advance_pc = 2, DW_LNS_advance_line = 3, DW_LNS_set_file = 4,
-    DW_LNS_set_column = 5,
+    DW_LNS_set_column = 5, DW_LNS_set_prologue_end = 10,
     DW_LNE_end_sequence = 1, DW_LNE_set_address = 2,
 };
 
@@ -188,7 +189,29 @@ static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
     return 0;
 }
 
-/* One sequence for one function. map[] turns the entry's file index into the unit's. */
+/* A row: the line moves by dl, the address by da, then the row is appended (a special
+ * opcode when both fit one). */
+static void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
+{
+    uint64_t op = (uint64_t)(dl - LINE_BASE) + LINE_RANGE * da + OPCODE_BASE;
+    if (dl >= LINE_BASE && dl < LINE_BASE + LINE_RANGE && da <= 255 && op <= 255) {
+        w8(b, (uint8_t)op);
+        return;
+    }
+    if (dl) {
+        w8(b, DW_LNS_advance_line);
+        wsleb(b, dl);
+    }
+    if (da) {
+        w8(b, DW_LNS_advance_pc);
+        wuleb(b, da);
+    }
+    w8(b, DW_LNS_copy);
+}
+
+/* One sequence for one function. map[] turns the entry's file index into the unit's.
+ * prologue_end becomes a row of its own flagged so (the line covering that offset) unless
+ * a row starts there already, which is then flagged. */
 static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uint32_t *map)
 {
     if (!e->nlines)
@@ -199,8 +222,29 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
     w64(b, e->start);
     uint32_t file = 1, col = 0, off = 0;
     int64_t line = 1;
-    for (uint32_t i = 0; i < e->nlines; i++) {
-        const struct jh_line *l = &e->lines[i];
+    bool pe = e->prologue_end != 0;
+    for (uint32_t i = 0; i <= e->nlines; i++) {
+        const struct jh_line *l = &e->lines[i < e->nlines ? i : e->nlines - 1];
+        uint32_t at = i < e->nlines ? l->offset : (uint32_t)e->size;
+        if (pe && e->prologue_end < at) {
+            /* inside the previous row (or before the first: it gets the first's line) */
+            if (i == 0) {
+                uint32_t f = l->file < e->nfiles ? map[l->file] : 1;
+                if (f != file) {
+                    w8(b, DW_LNS_set_file);
+                    wuleb(b, f);
+                    file = f;
+                }
+            }
+            w8(b, DW_LNS_set_prologue_end);
+            line_row(b, i == 0 ? (int64_t)l->line - line : 0, e->prologue_end - off);
+            if (i == 0)
+                line = l->line;
+            off = e->prologue_end;
+            pe = false;
+        }
+        if (i == e->nlines)
+            break;
         uint32_t f = l->file < e->nfiles ? map[l->file] : 1;
         if (f != file) {
             w8(b, DW_LNS_set_file);
@@ -212,22 +256,12 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
             wuleb(b, l->column);
             col = l->column;
         }
-        int64_t dl = (int64_t)l->line - line;
-        uint64_t da = l->offset > off ? l->offset - off : 0;
-        uint64_t op = (uint64_t)(dl - LINE_BASE) + LINE_RANGE * da + OPCODE_BASE;
-        if (dl >= LINE_BASE && dl < LINE_BASE + LINE_RANGE && da <= 255 && op <= 255) {
-            w8(b, (uint8_t)op);
-        } else {
-            if (dl) {
-                w8(b, DW_LNS_advance_line);
-                wsleb(b, dl);
-            }
-            if (da) {
-                w8(b, DW_LNS_advance_pc);
-                wuleb(b, da);
-            }
-            w8(b, DW_LNS_copy);
+        if (pe && e->prologue_end == l->offset) {
+            w8(b, DW_LNS_set_prologue_end);
+            pe = false;
         }
+        uint64_t da = l->offset > off ? l->offset - off : 0;
+        line_row(b, (int64_t)l->line - line, da);
         line = l->line;
         off += (uint32_t)da;
     }

@@ -46,6 +46,11 @@ struct sec {
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
+static const char *sym_name(const struct jh__elf_spec *s, const struct jh__func *f)
+{
+    return s->flags & JH__ELF_SYMBOLS ? jh__func_symbol(f) : f->name;
+}
+
 static int check_spec(const struct jh__elf_spec *s, uint64_t *lo, size_t *size)
 {
     if (!s || (s->nfns && !s->fns) || s->page_size & (s->page_size - 1))
@@ -182,7 +187,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         want_eh = eh_size != 0;
     }
     for (size_t i = 0; i < s->nfns; i++)
-        strtab_size += strlen(s->fns[i]->name) + 1;
+        strtab_size += strlen(sym_name(s, s->fns[i])) + 1;
 
     /* ---- the section table (.text runs take indices 1..nruns), then the layout ---- */
     memset(sec, 0, sizeof sec);
@@ -346,12 +351,12 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
                     .st_other = STV_DEFAULT, .st_shndx = (uint16_t)(sec[S_TEXT].index + fn_run[k]),
                     .st_value = e->start, .st_size = e->size };
                 jh__buf_put(out, &sym, sizeof sym);
-                name += (uint32_t)strlen(e->name) + 1;
+                name += (uint32_t)strlen(sym_name(s, e)) + 1;
             }
         } else if (i == S_STRTAB) {
             jh__buf_u8(out, 0);
             for (size_t k = 0; k < s->nfns; k++)
-                jh__buf_str(out, s->fns[k]->name);
+                jh__buf_str(out, sym_name(s, s->fns[k]));
         } else if (i == S_SHSTRTAB) {
             for (int k = 0; k < S_MAX; k++)
                 if (sec[k].on)

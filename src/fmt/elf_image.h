@@ -17,7 +17,9 @@
  *                  a small R+W PT_LOAD at rw_addr (valgrind wants an rw mapping of the file,
  *                  and reads .eh_frame from a mapped segment).
  *   .debug_info .debug_abbrev .debug_line .debug_str .debug_ranges   (src/dwarf.h)
- *   .symtab .strtab  one sized STT_FUNC STB_GLOBAL symbol per function, in .text.
+ *   .symtab .strtab  one sized STT_FUNC STB_GLOBAL symbol per function, in .text, named
+ *                  by its display name, or by its symbol with JH__ELF_SYMBOLS (the DWARF
+ *                  keeps the display name: backtraces show it, `break <symbol>` works).
  * Every SHF_ALLOC section sits at its real absolute address: GDB sorts sections of all
  * objfiles by address, and sections left at 0 made it spend 90% of its time sorting.
  * Program headers: COPY mode always has them (the file is mapped). NOBITS mode writes a
@@ -47,7 +49,9 @@ enum jh__elf_text {
 enum {
     JH__ELF_NO_DWARF = 1 << 0,   /* symbols (and .eh_frame) only */
     JH__ELF_NO_EH_FRAME = 1 << 1,/* no .eh_frame */
-    JH__ELF_NO_PHDRS = 1 << 2    /* NOBITS mode: no program headers */
+    JH__ELF_NO_PHDRS = 1 << 2,   /* NOBITS mode: no program headers */
+    JH__ELF_SYMBOLS = 1 << 3     /* .symtab names are the functions' symbols (what a
+                                    debugger's `break` takes), not their display names */
 };
 
 struct jh__elf_spec {

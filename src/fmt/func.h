@@ -23,12 +23,27 @@ struct jh__func {
     uint32_t fp_push_end, fp_set_end;   /* JH_UNWIND_FRAME_POINTER */
     const uint8_t *cfi;                 /* JH_UNWIND_CFI: FDE instructions */
     size_t cfi_len;
+    const char *symbol;                 /* for symbol tables; NULL: name (jh__func_symbol) */
+    uint32_t prologue_end;              /* 0: not given */
+    uint32_t cfa_offset;                /* JH_UNWIND_FRAMELESS */
+    uint32_t ncfa_steps, nsaved_regs;
+    const struct jh_cfa_step *cfa_steps;
+    const struct jh_saved_reg *saved_regs;
+    uint32_t nepilogues;                /* JH_UNWIND_FRAME_POINTER */
+    const struct jh_epilogue *epilogues;
+    uint64_t personality, lsda;         /* addresses in the process; 0: none */
 };
 
 /* The file name of line row l (a "?" for a bad index, which validation never lets in). */
 static inline const char *jh__func_file(const struct jh__func *f, const struct jh_line *l)
 {
     return l->file < f->nfiles && f->files[l->file] ? f->files[l->file] : "?";
+}
+
+/* The name for symbol tables and debuggers' `break`. */
+static inline const char *jh__func_symbol(const struct jh__func *f)
+{
+    return f->symbol ? f->symbol : f->name;
 }
 
 #endif

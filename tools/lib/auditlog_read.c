@@ -87,6 +87,79 @@ static int index_id(struct jhr_al *lf, size_t idx)
     return 0;
 }
 
+/* An array of [a, b] pairs (a uint, b a uint or, with sign, an int that fits int32) into
+ * *out (n pairs of uint32, stride bytes apart); as many as are good from the first on. */
+static uint32_t get_pairs(const struct jhr_mp *m, const char *key, bool sign, void **out,
+                          size_t stride)
+{
+    struct jhr_mp v, row, x;
+    *out = NULL;
+    if (jhr_mp_get(m, key, &v) < 0 || v.t != JHR_MP_ARRAY || !v.n || !(*out = calloc(v.n, stride)))
+        return 0;
+    const uint8_t *it = v.p;
+    uint32_t n = 0;
+    for (; n < v.n && jhr_mp_next(&v, &it, &row) == 0 && row.t == JHR_MP_ARRAY && row.n == 2; n++) {
+        const uint8_t *jt = row.p;
+        uint32_t pair[2];
+        if (jhr_mp_next(&row, &jt, &x) || x.t != JHR_MP_UINT || x.v.u > UINT32_MAX)
+            break;
+        pair[0] = (uint32_t)x.v.u;
+        if (jhr_mp_next(&row, &jt, &x))
+            break;
+        if (x.t == JHR_MP_UINT && x.v.u <= (sign ? (uint64_t)INT32_MAX : UINT32_MAX))
+            pair[1] = (uint32_t)x.v.u;
+        else if (sign && x.t == JHR_MP_INT && x.v.i >= INT32_MIN && x.v.i < 0)
+            pair[1] = (uint32_t)(int32_t)x.v.i;
+        else
+            break;
+        memcpy((char *)*out + n * stride, pair, sizeof pair);
+    }
+    return n;
+}
+
+static uint64_t get_addr(const struct jhr_mp *m, const char *key)
+{
+    struct jhr_mp v;
+    uint64_t a = 0;
+    if (jhr_mp_get(m, key, &v) == 0 && !jhr_mp_addr(&v, &a))
+        a = 0;
+    return a;
+}
+
+/* The unwind description of a code_add (the encoders validate it again before use). */
+static void get_unwind(const struct jhr_mp *m, struct jhr_al_fn *fn)
+{
+    struct jhr_mp v;
+    uint64_t u;
+    fn->unwind = JH__AL_UNWIND_NONE;
+    if (jhr_mp_get(m, JH__AL_K_UNWIND, &v) == 0) {
+        if (jhr_mp_str_eq(&v, JH__AL_UNWIND_FRAME_POINTER))
+            fn->unwind = JH__AL_UNWIND_FRAME_POINTER;
+        else if (jhr_mp_str_eq(&v, JH__AL_UNWIND_CFI))
+            fn->unwind = JH__AL_UNWIND_CFI;
+        else if (jhr_mp_str_eq(&v, JH__AL_UNWIND_FRAMELESS))
+            fn->unwind = JH__AL_UNWIND_FRAMELESS;
+    }
+    if (jhr_mp_get_u64(m, JH__AL_K_FP_PUSH_END, &u))
+        fn->fp_push_end = (uint32_t)u;
+    if (jhr_mp_get_u64(m, JH__AL_K_FP_SET_END, &u))
+        fn->fp_set_end = (uint32_t)u;
+    if (jhr_mp_get(m, JH__AL_K_CFI, &v) == 0 && v.t == JHR_MP_BIN) {
+        fn->cfi = v.p;
+        fn->cfi_len = v.n;
+    }
+    if (jhr_mp_get_u64(m, JH__AL_K_CFA_OFFSET, &u) && u <= UINT32_MAX)
+        fn->cfa_offset = (uint32_t)u;
+    fn->ncfa_steps = get_pairs(m, JH__AL_K_CFA_STEPS, false, (void **)&fn->cfa_steps,
+                               sizeof *fn->cfa_steps);
+    fn->nsaved_regs = get_pairs(m, JH__AL_K_SAVED_REGS, true, (void **)&fn->saved_regs,
+                                sizeof *fn->saved_regs);
+    fn->nepilogues = get_pairs(m, JH__AL_K_EPILOGUES, false, (void **)&fn->epilogues,
+                               sizeof *fn->epilogues);
+    fn->personality = get_addr(m, JH__AL_K_PERSONALITY);
+    fn->lsda = get_addr(m, JH__AL_K_LSDA);
+}
+
 static int add_fn(struct jhr_al *lf, struct caps *cap, const struct jhr_mp *m, struct jhr_al_rec *r)
 {
     struct jhr_al_fn fn = { 0 };
@@ -101,22 +174,12 @@ static int add_fn(struct jhr_al *lf, struct caps *cap, const struct jhr_mp *m, s
     fn.cur_start = fn.start;
     fn.t_add = r->time;
     fn.name = dup_str(s, n);
-    fn.unwind = JH__AL_UNWIND_NONE;
-    if (jhr_mp_get(m, JH__AL_K_UNWIND, &v) == 0) {
-        if (jhr_mp_str_eq(&v, JH__AL_UNWIND_FRAME_POINTER))
-            fn.unwind = JH__AL_UNWIND_FRAME_POINTER;
-        else if (jhr_mp_str_eq(&v, JH__AL_UNWIND_CFI))
-            fn.unwind = JH__AL_UNWIND_CFI;
-    }
+    if (jhr_mp_get_str(m, JH__AL_K_SYMBOL, &s, &n))
+        fn.symbol = dup_str(s, n);
     uint64_t u;
-    if (jhr_mp_get_u64(m, JH__AL_K_FP_PUSH_END, &u))
-        fn.fp_push_end = (uint32_t)u;
-    if (jhr_mp_get_u64(m, JH__AL_K_FP_SET_END, &u))
-        fn.fp_set_end = (uint32_t)u;
-    if (jhr_mp_get(m, JH__AL_K_CFI, &v) == 0 && v.t == JHR_MP_BIN) {
-        fn.cfi = v.p;
-        fn.cfi_len = v.n;
-    }
+    if (jhr_mp_get_u64(m, JH__AL_K_PROLOGUE_END, &u) && u < fn.size)
+        fn.prologue_end = (uint32_t)u;
+    get_unwind(m, &fn);
     if (jhr_mp_get(m, JH__AL_K_FILES, &v) == 0 && v.t == JHR_MP_ARRAY && v.n) {
         fn.files = calloc(v.n, sizeof *fn.files);
         const uint8_t *it = v.p;
@@ -422,6 +485,10 @@ void jhr_al_free(struct jhr_al *lf)
         free(fn->files);
         free(fn->lines);
         free(fn->patched);
+        free(fn->symbol);
+        free(fn->cfa_steps);
+        free(fn->saved_regs);
+        free(fn->epilogues);
     }
     for (size_t i = 0; i < lf->nmems; i++)
         free(lf->mems[i].hint);

@@ -47,6 +47,14 @@ struct jhr_al_fn {
     uint32_t fp_push_end, fp_set_end;
     const uint8_t *cfi;
     uint32_t cfi_len;
+    char *symbol;                   /* NULL: the name serves */
+    uint32_t prologue_end;          /* 0: not given */
+    uint32_t cfa_offset;            /* frameless */
+    uint32_t ncfa_steps, nsaved_regs, nepilogues;
+    struct jh_cfa_step *cfa_steps;
+    struct jh_saved_reg *saved_regs;
+    struct jh_epilogue *epilogues;  /* frame_pointer */
+    uint64_t personality, lsda;     /* 0: none */
     uint32_t nmoves, npatches;
     size_t rec;                     /* index of its code_add record */
     size_t rm_rec;                  /* index of its code_remove record, SIZE_MAX if none */
