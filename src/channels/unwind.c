@@ -58,13 +58,40 @@
 #include "fmt/cfi.h"
 
 JH__LOCK_DEFINE(, jh__uw_lock, "unwind")
+#define SHADOWED 1              /* unwind_add: left to the unwind info already there */
 struct jh__uw_state jh__uw = { .max_fdes = 8192, .max_runs = 64, .grace_ns = GRACE_NS,
                                .dyn_delay_ns = DYN_DELAY_NS };
 
 /* ---- one function --------------------------------------------------------------------- */
+/* The index of this CIE in jh__uw.cies, added if new: one per personality, a few at most. */
+static int cie_index(const uint8_t *cie, size_t len, uint32_t *k)
+{
+    if (len > sizeof jh__uw.cies[0].b)
+        return -EPROTO;
+    for (size_t i = 0; i < jh__uw.ncies; i++)
+        if (jh__uw.cies[i].len == len && !memcmp(jh__uw.cies[i].b, cie, len)) {
+            *k = (uint32_t)i;
+            return 0;
+        }
+    if (jh__uw.ncies == jh__uw.ciecap) {
+        size_t cap = jh__uw.ciecap ? 2 * jh__uw.ciecap : 4;
+        struct uw_cie *c = realloc(jh__uw.cies, cap * sizeof *c);
+        if (!c)
+            return -ENOMEM;
+        jh__uw.cies = c;
+        jh__uw.ciecap = cap;
+    }
+    memcpy(jh__uw.cies[jh__uw.ncies].b, cie, len);
+    jh__uw.cies[jh__uw.ncies].len = (uint32_t)len;
+    *k = (uint32_t)jh__uw.ncies++;
+    return 0;
+}
+
+/* The function's own run: its CIE (the one run of one function has one), its FDE and the
+ * terminator, absolute pointers, personality and LSDA included. */
 static int fn_encode(struct uw_fn *u, const struct jh__entry *e)
 {
-    struct jh__cfi_opts o = { .ptr = JH__CFI_ABS };
+    struct jh__cfi_opts o = { .ptr = JH__CFI_ABS, .personality = true };
     struct jh__cfi_index idx;
     struct jh__buf b = { 0 };
     int n = jh__cfi_eh_frame(&b, &o, &e->fn, 1, &idx);
@@ -72,21 +99,17 @@ static int fn_encode(struct uw_fn *u, const struct jh__entry *e)
         jh__buf_free(&b);
         return n;
     }
-    size_t cie_len = 4 + (size_t)rd32(b.p);
     u->run = b.p;
     u->run_len = (uint32_t)b.len;
     u->fde_off = (uint32_t)idx.off;
     u->fde_len = 4 + rd32(b.p + idx.off);
-    if (cie_len > sizeof jh__uw.cie || u->fde_off + (size_t)u->fde_len > b.len) {
+    /* The CIE this FDE points back to (the run's only one). */
+    size_t cie_off = idx.off + 4 - (size_t)rd32(b.p + idx.off + 4);
+    int err = u->fde_off + (size_t)u->fde_len > b.len || cie_off >= idx.off ? -EPROTO :
+              cie_index(b.p + cie_off, 4 + (size_t)rd32(b.p + cie_off), &u->cie);
+    if (err) {
         free(u->run);
-        return -EPROTO;
-    }
-    if (!jh__uw.cie_len) {
-        memcpy(jh__uw.cie, b.p, cie_len);
-        jh__uw.cie_len = cie_len;
-    } else if (cie_len != jh__uw.cie_len || memcmp(jh__uw.cie, b.p, cie_len)) {
-        free(u->run);
-        return -EPROTO;         /* runs share one CIE: the encoder changed under us */
+        return err;
     }
     return 1;
 }
@@ -97,6 +120,32 @@ static void fn_unregister(struct uw_fn *u)
         jh__uw.dereg_frame(u->run);
     if (jh__uw.llvm)
         jh__uw.llvm_remove((uintptr_t)(u->run + u->fde_off));
+}
+
+/* Is there unwind information for pc that is not ours: a JIT's own __register_frame (LuaJIT
+ * registers one FDE, with its personality, over each machine-code area), a loaded object?
+ * In grouped mode an FDE of our own runs (a dead one, where code comes back) is ours; in
+ * per-function mode an FDE of ours there belongs to another context's live code, and is
+ * left alone just the same. */
+static bool foreign_fde(const void *(*find)(void *, void *), uintptr_t pc)
+{
+    void *bases[3];             /* struct dwarf_eh_bases: tbase, dbase, func */
+    const void *fde = find((void *)pc, bases);
+    return fde && !(grouped() && jh__uw_run_holds(pc, fde));
+}
+
+/* Registering u would shadow what the process already has: an unwinder finds one FDE per
+ * pc, and ours would hide the JIT's own (and its personality: a Lua error thrown through a
+ * LuaJIT trace then skips LuaJIT's trace exit, and the VM is corrupt after pcall). Looked
+ * up at both ends of the code, with each unwinder fed. */
+static bool shadows(const struct uw_fn *u)
+{
+    const uintptr_t pc[2] = { u->start, u->end - 1 };
+    for (int i = 0; i < 2; i++)
+        if ((jh__uw.find_fde_gcc && foreign_fde(jh__uw.find_fde_gcc, pc[i])) ||
+            (jh__uw.find_fde_llvm && foreign_fde(jh__uw.find_fde_llvm, pc[i])))
+            return true;
+    return false;
 }
 
 static int fn_register(struct uw_fn *u)
@@ -178,9 +227,14 @@ static int unwind_add(void *state, struct jh__entry *e)
     int n = fn_encode(u, e);
     int err = n < 0 ? n : 0;
     size_t far = jh__uw.far;
+    bool shadow = n == 1 && shadows(u);
+    if (shadow) {
+        jh__uw.shadowed++;
+        err = SHADOWED;
+    }
     if (n == 0 && grouped())
         err = jh__uw_group_clear(u->start, u->end);
-    if (n == 1 && !(err = fn_register(u))) {
+    if (n == 1 && !err && !(err = fn_register(u))) {
         u->owner = c;
         u->next = c->live;
         if (c->live)
@@ -196,6 +250,14 @@ static int unwind_add(void *state, struct jh__entry *e)
     bool now_far = jh__uw.far != far && far == 0;
     jh__unlock(&jh__uw_lock);
     free(u);
+    if (err == SHADOWED) {
+        if (!c->told_shadow)
+            jh__diag(c->env->diag, JH_LOG_INFO, "unwind: %s at %p already has unwind "
+                     "information in this process (the JIT's own registration?): left to it, "
+                     "as for all such code (docs/unwind.md)", e->fn.name, (void *)e->node.start);
+        c->told_shadow = true;
+        err = 0;
+    }
     if (now_far)
         jh__diag(c->env->diag, JH_LOG_WARN, "unwind: could not place unwind tables within 2 GiB of "
                 "code at %p: libunwind will not see it", (void *)e->node.start);

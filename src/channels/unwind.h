@@ -55,10 +55,17 @@ struct uw_fn {
     uintptr_t start, end;
     uint8_t *run;               /* CIE + FDE + terminator from the CFI encoder; NULL once dead */
     uint32_t run_len, fde_off, fde_len;
+    uint32_t cie;               /* its CIE: index into jh__uw.cies */
     bool dead;
     struct uw_seg *seg;         /* NULL when runs are not grouped */
     struct uw_ctx *owner;
     struct uw_fn *prev, *next;  /* owner's live functions */
+};
+
+/* A CIE, as the encoder wrote it (fmt/cfi.c: 48 bytes at most). */
+struct uw_cie {
+    uint8_t b[64];
+    uint32_t len;
 };
 
 /* One registered run: what libgcc and libunwind read. */
@@ -82,6 +89,7 @@ struct uw_seg {
 struct uw_ctx {
     const struct jh__chan_env *env;
     struct uw_fn *live;
+    bool told_shadow;           /* the diagnostic about code left to another's FDE, once */
 };
 
 struct uw_retired {
@@ -113,8 +121,12 @@ struct jh__uw_state {
     struct uw_queue retired;    /* freed grace_ns after retirement */
     struct uw_queue uncancel;   /* libunwind entries to unlink dyn_delay_ns after release */
     uint64_t grace_ns, dyn_delay_ns;
-    uint8_t cie[64];
-    size_t cie_len;
+    struct uw_cie *cies;        /* the distinct CIEs ever used (one per personality), */
+    size_t ncies, ciecap;       /* which runs copy in front of their FDEs */
+    /* Never shadow: each unwinder's own lookup, asked before registering (unwind.c). */
+    const void *(*find_fde_gcc)(void *pc, void *bases);
+    const void *(*find_fde_llvm)(void *pc, void *bases);
+    size_t shadowed;            /* functions left to the unwind info already there */
     size_t max_fdes, max_runs;
     size_t live, dead, far;
     struct uw_chunk *chunk[NCHUNK];     /* open for carving */
@@ -148,5 +160,6 @@ int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add);
 int jh__uw_group_add(struct uw_fn *u);
 int jh__uw_group_clear(uintptr_t start, uintptr_t end);
 int jh__uw_group_remove(struct uw_fn *u);
+bool jh__uw_run_holds(uintptr_t pc, const void *p);
 
 #endif

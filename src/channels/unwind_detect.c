@@ -40,6 +40,20 @@ static int probe_list(void)
     return 0;                   /* the b-tree refused run 1 and has just dropped run 0 */
 }
 
+/* _Unwind_Find_FDE of the library that holds sym (LLVM's libunwind has its own, which
+ * sees what __unw_add_dynamic_fde and its __register_frame registered), or NULL. */
+static void *find_fde_of(void *sym)
+{
+    Dl_info info;
+    if (!dladdr(sym, &info) || !info.dli_fname)
+        return NULL;
+    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    void *f = h ? dlsym(h, "_Unwind_Find_FDE") : NULL;
+    if (h)
+        dlclose(h);             /* NOLOAD took a reference: the library stays loaded */
+    return f;
+}
+
 /*
  * Which unwinders to feed. A process may hold both libgcc_s (libstdc++'s exceptions,
  * glibc's backtrace) and LLVM's libunwind (a library built with clang/libc++): each only
@@ -57,6 +71,8 @@ void jh__uw_detect(void)
     *(void **)&jh__uw.llvm_add = dlsym(RTLD_DEFAULT, "__unw_add_dynamic_fde");
     *(void **)&jh__uw.llvm_remove = dlsym(RTLD_DEFAULT, "__unw_remove_dynamic_fde");
     jh__uw.llvm = jh__uw.llvm_add && jh__uw.llvm_remove && (!jh__uw.forced || jh__uw.forced == JH__UW_LLVM);
+    if (jh__uw.llvm)
+        jh__uw.find_fde_llvm = find_fde_of((void *)jh__uw.llvm_add);
     if (jh__uw.forced == JH__UW_LLVM)
         return;
     /* A C program may not have libgcc_s loaded yet: glibc's backtrace() dlopens the same
@@ -74,6 +90,9 @@ void jh__uw_detect(void)
     *(void **)&jh__uw.dereg_frame = dlsym(h, "__deregister_frame");
     if (!jh__uw.reg_info || !jh__uw.dereg_info || !jh__uw.reg_frame || !jh__uw.dereg_frame)
         return;
+    *(void **)&jh__uw.find_fde_gcc = dlsym(h, "_Unwind_Find_FDE");
+    if (jh__uw.find_fde_gcc == jh__uw.find_fde_llvm)
+        jh__uw.find_fde_llvm = NULL;    /* one library: ask it once */
     int list = probe_list();
     if (list < 0)
         return;
@@ -110,6 +129,7 @@ void jh__unwind_get_stats(struct jh__unwind_stats *st)
     st->fdes_copied = jh__uw.copied;
     st->rebuilds = jh__uw.rebuilds;
     st->retired = jh__uw.retired.len - jh__uw.retired.head + jh__uw.uncancel.len - jh__uw.uncancel.head;
+    st->shadowed = jh__uw.shadowed;
     jh__unlock(&jh__uw_lock);
 }
 

@@ -9,29 +9,48 @@
 
 struct uw_img *jh__uw_img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintptr_t hi)
 {
-    struct uw_img *im = calloc(1, sizeof *im);
-    if (!im)
+    /* The CIEs this run's FDEs point to, copied in front of them: cie_at[k] is CIE k's
+     * offset in the run plus one, 0 while unused. One CIE in the common case. */
+    size_t one, *cie_at = jh__uw.ncies <= 1 ? &one : calloc(jh__uw.ncies, sizeof *cie_at);
+    struct uw_img *im = cie_at ? calloc(1, sizeof *im) : NULL;
+    if (!im) {
+        if (cie_at != &one)
+            free(cie_at);
         return NULL;
-    size_t len = jh__uw.cie_len + 4;
-    for (size_t i = 0; i < n; i++)
+    }
+    one = 0;
+    size_t len = 4;
+    for (size_t i = 0; i < n; i++) {
+        if (!cie_at[fn[i]->cie]) {
+            cie_at[fn[i]->cie] = 1;
+            len += jh__uw.cies[fn[i]->cie].len;
+        }
         len += fn[i]->fde_len;
+    }
     bool near;
     im->buf = jh__uw_img_alloc(im, len, lo, hi, &near);
-    if (!im->buf) {
-        free(im);
+    if (!im->buf || (jh__uw.dyn && near && !(im->table = malloc(n * 2 * sizeof *im->table)))) {
+        if (im->buf)
+            jh__uw_img_free(im);
+        else
+            free(im);
+        if (cie_at != &one)
+            free(cie_at);
         return NULL;
     }
     im->len = len;
-    if (jh__uw.dyn && near && !(im->table = malloc(n * 2 * sizeof *im->table))) {
-        jh__uw_img_free(im);
-        return NULL;
-    }
     uintptr_t base = (uintptr_t)im->buf;
-    memcpy(im->buf, jh__uw.cie, jh__uw.cie_len);
-    size_t at = jh__uw.cie_len;
+    size_t at = 0;
+    for (size_t k = 0; k < (jh__uw.ncies ? jh__uw.ncies : 1); k++) {
+        if (!cie_at[k])
+            continue;
+        memcpy(im->buf + at, jh__uw.cies[k].b, jh__uw.cies[k].len);
+        cie_at[k] = at + 1;
+        at += jh__uw.cies[k].len;
+    }
     for (size_t i = 0; i < n; i++) {
         memcpy(im->buf + at, fn[i]->run + fn[i]->fde_off, fn[i]->fde_len);
-        wr32(im->buf + at + 4, (uint32_t)(at + 4));     /* CIE pointer: back to offset 0 */
+        wr32(im->buf + at + 4, (uint32_t)(at + 4 - (cie_at[fn[i]->cie] - 1)));  /* to its CIE */
         if (im->table) {
             im->table[2 * i] = (int32_t)(int64_t)(fn[i]->start - base);
             im->table[2 * i + 1] = (int32_t)at;
@@ -39,6 +58,8 @@ struct uw_img *jh__uw_img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintp
         at += fn[i]->fde_len;
     }
     wr32(im->buf + at, 0);
+    if (cie_at != &one)
+        free(cie_at);
     if (im->table) {
         im->di.start_ip = lo;
         im->di.end_ip = hi;
@@ -256,13 +277,14 @@ int jh__uw_group_add(struct uw_fn *u)
     if (i1 > i0 && overlapping(i0, i1, u->start, u->end) & 2)
         return JH_EOVERLAP;
     /* The same function again where it was removed (a recompile landing on the same
-     * addresses, a code cache reloaded): the run still holds its FDE, byte for byte. */
+     * addresses, a code cache reloaded): the run still holds its FDE, byte for byte, and
+     * the same CIE (the same personality). */
     if (i1 == i0 + 1) {
         struct uw_seg *s = jh__uw.seg[i0];
         size_t j = fn_lower(s, u->start);
         struct uw_fn *d = j < s->n ? s->fn[j] : NULL;
         if (d && d->dead && d->run && d->start == u->start && d->end == u->end &&
-            d->fde_len == u->fde_len &&
+            d->cie == u->cie && d->fde_len == u->fde_len &&
             !memcmp(d->run + d->fde_off, u->run + u->fde_off, u->fde_len)) {
             s->fn[j] = u;
             u->seg = s;
@@ -308,3 +330,13 @@ int jh__uw_group_remove(struct uw_fn *u)
     return 0;
 }
 
+
+/* Is p inside the registered run whose range holds pc? */
+bool jh__uw_run_holds(uintptr_t pc, const void *p)
+{
+    size_t i = seg_upper(pc);
+    if (i >= jh__uw.nseg || jh__uw.seg[i]->lo > pc || !jh__uw.seg[i]->img)
+        return false;
+    const struct uw_img *im = jh__uw.seg[i]->img;
+    return (const uint8_t *)p >= im->buf && (const uint8_t *)p < im->buf + im->len;
+}

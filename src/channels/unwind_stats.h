@@ -30,6 +30,7 @@ struct jh__unwind_stats {
     uint64_t fdes_copied;       /* FDE copies made while (re)building runs, ever */
     uint64_t rebuilds;          /* runs built, ever */
     size_t retired;             /* old runs waiting for their grace period */
+    size_t shadowed;            /* functions left to unwind info the process already had */
 };
 
 void jh__unwind_get_stats(struct jh__unwind_stats *st);
