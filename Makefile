@@ -6,6 +6,7 @@ PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 BINDIR  ?= $(PREFIX)/bin
+LUADIR  ?= $(PREFIX)/share/lua/5.1
 CC      ?= cc
 CXX     ?= c++
 OPT     ?= -O2
@@ -238,10 +239,14 @@ install: all
 	    -e 's|@VERSION@|$(shell sed -n 's/^#define JH_VERSION_STRING "\(.*\)"/\1/p' include/jitherald.h)|' \
 	    jitherald.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(LUADIR)
+	sed -e 's|@LIBDIR@|$(LIBDIR)|' adapters/luajit/jitherald.lua > $(DESTDIR)$(LUADIR)/jitherald.lua
+	chmod 644 $(DESTDIR)$(LUADIR)/jitherald.lua
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/jitherald.h $(DESTDIR)$(LIBDIR)/libjitherald.* \
-	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald \
+	    $(DESTDIR)$(LUADIR)/jitherald.lua
 
 clean:
 	rm -rf build build-*
@@ -258,4 +263,4 @@ help:
 	@echo "make win64-tests   the Windows programs make test runs under Wine"
 	@echo "make bench-win64   the Windows unwind benchmark under Wine"
 	@echo "make report-demo   the audit log HTML report of the demo, and its screenshot"
-	@echo "make install PREFIX=/usr/local"
+	@echo "make install PREFIX=/usr/local   (LuaJIT adapter: \$$PREFIX/share/lua/5.1/jitherald.lua)"

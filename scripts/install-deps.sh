@@ -2,8 +2,8 @@
 # Installs what building and testing jitherald needs on Debian 12 (run as root or via sudo).
 # The library itself needs only libc; the rest is the tools we test against (perf, gdb,
 # lldb, valgrind, libunwind, LLVM for the GDB benchmark's peer, Chromium for the audit
-# log's HTML report, mingw-w64 and Wine for the Windows build and its tests) and the
-# libraries the offline CLI uses (libdw, capstone, msgpack-c).
+# log's HTML report, mingw-w64 and Wine for the Windows build and its tests, LuaJIT for its
+# adapter) and the libraries the offline CLI uses (libdw, capstone, msgpack-c).
 set -euo pipefail
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -13,7 +13,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential g++ clang make pkg-config binutils file procps psmisc util-linux \
     gdb lldb valgrind linux-perf \
     llvm-14 llvm-14-dev libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev \
-    chromium fonts-dejavu-core \
+    chromium fonts-dejavu-core luajit \
     g++-mingw-w64-x86-64-win32 wine wine64 >/dev/null
 # perf record as a normal user needs perf_event_paranoid <= 2 (Debian ships 3).
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 0)" -gt 2 ]; then

@@ -17,6 +17,9 @@
 #                   sets WIN (the Windows test programs) and a Wine prefix of our own
 #   run_win NAME EXE ARGS...   runs a Windows program under Wine, stdout to $T/NAME.out and
 #                   stderr to $T/NAME.err (CRLF made LF); its exit status
+#   luajit_adapter  after it, `luajit -l jitherald` loads adapters/luajit/jitherald.lua of
+#                   this tree with this build's library; LUAJIT_SCRIPTS is where the tests'
+#                   Lua scripts are; PID_EXEC runs a command with its pid in a file
 set -eu
 R=${JH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 B=${JH_BUILD:-$R/${BUILD:-build}}
@@ -97,3 +100,14 @@ run_win() { # NAME EXE ARGS...
     sed -i 's/\r$//' "$T/$name.out" "$T/$name.err"     # text mode: CRLF
     return $rc
 }
+# LuaJIT with this tree's adapter and library (the scripts the tests run are in
+# tests/integration/luajit/).
+LUAJIT_SCRIPTS=$R/tests/integration/luajit
+luajit_adapter() {
+    require_tool luajit luajit
+    export JITHERALD_LIB=$B/libjitherald.so.0 LUA_PATH="$R/adapters/luajit/?.lua;;"
+}
+# `sh -c "$PID_EXEC" FILE cmd...` runs cmd with its pid written to FILE first (it execs, so
+# timeout and perf can wrap it): its perf map is /tmp/perf-$(cat FILE).map, which the
+# caller removes.
+PID_EXEC='echo $$ >"$0"; exec "$@"'

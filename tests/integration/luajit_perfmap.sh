@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# `JITHERALD=perfmap luajit -l jitherald` and plain `perf record`: perf report names the
+# hot trace "TRACE_1 hot.lua:7" (the perf map is read at report time), and the map holds one
+# line per trace -jv printed, each named TRACE_<n> <its -jv location>.
+. "$(dirname "$0")/lib.sh"
+require_tool perf linux-perf
+luajit_adapter
+private_perf_cache
+cd "$LUAJIT_SCRIPTS"
+JITHERALD=perfmap perf record -q -e cpu-clock -F 5000 -o "$T/perf.data" -- \
+    luajit -jv -l jitherald hot.lua 20 >"$T/out" 2>"$T/jv" || fail "perf record: $(cat "$T/jv")"
+pid=$(perf report -i "$T/perf.data" --stdio --sort pid 2>/dev/null | grep -Eo '[0-9]+:luajit' | head -1) || true
+pid=${pid%%:*}
+map=/tmp/perf-$pid.map
+[ -n "$pid" ] && [ -f "$map" ] || fail "no perf map for pid '$pid'"
+at_exit "rm -f $map"
+grep -q '^total	true$' "$T/out" || fail "script output: $(cat "$T/out")"
+# every trace -jv reported, under the same name
+n=0
+while read -r tr loc; do
+    grep -Eq "^[0-9a-f]+ [0-9a-f]+ TRACE_$tr $loc\$" "$map" || fail "TRACE_$tr $loc not in the map: $(cat "$map")"
+    n=$((n + 1))
+done < <(sed -nE 's/^\[TRACE +([0-9]+) (\([0-9]+\/[0-9]+\) )?([^ ]+).*/\1 \3/p' "$T/jv")
+[ "$n" -ge 2 ] || fail "expected a root and a side trace, -jv said: $(cat "$T/jv")"
+grep -q ' LuaJIT exit stubs 0-31$' "$map" || fail "exit stubs not named"
+perf report -i "$T/perf.data" --stdio --sort sym 2>/dev/null >"$T/report"
+top=$(grep -E '^ +[0-9.]+%' "$T/report" | head -1)
+echo "$top" | grep -q 'TRACE_1 hot.lua:7$' || { head -30 "$T/report"; fail "top symbol is not TRACE_1: $top"; }
+echo "ok: $n traces named, top: $top"

@@ -1,0 +1,32 @@
+/*
+ * luajit_abi.c — the layout of the public structs the LuaJIT adapter declares through the
+ * FFI, as the C compiler sees it: "struct field offset" per line, then "struct - size"
+ * (tests/integration/luajit_abi.sh prints the same from LuaJIT's FFI and compares).
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "jitherald.h"
+
+#define F(s, f) printf("%s %s %zu\n", #s, #f, offsetof(struct s, f))
+#define S(s) printf("%s - %zu\n", #s, sizeof(struct s))
+
+int main(void)
+{
+    F(jh_options, sz); F(jh_options, channels); F(jh_options, dir); F(jh_options, engine);
+    F(jh_options, flags); F(jh_options, log); F(jh_options, log_arg); F(jh_options, gdb_batch);
+    F(jh_options, auditlog_limit); S(jh_options);
+    F(jh_line, offset); F(jh_line, line); F(jh_line, column); F(jh_line, file); S(jh_line);
+    F(jh_cfa_step, offset); F(jh_cfa_step, cfa_offset); S(jh_cfa_step);
+    F(jh_saved_reg, reg); F(jh_saved_reg, cfa_offset); S(jh_saved_reg);
+    F(jh_epilogue, start); F(jh_epilogue, end); S(jh_epilogue);
+    F(jh_code, sz); F(jh_code, name); F(jh_code, start); F(jh_code, size); F(jh_code, files);
+    F(jh_code, nfiles); F(jh_code, lines); F(jh_code, nlines); F(jh_code, unwind);
+    F(jh_code, fp_push_end); F(jh_code, fp_set_end); F(jh_code, cfi); F(jh_code, cfi_len);
+    F(jh_code, symbol); F(jh_code, prologue_end); F(jh_code, cfa_offset);
+    F(jh_code, ncfa_steps); F(jh_code, cfa_steps); F(jh_code, saved_regs);
+    F(jh_code, nsaved_regs); F(jh_code, nepilogues); F(jh_code, epilogues);
+    F(jh_code, personality); F(jh_code, lsda); S(jh_code);
+    F(jh_attr, key); F(jh_attr, kind); F(jh_attr, v); S(jh_attr);
+    return 0;
+}
