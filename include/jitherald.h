@@ -184,10 +184,13 @@ struct jh_saved_reg {
 struct jh_epilogue {
     uint32_t start, end;
 };
-/* On Windows x64 the unwind channel turns these into UNWIND_INFO: FRAME_POINTER always;
- * CFI when Windows unwind codes can say it (a fixed frame, registers pushed before the
- * frame pointer is set: docs/windows.md), else the function gets none and a warning names
- * the row, while jh_code_add still succeeds; NONE registers nothing (a leaf to Windows). */
+/* On Windows x64 the unwind channel turns these into UNWIND_INFO: FRAME_POINTER always
+ * (epilogues need nothing there: Windows reads them from the instructions); CFI and
+ * FRAMELESS when Windows unwind codes can say it (a fixed frame, registers pushed before
+ * the frame pointer is set: docs/windows.md; not code running inside a host's frame),
+ * else the function gets none and a warning names the row, while jh_code_add still
+ * succeeds; NONE registers nothing (a leaf to Windows). Personalities are not passed on:
+ * a DWARF personality routine is no Windows language handler. */
 
 /*
  * A piece of machine code. Zero-initialise, set .sz = sizeof(struct jh_code).

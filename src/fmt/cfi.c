@@ -318,6 +318,20 @@ static void put_fde_insns(struct out *w, int arch, const struct jh__func *f)
     }
 }
 
+int jh__cfi_fde_insns(struct jh__buf *b, int arch, const struct jh__func *f)
+{
+    if (!b || !f || !func_ok(f))
+        return -EINVAL;
+    struct out w = { b, 0 };
+    size_t at = b->len;
+    put_fde_insns(&w, arch ? arch : JH__CFI_HOST, f);
+    if (b->err) {
+        b->len = at;
+        return b->err;
+    }
+    return 0;
+}
+
 /* length, CIE pointer, pc_begin, pc_range, augmentation data (the LSDA, if its CIE says
  * so), instructions, padding */
 static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,

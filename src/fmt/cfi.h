@@ -117,6 +117,11 @@ size_t jh__cfi_eh_frame_size_p(const struct jh__cfi_opts *o, const struct jh__fu
 int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
                        const struct jh__func *const *f, size_t n, struct jh__cfi_index *idx);
 
+/* Append f's FDE instructions alone (what follows the CIE's rules; no padding) for arch
+ * (0: the host's): the DWARF form of a FRAME_POINTER or FRAMELESS description, or a CFI
+ * one's bytes. 0, or -EINVAL for a bad description (nothing appended), -ENOMEM. */
+int jh__cfi_fde_insns(struct jh__buf *b, int arch, const struct jh__func *f);
+
 /* Size of an .eh_frame_hdr with nfde table entries: 12 + 8 * nfde. */
 size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
 

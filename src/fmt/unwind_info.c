@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fmt/cfa.h"
+#include "fmt/cfi.h"
 
 enum { DW_RSP = 7, DW_RA = 16, DW_XMM0 = 17, NREG = 33, MAX_CODES = 64, MAX_DEPTH = 8,
        MAX_PREFIX = 64 };
@@ -385,14 +386,32 @@ int jh__uwi_encode(struct jh__buf *b, const struct jh__func *f, struct jh__uwi_e
     t.prefix[t.nprefix].reg = DW_RSP;
     t.prefix[t.nprefix++].off = 8;
     int r;
+    struct jh__func g;
+    struct jh__buf insns = { 0 };
+    if (f->unwind == JH_UNWIND_FRAMELESS) {
+        /* the same rows as DWARF (fmt/cfi.c), translated as raw CFI would be: a frameless
+         * function entered by a call works, code inside a host frame has no Windows form */
+        if ((r = jh__cfi_fde_insns(&insns, JH__CFI_X86_64, f)) < 0)
+            return r;
+        g = *f;
+        g.unwind = JH_UNWIND_CFI;
+        g.cfi = insns.p;
+        g.cfi_len = insns.len;
+        f = &g;
+        if (!g.cfi_len) {               /* CFA = rsp+8 throughout: a leaf */
+            jh__buf_free(&insns);
+            return 0;
+        }
+    }
     if (f->unwind == JH_UNWIND_FRAME_POINTER)
         r = translate_fp(&t, f);
     else if (f->unwind == JH_UNWIND_CFI && f->cfi && f->cfi_len)
         r = translate_cfi(&t, f);
     else
-        return -EINVAL;
+        r = -EINVAL;
     if (r == 0 && f->unwind == JH_UNWIND_CFI)
         r = resolve_saves(&t);
+    jh__buf_free(&insns);
     if (r < 0)
         return r;
     int slots = 0;

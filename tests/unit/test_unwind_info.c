@@ -269,6 +269,33 @@ static void test_refusals(void)
     CHECK_EQ(encode(&f, out, &n, NULL), -EINVAL);
 }
 
+/* JH_UNWIND_FRAMELESS goes through the same translation as CFI: a function entered by a
+ * call (CFA = rsp+8) that allocates its frame is expressible; code running inside a
+ * host's frame (a LuaJIT trace: CFA = rsp+96 at its first byte, registers the host saved)
+ * has no Windows form. */
+static void test_frameless(void)
+{
+    static const struct jh_cfa_step steps[] = { { 4, 56 }, { 40, 8 } };
+    struct jh__func f = { .start = 0x10000, .size = 64, .name = "f",
+                          .unwind = JH_UNWIND_FRAMELESS, .cfa_offset = 8, .cfa_steps = steps,
+                          .ncfa_steps = 2 };
+    static const char *const rd[] = { "PrologSize: 4", "0x04: ALLOC_SMALL size=48", NULL };
+    agree("frameless: an allocation, freed before the end", &f,
+          "\tsub $48,%rsp\n\t.seh_stackalloc 48", rd);
+    static const struct jh_saved_reg regs[] = { { RBX, -16 } };
+    struct jh__func leaf = { .start = 0x10000, .size = 16, .name = "leaf",
+                             .unwind = JH_UNWIND_FRAMELESS, .cfa_offset = 8 };
+    uint8_t out[64];
+    size_t n;
+    CHECK_EQ(encode(&leaf, out, &n, NULL), 0);     /* nothing to say: a leaf */
+    static const struct jh_cfa_step tsteps[] = { { 4, 112 } };
+    struct jh__func trace = { .start = 0x10000, .size = 64, .name = "trace",
+                              .unwind = JH_UNWIND_FRAMELESS, .cfa_offset = 96,
+                              .cfa_steps = tsteps, .ncfa_steps = 1, .saved_regs = regs,
+                              .nsaved_regs = 1 };
+    refused("code inside a host frame", &trace, 0, 0, "before the first instruction");
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir))
@@ -281,6 +308,7 @@ int main(void)
     test_frame_pointer();
     test_cfi_prologues();
     test_refusals();
+    test_frameless();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     free(capture(cmd, NULL));
