@@ -129,7 +129,9 @@ local function vm_frame(vm_addr)
   if jit.arch ~= "x64" or ffi.os == "Windows" or not vm_addr then return nil end
   local addr = vm_addr
   local bases = ffi.new("void *[3]")
-  local ok, fde = pcall(function() return ffi.C._Unwind_Find_FDE(ffi.cast("const void *", addr), bases) end)
+  local ok, fde = pcall(function()
+    return ffi.C._Unwind_Find_FDE(ffi.cast("const void *", addr), bases)
+  end)
   if not ok or fde == nil then return nil end
   local p = ffi.cast("const uint8_t *", fde)
   local len = ffi.cast("const uint32_t *", p)[0]
@@ -242,7 +244,7 @@ end
 local id_out = ffi.new("uint64_t[1]")
 local code                -- one struct jh_code, reused (made once the type is declared)
 
-local function announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps)
+local function announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe)
   ffi.fill(code, ffi.sizeof(code))
   code.sz = ffi.sizeof(code)
   code.name = name
@@ -253,6 +255,7 @@ local function announce(name, addr, size, files, lines, nlines, cfa, steps, nste
     code.nfiles = files.n
     code.lines = lines
     code.nlines = nlines
+    code.prologue_end = pe or 0   -- where `break` stops: the trace's frame is set up
   end
   if cfa then
     code.unwind = JH_UNWIND_FRAMELESS
@@ -348,8 +351,24 @@ end
 -- there (a call's return address then has the call's line), the exit branch itself its
 -- snapshot's line.
 
+-- The line of func's bytecode pc, cached (funcinfo builds a table of 15 fields a call).
+local line_cache = setmetatable({}, { __mode = "k" })
+local function line_of(func, pc)
+  local c = line_cache[func]
+  if not c then
+    c = {}
+    line_cache[func] = c
+  end
+  local l = c[pc]
+  if not l then
+    l = funcinfo(func, pc).currentline or 0
+    c[pc] = l
+  end
+  return l
+end
+
 local function rec_loc(rec, i)
-  return source_of(rec.func[i]), funcinfo(rec.func[i], rec.pc[i]).currentline
+  return source_of(rec.func[i]), line_of(rec.func[i], rec.pc[i])
 end
 
 -- The last record that began at or before ref.
@@ -376,6 +395,7 @@ local function rec_first(rec, s, e)
 end
 
 local Cfiles = {}        -- interned C file-name arrays per set of names
+local line_buf, line_cap = nil, 0
 
 local function line_table(tr, st, mc, addr, loop, nexit)
   local src0 = source_of(st.func)
@@ -414,8 +434,9 @@ local function line_table(tr, st, mc, addr, loop, nexit)
       for _, b in ipairs(branches) do
         if b[1] >= loop and not copy_of[b[3]] then
           local k, j = b[3], cursor
-          while j < nexit and (ref[j] or 0) < (ref[k] or 0) and slots[j] ~= slots[k] do j = j + 1 end
-          if j < nexit and slots[j] == slots[k] and (ref[j] or 0) < (ref[k] or 0) then
+          local rk = ref[k] or 0
+          while j < nexit and (ref[j] or 0) < rk and slots[j] ~= slots[k] do j = j + 1 end
+          if j < nexit and slots[j] == slots[k] and (ref[j] or 0) < rk then
             copy_of[k] = j
             cursor = j + 1
           end
@@ -447,11 +468,14 @@ local function line_table(tr, st, mc, addr, loop, nexit)
     cf = { c = c, n = #files, keep = keep }
     Cfiles[key] = cf
   end
-  local lines = ffi.new("struct jh_line[?]", #rows)
+  if #rows > line_cap then                      -- one buffer, reused: jh_code_add copies it
+    line_cap = math.max(#rows, 2 * line_cap)
+    line_buf = ffi.new("struct jh_line[?]", line_cap)
+  end
+  local lines = line_buf
   for i, r in ipairs(rows) do
-    lines[i - 1].offset = r[1]
-    lines[i - 1].line = r[2]
-    lines[i - 1].file = r[3]
+    local l = lines[i - 1]
+    l.offset, l.line, l.column, l.file = r[1], r[2], 0, r[3]
   end
   return cf, lines, #rows
 end
@@ -463,7 +487,7 @@ end
 local function frame_steps(mc, parent_spadj, is_side)
   if is_side and not parent_spadj then return nil end
   local size = #mc
-  local steps, n = ffi.new("struct jh_cfa_step[2]"), 0
+  local steps, n, head = ffi.new("struct jh_cfa_step[2]"), 0, false
   local entry = parent_spadj or 0
   -- the tail of a trace that does not loop: add rsp,+N; jmp rel32
   local tail_imm
@@ -480,6 +504,7 @@ local function frame_steps(mc, parent_spadj, is_side)
       spadj = -v
       steps[n].offset, steps[n].cfa_offset = l, vm_cfa + spadj
       n = n + 1
+      head = true
     else
       spadj = 0
     end
@@ -499,6 +524,7 @@ local function frame_steps(mc, parent_spadj, is_side)
       if not found then return nil end
       steps[n].offset, steps[n].cfa_offset = found, vm_cfa + spadj
       n = n + 1
+      head = true
     end
   end
   if tail_imm then
@@ -506,7 +532,7 @@ local function frame_steps(mc, parent_spadj, is_side)
     steps[n].offset, steps[n].cfa_offset = size - 5, vm_cfa
     n = n + 1
   end
-  return spadj, vm_cfa + entry, steps, n
+  return spadj, vm_cfa + entry, steps, n, head
 end
 
 -- ---- the events ----------------------------------------------------------------------
@@ -560,7 +586,8 @@ local function find_vm_frame()
       saved_regs_c[i - 1].reg = r[1]
       saved_regs_c[i - 1].cfa_offset = r[2]
     end
-    say("debug", format("trace frames: CFA = rsp + %d at entry, %d registers saved", vm_cfa, nsaved))
+    say("debug", format("trace frames: CFA = rsp + %d at entry, %d registers saved", vm_cfa,
+                        nsaved))
   else
     say("debug", "interpreter frame not understood: traces get no unwind description")
   end
@@ -580,13 +607,15 @@ local function on_stop(tr)
   local name = format("TRACE_%d %s", tr, st.loc)
   local files, lines, nlines
   if want_lines then files, lines, nlines = line_table(tr, st, mcode, addr, loop, nexit) end
-  local spadj, cfa, steps, nsteps
+  local spadj, cfa, steps, nsteps, head_end
   if vm_cfa then
     local parent = st.parent and live[st.parent]
-    spadj, cfa, steps, nsteps = frame_steps(mcode, parent and parent.spadj, st.parent ~= nil)
+    spadj, cfa, steps, nsteps, head_end =
+      frame_steps(mcode, parent and parent.spadj, st.parent ~= nil)
   end
   if not cfa then counts.no_unwind = counts.no_unwind + 1 end
-  local id = announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps)
+  local pe = head_end and nsteps and nsteps > 0 and steps[0].offset or nil
+  local id = announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe)
   live[tr] = { id = id, addr = addr, size = size, spadj = spadj, name = name }
   counts.traces = counts.traces + 1
   -- the parent's exit branch now jumps here (lj_asm_patchexit rewrote it, and any other
