@@ -25,7 +25,7 @@ map() { echo "/tmp/perf-$(cat "$T/$1.pid").map"; }
 LJARGS=("$S" 150 2 3 count); run plain JITHERALD=
 LJARGS=(-l jitherald "$S" 150 2 3 count); run with JITHERALD=$ALL
 diff -u "$T/plain.out" "$T/with.out" || fail "the script's output differs"
-read -r _ n _ side _ flushes < "$T/with.err" || true
+read -r _ n _ side _ flushes _ < "$T/with.err" || true
 [ "${flushes:-0}" = 3 ] && [ "${n:-0}" -gt 100 ] && [ "${side:-0}" -gt 50 ] ||
     fail "the script's handler saw: $(cat "$T/with.err")"
 named=$(grep -c ' TRACE_[0-9]* ' "$(map with)")
