@@ -169,10 +169,12 @@ $(BUILD)/fuzz/%: fuzz/%.c fuzz/driver.c $(READ_A) $(LIB_A)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itools $(LDFLAGS) -o $@ $< fuzz/driver.c \
 	    $(filter %.o,$^) $(READ_A) $(LIB_A) $(TOOL_LIBS) $(LIBS)
 
-$(BUILD)/bench/%: bench/%.c bench/bench.h $(LIB_A) $(MJ_A)
+# Benchmarks may use the tests' support code (tests/support: e.g. the elfmap witness).
+$(BUILD)/bench/%: bench/%.c bench/bench.h $(SUPPORT_A) $(LIB_A) $(MJ_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit $(CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS) -lm
+	$(Q)$(CC) $(CPPFLAGS) -Iexamples/minijit -Itests/support $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    $(SUPPORT_A) $(MJ_A) $(LIB_A) $(LIBS) -lm
 
 # ---- running --------------------------------------------------------------------------
 test: tests programs check-exports check-layers
