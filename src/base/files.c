@@ -206,6 +206,27 @@ static int writev_all(int fd, struct iovec *iov, int iovcnt)
     return 0;
 }
 
+int jh__pwrite_all(int fd, const void *p, size_t n, uint64_t off)
+{
+    struct jh__fsize_guard g;
+    jh__fsize_guard_begin(&g);
+    int err = 0;
+    while (n > 0 && !err) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0)
+            err = errno == EINTR ? 0 : -errno;
+        else if (w == 0)
+            err = -EIO;
+        else {
+            p = (const char *)p + w;
+            n -= (size_t)w;
+            off += (uint64_t)w;
+        }
+    }
+    jh__fsize_guard_end(&g, err);
+    return err;
+}
+
 int jh__writev_all(int fd, struct iovec *iov, int iovcnt)
 {
     struct jh__fsize_guard g;

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #ifndef _WIN32
 #include <signal.h>
 #include <sys/uio.h>
@@ -71,6 +72,8 @@ void jh__default_dir(char *buf, size_t len);
 int jh__write_all(int fd, const void *p, size_t n);
 #ifndef _WIN32
 int jh__writev_all(int fd, struct iovec *iov, int iovcnt);
+/* The same at file offset off (the file position does not move). */
+int jh__pwrite_all(int fd, const void *p, size_t n, uint64_t off);
 
 /* Around any other call that may grow a file (ftruncate, fallocate): with a file-size limit
  * set, SIGXFSZ is blocked from begin to end, and end(g, err) takes back the one the call

@@ -563,6 +563,59 @@ int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
     return eh_frame(b, o, (struct fset){ .ptrs = f }, n, idx);
 }
 
+/* DWARF 4, 6.4.1: in .debug_frame a CIE is marked by the id 0xffffffff, an FDE's second word
+ * is its CIE's offset in the section, and version 1 has no address-size fields. No
+ * augmentation: a personality or an LSDA means nothing to a reader of a file. */
+void jh__cfi_debug_frame_cie(struct jh__buf *b, int arch)
+{
+    if (!arch)
+        arch = JH__CFI_HOST;
+    struct out w = { b, 0 };
+    size_t at = b->len;
+    o32(&w, 0);                                 /* length, patched below */
+    o32(&w, 0xffffffffu);                       /* CIE id */
+    o8(&w, 1);                                  /* version */
+    o8(&w, 0);                                  /* augmentation "" */
+    o8(&w, 1);                                  /* code alignment */
+    o8(&w, 0x78);                               /* data alignment -8 (sleb) */
+    o8(&w, arch == JH__CFI_ARM64 ? A64_LR : X86_RA);
+    o8(&w, JH__CFA_def_cfa);
+    if (arch == JH__CFI_ARM64) {
+        o8(&w, A64_SP);
+        o8(&w, 0);
+    } else {
+        o8(&w, X86_RSP);
+        o8(&w, 8);
+        o8(&w, JH__CFA_offset | X86_RA);        /* return address at cfa-8 */
+        o8(&w, 1);
+    }
+    while (w.n % 8)
+        o8(&w, JH__CFA_nop);
+    if (!b->err)
+        jh__buf_set_u32(b, at, (uint32_t)(w.n - 4));
+}
+
+int jh__cfi_debug_frame_fde(struct jh__buf *b, int arch, uint64_t cie_off,
+                            const struct jh__func *f)
+{
+    if (!b || !f || !func_ok(f) || cie_off > UINT32_MAX)
+        return -EINVAL;
+    if (f->unwind == JH_UNWIND_NONE)
+        return 0;
+    struct out w = { b, 0 };
+    size_t at = b->len;
+    o32(&w, 0);
+    o32(&w, (uint32_t)cie_off);
+    o64(&w, f->start);
+    o64(&w, f->size);
+    put_fde_insns(&w, arch ? arch : JH__CFI_HOST, f);
+    while (w.n % 8)
+        o8(&w, JH__CFA_nop);
+    if (!b->err)
+        jh__buf_set_u32(b, at, (uint32_t)(w.n - 4));
+    return b->err ? b->err : 1;
+}
+
 size_t jh__cfi_eh_frame_hdr_size(size_t nfde) { return 12 + 8 * nfde; }
 
 int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,

@@ -134,6 +134,19 @@ int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
                          const struct jh__cfi_index *idx, size_t nfde);
 
 /*
+ * .debug_frame, for an image read from a file and never mapped (the elfmap channel's): the
+ * same rules as above, version-1 CIE with no augmentation, absolute 8-byte addresses, FDEs
+ * pointing at their CIE by section offset. Position-independent, so a section grows by
+ * appending: one CIE, then one FDE per function, in any order, no terminator.
+ *   jh__cfi_debug_frame_cie   append the CIE (the caller notes its section offset)
+ *   jh__cfi_debug_frame_fde   append f's FDE for the CIE at cie_off: 1, or 0 when f has no
+ *                             unwind info (nothing appended), -EINVAL, -ENOMEM
+ */
+void jh__cfi_debug_frame_cie(struct jh__buf *b, int arch);
+int jh__cfi_debug_frame_fde(struct jh__buf *b, int arch, uint64_t cie_off,
+                            const struct jh__func *f);
+
+/*
  * perf's jitdump layout for one function (what UNWINDING_INFO carries): the .eh_frame for
  * code at text_addr, laid out at eh_addr = ALIGN_8(text_addr + size), immediately followed
  * by its .eh_frame_hdr. Appends both; *hdr_size gets the header's size. Returns 1 (one FDE),

@@ -421,6 +421,57 @@ void jh__dwarf_free(struct jh__dwarf *d)
     jh__buf_free(&d->ranges);
 }
 
+static int sections_ok(struct jh__dwarf *d)
+{
+    const struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
+    for (size_t k = 0; k < 5; k++)
+        if (all[k]->err || all[k]->len > UINT32_MAX)
+            return all[k]->err ? all[k]->err : -E2BIG;
+    return 0;
+}
+
+int jh__dwarf_begin(struct jh__dwarf *d, const struct jh__dwarf_opts *o)
+{
+    memset(d, 0, sizeof *d);
+    abbrevs(&d->abbrev);
+    d->producer = put_str(&d->str, o && o->producer ? o->producer : "jitherald");
+    d->comp_dir = o && o->comp_dir ? (int64_t)put_str(&d->str, o->comp_dir) : -1;
+    int err = sections_ok(d);
+    if (err)
+        jh__dwarf_free(d);
+    return err;
+}
+
+/* One unit for items[0..n), which share its file, appended to every section. */
+static int unit(struct jh__dwarf *d, const struct item *items, size_t n, struct ftab *ft)
+{
+    uint32_t stmt_list = (uint32_t)d->line.len;
+    int err = line_unit(&d->line, items, n, ft);
+    if (!err)
+        info_unit(d, items, n, ft, d->producer, d->comp_dir, stmt_list);
+    return err ? err : sections_ok(d);
+}
+
+int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f)
+{
+    struct item it = { unit_file(f), f };
+    if (!it.file)
+        return 0;
+    size_t lens[5] = { d->info.len, d->abbrev.len, d->line.len, d->str.len, d->ranges.len };
+    struct ftab ft = { 0 };
+    int err = unit(d, &it, 1, &ft);
+    free(ft.v);
+    if (err) {
+        struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
+        for (size_t k = 0; k < 5; k++) {
+            all[k]->err = 0;
+            if (all[k]->len > lens[k])
+                all[k]->len = lens[k];
+        }
+    }
+    return err;
+}
+
 int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size_t n,
                     const struct jh__dwarf_opts *o)
 {
@@ -444,23 +495,14 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
         goto out;
     qsort(items, ni, sizeof *items, cmp_item);
 
-    abbrevs(&d->abbrev);
-    uint32_t producer = put_str(&d->str, o && o->producer ? o->producer : "jitherald");
-    int64_t comp_dir = o && o->comp_dir ? (int64_t)put_str(&d->str, o->comp_dir) : -1;
+    if ((err = jh__dwarf_begin(d, o)))
+        goto out;
     for (size_t i = 0; i < ni && !err;) {
         size_t j = i + 1;
         while (j < ni && (items[j].file == items[i].file || !strcmp(items[j].file, items[i].file)))
             j++;
-        uint32_t stmt_list = (uint32_t)d->line.len;
-        err = line_unit(&d->line, items + i, j - i, &ft);
-        if (!err)
-            info_unit(d, items + i, j - i, &ft, producer, comp_dir, stmt_list);
+        err = unit(d, items + i, j - i, &ft);
         i = j;
-    }
-    if (!err) {
-        const struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
-        for (size_t k = 0; k < 5 && !err; k++)
-            err = all[k]->err ? all[k]->err : all[k]->len > UINT32_MAX ? -E2BIG : 0;
     }
 out:
     free(ft.v);

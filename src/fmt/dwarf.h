@@ -33,6 +33,9 @@ struct jh__func;
 
 struct jh__dwarf {
     struct jh__buf info, abbrev, line, str, ranges;
+    /* for jh__dwarf_add: the .debug_str offsets of the producer and comp_dir (-1: none) */
+    uint32_t producer;
+    int64_t comp_dir;
 };
 
 struct jh__dwarf_opts {
@@ -49,6 +52,17 @@ struct jh__dwarf_opts {
  */
 int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size_t n,
                     const struct jh__dwarf_opts *o);
+
+/*
+ * The same sections grown one function at a time, for an image that is written in place
+ * (fmt/elf_grow.h): jh__dwarf_begin writes the abbreviations and the producer/comp_dir
+ * strings into a zeroed or freed d; each jh__dwarf_add appends one compile unit for f
+ * alone (its line program, its range list, its strings) and touches nothing written
+ * before, so every section only grows at its end. A function with no file gets nothing.
+ * 0, -ENOMEM, -E2BIG. On error the buffers hold what they held before the call.
+ */
+int jh__dwarf_begin(struct jh__dwarf *d, const struct jh__dwarf_opts *o);
+int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f);
 
 /* Free the buffers (d stays usable for another build). */
 void jh__dwarf_free(struct jh__dwarf *d);

@@ -1,0 +1,376 @@
+/*
+ * elf_grow.c — see elf_grow.h. The sections live in memory (jh_buf) and in the file; the
+ * builder tracks, per section, how much of it the file already holds, so an append costs
+ * the new bytes plus the section header table, whatever the image's size.
+ */
+#include "fmt/elf_grow.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <string.h>
+
+#include "fmt/cfi.h"
+#include "fmt/func.h"
+
+#if defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#else
+#define HOST_MACHINE EM_X86_64
+#endif
+
+/* Growing sections, in chunk order; then the fixed ones. */
+enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES };
+enum { X_TEXT = JH__ELFG_NGROW, X_DATA, X_ABBREV, X_SHSTRTAB, X_MAX };
+
+static const char *const sec_name[X_MAX] = {
+    [G_SYMTAB] = ".symtab", [G_STRTAB] = ".strtab", [G_FRAME] = ".debug_frame",
+    [G_INFO] = ".debug_info", [G_LINE] = ".debug_line", [G_STR] = ".debug_str",
+    [G_RANGES] = ".debug_ranges", [X_TEXT] = ".text", [X_DATA] = ".data",
+    [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab",
+};
+
+/* Section header order in the file: index 0 is SHN_UNDEF, .text is 1 (symbols refer to it);
+ * the sections that may be absent come last, so the others keep their indices. Empty DWARF
+ * sections are left out: valgrind 3.19 calls an empty .debug_info "truncated" and then
+ * reads no symbol of the file at all. */
+static const int shdr_order[X_MAX] = { X_TEXT, X_DATA, G_SYMTAB, G_STRTAB, X_SHSTRTAB, G_FRAME,
+                                       G_INFO, X_ABBREV, G_LINE, G_STR, G_RANGES };
+
+#define DATA_SIZE 16
+
+static size_t page_of(const struct jh__elfg *g) { return g->s.page_size ? g->s.page_size : 4096; }
+
+static uint64_t off_of(const struct jh__elfg *g, uint64_t a)
+{
+    return g->s.anchor_off + (a - g->s.anchor_addr);
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+/* The growing sections (no pointers into g itself: an image may be copied by value). */
+static struct jh__buf *sec(struct jh__elfg *g, int i)
+{
+    switch (i) {
+    case G_SYMTAB: return &g->symtab;
+    case G_STRTAB: return &g->strtab;
+    case G_FRAME: return &g->frame;
+    case G_INFO: return &g->dw.info;
+    case G_LINE: return &g->dw.line;
+    case G_STR: return &g->dw.str;
+    default: return &g->dw.ranges;
+    }
+}
+
+static bool window_ok(const struct jh__elfg *g, uint64_t lo, uint64_t hi)
+{
+    uint64_t pg = page_of(g);
+    /* off(lo) >= one page (the headers), off(hi) <= meta_off, no wrap-around */
+    return lo < hi && !(lo % pg) && !(hi % pg) && lo + g->s.anchor_off >= g->s.anchor_addr + pg &&
+           hi + g->s.anchor_off <= g->s.anchor_addr + g->s.meta_off &&
+           (!g->s.rw_addr || g->s.rw_addr >= hi);
+}
+
+static bool present(const struct jh__elfg *g, int sec)
+{
+    switch (sec) {
+    case X_DATA: return g->s.rw_addr != 0;
+    case G_FRAME: return g->nfde != 0;
+    case G_INFO: case X_ABBREV: case G_LINE: case G_STR: case G_RANGES:
+        return g->dw.info.len != 0;
+    default: return true;
+    }
+}
+
+static uint32_t nsections(const struct jh__elfg *g)
+{
+    uint32_t n = 1;
+    for (int i = 0; i < X_MAX; i++)
+        n += present(g, i);
+    return n;
+}
+
+static uint32_t shndx(const struct jh__elfg *g, int sec)
+{
+    uint32_t n = 1;
+    for (int i = 0; i < X_MAX; i++) {
+        if (shdr_order[i] == sec)
+            return n;
+        n += present(g, shdr_order[i]);
+    }
+    return 0;
+}
+
+static void build_hdr(struct jh__elfg *g)
+{
+    size_t pg = page_of(g);
+    Elf64_Ehdr eh = { 0 };
+    memcpy(eh.e_ident, ELFMAG, SELFMAG);
+    eh.e_ident[EI_CLASS] = ELFCLASS64;
+    eh.e_ident[EI_DATA] = ELFDATA2LSB;
+    eh.e_ident[EI_VERSION] = EV_CURRENT;
+    eh.e_type = ET_DYN;
+    eh.e_machine = HOST_MACHINE;
+    eh.e_version = EV_CURRENT;
+    eh.e_phoff = sizeof eh;
+    eh.e_shoff = g->s.meta_off;
+    eh.e_ehsize = sizeof eh;
+    eh.e_phentsize = sizeof(Elf64_Phdr);
+    eh.e_phnum = g->s.rw_addr ? 2 : 1;
+    eh.e_shentsize = sizeof(Elf64_Shdr);
+    eh.e_shnum = (uint16_t)nsections(g);
+    eh.e_shstrndx = (uint16_t)shndx(g, X_SHSTRTAB);
+    Elf64_Phdr ph[2] = {
+        { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = off_of(g, g->s.lo),
+          .p_vaddr = g->s.lo, .p_paddr = g->s.lo, .p_filesz = g->s.hi - g->s.lo,
+          .p_memsz = g->s.hi - g->s.lo, .p_align = pg },
+        { .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = g->s.meta_off + pg,
+          .p_vaddr = g->s.rw_addr, .p_paddr = g->s.rw_addr, .p_filesz = DATA_SIZE,
+          .p_memsz = DATA_SIZE, .p_align = pg },
+    };
+    memset(g->hdr, 0, sizeof g->hdr);
+    memcpy(g->hdr, &eh, sizeof eh);
+    memcpy(g->hdr + sizeof eh, ph, (g->s.rw_addr ? 2 : 1) * sizeof ph[0]);
+}
+
+/* The meta page: section headers, then .shstrtab and .debug_abbrev after them. */
+static int build_meta(struct jh__elfg *g)
+{
+    struct jh__buf *b = &g->meta;
+    b->len = 0;
+    b->err = 0;
+    uint32_t nsec = nsections(g);
+    size_t names_off = nsec * sizeof(Elf64_Shdr);
+    uint32_t name_at[X_MAX] = { 0 };
+    size_t names_len = 1;
+    for (int i = 0; i < X_MAX; i++) {
+        name_at[i] = (uint32_t)names_len;
+        names_len += strlen(sec_name[i]) + 1;
+    }
+    size_t abbrev_off = names_off + names_len;
+    if (abbrev_off + g->dw.abbrev.len > page_of(g))
+        return -E2BIG;
+
+    Elf64_Shdr sh = { 0 };
+    jh__buf_put(b, &sh, sizeof sh);
+    for (int k = 0; k < X_MAX; k++) {
+        int i = shdr_order[k];
+        if (!present(g, i))
+            continue;
+        sh = (Elf64_Shdr){ .sh_name = name_at[i], .sh_type = SHT_PROGBITS, .sh_addralign = 1 };
+        if (i < JH__ELFG_NGROW) {
+            sh.sh_offset = g->chunk[i].off;
+            sh.sh_size = sec(g, i)->len;
+        }
+        switch (i) {
+        case X_TEXT:
+            sh.sh_flags = SHF_ALLOC | SHF_EXECINSTR;
+            sh.sh_addr = g->s.lo;
+            sh.sh_offset = off_of(g, g->s.lo);
+            sh.sh_size = g->s.hi - g->s.lo;
+            sh.sh_addralign = 16;
+            break;
+        case X_DATA:
+            sh.sh_flags = SHF_ALLOC | SHF_WRITE;
+            sh.sh_addr = g->s.rw_addr;
+            sh.sh_offset = g->s.meta_off + page_of(g);
+            sh.sh_size = DATA_SIZE;
+            sh.sh_addralign = 8;
+            break;
+        case X_ABBREV:
+            sh.sh_offset = g->s.meta_off + abbrev_off;
+            sh.sh_size = g->dw.abbrev.len;
+            break;
+        case X_SHSTRTAB:
+            sh.sh_type = SHT_STRTAB;
+            sh.sh_offset = g->s.meta_off + names_off;
+            sh.sh_size = names_len;
+            break;
+        case G_SYMTAB:
+            sh.sh_type = SHT_SYMTAB;
+            sh.sh_link = shndx(g, G_STRTAB);
+            sh.sh_info = 1;                     /* every symbol but the null one is global */
+            sh.sh_entsize = sizeof(Elf64_Sym);
+            sh.sh_addralign = 8;
+            break;
+        case G_STRTAB:
+            sh.sh_type = SHT_STRTAB;
+            break;
+        case G_FRAME:
+            sh.sh_addralign = 8;
+            break;
+        case G_STR:
+            sh.sh_flags = SHF_MERGE | SHF_STRINGS;
+            sh.sh_entsize = 1;
+            break;
+        }
+        jh__buf_put(b, &sh, sizeof sh);
+    }
+    jh__buf_u8(b, 0);
+    for (int i = 0; i < X_MAX; i++)
+        jh__buf_str(b, sec_name[i]);
+    jh__buf_put(b, g->dw.abbrev.p, g->dw.abbrev.len);
+    return b->err;
+}
+
+/* Give every section that outgrew its chunk a new one at the end of the file. */
+static void place(struct jh__elfg *g)
+{
+    for (int i = 0; i < JH__ELFG_NGROW; i++) {
+        if (sec(g, i)->len <= g->chunk[i].cap)
+            continue;
+        uint64_t cap = round_up(2 * (uint64_t)sec(g, i)->len, page_of(g));
+        g->chunk[i] = (struct jh__elfg_chunk){ .off = g->end, .cap = cap, .synced = 0 };
+        g->end += cap;
+        g->meta_dirty = true;
+    }
+}
+
+int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
+{
+    memset(g, 0, sizeof *g);
+    if (!s)
+        return -EINVAL;
+    g->s = *s;
+    size_t pg = page_of(g);
+    if (pg & (pg - 1) || s->anchor_addr % pg || s->anchor_off % pg || s->anchor_off < pg ||
+        s->meta_off % pg || s->rw_addr % pg || !window_ok(g, s->lo, s->hi))
+        return -EINVAL;
+    struct jh__dwarf_opts dopts = { .producer = s->producer };
+    int err = jh__dwarf_begin(&g->dw, &dopts);
+    if (err)
+        return err;
+    Elf64_Sym null = { 0 };
+    jh__buf_put(&g->symtab, &null, sizeof null);
+    jh__buf_u8(&g->strtab, 0);
+    jh__cfi_debug_frame_cie(&g->frame, JH__CFI_HOST);
+    for (int i = 0; i < JH__ELFG_NGROW; i++) {
+        if (sec(g, i)->err) {
+            err = sec(g, i)->err;
+            jh__elfg_free(g);
+            return err;
+        }
+    }
+    g->end = s->meta_off + pg * (s->rw_addr ? 2 : 1);
+    for (int i = 0; i < JH__ELFG_NGROW; i++) {
+        g->chunk[i] = (struct jh__elfg_chunk){ .off = g->end, .cap = pg };
+        g->end += pg;
+    }
+    place(g);
+    build_hdr(g);
+    g->hdr_dirty = g->meta_dirty = true;
+    g->data_dirty = s->rw_addr != 0;
+    return 0;
+}
+
+void jh__elfg_free(struct jh__elfg *g)
+{
+    if (!g)
+        return;
+    jh__dwarf_free(&g->dw);
+    jh__buf_free(&g->frame);
+    jh__buf_free(&g->symtab);
+    jh__buf_free(&g->strtab);
+    jh__buf_free(&g->meta);
+    memset(g, 0, sizeof *g);
+}
+
+int jh__elfg_set_text(struct jh__elfg *g, uint64_t lo, uint64_t hi)
+{
+    if (!window_ok(g, lo, hi) || lo > g->s.lo || hi < g->s.hi)
+        return -EINVAL;
+    if (lo == g->s.lo && hi == g->s.hi)
+        return 0;
+    g->s.lo = lo;
+    g->s.hi = hi;
+    build_hdr(g);
+    g->hdr_dirty = g->meta_dirty = true;
+    return 0;
+}
+
+int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
+{
+    if (!f || !f->name || !f->size || f->start < g->s.lo || f->start >= g->s.hi ||
+        f->size > g->s.hi - f->start)
+        return -EINVAL;
+    size_t lens[JH__ELFG_NGROW];
+    for (int i = 0; i < JH__ELFG_NGROW; i++)
+        lens[i] = sec(g, i)->len;
+    Elf64_Sym sym = { .st_name = (uint32_t)g->strtab.len,
+                      .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_other = STV_DEFAULT,
+                      .st_shndx = (uint16_t)shndx(g, X_TEXT), .st_value = f->start,
+                      .st_size = f->size };
+    int err = g->strtab.len > UINT32_MAX ? -E2BIG : 0;
+    if (!err) {
+        jh__buf_put(&g->symtab, &sym, sizeof sym);
+        jh__buf_str(&g->strtab, f->name);
+        err = g->symtab.err ? g->symtab.err : g->strtab.err;
+    }
+    int fde = 0;
+    if (!err) {
+        fde = jh__cfi_debug_frame_fde(&g->frame, JH__CFI_HOST, 0, f);
+        err = fde < 0 ? fde : 0;
+    }
+    if (!err)
+        err = jh__dwarf_add(&g->dw, f);
+    if (err) {
+        for (int i = 0; i < JH__ELFG_NGROW; i++) {
+            sec(g, i)->err = 0;
+            sec(g, i)->len = lens[i];
+        }
+        return err;
+    }
+    uint32_t before = nsections(g);
+    g->nsyms++;
+    g->nfde += fde > 0;
+    g->meta_dirty = true;           /* section sizes */
+    if (nsections(g) != before) {
+        build_hdr(g);
+        g->hdr_dirty = true;
+    }
+    place(g);
+    return 0;
+}
+
+int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
+{
+    int n = 0;
+    int err = g->meta_dirty ? build_meta(g) : 0;
+    if (err)
+        return err;
+    for (int i = 0; i < JH__ELFG_NGROW; i++) {
+        const struct jh__elfg_chunk *c = &g->chunk[i];
+        if (sec(g, i)->len > c->synced)
+            v[n++] = (struct jh__elfg_span){ .off = c->off + c->synced,
+                .p = sec(g, i)->p + c->synced, .len = sec(g, i)->len - c->synced };
+    }
+    static const uint8_t zeros[DATA_SIZE];
+    if (g->end_synced != g->end)        /* the file reaches the end of its last chunk */
+        v[n++] = (struct jh__elfg_span){ .off = g->end - 1, .p = zeros, .len = 1 };
+    if (g->data_dirty) {
+        v[n++] = (struct jh__elfg_span){ .off = g->s.meta_off + page_of(g), .p = zeros,
+                                         .len = DATA_SIZE };
+    }
+    if (g->meta_dirty)
+        v[n++] = (struct jh__elfg_span){ .off = g->s.meta_off, .p = g->meta.p, .len = g->meta.len };
+    if (g->hdr_dirty)
+        v[n++] = (struct jh__elfg_span){ .off = 0, .p = g->hdr,
+            .len = sizeof(Elf64_Ehdr) + (g->s.rw_addr ? 2 : 1) * sizeof(Elf64_Phdr) };
+    return n;
+}
+
+void jh__elfg_synced(struct jh__elfg *g)
+{
+    g->end_synced = g->end;
+    for (int i = 0; i < JH__ELFG_NGROW; i++)
+        g->chunk[i].synced = sec(g, i)->len;
+    g->hdr_dirty = g->meta_dirty = g->data_dirty = false;
+}
+
+void jh__elfg_all_dirty(struct jh__elfg *g)
+{
+    g->end_synced = 0;
+    for (int i = 0; i < JH__ELFG_NGROW; i++)
+        g->chunk[i].synced = 0;
+    g->hdr_dirty = g->meta_dirty = true;
+    g->data_dirty = g->s.rw_addr != 0;
+}

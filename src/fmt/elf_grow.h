@@ -1,0 +1,115 @@
+/*
+ * elf_grow.h — an ELF64 image that grows one function at a time while it lies in a file, for
+ * the elfmap channel (src/channels/elfmap*.c), which maps the file's code pages over the
+ * JIT's own and keeps the file up to date as the JIT adds code. Each append only extends
+ * sections at their ends and rewrites a few header bytes; the builder says which file ranges
+ * to write. Pure: functions in, bytes and file offsets out, no I/O.
+ *
+ * The file (x86-64 or arm64 host, little-endian, ET_DYN):
+ *   0            ELF header and program headers: an R+X PT_LOAD over the text window and,
+ *                with rw_addr, a small R+W one (valgrind 3.19 reads an image's symbols
+ *                only once it has seen a writable mapping of it too)
+ *   off(a)       the code at address a, for a in the window [lo, hi):
+ *                off(a) = anchor_off + (a - anchor_addr). The window may grow (set_text);
+ *                the address-to-offset rule never changes. The builder never writes these
+ *                bytes: the caller copies the live code there, page by page.
+ *   meta_off     one page: the section headers, .shstrtab, .debug_abbrev
+ *   +1 page      with rw_addr: one page holding .data, the R+W segment
+ *   then         a chunk per growing section (.symtab, .strtab, .debug_frame, .debug_info,
+ *                .debug_line, .debug_str, .debug_ranges) with room to grow; a section that
+ *                outgrows its chunk moves to a new one twice its size at the end of the file
+ *                (the old chunk is left as garbage: at most as much again).
+ * Sections: .text (PROGBITS, the window), [.data], .debug_frame (unwinding with absolute
+ * addresses: nothing has to map it; perf and valgrind read it from the file), the DWARF of
+ * fmt/dwarf.h with one compile unit per function, .symtab (one sized global STT_FUNC per
+ * function), .strtab, .shstrtab.
+ *
+ * Why the fixed address-to-offset rule: perf merges samples into one row per symbol by
+ * (image file name, symbol start as a file offset, size); an image built again for the same
+ * code (a new generation, elfmap.c) keeps every surviving function at the same offset.
+ *
+ * The struct holds no pointer into itself: it may be moved (copied by value).
+ *
+ * Check a file with: readelf -a -w F; llvm-dwarfdump-14 --verify F
+ * (tests/unit/test_elf_grow.c does, before and after appends and a move of every chunk).
+ */
+#ifndef JH__FMT_ELF_GROW_H
+#define JH__FMT_ELF_GROW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "fmt/dwarf.h"
+
+struct jh__func;
+
+struct jh__elfg_spec {
+    uint64_t anchor_addr;       /* page aligned */
+    uint64_t anchor_off;        /* page aligned, at least one page */
+    uint64_t lo, hi;            /* the text window: page aligned, off(lo) >= one page,
+                                   off(hi) <= meta_off */
+    uint64_t meta_off;          /* page aligned */
+    uint64_t rw_addr;           /* page aligned, above hi; 0: no R+W segment */
+    size_t page_size;           /* 0: 4096 */
+    const char *producer;       /* DW_AT_producer (NULL: "jitherald") */
+};
+
+enum { JH__ELFG_NGROW = 7 };    /* .symtab .strtab .debug_frame .debug_info .debug_line
+                                   .debug_str .debug_ranges */
+
+struct jh__elfg_chunk {
+    uint64_t off, cap;          /* where the section lives in the file, and its room */
+    size_t synced;              /* bytes of it already in the file */
+};
+
+struct jh__elfg {
+    struct jh__elfg_spec s;
+    struct jh__dwarf dw;
+    struct jh__buf frame, symtab, strtab;
+    struct jh__elfg_chunk chunk[JH__ELFG_NGROW];
+    uint64_t end;               /* end of the last chunk: the file's size */
+    uint64_t end_synced;        /* the file's size as last written */
+    size_t nsyms;               /* functions added */
+    size_t nfde;                /* of which with unwind info */
+    bool hdr_dirty, meta_dirty, data_dirty;
+    uint8_t hdr[64 + 2 * 56];   /* ELF header + program headers */
+    struct jh__buf meta;        /* the meta page as last built */
+};
+
+/* A range of the file to write: len bytes from p at off. */
+struct jh__elfg_span {
+    uint64_t off;
+    const void *p;
+    size_t len;
+};
+#define JH__ELFG_MAXSPANS (JH__ELFG_NGROW + 4)
+
+/* Start an image with no function. g is overwritten. 0, -EINVAL (bad spec), -ENOMEM. */
+int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s);
+void jh__elfg_free(struct jh__elfg *g);
+
+/* The window is now [lo, hi) (it may only grow; same rules as in the spec). 0 or -EINVAL. */
+int jh__elfg_set_text(struct jh__elfg *g, uint64_t lo, uint64_t hi);
+
+/*
+ * Append f (inside the window; overlaps with functions already in are the caller's
+ * business): its symbol, compile unit and FDE. 0, -EINVAL (outside the window, bad unwind
+ * description), -ENOMEM, -E2BIG. On error the image is as it was.
+ */
+int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f);
+
+/*
+ * What to write so that the file matches the image: at most JH__ELFG_MAXSPANS ranges into
+ * v, in an order that leaves the headers for last (a reader that opens the file meanwhile
+ * sees the previous image's headers). The pointers stay valid until the next call on g.
+ * Once written, call jh__elfg_synced. Returns the number of spans, or -ENOMEM/-E2BIG.
+ */
+int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v);
+void jh__elfg_synced(struct jh__elfg *g);
+
+/* All spans as they would be for a new file (everything dirty again): for a copy. */
+void jh__elfg_all_dirty(struct jh__elfg *g);
+
+#endif

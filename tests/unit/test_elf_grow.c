@@ -1,0 +1,200 @@
+/*
+ * test_elf_grow.c — the growing ELF image (fmt/elf_grow.h) as the real decoders read it:
+ * readelf and llvm-dwarfdump-14 --verify, after the first functions, after hundreds more
+ * (every section has moved to a bigger chunk by then) and after the window grew. The file
+ * is written only through the spans the builder gives, as the elfmap channel does, so a
+ * span it forgot shows up as a file the decoders reject.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "check.h"
+#include "fmt/elf_grow.h"
+#include "fmt/func.h"
+
+static char tmpdir[] = "/tmp/jh-test-elfg.XXXXXX";
+
+#define PG 4096u
+#define ANCHOR 0x7f1234500000ull
+#define META (PG + (4u << 20))
+
+static const char *files[] = { "/src/fib.mini", "prelude.mini" };
+static struct jh_line lines[] = {
+    { .offset = 0, .line = 3, .column = 1, .file = 0 },
+    { .offset = 4, .line = 4, .column = 9, .file = 0 },
+    { .offset = 14, .line = 40, .column = 2, .file = 1 },
+};
+static const uint8_t cfi[] = { 0x41, 0x0e, 0x10 };  /* advance 1; def_cfa_offset 16 */
+
+static void sync_file(struct jh__elfg *g, int fd)
+{
+    struct jh__elfg_span v[JH__ELFG_MAXSPANS];
+    int n = jh__elfg_spans(g, v);
+    CHECK(n >= 0);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(pwrite(fd, v[i].p, v[i].len, (off_t)v[i].off), (ssize_t)v[i].len);
+    jh__elfg_synced(g);
+    CHECK_EQ(jh__elfg_spans(g, v), 0);     /* nothing left to write */
+}
+
+static void expect(const char *out, const char *what)
+{
+    check_count++;
+    if (!out || !strstr(out, what)) {
+        check_failures++;
+        fprintf(stderr, "expected \"%s\" in output:\n%.3000s\n", what, out ? out : "(none)");
+    }
+}
+
+static void decoders(const char *path, int nfns)
+{
+    char cmd[512], want[128];
+    int rc;
+    snprintf(cmd, sizeof cmd, "readelf -W -a -w %s 2>&1", path);
+    char *o = capture(cmd, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(o && !strstr(o, "Warning") && !strstr(o, "Error"));
+    for (int i = 0; i < nfns; i += nfns > 10 ? 97 : 1) {
+        snprintf(want, sizeof want, " FUNC    GLOBAL DEFAULT    1 f%d\n", i);
+        expect(o, want);
+    }
+    snprintf(want, sizeof want, "Symbol table '.symtab' contains %d entries", nfns + 1);
+    expect(o, want);
+    free(o);
+
+    snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --verify %s 2>&1", path);
+    o = capture(cmd, &rc);
+    CHECK_EQ(rc, 0);
+    expect(o, "No errors.");
+    free(o);
+
+    /* the last function: its name, its lines, its frame */
+    uint64_t a = ANCHOR + 64 * (uint64_t)(nfns - 1);
+    snprintf(cmd, sizeof cmd, "llvm-dwarfdump-14 --lookup=0x%llx %s 2>&1",
+             (unsigned long long)(a + 15), path);
+    o = capture(cmd, &rc);
+    snprintf(want, sizeof want, "DW_AT_name\t(\"f%d\")", nfns - 1);
+    expect(o, want);
+    expect(o, "Line info: file 'prelude.mini', line 40, column 2");
+    free(o);
+    snprintf(cmd, sizeof cmd, "readelf --debug-dump=frames-interp %s 2>&1", path);
+    o = capture(cmd, &rc);
+    snprintf(want, sizeof want, "pc=%016llx..%016llx", (unsigned long long)a,
+             (unsigned long long)(a + 40));
+    expect(o, want);
+    expect(o, "rsp+16");
+    free(o);
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir))
+        SKIP("mkdtemp failed");
+    char path[256];
+    snprintf(path, sizeof path, "%s/grow.elf", tmpdir);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0);
+
+    struct jh__elfg g;
+    struct jh__elfg_spec s = { .anchor_addr = ANCHOR, .anchor_off = PG, .lo = ANCHOR,
+                               .hi = ANCHOR + 16 * PG, .meta_off = META,
+                               .rw_addr = ANCHOR + (64u << 20) };
+    /* bad specs */
+    struct jh__elfg_spec bad = s;
+    bad.lo = ANCHOR - PG;                      /* off(lo) would be 0: the headers' page */
+    CHECK_EQ(jh__elfg_init(&g, &bad), -EINVAL);
+    bad = s;
+    bad.hi = ANCHOR + META;                    /* past meta_off */
+    CHECK_EQ(jh__elfg_init(&g, &bad), -EINVAL);
+    CHECK_EQ(jh__elfg_init(&g, &s), 0);
+
+    char names[1000][16];
+    struct jh__func f[1000];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(names[i], sizeof names[i], "f%d", i);
+        f[i] = (struct jh__func){ .start = ANCHOR + 64 * (uint64_t)i, .size = 40, .name = names[i],
+            .files = files, .nfiles = 2, .lines = lines, .nlines = 3,
+            .unwind = i % 2 ? JH_UNWIND_CFI : JH_UNWIND_FRAME_POINTER, .cfi = cfi,
+            .cfi_len = sizeof cfi, .fp_push_end = 1, .fp_set_end = 4 };
+    }
+    /* the code bytes are the caller's to write: some, so readelf -x has something */
+    static uint8_t code[16 * PG];
+    memset(code, 0x90, sizeof code);
+    CHECK_EQ(pwrite(fd, code, sizeof code, PG), (ssize_t)sizeof code);
+
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(jh__elfg_add(&g, &f[i]), 0);
+    sync_file(&g, fd);
+    decoders(path, 3);
+
+    /* a function outside the window is refused and changes nothing */
+    struct jh__func out = f[0];
+    out.start = ANCHOR + 16 * PG - 8;
+    CHECK_EQ(jh__elfg_add(&g, &out), -EINVAL);
+    struct jh__func badcfi = f[1];
+    static const uint8_t junk[] = { 0x3f };
+    badcfi.cfi = junk;
+    badcfi.cfi_len = 1;
+    CHECK_EQ(jh__elfg_add(&g, &badcfi), -EINVAL);
+
+    /* hundreds more: every chunk outgrows its page and moves */
+    uint64_t first_symtab = g.chunk[0].off;
+    for (int i = 3; i < 1000; i++) {
+        if (f[i].start + f[i].size > g.s.hi)
+            CHECK_EQ(jh__elfg_set_text(&g, g.s.lo, g.s.hi + 16 * PG), 0);
+        CHECK_EQ(jh__elfg_add(&g, &f[i]), 0);
+        if (i % 100 == 0)
+            sync_file(&g, fd);             /* some appends written in between */
+    }
+    sync_file(&g, fd);
+    CHECK(g.chunk[0].off != first_symtab);
+    decoders(path, 1000);
+
+    /* perf's view: symbol start as a file offset = off(address), through the PT_LOAD */
+    char cmd[512];
+    int rc;
+    snprintf(cmd, sizeof cmd, "readelf -W -l %s 2>&1", path);
+    char *o = capture(cmd, &rc);
+    char want[160];
+    snprintf(want, sizeof want, "LOAD           0x%06x 0x%016llx 0x%016llx 0x%06llx 0x%06llx R E",
+             PG, ANCHOR, ANCHOR, (unsigned long long)(g.s.hi - g.s.lo),
+             (unsigned long long)(g.s.hi - g.s.lo));
+    expect(o, want);
+    expect(o, " RW  ");
+    free(o);
+
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0);
+    printf("1000 functions: file %lld bytes, %lld on disk\n", (long long)st.st_size,
+           (long long)st.st_blocks * 512);
+    jh__elfg_free(&g);
+    close(fd);
+
+    /* an image with no rw segment and no function at all is still a valid ELF file */
+    snprintf(path, sizeof path, "%s/empty.elf", tmpdir);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    s.rw_addr = 0;
+    CHECK_EQ(jh__elfg_init(&g, &s), 0);
+    sync_file(&g, fd);
+    snprintf(cmd, sizeof cmd, "readelf -W -a %s 2>&1", path);
+    o = capture(cmd, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(o && !strstr(o, "Warning") && !strstr(o, "Error"));
+    expect(o, "DYN");
+    free(o);
+    jh__elfg_free(&g);
+    close(fd);
+
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cleanup failed\n");
+    return check_done();
+}
