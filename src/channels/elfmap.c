@@ -1,8 +1,8 @@
 /*
  * elfmap.c — the elfmap channel: the pages holding announced code are re-mapped, in place,
- * from ELF files holding the same bytes plus symbols, DWARF lines and .eh_frame. Tools that
- * name code by the file behind a mapping then name JIT code like any shared library, with
- * no perf map, no jitdump and no post-processing:
+ * from ELF files holding the same bytes plus symbols, DWARF lines and unwind tables. Tools
+ * that name code by the file behind a mapping then name JIT code like any shared library,
+ * with no perf map, no jitdump and no post-processing:
  *
  *     $ JITHERALD=elfmap valgrind --tool=callgrind ./minijit fib.mini
  *     $ callgrind_annotate callgrind.out.4242
@@ -10,271 +10,169 @@
  *     $ JITHERALD=elfmap perf record -g ./minijit fib.mini      # no -k 1, no perf inject
  *     $ perf report --sort sym,srcline;  perf annotate fib
  *
- * How (docs/elfmap.md: valgrind 3.19 reads symbols only from a regular ELF file it sees
- * mapped r-x, with an rw mapping of it too): for a run of pages holding announced code,
- * build an image whose R+X PT_LOAD holds exactly those pages at a file offset congruent
- * to their address (fmt/elf_image.c, COPY mode), write it as
- * <dir>/jit-<pid>-<gen>.elf, and mmap it over the pages with MAP_FIXED|MAP_PRIVATE,
- * PROT_READ|PROT_EXEC (pageswap.c). Valgrind 3.19 also wants a read-write mapping of
- * the same file before it reads the symbols: a small R+W PT_LOAD (holding .eh_frame) is
- * mapped elsewhere and kept while any page of that file is still mapped.
+ * How (docs/elfmap.md): code lives in image windows (elfmap.h), each described by one file
+ * at a time. jh_code_add copies the code's pages into the window's file at fixed offsets,
+ * appends its symbol and DWARF to the file's image (fmt/elf_grow.c), and maps the pages
+ * that are not mapped from the file yet over the JIT's with MAP_FIXED|MAP_PRIVATE, r-x
+ * (pageswap.c); elfmap_region.c says when that is done in place and when a window needs a
+ * new file (a generation).
  *
  * Safety, the rule that matters most: never lose or change a byte of the JIT's code.
+ *   - Pages are replaced only inside jh_code_add, _patched and _move, which the JIT calls
+ *     while no other thread can write its code (its code lock: docs/elfmap.md,
+ *     "contract"). jh_flush, which JITs call without that lock, replaces nothing: a
+ *     mapping cannot be swapped atomically with a write another thread may be making.
  *   - Only pages that are private, r-x and anonymous (or already one of our files) are
- *     swapped; a writable page (RWX JIT, or a W^X JIT in the middle of writing) never is.
- *   - The bytes are snapshot into the image, compared with the live pages right before
- *     the swap and compared again through the new mapping right after it; on a mismatch
- *     the snapshot is put back in anonymous memory and the channel stops.
- *   - A page can hold several functions and the JIT may later write the next function
- *     into its free tail: it makes the page writable (copy-on-write of our private file
- *     mapping, the file never changes), writes, makes it r-x again and announces; the
- *     page is then swapped again from a new generation file, which also covers the
- *     functions already there. A new file name each time: valgrind reads a path once.
- *   - The contract for JIT authors (docs/elfmap.md): announce, patch-notify and flush
- *     while no other thread can make those pages writable — in practice, under the lock
- *     that serialises your mprotect calls on code pages.
+ *     replaced; the bytes are compared before and after, and put back on a mismatch.
+ *   - A file's code bytes are rewritten only where they are the page's own bytes or where
+ *     the page is the JIT's private copy (elfmap_region.c); after fork() they are not
+ *     rewritten at all (the child may be running from them): the next change makes a new
+ *     file.
+ *   - Removal reads nothing: the JIT may have freed the code already.
  * Valgrind does not check file-backed code for self-modification (--smc-check default
- * all-non-file): every swap, patch, move and removal discards its translations.
- *
- * Cost: an image, a file and two mmaps per swap. Swaps are immediate (code is named
- * before it first runs) up to a burst of ELFMAP_BURST, then at most one per
- * ELFMAP_REFILL_NS, batching whatever was announced meanwhile into one image per run of
- * pages (and at least every ELFMAP_MAX_PENDING functions). This keeps a 100k-function
- * compile burst to a few hundred files and mappings (vm.max_map_count is 65530) instead
- * of one per function. jh_flush, which JITs call after a batch and often outside their
- * code lock (minijit does), swaps only runs of pages with no free room left, where no
- * thread can be writing a new function; the others wait for the next jh_code_add.
+ * all-non-file): every add, patch, move and removal discards its translations.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <valgrind/valgrind.h>
 
 #include "base/vec.h"
 #include "channels/elfmap.h"
-#include "channels/elfmap_tune.h"
 
-/* ---- pending entries ------------------------------------------------------------------ */
-static int pend(struct elfmap *m, struct jh__entry *e)
-{
-    if (SLOT(m, e))
-        return 0;
-    if (JH__VEC_RESERVE(m->pend, m->cappend, m->npend + 1))
-        return -ENOMEM;
-    m->pend[m->npend++] = e;
-    SLOT(m, e) = (void *)(uintptr_t)m->npend;
-    return 0;
-}
+/* ---- windows ---------------------------------------------------------------------------- */
 
-static void unpend(struct elfmap *m, struct jh__entry *e)
+/* The first window whose end is above a. */
+static size_t reg_index(const struct elfmap *m, uintptr_t a)
 {
-    uintptr_t i = (uintptr_t)SLOT(m, e);
-    if (!i || i > m->npend || m->pend[i - 1] != e)
-        return;
-    struct jh__entry *last = m->pend[--m->npend];
-    m->pend[i - 1] = last;
-    SLOT(m, last) = (void *)i;
-    SLOT(m, e) = NULL;
-}
-
-void jh__em_extend(struct elfmap *m, uintptr_t *lo, uintptr_t *hi, uintptr_t from)
-{
-        const struct jh__entry *e;
-    while ((e = jh__view_find(m->env, *lo)) && pg_down(m, e->node.start) < *lo)
-        *lo = pg_down(m, e->node.start);
-    if ((e = jh__view_find(m->env, from)) && pg_up(m, e->node.start + e->node.size) > *hi)
-        *hi = pg_up(m, e->node.start + e->node.size);
-    for (e = jh__view_ceil(m->env, from); e && e->node.start < *hi; e = jh__view_next(m->env, e))
-        if (pg_up(m, e->node.start + e->node.size) > *hi)
-            *hi = pg_up(m, e->node.start + e->node.size);
-}
-
-static int cmp_start(const void *a, const void *b)
-{
-    uintptr_t x = (*(struct jh__entry *const *)a)->node.start,
-              y = (*(struct jh__entry *const *)b)->node.start;
-    return (x > y) - (x < y);
-}
-
-/* Swap every pending entry's pages: one image per run of adjacent pages. */
-/* Pages that held code that was removed or moved away: a JIT may re-use that room at any
- * time, so jh_flush leaves them to jh_code_add. A hash set of page numbers; never shrinks. */
-static int freed_add(struct elfmap *m, uintptr_t lo, uintptr_t hi)
-{
-    for (uintptr_t pg = pg_down(m, lo); pg < hi; pg += m->page) {
-        if ((m->nfreed + 1) * 2 > m->capfreed) {
-            size_t cap = m->capfreed ? m->capfreed * 2 : 256;
-            uintptr_t *t = calloc(cap, sizeof *t);
-            if (!t)
-                return -ENOMEM;
-            for (size_t i = 0; i < m->capfreed; i++) {
-                if (!m->freed[i])
-                    continue;
-                size_t k = (m->freed[i] / m->page * 0x9e3779b97f4a7c15ull) & (cap - 1);
-                while (t[k])
-                    k = (k + 1) & (cap - 1);
-                t[k] = m->freed[i];
-            }
-            free(m->freed);
-            m->freed = t;
-            m->capfreed = cap;
-        }
-        size_t k = (pg / m->page * 0x9e3779b97f4a7c15ull) & (m->capfreed - 1);
-        while (m->freed[k] && m->freed[k] != pg)
-            k = (k + 1) & (m->capfreed - 1);
-        if (!m->freed[k]) {
-            m->freed[k] = pg;
-            m->nfreed++;
-        }
+    size_t lo = 0, hi = m->nreg;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->reg[mid]->hi <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return 0;
+    return lo;
 }
 
-static bool freed_any(const struct elfmap *m, uintptr_t lo, uintptr_t hi)
+static void reg_remove(struct elfmap *m, const struct region *r)
 {
-    if (!m->nfreed)
-        return false;
-    for (uintptr_t pg = lo; pg < hi; pg += m->page) {
-        size_t k = (pg / m->page * 0x9e3779b97f4a7c15ull) & (m->capfreed - 1);
-        for (; m->freed[k]; k = (k + 1) & (m->capfreed - 1))
-            if (m->freed[k] == pg)
-                return true;
+    size_t i = reg_index(m, r->lo);
+    if (i < m->nreg && m->reg[i] == r) {
+        memmove(m->reg + i, m->reg + i + 1, (m->nreg - i - 1) * sizeof *m->reg);
+        m->nreg--;
     }
-    return false;
-}
-
-/* May jh_flush, outside the JIT's lock, swap [lo, hi)? Not if the JIT may be writing new
- * code there right now: in room freed by a removal, or in the free tail of the last page
- * after the last function (where a bump allocator puts the next one). */
-static bool flush_safe(struct elfmap *m, uintptr_t lo, uintptr_t hi)
-{
-    if (freed_any(m, lo, hi))
-        return false;
-    const struct jh__entry *last = jh__view_find(m->env, hi - 1);
-    if (!last) {
-    const struct jh__entry *e = jh__view_ceil(m->env, hi - m->page);
-        for (; e && e->node.start < hi; e = jh__view_next(m->env, e))
-            last = e;
-    }
-    return !last || last->node.start + last->node.size >= hi ||
-           hi - (last->node.start + last->node.size) < ELFMAP_SETTLED_GAP;
 }
 
 /*
- * Swap the pages of pending entries: one image per run of adjacent pages. settled_only
- * (jh_flush, which a JIT may call without holding its code lock): only runs where no other
- * thread can be writing new code (flush_safe); the rest stays pending for the next
- * jh_code_add, which the contract says runs under that lock.
+ * The window for e: one that holds its pages or can grow to hold them, else a new one. NULL
+ * with *err = 0 when the code crosses into a window it cannot join (reported), or with a
+ * negative errno.
  */
-static int swap_pending(struct elfmap *m, bool settled_only)
+static struct region *window_for(struct elfmap *m, const struct jh__entry *e, int *err)
 {
-    if (!m->npend)
-        return 0;
-    qsort(m->pend, m->npend, sizeof *m->pend, cmp_start);
-    int err = 0;
-    size_t keep = 0, i = 0;
-    while (i < m->npend) {
-        uintptr_t lo = pg_down(m, m->pend[i]->node.start);
-        uintptr_t hi = pg_up(m, m->pend[i]->node.start + m->pend[i]->node.size);
-        size_t j = i + 1;
-        jh__em_extend(m, &lo, &hi, lo);
-        bool ok = !settled_only || flush_safe(m, lo, hi);
-        while (ok && j < m->npend && pg_down(m, m->pend[j]->node.start) <= hi) {
-            uintptr_t l = lo, h = pg_up(m, m->pend[j]->node.start + m->pend[j]->node.size);
-            if (h <= hi) {
-                j++;            /* inside the run already */
-                continue;
-            }
-            jh__em_extend(m, &l, &h, hi);
-            /* Growing a run checked already: only the new part needs checking. */
-            if (settled_only && h > hi && !flush_safe(m, hi, h))
-                break;
-            lo = l;
-            hi = h;
-            j++;
+    uintptr_t pl = pg_down(m, e->node.start), ph = pg_up(m, e->node.start + e->node.size);
+    size_t i = reg_index(m, pl);
+    struct region *prev = i ? m->reg[i - 1] : NULL;
+    struct region *r = i < m->nreg ? m->reg[i] : NULL;
+    *err = 0;
+    if (ph <= pl) {
+        jh__em_report_once(m, R_RANGE, "code at %#lx ends at the top of the address space: "
+                           "left as it is", (unsigned long)e->node.start);
+        return NULL;
+    }
+    if (r && r->lo < ph) {
+        struct region *next = i + 1 < m->nreg ? m->reg[i + 1] : NULL;
+        uintptr_t lo = r->lo < pl ? r->lo : pl, hi = r->hi > ph ? r->hi : ph;
+        if (lo >= r->anchor - EM_LEAD && hi - (r->anchor - EM_LEAD) <= EM_SPAN &&
+            (!prev || prev->hi <= lo) && (!next || hi <= next->lo)) {
+            *err = jh__em_region_grow(m, r, lo, hi);
+            return *err ? NULL : r;
         }
-        if (err || !ok) {
-            for (size_t k = i; k < j; k++) {
-                m->pend[keep] = m->pend[k];
-                SLOT(m, m->pend[keep]) = (void *)(uintptr_t)(keep + 1);
-                keep++;
+    } else {
+        /* Under valgrind every new symbol means a new file (elfmap_region.c): windows of a
+         * page keep that from costing the whole window's code each time. */
+        uintptr_t win = m->valgrind ? m->page : EM_WINDOW;
+        uintptr_t anchor = pl & ~(win - 1);
+        uintptr_t lo = prev && prev->hi > anchor ? prev->hi : anchor;
+        uintptr_t hi = anchor + win;
+        if (r && r->lo < hi)
+            hi = r->lo;
+        if (hi < ph && ph - (anchor - EM_LEAD) <= EM_SPAN && (!r || ph <= r->lo))
+            hi = ph;
+        if (hi >= ph && anchor >= EM_LEAD) {
+            if (JH__VEC_RESERVE(m->reg, m->capreg, m->nreg + 1)) {
+                *err = -ENOMEM;
+                return NULL;
             }
-            i = j;
+            struct region *n = jh__em_region_new(m, anchor, lo, hi, err);
+            if (!n)
+                return NULL;
+            memmove(m->reg + i + 1, m->reg + i, (m->nreg - i) * sizeof *m->reg);
+            m->reg[i] = n;
+            m->nreg++;
+            return n;
+        }
+    }
+    jh__em_report_once(m, R_STRADDLE, "code at %#lx-%#lx crosses into another image window: "
+                       "left as it is", (unsigned long)e->node.start,
+                       (unsigned long)(e->node.start + e->node.size));
+    m->fallbacks++;
+    return NULL;
+}
+
+/* e into a window's image; and when some of e's pages are new to the image, the live code
+ * on them that no image names yet (announced while its page could not be mapped). */
+static int image(struct elfmap *m, struct jh__entry *e)
+{
+    int err;
+    struct region *r = window_for(m, e, &err);
+    if (!r)
+        return err;
+    struct jh__entry *one[1] = { e }, **es = one;
+    size_t n = 1;
+    uintptr_t pl = pg_down(m, e->node.start), ph = pg_up(m, e->node.start + e->node.size);
+    bool fresh = false;
+    for (uintptr_t a = pl; a < ph && !fresh; a += m->page)
+        fresh = !jh__em_region_maps(m, r, a);
+    struct jh__entry *o = fresh ? jh__view_floor(m->env, pl) : NULL;
+    if (o && o->node.start + o->node.size <= pl)
+        o = jh__view_ceil(m->env, pl);
+    for (; o && o->node.start < ph; o = jh__view_next(m->env, o)) {
+        if (o == e || SLOT(m, o) || o->node.start < r->lo ||
+            o->node.start + o->node.size > r->hi)
             continue;
-        }
-        enum jh__vma_verdict v;
-        int r = jh__em_swap_range(m, lo, hi, &v);
-        if (r == 1 && v != JH__VMA_OK && j - i > 1) {
-            /* One bad page (e.g. still being written) need not hold back the others. */
-            uintptr_t done = lo;
-            for (size_t k = i; k < j && r >= 0; k++) {
-                uintptr_t l = pg_down(m, m->pend[k]->node.start);
-                uintptr_t h = pg_up(m, m->pend[k]->node.start + m->pend[k]->node.size);
-                jh__em_extend(m, &l, &h, l);
-                if (l < done)
-                    continue;
-                r = jh__em_swap_range(m, l, h, &v);
-                done = h;
-            }
-        }
-        if (r < 0)
-            err = r;
-        for (size_t k = i; k < j; k++)
-            SLOT(m, m->pend[k]) = NULL;
-        i = j;
+        if (JH__VEC_RESERVE(m->fns, m->capfns, n + 1))
+            return -ENOMEM;
+        es = (struct jh__entry **)m->fns;   /* scratch, as entry pointers */
+        es[0] = e;
+        es[n++] = o;
     }
-    m->npend = keep;
-    return err;
-}
-
-/* The budget's pace: the defaults, or what a test set (elfmap_tune.h). */
-static _Atomic uint32_t burst_max = ELFMAP_BURST;
-static _Atomic uint64_t refill_ns = ELFMAP_REFILL_NS, clock_skew;
-
-void jh__elfmap_tune(uint32_t burst, uint64_t refill)
-{
-    atomic_store_explicit(&burst_max, burst ? burst : ELFMAP_BURST, memory_order_relaxed);
-    atomic_store_explicit(&refill_ns, refill ? refill : ELFMAP_REFILL_NS, memory_order_relaxed);
-}
-
-void jh__elfmap_clock_skip(uint64_t ns)
-{
-    atomic_fetch_add_explicit(&clock_skew, ns, memory_order_relaxed);
-}
-
-static uint64_t coarse_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec +
-           atomic_load_explicit(&clock_skew, memory_order_relaxed);
-}
-
-/* Swap now if the budget allows, else leave it for a later call or jh_flush. */
-static int maybe_swap(struct elfmap *m)
-{
-    uint64_t now = coarse_ns();
-    uint64_t burst = atomic_load_explicit(&burst_max, memory_order_relaxed);
-    uint64_t refill = atomic_load_explicit(&refill_ns, memory_order_relaxed);
-    if (m->tokens >= burst) {
-        m->tokens = burst;
-        m->refill_at = now;
-    } else if (now >= m->refill_at + refill) {
-        uint64_t add = (now - m->refill_at) / refill;
-        m->tokens = m->tokens + add >= burst ? burst : m->tokens + add;
-        m->refill_at += add * refill;
+    int res = jh__em_region_add(m, r, es, n);
+    if (res && !r->nlive && r->fd < 0) {        /* a window that never got a file */
+        reg_remove(m, r);
+        jh__em_region_retire(m, r);
     }
-    if (m->tokens) {
-        m->tokens--;
-        return swap_pending(m, false);
+    return res < 0 ? res : 0;
+}
+
+/* e's image no longer has its code at [start, start+size). */
+static void forget(struct elfmap *m, struct jh__entry *e, uintptr_t start)
+{
+    struct region *r = SLOT(m, e);
+    if (!r)
+        return;
+    SLOT(m, e) = NULL;
+    jh__em_region_forget(m, r, start, e->node.size, e->fn.name);
+    if (!r->nlive) {
+        reg_remove(m, r);
+        jh__em_region_retire(m, r);
     }
-    return m->npend >= ELFMAP_MAX_PENDING ? swap_pending(m, false) : 0;
 }
 
 /* ---- hooks ------------------------------------------------------------------------------ */
@@ -290,68 +188,80 @@ static int elfmap_open(const struct jh__chan_env *env, void **state)
     m->env = env;
     m->page = (size_t)sysconf(_SC_PAGESIZE);
     m->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-    m->tokens = atomic_load_explicit(&burst_max, memory_order_relaxed);
-    m->refill_at = coarse_ns();
+    m->valgrind = RUNNING_ON_VALGRIND;
     *state = m;
     return 0;
 }
 
 static int elfmap_add(void *state, struct jh__entry *e)
 {
-    struct elfmap *m = state;
     /* Nothing ran there yet by the API's contract, but a JIT reusing addresses without
      * jh_code_remove would leave valgrind running stale translations. Cheap when not
      * under valgrind (a few instructions). */
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
-    int err = pend(m, e);
-    return err ? err : maybe_swap(m);
+    return image(state, e);
 }
 
 static int elfmap_remove(void *state, struct jh__entry *e)
 {
-    struct elfmap *m = state;
-    unpend(m, e);
-    /* The pages stay mapped from our file (same bytes); what valgrind translated there
-     * must go, since new code written over a file-backed page is not noticed. */
+    /* What valgrind translated there must go: new code written over a file-backed page is
+     * not noticed. The code itself is not read: it may be unmapped already. */
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
-    return freed_add(m, e->node.start, e->node.start + e->node.size);
+    forget(state, e, e->node.start);
+    return 0;
 }
 
 static int elfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
-    struct elfmap *m = state;
     VALGRIND_DISCARD_TRANSLATIONS(old_start, e->node.size);
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
-    int err = freed_add(m, old_start, old_start + e->node.size);
-    if (!err)
-        err = pend(m, e);
-    return err ? err : maybe_swap(m);
+    forget(state, e, old_start);
+    return image(state, e);
 }
 
 static int elfmap_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
 {
     struct elfmap *m = state;
     /* The JIT wrote through a copy-on-write page of our file mapping: valgrind must drop
-     * what it translated (it does not watch file-backed code), and the image is redone
-     * so that perf annotate shows the new bytes. */
+     * what it translated (it does not watch file-backed code), and the file follows, so
+     * that perf annotate shows the new bytes. */
     VALGRIND_DISCARD_TRANSLATIONS(addr, len);
-    int err = pend(m, e);
-    return err ? err : maybe_swap(m);
+    struct region *r = SLOT(m, e);
+    if (!r)
+        return 0;
+    int res = jh__em_region_patched(m, r, addr, len);
+    return res < 0 ? res : 0;
 }
 
-static int elfmap_flush(void *state)
+/* Before fork(), with the context locked: from now on the child may run code from our
+ * files, so their code bytes must stay as they are (elfmap_region.c makes a new file). */
+static void elfmap_fork_prepare(void *state)
 {
-    return swap_pending(state, true);
+    struct elfmap *m = state;
+    for (size_t i = 0; i < m->nreg; i++)
+        m->reg[i]->frozen = true;
 }
 
-/* In a fork child: the /proc/self/maps we hold is the parent's (/proc/self was resolved
- * when it was opened); querying it would judge the child's pages by the parent's. */
+/* In a fork child, at its first call: the files are the parent's (never written to from
+ * here; new code goes to files named with the child's pid), the older generations too (not
+ * ours to delete), and the /proc/self/maps we hold is the parent's. */
 static int elfmap_forked(void *state)
 {
     struct elfmap *m = state;
     if (m->maps_fd >= 0)
         close(m->maps_fd);
     m->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    for (size_t i = 0; i < m->nreg; i++) {
+        struct region *r = m->reg[i];
+        r->foreign = true;
+        if (r->fd >= 0)
+            close(r->fd);
+        r->fd = -1;
+    }
+    for (size_t i = 0; i < m->nkept; i++)
+        free(m->kept[i].path);
+    m->nkept = 0;
+    m->kept_bytes = 0;
     return 0;
 }
 
@@ -361,31 +271,26 @@ static void elfmap_close(void *state)
     if (!m)
         return;
     jh__diag(m->env->diag, JH_LOG_INFO, "elfmap: %llu swaps, %llu left anonymous",
-                (unsigned long long)m->swaps, (unsigned long long)m->fallbacks);
-    for (size_t i = 0; i < m->npend; i++)
-        SLOT(m, m->pend[i]) = NULL;
-    /* The code pages stay mapped from the files (same bytes, still running fine); the rw
-     * mappings go, and with them valgrind's symbols for them. The files stay for the
-     * profilers: `jitherald clean` removes them once the process is gone. */
-    for (size_t i = 0; i < m->ngens; i++) {
-        if (m->gens[i]->rw)
-            munmap(m->gens[i]->rw, m->gens[i]->rw_len);
-        free(m->gens[i]);
-    }
+             (unsigned long long)m->swaps, (unsigned long long)m->fallbacks);
+    /* The code pages stay mapped from the files (same bytes, still running fine), and the
+     * files stay for the profilers: `jitherald clean` removes them once the process is
+     * gone. Valgrind's R+W mappings go, and with them its symbols. */
+    for (size_t i = 0; i < m->nreg; i++)
+        jh__em_region_close(m, m->reg[i]);
+    for (size_t i = 0; i < m->nkept; i++)
+        free(m->kept[i].path);
     if (m->maps_fd >= 0)
         close(m->maps_fd);
-    free(m->gens);
-    free(m->seg);
-    free(m->pend);
+    free(m->reg);
+    free(m->own);
+    free(m->kept);
     free(m->fns);
-    free(m->freed);
-    jh__buf_free(&m->img);
+    jh__buf_free(&m->snap);
     free(m);
 }
 
 const struct jh__channel_ops jh__elfmap_ops = {
     .name = "elfmap", .bit = JH_ELFMAP, .open = elfmap_open, .add = elfmap_add,
     .remove = elfmap_remove, .move = elfmap_move, .patched = elfmap_patched,
-    .flush = elfmap_flush, .forked = elfmap_forked, .close = elfmap_close,
+    .forked = elfmap_forked, .fork_prepare = elfmap_fork_prepare, .close = elfmap_close,
 };
-

@@ -1,7 +1,6 @@
 /*
- * elfmap_tune.h — what the elfmap channel lets its tests change, so that they need not
- * sleep past its swap budget (elfmap.c: swaps at once up to a burst, then one per refill
- * period). Nothing here is part of the public API.
+ * elfmap_tune.h — what the elfmap channel lets its tests reach. Nothing here is part of the
+ * public API.
  */
 #ifndef JH__CHANNELS_ELFMAP_TUNE_H
 #define JH__CHANNELS_ELFMAP_TUNE_H
@@ -12,12 +11,11 @@
 extern "C" {
 #endif
 
-/* The budget of every context: at most burst swaps at once, then one per refill_ns.
- * 0 restores a value's default (ELFMAP_BURST, ELFMAP_REFILL_NS). */
-void jh__elfmap_tune(uint32_t burst, uint64_t refill_ns);
-
-/* The budget's clock jumps ns ahead, as if the JIT had been idle that long. */
-void jh__elfmap_clock_skip(uint64_t ns);
+/* Called with [lo, hi) right before live pages are replaced by a mapping of an image file
+ * (after elfmap copied their bytes), so a test can play a JIT thread writing there at the
+ * worst moment. NULL: none. */
+typedef void jh__elfmap_swap_hook_fn(void *arg, uintptr_t lo, uintptr_t hi);
+void jh__elfmap_swap_hook(jh__elfmap_swap_hook_fn *fn, void *arg);
 
 #ifdef __cplusplus
 }
