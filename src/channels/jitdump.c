@@ -18,9 +18,9 @@
  * two to the next LOAD it reads, so nothing may come between them.
  *
  * One file per process and directory, shared by the contexts that use it; code_index is a
- * process-wide counter, never reused. jh_code_remove writes nothing (the format has no
- * unload); jh_code_patched writes the function again under a new index; jh_code_move writes
- * MOVE. After fork() the child starts jit-<child pid>.dump and writes all live code again.
+ * process-wide counter, never given to two functions. jh_code_remove writes nothing (the
+ * format has no unload); jh_code_patched writes the function again under the index it has
+ * (one row in perf report however often it is patched); jh_code_move writes MOVE. After fork() the child starts jit-<child pid>.dump and writes all live code again.
  * A write error (disk full...) cuts the partial unit off again, so the file stays valid up
  * to the last complete function; the channel then reports and switches off.
  */
@@ -144,8 +144,9 @@ static int file_write(struct jd_file *f, const struct jh__buf *b, const void *co
 
 /* ---- records ------------------------------------------------------------------------- */
 
-/* Everything about one function, as one unit. */
-static int emit_function(struct jitdump *jd, struct jh__entry *e)
+/* Everything about one function, as one unit: under a new code_index, or (again: a patch)
+ * under the one it has. */
+static int emit_function(struct jitdump *jd, struct jh__entry *e, bool again)
 {
     struct jh__buf *b = &jd->buf;
     b->len = 0;
@@ -159,12 +160,12 @@ static int emit_function(struct jitdump *jd, struct jh__entry *e)
     if (u.unwind_err)
         jh__diag(jd->env->diag, JH_LOG_DEBUG, "jitdump: %s: no unwinding info: %s",
                  e->fn.name, jh_strerror(u.unwind_err));
-    uint64_t index;
+    uint64_t index, had = (uintptr_t)SLOT(jd, e);
     jh__lock(&jd_lock);
     err = file_ready(jd->env, jd->f);
     if (!err) {
-        /* Stamped under the lock, so that file order, time order and index order agree. */
-        index = jd_next_index++;
+        /* Stamped under the lock, so that file order and time order agree. */
+        index = again && had ? had - 1 : jd_next_index++;
         jh__jd_restamp(b, &u, jh__now_ns(), index);
         err = file_write(jd->f, b, (const void *)e->node.start, e->node.size);
     }
@@ -228,7 +229,7 @@ static int jitdump_open(const struct jh__chan_env *env, void **state)
 
 static int jitdump_add(void *state, struct jh__entry *e)
 {
-    return emit_function(state, e);
+    return emit_function(state, e, false);
 }
 
 static int jitdump_move(void *state, struct jh__entry *e, uintptr_t old_start)
@@ -236,7 +237,7 @@ static int jitdump_move(void *state, struct jh__entry *e, uintptr_t old_start)
     struct jitdump *jd = state;
     uintptr_t slot = (uintptr_t)SLOT(jd, e);
     if (!slot)
-        return emit_function(jd, e);
+        return emit_function(jd, e, false);
     struct jh__buf *b = &jd->buf;
     b->len = 0;
     b->err = 0;
@@ -251,13 +252,17 @@ static int jitdump_move(void *state, struct jh__entry *e, uintptr_t old_start)
     return err;
 }
 
-/* perf copies the bytes at LOAD time: patched code is announced again, under a new index,
- * so samples after this point disassemble the new bytes. */
+/* perf copies the bytes at LOAD time: patched code is announced again so perf annotate
+ * shows the new bytes, under the index it already has. perf inject then writes the same
+ * jitted-<pid>-<index>.so again (same name, same inode: O_TRUNC), so every sample of the
+ * function, before and after the patch, lands in one DSO and one row of perf report: perf
+ * merges rows by DSO base name, symbol offset and size (tools/perf/util/sort.c,
+ * sort__sym_cmp). A new index per patch made one row per patch. */
 static int jitdump_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
 {
     (void)addr;
     (void)len;
-    return emit_function(state, e);
+    return emit_function(state, e, true);
 }
 
 static int jitdump_forked(void *state)
@@ -267,7 +272,7 @@ static int jitdump_forked(void *state)
     int err = file_ready(jd->env, jd->f);
     jh__unlock(&jd_lock);
     for (struct jh__entry *e = jh__view_ceil(jd->env, 0); e && !err; e = jh__view_next(jd->env, e))
-        err = emit_function(jd, e);
+        err = emit_function(jd, e, false);
     return err;
 }
 

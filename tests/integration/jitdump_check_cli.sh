@@ -49,8 +49,13 @@ edit flag.dump 'substr($d, 32, 1) = chr(2)'
 expect flag.dump 'offset 0x20: unknown flag bits 0x2: perf rejects the whole file'
 edit ver.dump 'substr($d, 4, 1) = chr(2)'
 expect ver.dump 'offset 0x4: version 2: perf 6.1 reads version 1 only'
-edit dup.dump 'my ($l) = grep { $_->[1] == 0 } @r; $d .= substr($d, $l->[0], $l->[2])'
-expect dup.dump 'LOAD reuses code_index 0: perf would overwrite jitted-[0-9]+-0.so'
+# the same function LOADed again under its index: a patch's refresh, fine
+edit again.dump 'my ($l) = grep { $_->[1] == 0 } @r; $d .= substr($d, $l->[0], $l->[2])'
+"$CLI" check again.dump || fail "a LOAD again under its own index was refused"
+# an index LOADed again for code somewhere else: that would rename or hide the first
+edit dup.dump 'my ($l) = grep { $_->[1] == 0 } @r; my $c = substr($d, $l->[0], $l->[2]);
+               substr($c, 32, 8) = pack("Q<", unpack("Q<", substr($c, 32, 8)) + 0x1000); $d .= $c'
+expect dup.dump 'LOAD reuses code_index 0 at 0x[0-9a-f]+\+0x[0-9a-f]+, but that index is code at .*: perf would overwrite jitted-[0-9]+-0.so'
 edit rel.dump 'my ($g) = grep { $_->[1] == 2 } @r; my $a = unpack("Q<", substr($d, $g->[0] + 32, 8));
                substr($d, $g->[0] + 32, 8) = pack("Q<", 0)'
 expect rel.dump 'DEBUG_INFO entry 0 at 0x0 is outside the code .*absolute'

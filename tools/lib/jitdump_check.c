@@ -221,11 +221,17 @@ static int load(struct check *k, const struct jhr_jd_rec *rec)
     if (k->warn && l->pid != r->hdr.pid)
         fprintf(k->warn, "warning: offset 0x%zx: LOAD pid %" PRIu32 " differs from the header's %"
                 PRIu32 "\n", rec->off, l->pid, r->hdr.pid);
-    if (set_find(&k->seen, l->code_index))
-        return jhr_jd_fail(r, rec->off, "LOAD reuses code_index %" PRIu64 ": perf would "
-                           "overwrite jitted-%" PRIu32 "-%" PRIu64 ".so", l->code_index, l->pid,
-                           l->code_index);
-    if (set_add(&k->seen, l->code_index, l->code_addr, l->code_size))
+    /* A LOAD again under its index refreshes that function's code (a patch): perf inject
+     * rewrites the same jitted-*.so, which is what keeps the function one row in perf
+     * report. Under the index of code elsewhere, it would rename or hide that code. */
+    struct slot *again = set_find(&k->seen, l->code_index);
+    if (again && (again->addr != l->code_addr || again->size != l->code_size))
+        return jhr_jd_fail(r, rec->off, "LOAD reuses code_index %" PRIu64 " at 0x%" PRIx64 "+0x%"
+                           PRIx64 ", but that index is code at 0x%" PRIx64 "+0x%" PRIx64
+                           ": perf would overwrite jitted-%" PRIu32 "-%" PRIu64 ".so",
+                           l->code_index, l->code_addr, l->code_size, again->addr, again->size,
+                           l->pid, l->code_index);
+    if (!again && set_add(&k->seen, l->code_index, l->code_addr, l->code_size))
         return jhr_jd_fail(r, rec->off, "out of memory");
     return load_extras(k, rec);
 }
