@@ -295,6 +295,7 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
     size_t lens[JH__ELFG_NGROW];
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         lens[i] = sec(g, i)->len;
+    uint32_t before = nsections(g);
     Elf64_Sym sym = { .st_name = (uint32_t)g->strtab.len,
                       .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_other = STV_DEFAULT,
                       .st_shndx = (uint16_t)shndx(g, X_TEXT), .st_value = f->start,
@@ -319,7 +320,6 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
         }
         return err;
     }
-    uint32_t before = nsections(g);
     g->nsyms++;
     g->nfde += fde > 0;
     g->meta_dirty = true;           /* section sizes */

@@ -178,6 +178,33 @@ int main(void)
     jh__elfg_free(&g);
     close(fd);
 
+    /* sections appear as they get content: symbols only first, then a function with
+     * lines but no unwind info (DWARF, no .debug_frame), then one with a frame */
+    snprintf(path, sizeof path, "%s/late.elf", tmpdir);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK_EQ(jh__elfg_init(&g, &s), 0);
+    struct jh__func bare = f[0], lined = f[1], framed = f[2];
+    bare.nfiles = bare.nlines = 0;
+    bare.unwind = lined.unwind = JH_UNWIND_NONE;
+    CHECK_EQ(jh__elfg_add(&g, &bare), 0);
+    sync_file(&g, fd);
+    snprintf(cmd, sizeof cmd, "readelf -W -S %s 2>&1", path);
+    o = capture(cmd, &rc);
+    CHECK(o && !strstr(o, ".debug_") && !strstr(o, "Warning"));
+    free(o);
+    CHECK_EQ(jh__elfg_add(&g, &lined), 0);
+    sync_file(&g, fd);
+    o = capture(cmd, &rc);
+    expect(o, ".debug_info");
+    expect(o, ".debug_line");
+    CHECK(o && !strstr(o, ".debug_frame"));
+    free(o);
+    CHECK_EQ(jh__elfg_add(&g, &framed), 0);
+    sync_file(&g, fd);
+    decoders(path, 3);
+    jh__elfg_free(&g);
+    close(fd);
+
     /* an image with no rw segment and no function at all is still a valid ELF file */
     snprintf(path, sizeof path, "%s/empty.elf", tmpdir);
     fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
