@@ -1,9 +1,10 @@
 /*
  * elfmap.h — the elfmap channel's state, shared by its two parts:
  *   elfmap.c         the hooks: which image window a function goes to, what each hook does
- *   elfmap_region.c  one window's image file: creating it, keeping it up to date in place,
- *                    mapping its pages over the JIT's, replacing it by a new generation,
- *                    and the files of older generations kept for perf
+ *   elfmap_region.c  one image window: what a change to its code needs (in place, or a new
+ *                    generation of its file)
+ *   elfmap_file.c    the image files: naming, writing, mapping, generations, valgrind's
+ *                    re-reading, older generations kept for perf
  * pageswap.c holds the mechanics of replacing live pages and of reading /proc/self/maps;
  * fmt/elf_grow.c builds the image.
  */
@@ -112,6 +113,38 @@ static inline uintptr_t pg_up(const struct elfmap *m, uintptr_t a)
     return pg_down(m, a + m->page - 1);
 }
 
+/* The window's pages: file offsets and the bitmap of pages mapped from its file. */
+static inline uintptr_t span_lo(const struct region *r) { return r->anchor - EM_LEAD; }
+
+static inline uint64_t off_of(const struct elfmap *m, const struct region *r, uintptr_t a)
+{
+    return m->page + EM_LEAD + (a - r->anchor);
+}
+
+static inline bool is_mapped(const struct elfmap *m, const struct region *r, uintptr_t a)
+{
+    size_t b = (a - span_lo(r)) / m->page;
+    return r->mapped[b / 8] >> (b % 8) & 1;
+}
+
+static inline void set_mapped(const struct elfmap *m, struct region *r, uintptr_t lo,
+                              uintptr_t hi, bool on)
+{
+    for (uintptr_t a = lo; a < hi; a += m->page) {
+        size_t b = (a - span_lo(r)) / m->page;
+        if (on)
+            r->mapped[b / 8] |= (uint8_t)(1u << (b % 8));
+        else
+            r->mapped[b / 8] &= (uint8_t)~(1u << (b % 8));
+    }
+}
+
+/* Each page a of the functions es[0..n), in order (k: the function's index). */
+#define EACH_PAGE_OF(m, es, n, k, a)                                                     \
+    for (size_t k = 0; k < (n); k++)                                                     \
+        for (uintptr_t a = pg_down(m, (es)[k]->node.start);                              \
+             a < (es)[k]->node.start + (es)[k]->node.size; a += (m)->page)
+
 void jh__em_report_once(struct elfmap *m, int bit, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 pid_t jh__em_pid(struct elfmap *m);
@@ -143,5 +176,30 @@ void jh__em_region_retire(struct elfmap *m, struct region *r);
 void jh__em_region_close(struct elfmap *m, struct region *r);
 /* Test hook (elfmap_tune.h). */
 void jh__em_call_swap_hook(uintptr_t lo, uintptr_t hi);
+
+/* ---- elfmap_file.c ---- */
+
+uint64_t jh__em_new_id(void);
+uint64_t jh__em_name_hash(const char *s);
+/* Copy [lo, hi) of live code into m->snap. */
+int jh__em_snapshot(struct elfmap *m, uintptr_t lo, uintptr_t hi);
+/* The live bytes of [lo, hi) into fd at r's offsets. */
+int jh__em_write_text(struct elfmap *m, struct region *r, int fd, uintptr_t lo, uintptr_t hi);
+/* May [lo, hi) be mapped over (reported once when not)? */
+enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t hi);
+/* Map [lo, hi) from fd over the live pages, whose bytes m->snap holds. 0: done; 1: left as
+ * they were (reported); negative: the channel is broken. */
+int jh__em_map_run(struct elfmap *m, struct region *r, int fd, const char *path, uintptr_t lo,
+                   uintptr_t hi);
+/* Write what the image has and the file lacks. */
+int jh__em_sync(struct jh__elfg *img, int fd);
+/* A new generation of r's file with its live functions and es[0..n) (slots set on success). */
+int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *es, size_t n);
+/* Under valgrind: r's image anew with its live functions only, in the same file. */
+int jh__em_restart(struct elfmap *m, struct region *r);
+/* Under valgrind: make it read r's file again (after new symbols). */
+int jh__em_bounce(struct elfmap *m, struct region *r);
+/* r's current file is done with: kept among the older generations. */
+void jh__em_drop_file(struct elfmap *m, struct region *r);
 
 #endif

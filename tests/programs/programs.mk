@@ -28,6 +28,7 @@ $(eval $(call program,auditlog_dwarf_vm,yes))
 $(eval $(call program,gdb_move,yes))
 $(eval $(call program,gdb_names,yes))
 $(eval $(call program,luajit_abi,yes))
+$(eval $(call program,churn_rows,yes))
 $(eval $(call program,jitdump_move,yes))
 $(eval $(call program,unwind_asan,yes))
 $(eval $(call program,auditlog_msgpack_walk,$(MSGPACK_PKG),msgpack-c missing (Debian package libmsgpack-dev)))
@@ -37,7 +38,8 @@ $(foreach p,llvm_first jh_first static,$(eval $(call program,gdb_coexist_$(p),$(
 
 programs: $(PROGRAMS)
 
-$(PROG_DIR)/auditlog_dwarf_vm $(PROG_DIR)/gdb_move $(PROG_DIR)/gdb_names $(PROG_DIR)/luajit_abi: $(PROG_DIR)/%: tests/programs/%.c $(LIB_SO)
+$(PROG_DIR)/auditlog_dwarf_vm $(PROG_DIR)/gdb_move $(PROG_DIR)/gdb_names $(PROG_DIR)/luajit_abi \
+    $(PROG_DIR)/churn_rows: $(PROG_DIR)/%: tests/programs/%.c $(LIB_SO)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O0 $(LDFLAGS) -o $@ $< $(PROG_SHARED)

@@ -146,10 +146,7 @@ static void test_wx_page(jh_ctx *jh)
     uint64_t id33 = add(jh, "f33", p + 128, 6);
     CHECK(swapped(p));
     mapping_of(p, perms, path, sizeof path);
-    if (!RUNNING_ON_VALGRIND)
-        CHECK_STR(path, old_path);
-    else                /* valgrind reads an image's symbols once per path: a new file */
-        CHECK(strcmp(path, old_path) != 0);
+    CHECK_STR(path, old_path);
     CHECK_EQ(((fn_t *)(void *)(p + 128))(), 33);
     CHECK_EQ(((fn_t *)(void *)p)(), 11);
     struct ew_fn w[3] = { { p, 6, "f11" }, { p + 64, 6, "f22" }, { p + 128, 6, "f33" } };
@@ -180,21 +177,24 @@ static void test_wx_page(jh_ctx *jh)
     CHECK(swapped(p));
     char path3[512];
     mapping_of(p, perms, path3, sizeof path3);
-    CHECK(strcmp(path3, path) != 0);
-    if (!RUNNING_ON_VALGRIND) {
-        CHECK_STR(strrchr(path3, '/'), strrchr(path, '/'));
-        CHECK(strstr(path3, "-g2/") != NULL);
-    }
     w[2] = (struct ew_fn){ p + 120, 14, "f55" };
     CHECK_EQ(ew_check(w, 3, NULL), 3);
-    int fd = open(path, O_RDONLY);            /* the old generation: still there, f33 too */
-    CHECK(fd >= 0);
-    struct stat st;
-    CHECK(fstat(fd, &st) == 0);
-    uint8_t *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    CHECK(img != MAP_FAILED && memmem(img, (size_t)st.st_size, "f33", 4));
-    munmap(img, (size_t)st.st_size);
-    close(fd);
+    if (RUNNING_ON_VALGRIND) {
+        /* no history needed there: the same file, its image started again */
+        CHECK_STR(path3, path);
+    } else {
+        CHECK(strcmp(path3, path) != 0);
+        CHECK_STR(strrchr(path3, '/'), strrchr(path, '/'));
+        CHECK(strstr(path3, "-g2/") != NULL);
+        int fd = open(path, O_RDONLY);        /* the old generation: still there, f33 too */
+        CHECK(fd >= 0);
+        struct stat st;
+        CHECK(fstat(fd, &st) == 0);
+        uint8_t *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        CHECK(img != MAP_FAILED && memmem(img, (size_t)st.st_size, "f33", 4));
+        munmap(img, (size_t)st.st_size);
+        close(fd);
+    }
 
     /* Exactly f55's range, another name: perf would merge the two into one row if the
      * files had the same name, so this generation gets a new one. */
@@ -202,7 +202,8 @@ static void test_wx_page(jh_ctx *jh)
     add(jh, "f66", p + 120, 14);
     char path4[512];
     mapping_of(p, perms, path4, sizeof path4);
-    CHECK(strcmp(strrchr(path4, '/'), strrchr(path, '/')) != 0);
+    if (!RUNNING_ON_VALGRIND)
+        CHECK(strcmp(strrchr(path4, '/'), strrchr(path, '/')) != 0);
     w[2] = (struct ew_fn){ p + 120, 14, "f66" };
     CHECK_EQ(ew_check(w, 3, NULL), 3);
     CHECK_EQ(((fn_t *)(void *)(p + 120))(), 55);
@@ -340,7 +341,7 @@ static void test_left_alone(jh_ctx *jh)
 static void test_burst(jh_ctx *jh)
 {
     /* (under valgrind, where every add makes a file, fewer) */
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = RUNNING_ON_VALGRIND ? 1000 : 5000;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = RUNNING_ON_VALGRIND ? 2000 : 5000;
     size_t len = n * 16, maplen = (len + pg - 1) / pg * pg;
     uint8_t *p = mmap(NULL, maplen + pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(p != MAP_FAILED);
@@ -374,8 +375,8 @@ static void test_burst(jh_ctx *jh)
     printf("burst: %zu functions on %zu pages -> %d image files\n", n, maplen / pg, made);
     if (!RUNNING_ON_VALGRIND)
         CHECK_EQ(made, 1);
-    else                /* a file per add; older ones kept within EM_KEEP_FILES */
-        CHECK(made <= 256 + 20 + 1);
+    else                /* one window per page there */
+        CHECK(made >= 1 && (size_t)made <= maplen / pg + 1);
     CHECK_EQ(ew_check(w, n, NULL), n);
     int bad = 0;
     for (size_t i = 0; i < n; i++)
