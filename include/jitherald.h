@@ -16,7 +16,7 @@
  *     uint64_t id;
  *     jh_code_add(jh, &c, &id);        // after the bytes are written, before they run
  *     ...
- *     jh_code_remove(jh, id);          // before the memory is freed or reused
+ *     jh_code_remove(jh, id);          // before the memory is reused (may follow munmap)
  *     jh_close(jh);
  *
  * Conventions for every function below:
@@ -311,9 +311,12 @@ JH_API unsigned jh_channels(const jh_ctx *ctx);
 JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
 
 /*
- * The code registered as id is going away: call before its memory is freed or reused.
- * -ENOENT for an id that is not live (never handed out, or already removed), whether or
- * not a channel is live. Thread-safe.
+ * The code registered as id is going away. Call it before the memory is used for anything
+ * else (new code, data); it may come after the memory was freed or unmapped (LuaJIT
+ * reports a flush after unmapping its machine code): no channel reads the code here, nor
+ * in jh_close, nor in a fork child announcing again what is live (code it cannot read is
+ * left out). -ENOENT for an id that is not live (never handed out, or already removed),
+ * whether or not a channel is live. Thread-safe.
  */
 JH_API int jh_code_remove(jh_ctx *ctx, uint64_t id);
 
@@ -350,7 +353,8 @@ JH_API int jh_lookup(jh_ctx *ctx, const void *addr, uint64_t *id, const void **s
 
 /*
  * Unregister everything, flush and close the channels' files, free the context. Accepts
- * NULL. Must not race with other calls on the same context.
+ * NULL. Must not race with other calls on the same context. Code still registered may be
+ * freed already (see jh_code_remove): it is not read.
  */
 JH_API void jh_close(jh_ctx *ctx);
 

@@ -1,9 +1,13 @@
 /* os.c — os.h on POSIX systems. */
 #include "base/os.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 int jh__parent_pid(void) { return (int)getppid(); }
@@ -26,3 +30,33 @@ void *jh__aligned_alloc(size_t align, size_t size)
 }
 
 void jh__aligned_free(void *p) { free(p); }
+
+static bool mapped(const void *p, size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)(page - 1), end = (uintptr_t)p + n;
+    unsigned char vec[64];
+    while (a < end) {
+        size_t len = end - a > sizeof vec * page ? sizeof vec * page : end - a;
+        if (mincore((void *)a, len, vec) != 0 && errno == ENOMEM)
+            return false;
+        a += (len + page - 1) / page * page;
+    }
+    return true;
+}
+
+bool jh__mem_readable(const void *p, size_t n)
+{
+    char buf[4096];
+    for (size_t done = 0; done < n;) {
+        size_t len = n - done < sizeof buf ? n - done : sizeof buf;
+        struct iovec local = { buf, len }, remote = { (char *)p + done, len };
+        ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+        if (r < 0 && errno == EFAULT)
+            return false;
+        if (r <= 0)
+            return mapped((const char *)p + done, n - done);
+        done += (size_t)r;
+    }
+    return true;
+}

@@ -5,6 +5,7 @@
 #ifndef JH__BASE_OS_H
 #define JH__BASE_OS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* The parent's process id, 0 where there is no such thing to ask (Windows). */
@@ -21,6 +22,14 @@ const char *jh__errno_desc(int e);
  * must not reach free(). */
 void *jh__aligned_alloc(size_t align, size_t size);
 void jh__aligned_free(void *p);
+
+/* Can all n bytes at p be read right now, without faulting? For code a JIT may have freed
+ * before telling us (jh_code_remove may follow the unmap: LuaJIT reports a flush after
+ * freeing its machine code), on the few paths that read code announced earlier (a fork
+ * child announcing again what is live). POSIX: process_vm_readv on ourselves, which fails
+ * with EFAULT instead of raising SIGSEGV (mincore where that call is refused: seccomp);
+ * Windows: VirtualQuery. */
+bool jh__mem_readable(const void *p, size_t n);
 
 #ifdef _WIN32
 /* A Windows error code (GetLastError) as the negative errno the API speaks. */

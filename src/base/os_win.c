@@ -47,6 +47,21 @@ int jh__win_errno(unsigned long err)
     }
 }
 
+bool jh__mem_readable(const void *p, size_t n)
+{
+    const char *a = p, *end = a + n;
+    while (a < end) {
+        MEMORY_BASIC_INFORMATION mi;
+        if (!VirtualQuery(a, &mi, sizeof mi) || mi.State != MEM_COMMIT ||
+            (mi.Protect & (PAGE_NOACCESS | PAGE_GUARD)) ||
+            !(mi.Protect & (PAGE_READONLY | PAGE_READWRITE | PAGE_WRITECOPY | PAGE_EXECUTE_READ |
+                            PAGE_EXECUTE_READWRITE | PAGE_EXECUTE_WRITECOPY)))
+            return false;
+        a = (const char *)mi.BaseAddress + mi.RegionSize;
+    }
+    return true;
+}
+
 void *jh__aligned_alloc(size_t align, size_t size) { return _aligned_malloc(size, align); }
 void jh__aligned_free(void *p) { _aligned_free(p); }
 

@@ -344,8 +344,11 @@ static int al_forked(void *state)
                  jh__file_error(err));
         return 0;               /* records are dropped; the lock-free entry points stay safe */
     }
+    /* Code the JIT freed before telling us (jh_code_remove may come after the unmap) has
+     * no bytes to log any more. */
     for (struct jh__entry *e = jh__view_ceil(st->env, 0); e; e = jh__view_next(st->env, e))
-        al_add(st, e);
+        if (jh__mem_readable((const void *)e->node.start, e->node.size))
+            al_add(st, e);
     return 0;
 }
 

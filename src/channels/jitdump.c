@@ -34,6 +34,7 @@
 
 #include "base/clock.h"
 #include "base/lock.h"
+#include "base/os.h"
 #include "channels/channel.h"
 #include "fmt/jitdump.h"
 
@@ -271,8 +272,11 @@ static int jitdump_forked(void *state)
     jh__lock(&jd_lock);
     int err = file_ready(jd->env, jd->f);
     jh__unlock(&jd_lock);
+    /* Code the JIT freed before telling us (jh_code_remove may come after the unmap) has no
+     * bytes left to write: a LOAD needs them. */
     for (struct jh__entry *e = jh__view_ceil(jd->env, 0); e && !err; e = jh__view_next(jd->env, e))
-        err = emit_function(jd, e, false);
+        if (jh__mem_readable((const void *)e->node.start, e->node.size))
+            err = emit_function(jd, e, false);
     return err;
 }
 
