@@ -116,10 +116,21 @@ static int make_path(struct elfmap *m, const struct region *r, char *path, size_
     return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+static _Atomic unsigned keep_files = EM_KEEP_FILES;
+static _Atomic uint64_t keep_bytes = EM_KEEP_BYTES;
+
+void jh__elfmap_keep(unsigned files, uint64_t bytes)
+{
+    atomic_store(&keep_files, files ? files : EM_KEEP_FILES);
+    atomic_store(&keep_bytes, bytes ? bytes : EM_KEEP_BYTES);
+}
+
 /* Older generations stay for perf report, within EM_KEEP_FILES and EM_KEEP_BYTES: past
  * that the oldest go. (A fork child forgets the list: those files are its parent's.) */
 static void keep(struct elfmap *m, char *path, uint64_t bytes)
 {
+    unsigned max_files = atomic_load(&keep_files);
+    uint64_t max_bytes = atomic_load(&keep_bytes);
     if (JH__VEC_RESERVE(m->kept, m->capkept, m->nkept + 1)) {
         jh__unlink_private(path);
         free(path);
@@ -128,7 +139,7 @@ static void keep(struct elfmap *m, char *path, uint64_t bytes)
     m->kept[m->nkept++] = (struct kept_file){ path, bytes };
     m->kept_bytes += bytes;
     size_t drop = 0;
-    while (drop < m->nkept && (m->nkept - drop > EM_KEEP_FILES || m->kept_bytes > EM_KEEP_BYTES)) {
+    while (drop < m->nkept && (m->nkept - drop > max_files || m->kept_bytes > max_bytes)) {
         struct kept_file *k = &m->kept[drop++];
         jh__unlink_private(k->path);
         char *slash = strrchr(k->path, '/');

@@ -17,6 +17,10 @@ extern "C" {
 typedef void jh__elfmap_swap_hook_fn(void *arg, uintptr_t lo, uintptr_t hi);
 void jh__elfmap_swap_hook(jh__elfmap_swap_hook_fn *fn, void *arg);
 
+/* Keep at most files older-generation files and bytes of them per context (0: the
+ * defaults, EM_KEEP_FILES and EM_KEEP_BYTES), so a test need not make hundreds. */
+void jh__elfmap_keep(unsigned files, uint64_t bytes);
+
 #ifdef __cplusplus
 }
 #endif
