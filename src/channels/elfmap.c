@@ -69,56 +69,77 @@ static void reg_remove(struct elfmap *m, const struct region *r)
     }
 }
 
+/* A window holding [lo, hi): one that holds it or can grow to, else a new one; NULL when
+ * the range crosses into a window it cannot join (*err 0) or on error (*err < 0). */
+static struct region *fit(struct elfmap *m, uintptr_t lo, uintptr_t hi, int *err)
+{
+    size_t i = reg_index(m, lo);
+    struct region *prev = i ? m->reg[i - 1] : NULL;
+    struct region *r = i < m->nreg ? m->reg[i] : NULL;
+    *err = 0;
+    if (r && r->lo < hi) {
+        struct region *next = i + 1 < m->nreg ? m->reg[i + 1] : NULL;
+        uintptr_t l = r->lo < lo ? r->lo : lo, h = r->hi > hi ? r->hi : hi;
+        if (l < r->anchor - EM_LEAD || h - (r->anchor - EM_LEAD) > EM_SPAN ||
+            (prev && prev->hi > l) || (next && h > next->lo))
+            return NULL;
+        *err = jh__em_region_grow(m, r, l, h);
+        return *err ? NULL : r;
+    }
+    /* Under valgrind every new symbol means reading the window's image again
+     * (elfmap_region.c): windows of a page keep that from costing a MiB's functions. */
+    uintptr_t win = m->valgrind ? m->page : EM_WINDOW;
+    uintptr_t anchor = lo & ~(win - 1);
+    uintptr_t l = prev && prev->hi > anchor ? prev->hi : anchor, h = anchor + win;
+    if (r && r->lo < h)
+        h = r->lo;
+    if (h < hi && hi - (anchor - EM_LEAD) <= EM_SPAN && (!r || hi <= r->lo))
+        h = hi;
+    if (h < hi || anchor < EM_LEAD)
+        return NULL;
+    if (JH__VEC_RESERVE(m->reg, m->capreg, m->nreg + 1)) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    struct region *n = jh__em_region_new(m, anchor, l, h, err);
+    if (!n)
+        return NULL;
+    memmove(m->reg + i + 1, m->reg + i, (m->nreg - i) * sizeof *m->reg);
+    m->reg[i] = n;
+    m->nreg++;
+    return n;
+}
+
 /*
- * The window for e: one that holds its pages or can grow to hold them, else a new one. NULL
- * with *err = 0 when the code crosses into a window it cannot join (reported), or with a
- * negative errno.
+ * The window for e. When its pages are new to the windows, and the JIT's mapping holding
+ * them is small (EM_WHOLE), a window that holds all that mapping: elfmap_region.c then maps
+ * it from the file whole, and it stays one mapping (the kernel moves and grows one mapping
+ * at a time: mremap). NULL (reported) when e's code crosses into a window it cannot join.
  */
 static struct region *window_for(struct elfmap *m, const struct jh__entry *e, int *err)
 {
     uintptr_t pl = pg_down(m, e->node.start), ph = pg_up(m, e->node.start + e->node.size);
-    size_t i = reg_index(m, pl);
-    struct region *prev = i ? m->reg[i - 1] : NULL;
-    struct region *r = i < m->nreg ? m->reg[i] : NULL;
     *err = 0;
     if (ph <= pl) {
         jh__em_report_once(m, R_RANGE, "code at %#lx ends at the top of the address space: "
                            "left as it is", (unsigned long)e->node.start);
         return NULL;
     }
-    if (r && r->lo < ph) {
-        struct region *next = i + 1 < m->nreg ? m->reg[i + 1] : NULL;
-        uintptr_t lo = r->lo < pl ? r->lo : pl, hi = r->hi > ph ? r->hi : ph;
-        if (lo >= r->anchor - EM_LEAD && hi - (r->anchor - EM_LEAD) <= EM_SPAN &&
-            (!prev || prev->hi <= lo) && (!next || hi <= next->lo)) {
-            *err = jh__em_region_grow(m, r, lo, hi);
-            return *err ? NULL : r;
-        }
-    } else {
-        /* Under valgrind every new symbol means a new file (elfmap_region.c): windows of a
-         * page keep that from costing the whole window's code each time. */
-        uintptr_t win = m->valgrind ? m->page : EM_WINDOW;
-        uintptr_t anchor = pl & ~(win - 1);
-        uintptr_t lo = prev && prev->hi > anchor ? prev->hi : anchor;
-        uintptr_t hi = anchor + win;
-        if (r && r->lo < hi)
-            hi = r->lo;
-        if (hi < ph && ph - (anchor - EM_LEAD) <= EM_SPAN && (!r || ph <= r->lo))
-            hi = ph;
-        if (hi >= ph && anchor >= EM_LEAD) {
-            if (JH__VEC_RESERVE(m->reg, m->capreg, m->nreg + 1)) {
-                *err = -ENOMEM;
-                return NULL;
-            }
-            struct region *n = jh__em_region_new(m, anchor, lo, hi, err);
-            if (!n)
-                return NULL;
-            memmove(m->reg + i + 1, m->reg + i, (m->nreg - i) * sizeof *m->reg);
-            m->reg[i] = n;
-            m->nreg++;
-            return n;
-        }
+    size_t i = reg_index(m, pl);
+    struct region *r = i < m->nreg ? m->reg[i] : NULL;
+    bool known = r && r->lo <= pl && ph <= r->hi;
+    for (uintptr_t a = pl; a < ph && known; a += m->page)
+        known = jh__em_region_maps(m, r, a);
+    if (known)
+        return r;
+    uintptr_t vs, ve;
+    if (!m->valgrind && jh__vma_bounds(m->maps_fd, pl, &vs, &ve) == 0 && vs <= pl &&
+        ph <= ve && ve - vs <= EM_WHOLE) {
+        if ((r = fit(m, vs, ve, err)) || *err)
+            return r;
     }
+    if ((r = fit(m, pl, ph, err)) || *err)
+        return r;
     jh__em_report_once(m, R_STRADDLE, "code at %#lx-%#lx crosses into another image window: "
                        "left as it is", (unsigned long)e->node.start,
                        (unsigned long)(e->node.start + e->node.size));

@@ -35,6 +35,10 @@
 #define EM_SPAN ((uintptr_t)3 << 20)
 #define EM_GAP ((uint64_t)256 << 20)
 
+/* A JIT mapping up to this size is mapped from the image file whole at its first code, so
+ * that it stays one mapping (mremap). */
+#define EM_WHOLE ((uintptr_t)1 << 20)
+
 /* Older generations' files kept for perf report (see docs/elfmap.md, "Files"). */
 #define EM_KEEP_FILES 256
 #define EM_KEEP_BYTES ((uint64_t)64 << 20)
@@ -156,6 +160,10 @@ struct region *jh__em_region_new(struct elfmap *m, uintptr_t anchor, uintptr_t l
                                  int *err);
 /* Is the page at a mapped from r's file? */
 bool jh__em_region_maps(const struct elfmap *m, const struct region *r, uintptr_t a);
+/* [*lo, *hi), a page new to r's image: all of the JIT's mapping holding it instead, when
+ * that is small and inside r's window (so that it stays one mapping: mremap). */
+void jh__em_whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *lo,
+                          uintptr_t *hi);
 /* The window grows to [lo, hi) (within its span). */
 int jh__em_region_grow(struct elfmap *m, struct region *r, uintptr_t lo, uintptr_t hi);
 /*
@@ -180,6 +188,8 @@ void jh__em_call_swap_hook(uintptr_t lo, uintptr_t hi);
 /* ---- elfmap_file.c ---- */
 
 uint64_t jh__em_new_id(void);
+/* Is (dev, ino) a file this context made? (jh__vma_check's own_file, arg: the elfmap) */
+bool jh__em_own_file(void *arg, dev_t dev, ino_t ino);
 uint64_t jh__em_name_hash(const char *s);
 /* Copy [lo, hi) of live code into m->snap. */
 int jh__em_snapshot(struct elfmap *m, uintptr_t lo, uintptr_t hi);

@@ -74,7 +74,7 @@ pid_t jh__em_pid(struct elfmap *m)
     return m->pid;
 }
 
-static bool own_file(void *arg, dev_t dev, ino_t ino)
+bool jh__em_own_file(void *arg, dev_t dev, ino_t ino)
 {
     struct elfmap *m = arg;
     for (size_t i = m->nown; i-- > 0;)
@@ -209,7 +209,7 @@ int jh__em_write_text(struct elfmap *m, struct region *r, int fd, uintptr_t lo, 
 
 enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
-    enum jh__vma_verdict v = jh__vma_check(m->maps_fd, lo, hi, own_file, m);
+    enum jh__vma_verdict v = jh__vma_check(m->maps_fd, lo, hi, jh__em_own_file, m);
     if (v != JH__VMA_OK)
         jh__em_report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left as it is (perf "
                            "map/jitdump still name it): %s", (unsigned long)lo,
@@ -300,8 +300,12 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     memcpy(want, r->mapped, nbytes);
     struct region nr = *r;          /* what r becomes */
     nr.mapped = want;
-    EACH_PAGE_OF(m, es, n, k, a)
-        set_mapped(m, &nr, a, a + m->page, true);
+    EACH_PAGE_OF(m, es, n, k, a) {
+        uintptr_t lo = a, hi = a + m->page;
+        if (!is_mapped(m, &nr, a))
+            jh__em_whole_mapping(m, r, &lo, &hi);
+        set_mapped(m, &nr, lo, hi, true);
+    }
 
     /* Every run to map: eligible? A run that is not, and holds none of the new code, is
      * code the JIT freed before telling us (docs: remove after free): left out. */
@@ -314,7 +318,7 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
         uintptr_t lo = a;
         while (a < span_lo(r) + EM_SPAN && is_mapped(m, &nr, a))
             a += m->page;
-        if (jh__vma_check(m->maps_fd, lo, a, own_file, m) == JH__VMA_OK)
+        if (jh__vma_check(m->maps_fd, lo, a, jh__em_own_file, m) == JH__VMA_OK)
             continue;
         bool ours = false;
         EACH_PAGE_OF(m, es, n, k, p)

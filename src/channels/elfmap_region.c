@@ -30,6 +30,28 @@
 #include "channels/elfmap.h"
 #include "fmt/func.h"
 
+/*
+ * The first code in one of the JIT's mappings: map all of it from the file, not just the
+ * code's pages, when it is small (LuaJIT's 64 KiB areas) and inside the window. It then
+ * stays one mapping, which the JIT can still move or grow with mremap: the kernel moves or
+ * grows one mapping at a time (before Linux 6.17 it refuses, EFAULT, a range of several).
+ */
+void jh__em_whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *lo, uintptr_t *hi)
+{
+    uintptr_t vs, ve;
+    if (jh__vma_bounds(m->maps_fd, *lo, &vs, &ve) != 0)
+        return;
+    /* (the kernel may have merged the JIT's mapping with neighbours of the same kind) */
+    vs = vs < r->lo ? r->lo : vs;
+    ve = ve > r->hi ? r->hi : ve;
+    if (ve - vs > EM_WHOLE || (vs == *lo && ve == *hi))
+        return;
+    if (jh__vma_check(m->maps_fd, vs, ve, jh__em_own_file, m) != JH__VMA_OK)
+        return;
+    *lo = vs;
+    *hi = ve;
+}
+
 /* ---- the region's operations ------------------------------------------------------------ */
 
 bool jh__em_region_maps(const struct elfmap *m, const struct region *r, uintptr_t a)
@@ -118,11 +140,17 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
     EACH_PAGE_OF(m, es, n, k, a) {
         if (res)
             break;
-        bool was = is_mapped(m, r, a);
-        if ((err = jh__em_write_text(m, r, r->fd, a, a + m->page)))
+        if (is_mapped(m, r, a)) {
+            if ((err = jh__em_write_text(m, r, r->fd, a, a + m->page)))
+                res = err == -ENOMEM ? err : 1;
+            continue;
+        }
+        uintptr_t lo = a, hi = a + m->page;
+        jh__em_whole_mapping(m, r, &lo, &hi);
+        if ((err = jh__em_write_text(m, r, r->fd, lo, hi)))
             res = err == -ENOMEM ? err : 1;
-        else if (!was && (res = jh__em_map_run(m, r, r->fd, r->path, a, a + m->page)) == 0)
-            set_mapped(m, r, a, a + m->page, true);
+        else if ((res = jh__em_map_run(m, r, r->fd, r->path, lo, hi)) == 0)
+            set_mapped(m, r, lo, hi, true);
     }
     for (size_t i = 0; i < n && !res && !err; i++)
         err = jh__elfg_add(&r->img, &es[i]->fn);

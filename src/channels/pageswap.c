@@ -230,6 +230,43 @@ enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
     return check_text(lo, hi, own, arg);
 }
 
+int jh__vma_bounds(int maps_fd, uintptr_t addr, uintptr_t *start, uintptr_t *end)
+{
+    if (maps_fd >= 0 && have_query != 0 && !RUNNING_ON_VALGRIND) {
+        struct vma v = { 0 };
+        int r = query_one(maps_fd, addr, &v);
+        if (r < 0)
+            return r;
+        if (r > 0 && v.start <= addr) {
+            *start = v.start;
+            *end = v.end;
+            return 0;
+        }
+        if (r > 0)
+            return -ENOENT;
+    }
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return -errno;
+    char line[512];
+    int err = -ENOENT;
+    while (fgets(line, sizeof line, f)) {
+        const char *c = line;
+        uintptr_t s = num(&c, 16), e = (*c == '-' ? c++, num(&c, 16) : 0);
+        if (addr >= s && addr < e) {
+            *start = s;
+            *end = e;
+            err = 0;
+            break;
+        }
+        if (!strchr(line, '\n'))           /* a long path: skip the rest of the line */
+            while (fgets(line, sizeof line, f) && !strchr(line, '\n'))
+                ;
+    }
+    fclose(f);
+    return err;
+}
+
 /* Is every page of the range mapped? (mincore fails with ENOMEM on a hole.) */
 static bool mapped(uintptr_t lo, size_t len)
 {

@@ -45,6 +45,9 @@ enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
                                   jh__own_file_fn *own, void *arg);
 const char *jh__vma_verdict_str(enum jh__vma_verdict v);
 
+/* The mapping (VMA) holding addr: 0 and [*start, *end), or -ENOENT / a negative errno. */
+int jh__vma_bounds(int maps_fd, uintptr_t addr, uintptr_t *start, uintptr_t *end);
+
 /*
  * Replace [lo, lo+len) (page aligned) by mmap(MAP_FIXED|MAP_PRIVATE, PROT_READ|PROT_EXEC)
  * of fd at offset off, whose bytes must equal expect[0..len). Returns 0 when the new pages
