@@ -1,15 +1,17 @@
 /*
- * cmd_clean.c — `jitherald clean [DIR]`: remove the elfmap images (jit-PID-GEN.elf) and jitdump
- * files (jit-PID.dump) of processes that are gone, once nobody is likely to need them:
+ * cmd_clean.c — `jitherald clean [DIR]`: remove the elfmap images (jit-PID-N.elf, and older
+ * generations in jit-PID-gK/ directories) and jitdump files (jit-PID.dump) of processes
+ * that are gone, once nobody is likely to need them:
  *
  *     $ jitherald clean                  # $JITHERALD_DIR, else /tmp/jitherald-UID
  *     removed 412 files (9.8 MiB); kept 20 of running processes, 2 younger than 86400s
  *
- * Why files outlive their process: `perf report` opens jit-PID-GEN.elf (the mapping's path
+ * Why files outlive their process: `perf report` opens jit-PID-N.elf (the mapping's path
  * in perf.data) and `perf inject --jit` reads jit-PID.dump long after the run, so the
  * channels never delete them. The policy, in this order:
- *   - only regular files of ours with those two name patterns (never symlinks), in a
- *     directory of ours;
+ *   - only regular files of ours with those name patterns (never symlinks), in a
+ *     directory of ours, or in a generation directory of ours (jit-PID-gK, removed once
+ *     empty); an image's size is what it takes on disk (they are sparse);
  *   - a file whose process still runs is kept. "Still runs" means the pid exists and that
  *     process started before the file was last written (else the pid was reused);
  *   - of the others, files written less than --age ago (default 1 day) are kept, so a
@@ -31,8 +33,9 @@
 #include "cli.h"
 #include "lib/files.h"
 
-/* "jit-PID-GEN.elf" or "jit-PID.dump": the pid, or 0 for other names. */
-static long pid_of(const char *name)
+/* "jit-PID-N.elf" (also ".elf.valgrind", a copy elfmap deletes at once unless it died),
+ * "jit-PID.dump", or with dirs "jit-PID-gK" (a generation directory): the pid, or 0. */
+static long pid_of(const char *name, bool dirs)
 {
     if (strncmp(name, "jit-", 4))
         return 0;
@@ -40,12 +43,18 @@ static long pid_of(const char *name)
     long pid = strtol(name + 4, &end, 10);
     if (pid <= 0 || end == name + 4)
         return 0;
+    if (dirs) {
+        if (end[0] != '-' || end[1] != 'g' || end[2] < '0' || end[2] > '9')
+            return 0;
+        strtoull(end + 2, &end, 10);
+        return *end ? 0 : pid;
+    }
     if (!strcmp(end, ".dump"))
         return pid;
     if (*end != '-' || end[1] < '0' || end[1] > '9')
         return 0;
     strtoull(end + 1, &end, 10);
-    return !strcmp(end, ".elf") ? pid : 0;
+    return !strcmp(end, ".elf") || !strcmp(end, ".elf.valgrind") ? pid : 0;
 }
 
 static time_t boot_time(void)
@@ -100,10 +109,57 @@ static bool running(long pid, time_t mtime, time_t btime)
     return !(st && st > mtime + 1);
 }
 
+struct tally {
+    time_t now, btime;
+    long long age;
+    bool dry;
+    size_t removed, kept_running, kept_recent, failed;
+    unsigned long long bytes;
+};
+
+/* The files of one directory (only pid's if pid). */
+static void sweep(struct tally *t, int dfd, const char *dir, long only)
+{
+    int fd = dup(dfd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long pid = pid_of(de->d_name, false);
+        struct stat st;
+        if (!pid || (only && pid != only) ||
+            fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            continue;
+        if (running(pid, st.st_mtime, t->btime)) {
+            t->kept_running++;
+            continue;
+        }
+        if (t->now - st.st_mtime < t->age) {
+            t->kept_recent++;
+            continue;
+        }
+        if (t->dry) {
+            printf("would remove %s/%s\n", dir, de->d_name);
+        } else if (unlinkat(dfd, de->d_name, 0) != 0) {
+            fprintf(stderr, "jitherald clean: %s/%s: %s\n", dir, de->d_name, strerror(errno));
+            t->failed++;
+            continue;
+        }
+        t->removed++;
+        t->bytes += (unsigned long long)st.st_blocks * 512;
+    }
+    closedir(d);
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: jitherald clean [--dry-run] [--all | --age SECONDS] [DIR]\n"
-            "Remove elfmap images (jit-PID-GEN.elf) and jitdump files (jit-PID.dump) of\n"
+            "Remove elfmap images (jit-PID-N.elf, jit-PID-gK/) and jitdump files (jit-PID.dump) of\n"
             "processes that are gone and that were last written more than --age seconds\n"
             "ago (default 86400; --all: any age). DIR: $JITHERALD_DIR, else /tmp/jitherald-UID.\n");
     return 2;
@@ -158,37 +214,29 @@ int jhc_cmd_clean(int argc, char **argv)
         close(dfd);
         return 2;
     }
-    time_t now = time(NULL), btime = boot_time();
-    size_t removed = 0, kept_running = 0, kept_recent = 0, failed = 0;
-    unsigned long long bytes = 0;
+    struct tally t = { .now = time(NULL), .btime = boot_time(), .age = age, .dry = dry };
+    sweep(&t, dfd, dir, 0);
+    rewinddir(d);
     struct dirent *de;
     while ((de = readdir(d))) {
-        long pid = pid_of(de->d_name);
+        long pid = pid_of(de->d_name, true);
         struct stat st;
         if (!pid || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
             continue;
-        if (running(pid, st.st_mtime, btime)) {
-            kept_running++;
+        int gfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (gfd < 0)
             continue;
-        }
-        if (now - st.st_mtime < age) {
-            kept_recent++;
-            continue;
-        }
-        if (dry) {
-            printf("would remove %s/%s\n", dir, de->d_name);
-        } else if (unlinkat(dfd, de->d_name, 0) != 0) {
-            fprintf(stderr, "jitherald clean: %s/%s: %s\n", dir, de->d_name, strerror(errno));
-            failed++;
-            continue;
-        }
-        removed++;
-        bytes += (unsigned long long)st.st_size;
+        char sub[8192];
+        snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
+        sweep(&t, gfd, sub, pid);
+        close(gfd);
+        if (!dry)
+            unlinkat(dfd, de->d_name, AT_REMOVEDIR);    /* once empty */
     }
     closedir(d);
     printf("%s %zu files (%.1f MiB); kept %zu of running processes, %zu younger than %llds\n",
-           dry ? "would remove" : "removed", removed, (double)bytes / 1048576.0, kept_running,
-           kept_recent, age);
-    return failed ? 1 : 0;
+           dry ? "would remove" : "removed", t.removed, (double)t.bytes / 1048576.0,
+           t.kept_running, t.kept_recent, age);
+    return t.failed ? 1 : 0;
 }

@@ -12,13 +12,19 @@ touch "jit-$dead-3.elf"                                   # gone, but written ju
 touch -d '2 days ago' "jit-$$-1.elf"                      # our pid, before we started
 touch "jit-$$-2.elf"                                      # ours, running
 ln -s /etc/hostname "jit-$dead-4.elf"
+# older generations of images, in directories of their own; one still needed
+mkdir -m 700 "jit-$dead-g2" "jit-$$-g2"
+touch -d '2 days ago' "jit-$dead-g2/jit-$dead-1.elf" "jit-$dead-1.elf.valgrind"
+touch "jit-$$-g2/jit-$$-5.elf"
 "$CLI" clean "$T/d" | tee out
-[ ! -e "jit-$dead-1.elf" ] && [ ! -e "jit-$dead.dump" ]
+[ ! -e "jit-$dead-1.elf" ] && [ ! -e "jit-$dead.dump" ] && [ ! -e "jit-$dead-1.elf.valgrind" ]
+[ ! -e "jit-$dead-g2" ] || fail "generation directory of a finished process kept"
+[ -e "jit-$$-g2/jit-$$-5.elf" ] || fail "generation of a running process removed"
 [ -e "jit-$dead-3.elf" ] && [ -e "jit-$$-2.elf" ] && [ -e other.txt ] && [ -e "jit-$dead-x.elf" ]
 [ -L "jit-$dead-4.elf" ]
 # a file older than its pid's process belongs to an earlier process with that pid
 [ ! -e "jit-$$-1.elf" ] || fail "pid re-use not noticed"
-grep -q 'removed 3 files' out
+grep -q 'removed 5 files' out
 "$CLI" clean --dry-run --all "$T/d" | grep -q "would remove $T/d/jit-$dead-3.elf"
 [ -e "jit-$dead-3.elf" ]
 "$CLI" clean --all "$T/d"
