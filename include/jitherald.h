@@ -304,9 +304,10 @@ JH_API unsigned jh_channels(const jh_ctx *ctx);
  * >= nfiles, bad unwind description), JH_EOVERLAP, -ENOMEM.
  * With no channel live, the description is validated but not stored, and ranges are not
  * checked for overlap. Thread-safe.
- * elfmap: the code's pages (if private, r-x: W^X) may be re-mapped from a file with the
- * same bytes; call this, jh_code_patched and jh_code_move while no other thread can make
- * those pages writable, e.g. under your code lock (docs/elfmap.md, "contract").
+ * elfmap: the code's pages (if private, r-x: W^X; a mapping of up to 1 MiB whole) may be
+ * re-mapped from a file with the same bytes before this returns; call this,
+ * jh_code_patched and jh_code_move while no other thread can make those pages writable,
+ * e.g. under your code lock (docs/elfmap.md, "contract").
  */
 JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
 
@@ -339,7 +340,8 @@ JH_API int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len);
 /*
  * Push out anything batched (debugger images, unwind tables, file buffers) so that every
  * tool sees all code announced so far. Channels flush on their own as needed; call this
- * at a quiet point (after a compile batch) to choose when that work is done. Thread-safe.
+ * at a quiet point (after a compile batch) to choose when that work is done. Thread-safe;
+ * it may be called without the code lock elfmap asks for (it maps nothing).
  */
 JH_API int jh_flush(jh_ctx *ctx);
 

@@ -33,7 +33,7 @@
 #define EM_WINDOW ((uintptr_t)1 << 20)
 #define EM_LEAD ((uintptr_t)1 << 20)
 #define EM_SPAN ((uintptr_t)3 << 20)
-#define EM_GAP ((uint64_t)256 << 20)
+#define EM_GAP ((uint64_t)64 << 20)
 
 /* A JIT mapping up to this size is mapped from the image file whole at its first code, so
  * that it stays one mapping (mremap). */

@@ -392,9 +392,10 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
         close(fd);
         jh__unlink_private(path);
         free(want);
-        if (err == -ENOMEM)
-            return err;
-        jh__em_report_once(m, R_FILE, "cannot write %s: %s", path, jh__file_error(err));
+        if (err != -EINVAL && err != -E2BIG)
+            return err;             /* no memory, or the disk refuses: channel off */
+        jh__em_report_once(m, R_BUILD, "cannot build the image for %#lx-%#lx: %s",
+                           (unsigned long)r->lo, (unsigned long)r->hi, jh_strerror(err));
         m->fallbacks++;
         return 1;
     }
@@ -511,7 +512,5 @@ int jh__em_bounce(struct elfmap *m, struct region *r)
     }
     close(fd);
     jh__unlink_private(path);
-    if (err && err != -ENOMEM)
-        jh__em_report_once(m, R_FILE, "cannot write %s: %s", path, jh__file_error(err));
-    return res < 0 ? res : err == -ENOMEM ? err : 0;
+    return res < 0 ? res : err;     /* a write error: channel off */
 }

@@ -141,28 +141,31 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
         if (res)
             break;
         if (is_mapped(m, r, a)) {
-            if ((err = jh__em_write_text(m, r, r->fd, a, a + m->page)))
-                res = err == -ENOMEM ? err : 1;
+            /* only the new code: the rest of the file's page was right when it was mapped,
+             * and announced code changed since has been written (jh_code_patched) */
+            uintptr_t s0 = es[k]->node.start, e0 = s0 + es[k]->node.size;
+            res = jh__em_write_text(m, r, r->fd, a > s0 ? a : s0,
+                                    a + m->page < e0 ? a + m->page : e0);
             continue;
         }
         uintptr_t lo = a, hi = a + m->page;
         jh__em_whole_mapping(m, r, &lo, &hi);
-        if ((err = jh__em_write_text(m, r, r->fd, lo, hi)))
-            res = err == -ENOMEM ? err : 1;
-        else if ((res = jh__em_map_run(m, r, r->fd, r->path, lo, hi)) == 0)
+        res = jh__em_write_text(m, r, r->fd, lo, hi);
+        if (!res && (res = jh__em_map_run(m, r, r->fd, r->path, lo, hi)) == 0)
             set_mapped(m, r, lo, hi, true);
     }
+    if (res < 0)
+        return res;                 /* a write error (or no memory): channel off */
     for (size_t i = 0; i < n && !res && !err; i++)
         err = jh__elfg_add(&r->img, &es[i]->fn);
-    if (!res && !err)
-        err = jh__em_sync(&r->img, r->fd);
-    if (err) {
-        if (err == -ENOMEM)
-            return err;
-        /* The image may now be ahead of the file: start a new generation next time. */
-        jh__em_report_once(m, R_FILE, "cannot write %s: %s", r->path, jh__file_error(err));
-        r->frozen = true;
+    if (err == -EINVAL || err == -E2BIG) {
+        jh__em_report_once(m, R_BUILD, "cannot describe code at %#lx: %s",
+                           (unsigned long)es[0]->node.start, jh_strerror(err));
         res = 1;
+    } else if (err) {
+        return err;
+    } else if (!res && (err = jh__em_sync(&r->img, r->fd))) {
+        return err;
     }
     if (res) {
         m->fallbacks += res > 0;
@@ -185,14 +188,7 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
     if (r->frozen || r->foreign)
         return jh__em_publish(m, r, NULL, 0);
     int err = jh__em_snapshot(m, addr, addr + len);
-    if (!err)
-        err = jh__pwrite_all(r->fd, m->snap.p, len, off_of(m, r, addr));
-    if (err && err != -ENOMEM) {
-        jh__em_report_once(m, R_FILE, "cannot write %s: %s", r->path, jh__file_error(err));
-        r->frozen = true;           /* the file is behind: a new generation next time */
-        return 0;
-    }
-    return err;
+    return err ? err : jh__pwrite_all(r->fd, m->snap.p, len, off_of(m, r, addr));
 }
 
 void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, size_t size,
