@@ -300,6 +300,7 @@ static void elfmap_close(void *state)
         jh__em_region_close(m, m->reg[i]);
     for (size_t i = 0; i < m->nkept; i++)
         free(m->kept[i].path);
+    jh__em_rw_free(m);
     if (m->maps_fd >= 0)
         close(m->maps_fd);
     free(m->reg);

@@ -76,6 +76,14 @@ struct own_file {
     ino_t ino;
 };
 
+/* Under valgrind: pages for the images' R+W segments, carved from reservations of their own
+ * (elfmap_file.c, jh__em_rw_get). */
+struct rw_arena {
+    uint8_t *base;
+    size_t npages;
+    uint8_t *used;              /* a byte per page */
+};
+
 struct kept_file {
     char *path;
     uint64_t bytes;
@@ -104,6 +112,8 @@ struct elfmap {
     unsigned pid_gen;           /* jh__fork_generation() when pid was read */
     pid_t pid;
     uint64_t swaps, fallbacks;
+    struct rw_arena *arenas;
+    size_t narenas, caparenas;
 };
 
 #define SLOT(m, e) ((e)->slot[(m)->env->slot])
@@ -209,6 +219,11 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
 int jh__em_restart(struct elfmap *m, struct region *r);
 /* Under valgrind: make it read r's file again (after new symbols). */
 int jh__em_bounce(struct elfmap *m, struct region *r);
+/* Under valgrind: a page for an image's R+W segment, reserved (NULL: none left, reported);
+ * given back at retirement; all of them freed at close. */
+void *jh__em_rw_get(struct elfmap *m);
+void jh__em_rw_put(struct elfmap *m, void *p);
+void jh__em_rw_free(struct elfmap *m);
 /* r's current file is done with: kept among the older generations. */
 void jh__em_drop_file(struct elfmap *m, struct region *r);
 

@@ -249,6 +249,70 @@ int jh__em_map_run(struct elfmap *m, struct region *r, int fd, const char *path,
     return 0;
 }
 
+/*
+ * The R+W pages come from reservations of 1024 pages, kept until close. Valgrind remembers
+ * every mapping it saw of an object, also after it is gone, and drops the symbols of any
+ * object one of whose remembered mappings overlaps an image it reads (debuginfo.c,
+ * discard_DebugInfos_which_overlap_with; its own comments tell of libc's symbols lost that
+ * way). A page reserved on its own may land in any gap, such as one the dynamic loader
+ * trimmed off a library's mapping; a big reservation fits no small gap, and its pages only
+ * ever hold our images' mappings. It also puts the R+W segment anywhere, below the code or
+ * above: elf_grow orders the program headers by address, as valgrind requires.
+ */
+#define RW_ARENA_PAGES 1024
+
+void *jh__em_rw_get(struct elfmap *m)
+{
+    for (size_t i = 0; i < m->narenas; i++) {
+        struct rw_arena *a = &m->arenas[i];
+        for (size_t k = 0; k < a->npages; k++) {
+            if (!a->used[k]) {
+                a->used[k] = 1;
+                return a->base + k * m->page;
+            }
+        }
+    }
+    struct rw_arena a = { .npages = RW_ARENA_PAGES };
+    void *p = mmap(NULL, RW_ARENA_PAGES * m->page, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    a.used = calloc(RW_ARENA_PAGES, 1);
+    if (p == MAP_FAILED || !a.used || JH__VEC_RESERVE(m->arenas, m->caparenas, m->narenas + 1)) {
+        if (p != MAP_FAILED)
+            munmap(p, RW_ARENA_PAGES * m->page);
+        free(a.used);
+        jh__em_report_once(m, R_MAP, "cannot reserve pages for valgrind's R+W mappings: "
+                           "valgrind will not name new code");
+        return NULL;
+    }
+    a.base = p;
+    a.used[0] = 1;
+    m->arenas[m->narenas++] = a;
+    return a.base;
+}
+
+void jh__em_rw_put(struct elfmap *m, void *p)
+{
+    for (size_t i = 0; p && i < m->narenas; i++) {
+        struct rw_arena *a = &m->arenas[i];
+        if ((uint8_t *)p >= a->base && (uint8_t *)p < a->base + a->npages * m->page) {
+            mmap(p, m->page, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+            a->used[((uint8_t *)p - a->base) / m->page] = 0;
+        }
+    }
+}
+
+void jh__em_rw_free(struct elfmap *m)
+{
+    for (size_t i = 0; i < m->narenas; i++) {
+        munmap(m->arenas[i].base, m->arenas[i].npages * m->page);
+        free(m->arenas[i].used);
+    }
+    free(m->arenas);
+    m->arenas = NULL;
+    m->narenas = m->caparenas = 0;
+}
+
 /* Valgrind 3.19 reads an image's symbols once it has seen an r-x and an r-w mapping of it:
  * the image's one-page R+W segment, mapped at the address reserved for it. */
 static int map_rw(struct elfmap *m, struct region *r, int fd, const char *path)
@@ -493,6 +557,13 @@ int jh__em_bounce(struct elfmap *m, struct region *r)
     for (int pass = 0; pass < 2 && !err && res >= 0; pass++) {
         int from = pass ? r->fd : fd;
         const char *name = pass ? r->path : path;
+        /* The file is mapped nowhere now: every byte of its pages made current (in place,
+         * only code bytes were written: the rest of a page may have changed since). */
+        for (uintptr_t a = span_lo(r); pass && a < span_lo(r) + EM_SPAN && !err; a += m->page)
+            if (is_mapped(m, r, a))
+                err = jh__em_write_text(m, r, r->fd, a, a + m->page);
+        if (err)
+            break;
         for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && res >= 0;) {
             if (!is_mapped(m, r, a)) {
                 a += m->page;

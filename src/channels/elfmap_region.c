@@ -76,22 +76,8 @@ struct region *jh__em_region_new(struct elfmap *m, uintptr_t anchor, uintptr_t l
     r->lo = lo;
     r->hi = hi;
     r->fd = -1;
-    if (m->valgrind) {
-        /* Above the span (valgrind 3.19 wants the PT_LOADs in address order). */
-        uintptr_t top = span_lo(r) + EM_SPAN;
-        for (uintptr_t k = 1; k <= 16 && !r->rw; k++) {
-            void *p = mmap((void *)(top + (k << 24)), m->page, PROT_NONE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-            if (p != MAP_FAILED && (uintptr_t)p >= top)
-                r->rw = p;
-            else if (p != MAP_FAILED)
-                munmap(p, m->page);
-        }
-        if (!r->rw)
-            jh__em_report_once(m, R_MAP, "cannot reserve a page above %#lx for valgrind's "
-                               "R+W mapping: valgrind will not name that code",
-                               (unsigned long)top);
-    }
+    if (m->valgrind)
+        r->rw = jh__em_rw_get(m);
     *err = 0;
     return r;
 }
@@ -219,8 +205,7 @@ void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, s
 
 void jh__em_region_retire(struct elfmap *m, struct region *r)
 {
-    if (r->rw)
-        munmap(r->rw, m->page);
+    jh__em_rw_put(m, r->rw);
     jh__em_drop_file(m, r);
     free(r->mapped);
     free(r->tombs);
@@ -229,8 +214,7 @@ void jh__em_region_retire(struct elfmap *m, struct region *r)
 
 void jh__em_region_close(struct elfmap *m, struct region *r)
 {
-    if (r->rw)
-        munmap(r->rw, m->page);
+    (void)m;                        /* (its R+W page goes with the arenas) */
     if (r->fd >= 0)
         close(r->fd);
     jh__elfg_free(&r->img);

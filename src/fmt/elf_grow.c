@@ -67,7 +67,7 @@ static bool window_ok(const struct jh__elfg *g, uint64_t lo, uint64_t hi)
     /* off(lo) >= one page (the headers), off(hi) <= meta_off, no wrap-around */
     return lo < hi && !(lo % pg) && !(hi % pg) && lo + g->s.anchor_off >= g->s.anchor_addr + pg &&
            hi + g->s.anchor_off <= g->s.anchor_addr + g->s.meta_off &&
-           (!g->s.rw_addr || g->s.rw_addr >= hi);
+           (!g->s.rw_addr || g->s.rw_addr >= hi || g->s.rw_addr + pg <= lo);
 }
 
 static bool present(const struct jh__elfg *g, int sec)
@@ -127,6 +127,11 @@ static void build_hdr(struct jh__elfg *g)
           .p_vaddr = g->s.rw_addr, .p_paddr = g->s.rw_addr, .p_filesz = DATA_SIZE,
           .p_memsz = DATA_SIZE, .p_align = pg },
     };
+    if (g->s.rw_addr && g->s.rw_addr < g->s.lo) {      /* valgrind wants them in address order */
+        Elf64_Phdr t = ph[0];
+        ph[0] = ph[1];
+        ph[1] = t;
+    }
     memset(g->hdr, 0, sizeof g->hdr);
     memcpy(g->hdr, &eh, sizeof eh);
     memcpy(g->hdr + sizeof eh, ph, (g->s.rw_addr ? 2 : 1) * sizeof ph[0]);

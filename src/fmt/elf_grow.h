@@ -8,7 +8,8 @@
  * The file (x86-64 or arm64 host, little-endian, ET_DYN):
  *   0            ELF header and program headers: an R+X PT_LOAD over the text window and,
  *                with rw_addr, a small R+W one (valgrind 3.19 reads an image's symbols
- *                only once it has seen a writable mapping of it too)
+ *                only once it has seen a writable mapping of it too), in address order
+ *                (valgrind rejects them otherwise)
  *   off(a)       the code at address a, for a in the window [lo, hi):
  *                off(a) = anchor_off + (a - anchor_addr). The window may grow (set_text);
  *                the address-to-offset rule never changes. The builder never writes these
@@ -51,7 +52,7 @@ struct jh__elfg_spec {
     uint64_t lo, hi;            /* the text window: page aligned, off(lo) >= one page,
                                    off(hi) <= meta_off */
     uint64_t meta_off;          /* page aligned */
-    uint64_t rw_addr;           /* page aligned, above hi; 0: no R+W segment */
+    uint64_t rw_addr;           /* page aligned, outside the window; 0: no R+W segment */
     size_t page_size;           /* 0: 4096 */
     const char *producer;       /* DW_AT_producer (NULL: "jitherald") */
 };

@@ -9,12 +9,14 @@
 require_tool valgrind valgrind
 P=$(program churn_rows)
 cd "$T"
-JITHERALD=elfmap JITHERALD_DIR=$T/d valgrind -q --tool=callgrind --callgrind-out-file=cg.out \
+JITHERALD=elfmap JITHERALD_DIR=$T/d JITHERALD_DEBUG=1 valgrind -q --tool=callgrind --callgrind-out-file=cg.out \
     "$P" 12 20 >out 2>err || { cat err; fail "callgrind"; }
 grep -q '13 functions, 10 live' out || fail "churn_rows: $(cat out)"
-# Each JIT function defined once in the profile: one (object, file, name).
-grep -E '^fn=\([0-9]+\) (hot|reuse)_[0-9]+$' cg.out | awk '{print $2}' | sort >defs
-[ -s defs ] || { head -50 cg.out; fail "no JIT function in the profile"; }
+# Each JIT function defined once in the profile: one (object, file, name) = one id. A name
+# is given where its id first appears, on a fn= or a cfn= (call) line.
+grep -E '^c?fn=\([0-9]+\) (hot|reuse)_[0-9]+$' cg.out | sed 's/^c\?fn=//' | sort -u |
+    awk '{print $2}' | sort >defs
+[ -s defs ] || { cat err; grep -E '^(ob|fn)=' cg.out | head -30; fail "no JIT function in the profile"; }
 grep -qx hot_0 defs || fail "hot_0 is not in the profile"
 dups=$(uniq -d defs)
 [ -z "$dups" ] || { grep -E '^(ob|fn)=' cg.out | head -60; fail "defined under several objects: $dups"; }
