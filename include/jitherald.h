@@ -330,10 +330,12 @@ JH_API int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start);
 
 /*
  * The JIT rewrote bytes [addr, addr+len) of code it announced (patched a call site, a
- * guard...). Channels that copied the bytes refresh them (elfmap rebuilds its image and
- * tells valgrind to discard its translations, which it must: valgrind does not watch
- * file-backed code for self-modification; the audit log records the new bytes).
- * -ENOENT if the range is not inside live code. Thread-safe.
+ * guard...). Channels that copied the bytes refresh them, and a function stays one
+ * function for the tools (elfmap writes the new bytes into its image file and tells
+ * valgrind to discard its translations, which it must: valgrind does not watch file-backed
+ * code for self-modification; jitdump writes the function again under the same code_index;
+ * the audit log records the new bytes). -ENOENT if the range is not inside live code.
+ * Thread-safe.
  */
 JH_API int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len);
 
