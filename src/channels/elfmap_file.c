@@ -11,6 +11,7 @@
  * of another name does the window take a new name: perf would otherwise show both under one.
  */
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +185,12 @@ int jh__em_sync(struct jh__elfg *img, int fd)
         if (err)
             return err;
     }
+    /* Chunks sections moved out of: give their blocks back (the file keeps its size; a file
+     * system that cannot punch holes keeps the bytes, which nothing reads). */
+    n = jh__elfg_freed(img, v);
+    for (int i = 0; i < n; i++)
+        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)v[i].off,
+                  (off_t)v[i].len);
     jh__elfg_synced(img);
     return 0;
 }

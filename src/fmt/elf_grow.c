@@ -224,7 +224,14 @@ static void place(struct jh__elfg *g)
         if (sec(g, i)->len <= g->chunk[i].cap)
             continue;
         uint64_t cap = round_up(2 * (uint64_t)sec(g, i)->len, page_of(g));
-        g->chunk[i] = (struct jh__elfg_chunk){ .off = g->end, .cap = cap, .synced = 0 };
+        struct jh__elfg_chunk *c = &g->chunk[i];
+        if (c->synced && !c->old_cap) {     /* (a chunk never written needs no punching) */
+            c->old_off = c->off;
+            c->old_cap = c->cap;
+        }
+        c->off = g->end;
+        c->cap = cap;
+        c->synced = 0;
         g->end += cap;
         g->meta_dirty = true;
     }
@@ -363,9 +370,21 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
     return n;
 }
 
+int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v)
+{
+    int n = 0;
+    for (int i = 0; i < JH__ELFG_NGROW; i++)
+        if (g->chunk[i].old_cap)
+            v[n++] = (struct jh__elfg_span){ .off = g->chunk[i].old_off,
+                                             .len = g->chunk[i].old_cap };
+    return n;
+}
+
 void jh__elfg_synced(struct jh__elfg *g)
 {
     g->end_synced = g->end;
+    for (int i = 0; i < JH__ELFG_NGROW; i++)
+        g->chunk[i].old_cap = 0;
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         g->chunk[i].synced = sec(g, i)->len;
     g->hdr_dirty = g->meta_dirty = g->data_dirty = false;

@@ -19,7 +19,7 @@
  *   then         a chunk per growing section (.symtab, .strtab, .debug_frame, .debug_info,
  *                .debug_line, .debug_str, .debug_ranges) with room to grow; a section that
  *                outgrows its chunk moves to a new one twice its size at the end of the file
- *                (the old chunk is left as garbage: at most as much again).
+ *                (the old chunk becomes garbage the caller may punch out: jh__elfg_freed).
  * Sections: .text (PROGBITS, the window), [.data], .debug_frame (unwinding with absolute
  * addresses: nothing has to map it; perf and valgrind read it from the file), the DWARF of
  * fmt/dwarf.h with one compile unit per function, .symtab (one sized global STT_FUNC per
@@ -63,6 +63,7 @@ enum { JH__ELFG_NGROW = 7 };    /* .symtab .strtab .debug_frame .debug_info .deb
 struct jh__elfg_chunk {
     uint64_t off, cap;          /* where the section lives in the file, and its room */
     size_t synced;              /* bytes of it already in the file */
+    uint64_t old_off, old_cap;  /* the chunk it left, still holding bytes in the file */
 };
 
 struct jh__elfg {
@@ -109,6 +110,10 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f);
  */
 int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v);
 void jh__elfg_synced(struct jh__elfg *g);
+
+/* The file ranges sections moved out of since the last jh__elfg_synced (their old chunks:
+ * garbage the caller may punch out of the file). Returns how many went into v (p NULL). */
+int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v);
 
 /* All spans as they would be for a new file (everything dirty again): for a copy. */
 void jh__elfg_all_dirty(struct jh__elfg *g);

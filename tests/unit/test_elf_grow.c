@@ -8,6 +8,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,16 @@ static void sync_file(struct jh__elfg *g, int fd)
     CHECK(n >= 0);
     for (int i = 0; i < n; i++)
         CHECK_EQ(pwrite(fd, v[i].p, v[i].len, (off_t)v[i].off), (ssize_t)v[i].len);
+    /* the chunks left behind: punched out, and never one a span just wrote */
+    n = jh__elfg_freed(g, v);
+    struct jh__elfg_span w[JH__ELFG_MAXSPANS];
+    int nw = jh__elfg_spans(g, w);
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < nw; k++)
+            CHECK(w[k].off + w[k].len <= v[i].off || v[i].off + v[i].len <= w[k].off);
+        CHECK_EQ(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)v[i].off,
+                           (off_t)v[i].len), 0);
+    }
     jh__elfg_synced(g);
     CHECK_EQ(jh__elfg_spans(g, v), 0);     /* nothing left to write */
 }
