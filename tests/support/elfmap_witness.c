@@ -100,8 +100,8 @@ static enum ew_verdict in_file(const struct ew_fn *fn, const uint8_t *img, size_
 enum ew_verdict ew_check_one(const struct ew_fn *fn, char *path_out, size_t pathlen)
 {
     char path[4096];
-    uintptr_t start;
-    uint64_t off;
+    uintptr_t start = 0;
+    uint64_t off = 0;
     if (!mapping((uintptr_t)fn->addr, &start, &off, path, sizeof path) || path[0] != '/')
         return EW_ANON;
     if (path_out)

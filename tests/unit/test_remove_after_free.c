@@ -47,7 +47,7 @@ static uint8_t *area_at(void *hint)
     return a;
 }
 
-static void announce(jh_ctx *jh, uint8_t *a, uint64_t *ids, char (*names)[32])
+static void announce(jh_ctx *jh, uint8_t *a, uint64_t *ids, char (*names)[48])
 {
     for (int i = 0; i < NFN; i++) {
         snprintf(names[i], sizeof names[i], "TRACE_%d freed.lua:%d", i, 10 + i);
@@ -75,7 +75,7 @@ int main(void)
     CHECK(want & JH_JITDUMP);
     CHECK(want & JH_AUDITLOG);
 
-    static char names[NFN][32];
+    static char names[NFN][48];
     uint64_t ids[NFN];
     uint8_t *a = area_at(NULL);
     announce(jh, a, ids, names);
