@@ -7,15 +7,10 @@
 #      that run there (checked from /proc/self/maps inside the process); after jit.flush()
 #      no mapping of an image is left;
 #   4. image files are bounded, not by history: after 300 flushes and after 600, as many.
-# Written against the contract of issue 13 items 3 and 4 (branch h-elfmap).
 . "$(dirname "$0")/lib.sh"
 require_tool perf linux-perf
 require_tool valgrind valgrind
 luajit_adapter
-# The elfmap of issue 13 items 2-4 (branch h-elfmap) brought jh__elfmap_keep: without it
-# these checks fail by design, so they wait for it, loudly.
-nm "$B/libjitherald.a" 2>/dev/null | grep -q ' jh__elfmap_keep$' ||
-    skip "elfmap without issue 13 items 2-4 (branch h-elfmap, not merged in this tree)"
 private_perf_cache
 cd "$LUAJIT_SCRIPTS"
 export JITHERALD=elfmap

@@ -2,14 +2,10 @@
 # One trace, one row: under heavy patching (every side trace rewrites its parent's exit
 # branches: hundreds of jh_code_patched on a few hundred traces) `perf report --sort sym`
 # lists each trace once, through jitdump + perf inject and through elfmap (issue 13 item
-# 2; written against the contract, branch h-elfmap).
+# 2).
 . "$(dirname "$0")/lib.sh"
 require_tool perf linux-perf
 luajit_adapter
-# The elfmap of issue 13 items 2-4 (branch h-elfmap) brought jh__elfmap_keep: without it
-# these checks fail by design, so they wait for it, loudly.
-nm "$B/libjitherald.a" 2>/dev/null | grep -q ' jh__elfmap_keep$' ||
-    skip "elfmap without issue 13 items 2-4 (branch h-elfmap, not merged in this tree)"
 private_perf_cache
 cd "$T"
 S=$R/bench/luajit/stress.lua
