@@ -7,7 +7,8 @@
 # A skip prints its reason. With JH_REQUIRE_ALL=1 (CI) a skip counts as a failure: on CI
 # every tool is installed, so a skip there means a missing install step.
 # ONLY=pattern runs the tests whose name contains pattern.
-# Each test's output goes to a log in a temporary directory: removed when every test
+# Each test's output goes to a log in a directory of its own under $BUILD (not /tmp, where
+# another run's or another user's cleanup may remove it mid-run): removed when every test
 # passed, kept (and its path printed) when one failed.
 set -u
 BUILD=${BUILD:-build}
@@ -19,7 +20,8 @@ export JH_BUILD=$ROOT/$BUILD
 cd "$ROOT"
 pass=0 fail=0 skip=0
 failed=() skipped=()
-logdir=$(mktemp -d "${TMPDIR:-/tmp}/jh-test-logs.XXXXXX")
+mkdir -p "$JH_BUILD"
+logdir=$(mktemp -d "$JH_BUILD/test-logs.XXXXXX")
 
 run_one() { # name timeout cmd...
     local name=$1 t=$2; shift 2
