@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct jhr_jd r;
     struct jhr_jd_stats st;
     jhr_jd_check(&r, data, size, NULL, false, NULL, &st);
-    jhr_jd_check(&r, data, size, null, true, null, &st);
+    jhr_jd_check(&r, data, size, null, JHR_JD_VERBOSE, null, &st);
+    jhr_jd_check(&r, data, size, null, JHR_JD_VERBOSE | JHR_JD_STRICT, null, &st);
     if (size >= 4) {
         size_t hdr = size > 40 ? 20 : size / 4;
         char err[128];

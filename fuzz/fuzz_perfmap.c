@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         null = fopen("/dev/null", "w");
     char err[256];
     size_t n;
-    jhr_pm_check(data, size, NULL, NULL, err, sizeof err, &n);
-    jhr_pm_check(data, size, null, null, err, sizeof err, &n);
+    jhr_pm_check(data, size, NULL, NULL, false, err, sizeof err, &n);
+    jhr_pm_check(data, size, null, null, true, err, sizeof err, &n);
     return 0;
 }

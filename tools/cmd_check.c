@@ -8,8 +8,10 @@
  *     broken.dump: offset 0x1f0: record id 0 of 4096 bytes runs past the end of the file ...
  *
  * check: exit 0 if perf will take the whole file, 1 at the first problem (one line naming
- * the offset or line and what perf would do with it), 2 for usage or I/O errors. Warnings
- * that do not stop perf go to stderr and do not change the exit status.
+ * the offset or line and what perf would do with it), 2 for usage or I/O errors. The
+ * quirks perf takes (other JITs' files have many: docs/interop.md) are warnings on stderr,
+ * one line per kind, and do not change the exit status; with --strict they are errors
+ * (exit 1): the file is held to the format's specification, as jitherald's own files are.
  * `jitherald inspect` (cmd_inspect.c) is the same check with every record printed. The
  * checks themselves are lib/jitdump_check.h and lib/perfmap_read.h.
  */
@@ -24,14 +26,17 @@
 
 int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
 {
-    bool quiet = false;
+    bool quiet = false, strict = false;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))
             quiet = true;
+        else if (!strcmp(argv[i], "--strict"))
+            strict = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: jitherald %s [-q] FILE\n  FILE: a jitdump (jit-<pid>.dump) or a "
-                   "perf map (perf-<pid>.map)\n", cmd);
+            printf("usage: jitherald %s [-q] [--strict] FILE\n  FILE: a jitdump "
+                   "(jit-<pid>.dump) or a perf map (perf-<pid>.map)\n  -q: no warnings, no "
+                   "summary\n  --strict: the quirks perf accepts are errors too\n", cmd);
             return 0;
         } else if (!path)
             path = argv[i];
@@ -39,7 +44,7 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
             path = NULL, i = argc;
     }
     if (!path) {
-        fprintf(stderr, "usage: jitherald %s [-q] FILE\n", cmd);
+        fprintf(stderr, "usage: jitherald %s [-q] [--strict] FILE\n", cmd);
         return 2;
     }
     uint8_t *data;
@@ -55,7 +60,8 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
     if (jhr_jd_is_jitdump(data, len)) {
         struct jhr_jd r;
         struct jhr_jd_stats st;
-        rc = jhr_jd_check(&r, data, len, out, true, warn, &st);
+        rc = jhr_jd_check(&r, data, len, out, JHR_JD_VERBOSE | (strict ? JHR_JD_STRICT : 0),
+                          strict && !warn ? stderr : warn, &st);
         if (rc) {
             fprintf(print ? stdout : stderr, "%s: %s\n", path, r.err);
         } else if (!quiet) {
@@ -64,12 +70,13 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
                    st.moves, st.closes);
             if (st.unknown)
                 printf(", %zu unknown", st.unknown);
-            printf("\n");
+            printf("; %zu line entries\n", st.lines);
         }
     } else {
         char msg[256];
         size_t n = 0;
-        rc = jhr_pm_check(data, len, out, warn, msg, sizeof msg, &n);
+        rc = jhr_pm_check(data, len, out, strict && !warn ? stderr : warn, strict, msg,
+                          sizeof msg, &n);
         if (rc)
             fprintf(print ? stdout : stderr, "%s: %s\n", path, msg);
         else if (!quiet)

@@ -24,6 +24,14 @@
 #   small.cgout, nosrc.cgout
 #       a callgrind profile naming calls.map's functions by address (with and without a
 #       pid that has files).
+#   v8.jitdump, beam.jitdump, llvm.jitdump, beam.map, moar.map, mono.map (not made here)
+#       what other JITs wrote, cut small with tests/producers/jd-excerpt.pl (records) or
+#       sed (lines): node 20 --perf-prof (empty unwinding info, +0x40 lines, a garbage file
+#       name, one real .eh_frame), erl +JPperf true from OTP 25 (CodeInfoPrologue LOADs,
+#       a line table starting before the code and ending with an empty file name, 0x in
+#       the map), LLVM 14 lli --jit-kind=mcjit with JITDUMPDIR (vma 0, +0x40 lines), rakudo
+#       2022.12 with MVM_JIT_PERF_MAP=1, mono 6.8 --jitmap (reused addresses).
+#       docs/interop.md tells what each quirk does.
 # tests/golden/cases names a memory address of calls.jhlog (log-show-mem): update it too.
 set -eu
 R=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,14 +1,25 @@
 /*
  * jitdump_check.c — see jitdump_check.h. The checker walks the records once, keeping the
  * pending DEBUG_INFO and UNWINDING_INFO (they belong to the next LOAD) and, per
- * code_index, where that code is now (a set that grows with the file).
+ * code_index, where that code is now (a set that grows with the file). Quirks are counted
+ * as they are met and reported once per kind at the end, with the first one's offset and
+ * details: a V8 dump has 2,000 records with empty unwinding info, not 2,000 warnings.
+ *
+ * What perf 6.1 does with each (tools/perf/util/jitdump.c, genelf.c, genelf_debug.c, and
+ * the ELF files `perf inject --jit` wrote from real producers' dumps): it takes the LOAD's
+ * code from the end of the record and the name from its start; it applies whatever
+ * DEBUG_INFO and UNWINDING_INFO came last to the next LOAD; it turns a line entry at
+ * address A into a row at A - code_addr + 0x80 in the function's ELF, whatever A is; it
+ * maps only mapped_size bytes of unwinding data after the code.
  */
 #include "lib/jitdump_check.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/vec.h"
 #include "lib/eh_frame.h"
@@ -61,16 +72,101 @@ static void print_name(FILE *out, const char *s, size_t n)
         fputs("...", out);
 }
 
+/* The quirks: short name, reported without --strict, what it is and whom it hurts. The
+ * first occurrence's details are formatted into the walk's note; this text follows. */
+static const struct { const char *name; bool warns; const char *effect; } quirk[] = {
+    [JHR_JDQ_VERSION0] = { "version-0", false, "perf reads versions up to 1; the "
+                           "specification says 1" },
+    [JHR_JDQ_TSC] = { "tsc-timestamps", true, "perf needs its TSC conversion for them" },
+    [JHR_JDQ_TS_BACK] = { "timestamp-backwards", true, "perf inject orders the code's "
+                          "mmap events by these timestamps" },
+    [JHR_JDQ_UNKNOWN] = { "unknown-record", true, "perf skips it" },
+    [JHR_JDQ_AFTER_CLOSE] = { "after-close", true, "perf reads them all the same" },
+    [JHR_JDQ_NO_CLOSE] = { "no-close", true, "the process is still running, or exited "
+                           "without closing the dump" },
+    [JHR_JDQ_PID] = { "load-pid", true, "perf files the code under the LOAD's pid" },
+    [JHR_JDQ_VMA] = { "load-vma", true, "perf uses code_addr; the specification wants vma "
+                      "= code_addr (LLVM writes 0)" },
+    [JHR_JDQ_LOAD_GAP] = { "load-gap", false, "perf takes the code from the end of the "
+                           "record and ignores them" },
+    [JHR_JDQ_DEBUG_PAD] = { "debug-padding", false, "perf reads nr_entry entries and ignores "
+                            "the rest" },
+    [JHR_JDQ_LINE_SKEW] = { "line-skew-0x40", true, "an old-perf convention (V8, LLVM): perf "
+                            "since 5.8 puts every line 0x40 bytes late, shows the first 0x40 "
+                            "bytes as ??:0, and lines past the end on nothing" },
+    [JHR_JDQ_LINE_BEFORE] = { "line-before-code", false, "the row still covers the "
+                              "function's start in perf's line table (Erlang starts each "
+                              "table in the CodeInfoPrologue)" },
+    [JHR_JDQ_LINE_EMPTY_FILE] = { "line-empty-file", true, "perf defines a file with no name "
+                                  "in the line table (Erlang ends every table with one, line "
+                                  "0); readelf -wL stops decoding there" },
+    [JHR_JDQ_LINE_GARBAGE] = { "line-garbage", true, "the entries after it are misaligned "
+                               "(a V8 bug): perf builds a garbage line table for the "
+                               "function" },
+    [JHR_JDQ_UNWIND_EMPTY] = { "unwind-empty", true, "nothing to unwind with (V8 writes one "
+                               "for most functions): perf --call-graph dwarf stops there" },
+    [JHR_JDQ_UNWIND_UNMAPPED] = { "unwind-unmapped", true, "perf maps only mapped_size bytes "
+                                  "after the code: its DWARF unwinder cannot read the rest" },
+    [JHR_JDQ_UNWIND_PAD] = { "unwind-padding", false, "perf ignores them" },
+};
+
+const char *jhr_jd_quirk_name(enum jhr_jd_quirk q)
+{
+    return q < JHR_JDQ_COUNT ? quirk[q].name : "?";
+}
+
+bool jhr_jd_quirk_warns(enum jhr_jd_quirk q) { return q < JHR_JDQ_COUNT && quirk[q].warns; }
+
 /* The walk: what is pending for the next LOAD, and what has been seen. */
 struct check {
     struct jhr_jd *r;
     FILE *out, *warn;
-    bool verbose;
+    bool verbose, strict;
     struct jhr_jd_stats st;
     struct loads seen;
     struct jhr_jd_rec dbg, unw;
     bool have_dbg, have_unw, closed;
+    uint64_t dbg_decoded;       /* entries of the pending DEBUG_INFO that could be read */
+    struct { size_t off; char what[200]; } first[JHR_JDQ_COUNT];
 };
+
+/* Count quirk q at offset off; the details of the first one are kept. */
+__attribute__((format(printf, 4, 5)))
+static void note(struct check *k, enum jhr_jd_quirk q, size_t off, const char *fmt, ...)
+{
+    if (k->st.quirks[q]++)
+        return;
+    k->first[q].off = off;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(k->first[q].what, sizeof k->first[q].what, fmt, ap);
+    va_end(ap);
+}
+
+static int report(struct check *k)
+{
+    size_t n = 0;
+    for (int q = 0; q < JHR_JDQ_COUNT; q++) {
+        size_t c = k->st.quirks[q];
+        if (!c || (!k->strict && !quirk[q].warns))
+            continue;
+        n++;
+        if (!k->warn)
+            continue;
+        fprintf(k->warn, "%s: ", k->strict ? "strict" : "warning");
+        if (q != JHR_JDQ_NO_CLOSE)
+            fprintf(k->warn, "offset 0x%zx: ", k->first[q].off);
+        fprintf(k->warn, "%s: %s", k->first[q].what, quirk[q].effect);
+        if (c > 1)
+            fprintf(k->warn, " [%zu records]", c);
+        fprintf(k->warn, " (%s)\n", quirk[q].name);
+    }
+    if (!k->strict || !n)
+        return 0;
+    snprintf(k->r->err, sizeof k->r->err, "%zu kind%s of quirk the jitdump specification does "
+             "not allow (--strict)", n, n > 1 ? "s" : "");
+    return JH_EFORMAT;
+}
 
 static int header(struct check *k)
 {
@@ -82,16 +178,25 @@ static int header(struct check *k)
                 r->hdr.elf_mach, r->hdr.elf_mach == JH__JD_EM_X86_64 ? " (x86-64)" :
                 r->hdr.elf_mach == JH__JD_EM_AARCH64 ? " (aarch64)" : "", r->hdr.pid,
                 r->hdr.timestamp, r->hdr.flags);
-    if (r->hdr.version != JH__JD_VERSION)
+    if (r->hdr.version > JH__JD_VERSION)
         return jhr_jd_fail(r, 4, "version %" PRIu32 ": perf 6.1 reads version 1 only",
                            r->hdr.version);
+    if (r->hdr.version == 0)
+        note(k, JHR_JDQ_VERSION0, 4, "header version 0");
     if (r->hdr.flags & ~JH__JD_FLAG_ARCH_TIMESTAMP)
         return jhr_jd_fail(r, 32, "unknown flag bits 0x%" PRIx64 ": perf rejects the whole file",
                            r->hdr.flags & ~JH__JD_FLAG_ARCH_TIMESTAMP);
-    if (k->warn && (r->hdr.flags & JH__JD_FLAG_ARCH_TIMESTAMP))
-        fprintf(k->warn, "warning: timestamps are TSC ticks (flag 1): perf needs its TSC "
-                "conversion for them\n");
+    if (r->hdr.flags & JH__JD_FLAG_ARCH_TIMESTAMP)
+        note(k, JHR_JDQ_TSC, 32, "timestamps are TSC ticks (flag 1)");
     return 0;
+}
+
+static bool has_ctrl(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return true;
+    return false;
 }
 
 static int debug_info(struct check *k, const struct jhr_jd_rec *rec)
@@ -104,31 +209,29 @@ static int debug_info(struct check *k, const struct jhr_jd_rec *rec)
     if (k->have_dbg)
         return jhr_jd_fail(r, rec->off, "second DEBUG_INFO before the LOAD the one at 0x%zx "
                            "belongs to (perf keeps only the last)", k->dbg.off);
-    if (k->have_unw)
-        return jhr_jd_fail(r, rec->off, "DEBUG_INFO after UNWINDING_INFO at 0x%zx: write both "
-                           "right before their LOAD", k->unw.off);
+    /* Decode what can be decoded: a V8 file name with garbage bytes misaligns the entries
+     * after it, and their walk may run out of the record; load_extras judges. */
     size_t pos = 0;
-    uint64_t prev = 0;
-    for (uint64_t i = 0; i < rec->u.debug.nr_entry; i++) {
+    uint64_t i = 0;
+    for (; i < rec->u.debug.nr_entry; i++) {
         struct jhr_jd_line l;
         if (jhr_jd_debug_entry(r, rec, &pos, &l))
-            return jhr_jd_fail(r, rec->off, "DEBUG_INFO entry %" PRIu64 " runs past the record "
-                               "or has no NUL-terminated file name", i);
-        if (i && l.addr < prev)
-            return jhr_jd_fail(r, rec->off, "DEBUG_INFO entry %" PRIu64 " address 0x%" PRIx64
-                               " goes backwards (perf's line program cannot)", i, l.addr);
-        if (l.name_len == 0)
-            return jhr_jd_fail(r, rec->off, "DEBUG_INFO entry %" PRIu64 " has an empty file "
-                               "name", i);
-        prev = l.addr;
+            break;
+        k->st.lines++;
         if (k->out && k->verbose) {
-            fprintf(k->out, "      0x%" PRIx64 " (+0x%" PRIx64 ") ", l.addr,
+            fprintf(k->out, "      0x%" PRIx64 " (%s0x%" PRIx64 ") ", l.addr,
+                    l.addr < rec->u.debug.code_addr ? "-" : "+",
+                    l.addr < rec->u.debug.code_addr ? rec->u.debug.code_addr - l.addr :
                     l.addr - rec->u.debug.code_addr);
             print_name(k->out, l.name, l.name_len);
             fprintf(k->out, ":%" PRId32 "\n", l.lineno);
         }
     }
+    if (i == rec->u.debug.nr_entry && pos < rec->u.debug.entries_len)
+        note(k, JHR_JDQ_DEBUG_PAD, rec->off, "DEBUG_INFO has %zu bytes after its last entry",
+             rec->u.debug.entries_len - pos);
     k->dbg = *rec;
+    k->dbg_decoded = i;
     k->have_dbg = true;
     return 0;
 }
@@ -148,11 +251,77 @@ static int unwinding_info(struct check *k, const struct jhr_jd_rec *rec)
         return jhr_jd_fail(r, rec->off, "eh_frame_hdr_size %" PRIu64 ": a .eh_frame_hdr has at "
                            "least 12 bytes (perf finds it at the end of the data)",
                            u->eh_frame_hdr_size);
-    if (u->mapped_size < u->unwinding_size)
-        return jhr_jd_fail(r, rec->off, "mapped_size %" PRIu64 " is smaller than unwinding_size %"
-                           PRIu64, u->mapped_size, u->unwinding_size);
+    if (u->data_len > u->unwinding_size)
+        note(k, JHR_JDQ_UNWIND_PAD, rec->off, "UNWINDING_INFO has %" PRIu64 " bytes after its "
+             "%" PRIu64 " bytes of data", u->data_len - u->unwinding_size, u->unwinding_size);
+    if (u->unwinding_size == u->eh_frame_hdr_size)
+        note(k, JHR_JDQ_UNWIND_EMPTY, rec->off, "UNWINDING_INFO with no .eh_frame, only a "
+             "%" PRIu64 "-byte .eh_frame_hdr, mapped_size %" PRIu64, u->eh_frame_hdr_size,
+             u->mapped_size);
+    else if (u->mapped_size < u->unwinding_size)
+        note(k, JHR_JDQ_UNWIND_UNMAPPED, rec->off, "mapped_size %" PRIu64 " is smaller than "
+             "unwinding_size %" PRIu64, u->mapped_size, u->unwinding_size);
     k->unw = *rec;
     k->have_unw = true;
+    return 0;
+}
+
+/* The pending DEBUG_INFO's entries against the LOAD's code [a, a + s]. */
+static int lines_vs_code(struct check *k, const struct jhr_jd_rec *load)
+{
+    struct jhr_jd *r = k->r;
+    const struct jhr_jd_rec *dbg = &k->dbg;
+    uint64_t a = load->u.load.code_addr, s = load->u.load.code_size;
+    if (dbg->u.debug.code_addr != a)
+        return jhr_jd_fail(r, dbg->off, "DEBUG_INFO for code 0x%" PRIx64 " precedes the LOAD "
+                           "of 0x%" PRIx64 " at 0x%zx", dbg->u.debug.code_addr, a, load->off);
+    size_t pos = 0, inside = 0, before = 0, empty = 0, named = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, prev = 0, out_i = 0, out_addr = 0;
+    bool out = false;
+    struct jhr_jd_line l;
+    for (uint64_t i = 0; i < k->dbg_decoded; i++) {
+        jhr_jd_debug_entry(r, dbg, &pos, &l);   /* decoded once already */
+        if (has_ctrl(l.name, l.name_len)) {
+            note(k, JHR_JDQ_LINE_GARBAGE, dbg->off, "DEBUG_INFO entry %" PRIu64 " has a file "
+                 "name with control bytes", i);
+            return 0;       /* what follows is noise: nothing more to judge */
+        }
+        if (!l.name_len) {
+            if (!empty++)
+                note(k, JHR_JDQ_LINE_EMPTY_FILE, dbg->off, "DEBUG_INFO entry %" PRIu64 " (line %"
+                     PRId32 ") has an empty file name", i, l.lineno);
+            continue;
+        }
+        if (named++ && l.addr < prev)
+            return jhr_jd_fail(r, dbg->off, "DEBUG_INFO entry %" PRIu64 " address 0x%" PRIx64
+                               " goes backwards (perf's line program cannot)", i, l.addr);
+        prev = l.addr;
+        lo = l.addr < lo ? l.addr : lo;
+        hi = l.addr > hi ? l.addr : hi;
+        if (l.addr >= a && l.addr - a <= s)
+            inside++;
+        else if (l.addr < a && a - l.addr <= JH__JD_PERF_TEXT_OFFSET && !inside)
+            before++;           /* a row at (A - a + 0x80) >= 0 in perf's ELF: it holds */
+        else if (!out)
+            out = true, out_i = i, out_addr = l.addr;
+    }
+    if (k->dbg_decoded < dbg->u.debug.nr_entry)
+        return jhr_jd_fail(r, dbg->off, "DEBUG_INFO entry %" PRIu64 " runs past the record or "
+                           "has no NUL-terminated file name", k->dbg_decoded);
+    if (!named)
+        return 0;
+    if (lo >= a && lo - a >= 0x40 && hi - a - 0x40 <= s && (hi - a > s || lo - a == 0x40)) {
+        note(k, JHR_JDQ_LINE_SKEW, dbg->off, "DEBUG_INFO entries from code+0x%" PRIx64 " to "
+             "code+0x%" PRIx64 " for %" PRIu64 " bytes of code", lo - a, hi - a, s);
+        return 0;
+    }
+    if (out)
+        return jhr_jd_fail(r, dbg->off, "DEBUG_INFO entry %" PRIu64 " at 0x%" PRIx64 " is outside "
+                           "the code 0x%" PRIx64 "..0x%" PRIx64 " (relative or offset addresses? "
+                           "perf wants absolute ones)", out_i, out_addr, a, a + s);
+    if (before)
+        note(k, JHR_JDQ_LINE_BEFORE, dbg->off, "DEBUG_INFO starts %" PRIu64 " bytes before "
+             "the code", a - lo);
     return 0;
 }
 
@@ -161,24 +330,10 @@ static int load_extras(struct check *k, const struct jhr_jd_rec *rec)
 {
     struct jhr_jd *r = k->r;
     const __typeof__(rec->u.load) *l = &rec->u.load;
-    if (k->have_dbg) {
-        const struct jhr_jd_rec *dbg = &k->dbg;
-        if (dbg->u.debug.code_addr != l->code_addr)
-            return jhr_jd_fail(r, dbg->off, "DEBUG_INFO for code 0x%" PRIx64 " precedes the LOAD "
-                               "of 0x%" PRIx64 " at 0x%zx", dbg->u.debug.code_addr,
-                               l->code_addr, rec->off);
-        size_t pos = 0;
-        for (uint64_t i = 0; i < dbg->u.debug.nr_entry; i++) {
-            struct jhr_jd_line ln;
-            jhr_jd_debug_entry(r, dbg, &pos, &ln);      /* checked in debug_info */
-            if (ln.addr < l->code_addr || ln.addr - l->code_addr > l->code_size)
-                return jhr_jd_fail(r, dbg->off, "DEBUG_INFO entry %" PRIu64 " at 0x%" PRIx64
-                                   " is outside the code 0x%" PRIx64 "..0x%" PRIx64 " (relative "
-                                   "or offset addresses? perf wants absolute ones)", i, ln.addr,
-                                   l->code_addr, l->code_addr + l->code_size);
-        }
-    }
-    if (k->have_unw) {
+    int rc;
+    if (k->have_dbg && (rc = lines_vs_code(k, rec)))
+        return rc;
+    if (k->have_unw && k->unw.u.unwind.unwinding_size > k->unw.u.unwind.eh_frame_hdr_size) {
         const __typeof__(k->unw.u.unwind) *u = &k->unw.u.unwind;
         uint64_t us = u->unwinding_size, hs = u->eh_frame_hdr_size;
         uint64_t eh_addr = (JH__JD_PERF_TEXT_OFFSET + l->code_size + 7) & ~7ull;
@@ -212,15 +367,15 @@ static int load(struct check *k, const struct jhr_jd_rec *rec)
         return jhr_jd_fail(r, rec->off, "LOAD #%" PRIu64 " wraps around the address space",
                            l->code_index);
     if (JH__JD_LOAD_FIXED + l->name_len + 1 + l->code_size != rec->total_size)
-        return jhr_jd_fail(r, rec->off, "LOAD #%" PRIu64 " total_size %" PRIu32 " is not 56 + "
-                           "name %zu + 1 + code %" PRIu64 ": bytes between name and code",
-                           l->code_index, rec->total_size, l->name_len, l->code_size);
-    if (k->warn && l->vma != l->code_addr)
-        fprintf(k->warn, "warning: offset 0x%zx: LOAD vma 0x%" PRIx64 " != code_addr 0x%" PRIx64
-                " (perf uses code_addr)\n", rec->off, l->vma, l->code_addr);
-    if (k->warn && l->pid != r->hdr.pid)
-        fprintf(k->warn, "warning: offset 0x%zx: LOAD pid %" PRIu32 " differs from the header's %"
-                PRIu32 "\n", rec->off, l->pid, r->hdr.pid);
+        note(k, JHR_JDQ_LOAD_GAP, rec->off, "LOAD #%" PRIu64 " total_size %" PRIu32 " is not 56 "
+             "+ name %zu + 1 + code %" PRIu64 ": bytes between name and code", l->code_index,
+             rec->total_size, l->name_len, l->code_size);
+    if (l->vma != l->code_addr)
+        note(k, JHR_JDQ_VMA, rec->off, "LOAD vma 0x%" PRIx64 " != code_addr 0x%" PRIx64, l->vma,
+             l->code_addr);
+    if (l->pid != r->hdr.pid)
+        note(k, JHR_JDQ_PID, rec->off, "LOAD pid %" PRIu32 " differs from the header's %" PRIu32,
+             l->pid, r->hdr.pid);
     /* A LOAD again under its index refreshes that function's code (a patch): perf inject
      * rewrites the same jitted-*.so, which is what keeps the function one row in perf
      * report. Under the index of code elsewhere, it would rename or hide that code. */
@@ -279,9 +434,7 @@ static int record(struct check *k, const struct jhr_jd_rec *rec)
         k->st.unknown++;
         if (k->out)
             fprintf(k->out, " id %" PRIu32 ", %" PRIu32 " bytes\n", rec->id, rec->total_size);
-        if (k->warn)
-            fprintf(k->warn, "warning: offset 0x%zx: unknown record id %" PRIu32 " (perf skips "
-                    "it)\n", rec->off, rec->id);
+        note(k, JHR_JDQ_UNKNOWN, rec->off, "unknown record id %" PRIu32, rec->id);
         return 0;
     }
 }
@@ -296,12 +449,11 @@ static int walk(struct check *k)
         if (k->out)
             fprintf(k->out, "0x%08zx %-14s ts %" PRIu64, rec.off, rec_name(rec.id),
                     rec.timestamp);
-        if (k->warn && rec.timestamp < last_ts)
-            fprintf(k->warn, "warning: offset 0x%zx: timestamp goes backwards\n", rec.off);
+        if (rec.timestamp < last_ts)
+            note(k, JHR_JDQ_TS_BACK, rec.off, "timestamp goes backwards");
         last_ts = rec.timestamp;
-        if (k->closed && k->warn)
-            fprintf(k->warn, "warning: offset 0x%zx: %s after CLOSE\n", rec.off,
-                    rec_name(rec.id));
+        if (k->closed)
+            note(k, JHR_JDQ_AFTER_CLOSE, rec.off, "%s after CLOSE", rec_name(rec.id));
         if ((rc = record(k, &rec)))
             return rc;
     }
@@ -311,24 +463,32 @@ static int walk(struct check *k)
         return jhr_jd_fail(k->r, k->have_dbg ? k->dbg.off : k->unw.off, "%s at the end of the "
                            "file with no LOAD after it", k->have_dbg ? "DEBUG_INFO" :
                            "UNWINDING_INFO");
-    if (!k->closed && k->warn)
-        fprintf(k->warn, "warning: no CLOSE record (the process is still running, or did not "
-                "call jh_close)\n");
+    if (!k->closed)
+        note(k, JHR_JDQ_NO_CLOSE, k->r->len, "no CLOSE record");
     return 0;
 }
 
-int jhr_jd_check(struct jhr_jd *r, const uint8_t *data, size_t len, FILE *out, bool verbose,
+int jhr_jd_check(struct jhr_jd *r, const uint8_t *data, size_t len, FILE *out, unsigned flags,
                  FILE *warn, struct jhr_jd_stats *stats)
 {
-    struct check k = { .r = r, .out = out, .warn = warn, .verbose = verbose };
+    struct check *k = calloc(1, sizeof *k);
+    if (!k) {
+        memset(r, 0, sizeof *r);
+        return jhr_jd_fail(r, 0, "out of memory");
+    }
+    *k = (struct check){ .r = r, .out = out, .warn = warn, .verbose = flags & JHR_JD_VERBOSE,
+                         .strict = flags & JHR_JD_STRICT };
     int rc = jhr_jd_open(r, data, len);
     if (!rc)
-        rc = header(&k);
+        rc = header(k);
     if (!rc)
-        rc = walk(&k);
-    free(k.seen.v);
-    jhr_itab_free(&k.seen.idx);
+        rc = walk(k);
+    if (!rc)
+        rc = report(k);
+    free(k->seen.v);
+    jhr_itab_free(&k->seen.idx);
     if (stats)
-        *stats = k.st;
+        *stats = k->st;
+    free(k);
     return rc;
 }

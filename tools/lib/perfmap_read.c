@@ -60,20 +60,20 @@ int jhr_pm_next(const uint8_t *data, size_t len, size_t *off, size_t *lineno,
     if (!nl)
         return pfail(err, errlen, "line %zu: no newline at the end of the file: perf drops the "
                      "last character of every line, so this name loses its last letter", ln);
-    if (n >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
-        return pfail(err, errlen, "line %zu: start address has a 0x prefix (older perf and "
-                     "blazesym reject it)", ln);
     bool upper = false;
-    int k = hexnum(p, n, &out->start, &upper);
+    size_t i = 0;
+    if (n >= 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+        out->prefix0x = true, i = 2;
+    int k = hexnum(p + i, n - i, &out->start, &upper);
     if (k < 0)
         return pfail(err, errlen, "line %zu: does not start with a hex address of at most 16 "
                      "digits", ln);
-    size_t i = (size_t)k;
+    i += (size_t)k;
     if (i >= n || p[i] != ' ')
         return pfail(err, errlen, "line %zu: a single space must follow the start address", ln);
     i++;
     if (n - i >= 2 && p[i] == '0' && (p[i + 1] == 'x' || p[i + 1] == 'X'))
-        return pfail(err, errlen, "line %zu: size has a 0x prefix", ln);
+        out->prefix0x = true, i += 2;
     k = hexnum(p + i, n - i, &out->size, &upper);
     if (k < 0)
         return pfail(err, errlen, "line %zu: no hex size after the start address", ln);
@@ -104,10 +104,10 @@ static int cmp_rng(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, char *err,
-                 size_t errlen, size_t *nlines)
+int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, bool strict,
+                 char *err, size_t errlen, size_t *nlines)
 {
-    size_t off = 0, lineno = 0, n = 0, cap = 0;
+    size_t off = 0, lineno = 0, n = 0, cap = 0, n0x = 0, first0x = 0;
     struct rng *r = NULL;
     struct jhr_pm_line l;
     int rc, ret = 0;
@@ -121,6 +121,8 @@ int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, char *e
             ret = -1;
             goto out;
         }
+        if (l.prefix0x && !n0x++)
+            first0x = l.lineno;
         if (l.upper && warn && !warned_upper) {
             fprintf(warn, "warning: line %zu: uppercase hex (perf accepts it; some readers "
                     "do not)\n", l.lineno);
@@ -162,6 +164,13 @@ int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, char *e
                     "%zu): addresses were reused; perf shows one of the names arbitrarily\n",
                     overlaps, first, other);
     }
+    if (n0x && warn)
+        fprintf(warn, "%s: line %zu: 0x before the numbers (as Erlang writes them): perf and bcc "
+                "accept it, ddprof and blazesym reject it%s%zu lines%s\n", strict ? "strict" :
+                "warning", first0x, n0x > 1 ? " [" : "", n0x, n0x > 1 ? "]" : "");
+    if (n0x && strict)
+        ret = pfail(err, errlen, "0x prefixes: the perf map format has bare hex numbers "
+                    "(--strict)");
 out:
     free(r);
     if (nlines)
