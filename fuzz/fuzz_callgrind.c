@@ -4,8 +4,9 @@
  * the rest a callgrind.out. The rewritten output is rewritten again, which must not fail
  * where the first pass succeeded (it is a callgrind.out with the same header).
  * Corpus: fuzz/corpus/callgrind/ (a real profile of minijit calls.mini with its perf map,
- * and a hand-written one with relative positions, ids defined on cfn= lines, a jump into
- * the middle of a JIT function and recursion).
+ * a piece of one made with --separate-callers=2, and hand-written ones with relative
+ * positions, ids defined on cfn= lines, a call into the middle of a JIT function,
+ * recursion, context names and a 0x perf map).
  */
 #include <stdint.h>
 #include <stdlib.h>

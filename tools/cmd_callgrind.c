@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "jitherald.h"
@@ -27,11 +28,14 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: jitherald callgrind [--jitdump FILE]... [--map FILE]... IN OUT\n"
+            "       jitherald callgrind [--jitdump FILE]... [--map FILE]... IN... DIR\n"
             "Name JIT code in a callgrind.out (or cachegrind.out) file: functions callgrind\n"
             "shows as bare addresses get their name, source file and lines from the jitdump\n"
             "file(s) or perf map(s) written while the program ran. Without --jitdump/--map,\n"
             "uses jit-PID.dump in $JITHERALD_DIR (default /tmp/jitherald-UID) if present,\n"
-            "else /tmp/perf-PID.map, PID being the one recorded in IN.\n");
+            "else /tmp/perf-PID.map, PID being the one recorded in IN. Several INs (the parts\n"
+            "of callgrind.out.PID.N, the threads of --separate-threads=yes): each is written\n"
+            "to DIR under its own name. Every call and cost is kept.\n");
     return 2;
 }
 
@@ -61,16 +65,104 @@ static int load(struct jhr_syms *s, const char *path, bool jitdump, bool quiet)
     return err;
 }
 
+/* The symbols for one profile when none were given: from the files its process wrote. */
+static int guess_syms(struct jhr_syms *s, const uint8_t *text, size_t len)
+{
+    const char *p = memmem(text, len, "\npid: ", 6);
+    long pid = p ? strtol(p + 6, NULL, 10) : 0;
+    char dir[4096], path[4200];
+    jhr_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/jit-%ld.dump", dir, pid);
+    if (pid <= 0 || load(s, path, true, true) != 0) {
+        snprintf(path, sizeof path, "/tmp/perf-%ld.map", pid);
+        if (pid <= 0 || load(s, path, false, false) != 0) {
+            fprintf(stderr, "jitherald callgrind: no jitdump or perf map for pid %ld; "
+                    "give one with --jitdump FILE or --map FILE\n", pid);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Rewrite IN into OUT with the given symbols (or, when given is NULL, those its process
+ * left). An exit status. */
+static int rewrite(const struct jhr_syms *given, const char *in, const char *outp)
+{
+    uint8_t *text;
+    size_t len;
+    int err = jhr_read_file(in, &text, &len);
+    if (err) {
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", in, jh_strerror(err));
+        return 2;
+    }
+    if (len == 0) {         /* the base file --separate-threads=yes leaves empty */
+        free(text);
+        FILE *f = fopen(outp, "w");
+        if (!f || fclose(f) != 0) {
+            fprintf(stderr, "jitherald callgrind: %s: %s\n", outp, strerror(errno));
+            return 2;
+        }
+        fprintf(stderr, "jitherald callgrind: %s: empty, as callgrind leaves the base file "
+                "with --separate-threads=yes\n", in);
+        return 0;
+    }
+    struct jhr_syms guessed = { 0 };
+    const struct jhr_syms *s = given;
+    if (!given) {
+        if ((err = guess_syms(&guessed, text, len))) {
+            free(text);
+            jhr_syms_free(&guessed);
+            return err;
+        }
+        jhr_syms_finish(&guessed);
+        s = &guessed;
+    }
+    struct jh__buf ob = { 0 };
+    struct jhr_cg_stats st;
+    err = jhr_cg_rewrite((const char *)text, len, s, &ob, &st);
+    free(text);
+    jhr_syms_free(&guessed);
+    int rc = 0;
+    FILE *f = NULL;
+    if (err) {
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", in,
+                err == JH_EFORMAT ? "not a callgrind/cachegrind profile" : jh_strerror(err));
+        rc = err == JH_EFORMAT ? 1 : 2;
+    } else if (!(f = fopen(outp, "w")) || fwrite(ob.p, 1, ob.len, f) != ob.len ||
+               fclose(f) != 0) {
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", outp, strerror(errno));
+        rc = 2;
+    } else {
+        fprintf(stderr, "jitherald callgrind: %s: %zu address-named blocks named, %zu calls "
+                "kept\n", in, st.fns_named, st.calls);
+    }
+    jh__buf_free(&ob);
+    return rc;
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int jhc_cmd_callgrind(int argc, char **argv)
 {
     struct jhr_syms s = { 0 };
-    const char *in = NULL, *outp = NULL;
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    int npos = 0, rc = 2;
     bool explicit_src = false;
-    int rc = 2;
+    if (!pos)
+        return 2;
     for (int i = 1; i < argc; i++) {
         if ((!strcmp(argv[i], "--jitdump") || !strcmp(argv[i], "--map")) && i + 1 < argc) {
-            if (load(&s, argv[i + 1], argv[i][2] == 'j', false) == -ENOMEM)
+            /* a file given and unusable ends the command: naming nothing would pass for
+             * a profile without JIT code */
+            int err = load(&s, argv[i + 1], argv[i][2] == 'j', false);
+            if (err) {
+                rc = err == JH_EFORMAT ? 1 : 2;
                 goto out;
+            }
             explicit_src = true;
             i++;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -80,67 +172,37 @@ int jhc_cmd_callgrind(int argc, char **argv)
         } else if (argv[i][0] == '-' && argv[i][1]) {
             rc = usage();
             goto out;
-        } else if (!in) {
-            in = argv[i];
-        } else if (!outp) {
-            outp = argv[i];
         } else {
-            rc = usage();
-            goto out;
+            pos[npos++] = argv[i];
         }
     }
-    if (!in || !outp) {
+    if (npos < 2) {
         rc = usage();
         goto out;
     }
-    uint8_t *text;
-    size_t len;
-    int err = jhr_read_file(in, &text, &len);
-    if (err) {
-        fprintf(stderr, "jitherald callgrind: %s: %s\n", in, jh_strerror(err));
+    const char *dest = pos[npos - 1];
+    bool to_dir = npos > 2 || is_dir(dest);
+    if (npos > 2 && !is_dir(dest)) {
+        fprintf(stderr, "jitherald callgrind: %s: not a directory (several inputs go to a "
+                "directory, each under its own name)\n", dest);
         goto out;
-    }
-    if (!explicit_src) {
-        const char *p = memmem(text, len, "\npid: ", 6);
-        long pid = p ? strtol(p + 6, NULL, 10) : 0;
-        char dir[4096], path[4200];
-        jhr_dir(dir, sizeof dir);
-        snprintf(path, sizeof path, "%s/jit-%ld.dump", dir, pid);
-        if (pid <= 0 || load(&s, path, true, true) != 0) {
-            snprintf(path, sizeof path, "/tmp/perf-%ld.map", pid);
-            if (pid <= 0 || load(&s, path, false, false) != 0) {
-                fprintf(stderr, "jitherald callgrind: no jitdump or perf map for pid %ld; "
-                        "give one with --jitdump FILE or --map FILE\n", pid);
-                free(text);
-                rc = 1;
-                goto out;
-            }
-        }
     }
     jhr_syms_finish(&s);
-    struct jh__buf ob = { 0 };
-    struct jhr_cg_stats st;
-    err = jhr_cg_rewrite((const char *)text, len, &s, &ob, &st);
-    free(text);
-    if (err) {
-        fprintf(stderr, "jitherald callgrind: %s: %s\n", in,
-                err == JH_EFORMAT ? "not a callgrind/cachegrind profile" : jh_strerror(err));
-        jh__buf_free(&ob);
-        rc = err == JH_EFORMAT ? 1 : 2;
-        goto out;
-    }
-    FILE *f = fopen(outp, "w");
-    if (!f || fwrite(ob.p, 1, ob.len, f) != ob.len || fclose(f) != 0) {
-        fprintf(stderr, "jitherald callgrind: %s: %s\n", outp, strerror(errno));
-        jh__buf_free(&ob);
-        goto out;
-    }
-    jh__buf_free(&ob);
-    fprintf(stderr, "jitherald callgrind: %zu address-named blocks named, %zu jumps inside JIT "
-            "functions no longer counted as calls\n", st.fns_named, st.calls_dropped);
     rc = 0;
+    for (int i = 0; i < npos - 1; i++) {
+        char path[4200];
+        const char *outp = dest;
+        if (to_dir) {
+            const char *base = strrchr(pos[i], '/');
+            snprintf(path, sizeof path, "%s/%s", dest, base ? base + 1 : pos[i]);
+            outp = path;
+        }
+        int r = rewrite(explicit_src ? &s : NULL, pos[i], outp);
+        if (r > rc)
+            rc = r;
+    }
 out:
+    free(pos);
     jhr_syms_free(&s);
     return rc;
 }
-

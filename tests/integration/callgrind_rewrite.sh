@@ -55,10 +55,48 @@ for instr in yes no; do
     [ "$a" = "$b" ] && [ "$a" -gt 0 ] || fail "JIT self costs differ"
 done
 
+# The invariants (tests/programs/cg_invariants.c) under every option that changes what
+# callgrind writes: contexts, recursion levels, instructions, jumps, cache and branch
+# events, uncompressed names and positions, threads in files of their own, several parts
+# (files callgrind.out.PID.N, or one file with --combine-dumps). Several inputs go to a
+# directory, each under its own name.
+n=0
+for opts in "--separate-callers=2 --dump-instr=yes" "--dump-instr=yes --collect-jumps=yes" \
+            "--separate-recs=3 --separate-callers=3" "--cache-sim=yes --branch-sim=yes" \
+            "--compress-strings=no --compress-pos=no --dump-instr=yes" "--separate-threads=yes" \
+            "--dump-every-bb=20000" "--dump-every-bb=20000 --combine-dumps=yes"; do
+    n=$((n + 1)); mkdir "o$n" "o$n/named"
+    # shellcheck disable=SC2086
+    JITHERALD=jitdump JITHERALD_DIR=$T/d$n valgrind -q --tool=callgrind $opts \
+        --callgrind-out-file="o$n/cg.out" "$MINIJIT" fib.mini 14 >out 2>vg.err
+    [ "$(cat out)" = 377 ] || { cat vg.err; fail "minijit under callgrind $opts"; }
+    dump=$(ls "d$n"/jit-*.dump)
+    echo "== $opts: $(cd "o$n" && echo cg.out*)"
+    "$CLI" callgrind --jitdump "$dump" "o$n"/cg.out* "o$n/named" 2>log || { cat log; fail "rewrite $opts"; }
+    for f in "o$n"/cg.out*; do
+        [ -s "$f" ] || continue         # --separate-threads=yes leaves the base file empty
+        "$(program cg_invariants)" --jitdump "$dump" "$f" "o$n/named/${f##*/}" || fail "invariants: $opts: $f"
+    done
+done
+ls o6/cg.out-01 o7/cg.out.1 >/dev/null || fail "no thread file or no parts"
+grep -q "^c\?fn=.*fib'2'main'" o1/named/cg.out || fail "--separate-callers=2: no fib'2'main'... context"
+grep -q "^fn=fib" o5/named/cg.out || fail "uncompressed names: fib not named"
+grep -q '^events: .*Bc' o4/named/cg.out || fail "branch events"
+
 # From the perf map alone: names, no files.
 "$CLI" callgrind --map "/tmp/perf-$pid.map" cg.out map.out
+cp "/tmp/perf-$pid.map" map.src
 rm -f "/tmp/perf-$pid.map"
 callgrind_annotate map.out | grep -E '\?\?\?:fib.* \[perf-[0-9]+\.map\]'
-# A file that is not a profile is refused.
+# A file that is not a profile is refused; so is a symbol file given that cannot be read
+# (exit 1) or is not there (exit 2), before anything is written.
 ! "$CLI" callgrind --map /dev/null fib.mini x.out || fail "accepted junk"
+rc=0; "$CLI" callgrind --map fib.mini cg.out x.out 2>err || rc=$?
+[ $rc = 1 ] && grep -q 'fib.mini: malformed file' err && [ ! -e x.out ] || { cat err; fail "junk map: exit $rc"; }
+rc=0; "$CLI" callgrind --jitdump nothing.dump cg.out x.out 2>err || rc=$?
+[ $rc = 2 ] && [ ! -e x.out ] || { cat err; fail "missing dump: exit $rc"; }
+# A perf map with 0x before its numbers (as Erlang writes them) names the code as well.
+sed 's/^/0x/' map.src >hex.map
+"$CLI" callgrind --map hex.map cg.out hex.out
+callgrind_annotate hex.out | grep -E '\?\?\?:fib.* \[hex\.map\]' || fail "0x map names nothing"
 echo PASS

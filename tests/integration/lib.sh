@@ -111,3 +111,16 @@ luajit_adapter() {
 # timeout and perf can wrap it): its perf map is /tmp/perf-$(cat FILE).map, which the
 # caller removes.
 PID_EXEC='echo $$ >"$0"; exec "$@"'
+
+# The callgrind rewrite of PROFILE (into PROFILE.named) from the symbols the run left
+# (--map FILE or --jitdump FILE), then its invariants (tests/programs/cg_invariants.c):
+# totals, every function's self and inclusive cost, every call edge and count, one
+# identity per function, no JIT address left. callgrind_annotate must read the result.
+cg_rewrite_check() { # PROFILE --map|--jitdump FILE
+    "$CLI" callgrind "$2" "$3" "$1" "$1.named" 2>"$1.log" || { cat "$1.log"; fail "jitherald callgrind $1"; }
+    local inv; inv=$(program cg_invariants)
+    "$inv" "$2" "$3" "$1" "$1.named" >"$1.inv" || { cat "$1.inv"; fail "invariants broken: $1"; }
+    cat "$1.inv"
+    callgrind_annotate "$1.named" >"$1.ann" 2>"$1.ann.err" || { cat "$1.ann.err"; fail "callgrind_annotate $1.named"; }
+    ! grep -i 'malformed\|warning' "$1.ann.err" || fail "callgrind_annotate complains about $1.named"
+}

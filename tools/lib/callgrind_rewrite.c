@@ -13,9 +13,15 @@
  *   - cfi/cob default to the caller's file/object: once a JIT caller's fl= changes, the
  *     callee's file must be written explicitly, and a JIT callee's file must be written
  *     as the one its own fn= block gets, or callgrind_annotate ("file:fn" keys) splits it.
- *   - several address-named pieces of one JIT function become one name; transfers between
- *     them that callgrind counted as calls (jumps into the middle of the function) are
- *     dropped, else the function's inclusive cost would count them twice.
+ *   - callgrind names a function by its entry: a JIT function entered at several places
+ *     (BEAM enters at +0x28 of what its map calls the function, V8 and MoarVM return into
+ *     the middle of one) is several address-named pieces. They become one name, written
+ *     with one id. Every call callgrind recorded stays a call, whatever the offset of the
+ *     entry: a call between two pieces is the function calling itself, as callgrind
+ *     would have said had it known the symbol.
+ *   - a name is "fn'N'caller1'caller2": N the recursion depth (--separate-recs, default
+ *     2), callers with --separate-callers=N. Every part that is an address in JIT code is
+ *     named, so "0x..'2'0x.." becomes "fib'2'main".
  */
 #include "lib/callgrind_rewrite.h"
 
@@ -28,32 +34,14 @@
 
 #include "jitherald.h"
 #include "base/vec.h"
+#include "lib/callgrind_names.h"
 #include "lib/hash.h"
 #include "lib/itab.h"
-
-enum { NS_FN, NS_FL, NS_OB, NS_N };
-
-struct name {
-    uint64_t id;                /* 0: not compressed */
-    char *str;                  /* as defined in the input (NULL until defined) */
-    const struct jhr_sym_fn *jit; /* NS_FN: the JIT function this address is in */
-    uint64_t addr;
-    int jit_file;               /* NS_FL entries we made: strs index; else -1 */
-    char suffix[12];            /* callgrind's recursion depth "'2", kept after the name */
-    bool out_defined;           /* "(id) name" already written */
-};
-
-struct table {
-    struct name *v;
-    size_t n, cap;
-    struct jhr_itab idx;        /* by id, or by string for names without one */
-    uint64_t max_id;
-};
 
 struct rw {
     const struct jhr_syms *s;
     struct jh__buf *out;
-    struct table t[NS_N];
+    struct jhr_cg_names n;      /* the profile's names, and what they become */
     int npos, addr_col, line_col;
     uint64_t last[8];
     bool pos_hex[8];
@@ -64,7 +52,7 @@ struct rw {
     const struct jhr_sym_fn *jit;                /* the current block is a JIT function */
     uint64_t jit_addr;
     long jit_ob;                               /* our ob entry, created on first use */
-    long *file_of;                             /* strs index -> NS_FL entry, or -1 */
+    long *file_of;                             /* strs index -> JHR_CG_FL entry, or -1 */
     /* a call being read: cob= cfi= cfn= calls= then its cost line */
     long call_ob, call_fi, call_fn;
     bool in_call;
@@ -75,121 +63,18 @@ struct rw {
     struct jhr_cg_stats *st;
 };
 
-static uint64_t key_of(uint64_t id, const char *str)
-{
-    return id ? jhr_hash_u64(id) : jhr_hash_str(str, strlen(str)) | 1;
-}
-
-struct name_key { uint64_t id; const char *str; };
-
-static uint64_t name_hash(const void *ctx, size_t i)
-{
-    const struct name *nm = &((const struct table *)ctx)->v[i];
-    return key_of(nm->id, nm->str ? nm->str : "");
-}
-
-static bool name_is(const void *ctx, size_t i, const void *key)
-{
-    const struct name *nm = &((const struct table *)ctx)->v[i];
-    const struct name_key *k = key;
-    return k->id ? nm->id == k->id : !nm->id && nm->str && !strcmp(nm->str, k->str);
-}
-
-static long find_name(struct table *t, uint64_t id, const char *str)
-{
-    struct name_key k = { id, str };
-    return (long)jhr_itab_find(&t->idx, key_of(id, str), name_is, t, &k) - 1;
-}
-
-static long add_name(struct table *t, uint64_t id, char *str)
-{
-    if (jhr_itab_grow(&t->idx, name_hash, t) || JH__VEC_RESERVE(t->v, t->cap, t->n + 1))
-        return -ENOMEM;
-    t->v[t->n] = (struct name){ .id = id, .str = str, .jit_file = -1 };
-    jhr_itab_put(&t->idx, key_of(id, str ? str : ""), t->n);
-    if (id > t->max_id)
-        t->max_id = id;
-    return (long)t->n++;
-}
-
-/* Callgrind names code it has no symbol for "0x" + hex address, plus "'N" for the
- * recursion depth N with --separate-recs (default 2). */
-static bool parse_addr_name(const char *s, uint64_t *addr, char *suffix, size_t suffix_len)
-{
-    if (s[0] != '0' || s[1] != 'x' || !s[2])
-        return false;
-    uint64_t v = 0;
-    const char *q = strchr(s, '\'');
-    if (q) {
-        if (!q[1] || strspn(q + 1, "0123456789") != strlen(q + 1) || strlen(q) >= suffix_len)
-            return false;
-        strcpy(suffix, q);
-    }
-    for (const char *c = s + 2; *c && c != q; c++) {
-        int d = *c >= '0' && *c <= '9' ? *c - '0' : *c >= 'a' && *c <= 'f' ? *c - 'a' + 10 :
-                *c >= 'A' && *c <= 'F' ? *c - 'A' + 10 : -1;
-        if (d < 0 || v >> 60)
-            return false;
-        v = v << 4 | (uint64_t)d;
-    }
-    *addr = v;
-    return true;
-}
-
-/* "(id) name", "(id)" or "name": the name's index (defining it if new), -ENOMEM, or -1
- * for a reference to an id never defined. */
-static long parse_name(struct rw *w, int ns, char *v)
-{
-    struct table *t = &w->t[ns];
-    uint64_t id = 0;
-    char *str = v;
-    if (v[0] == '(') {
-        char *c = v + 1;
-        while (*c >= '0' && *c <= '9' && id < (UINT64_MAX - 9) / 10)
-            id = id * 10 + (uint64_t)(*c++ - '0');
-        if (*c == ')' && id) {
-            str = c + 1;
-            while (*str == ' ' || *str == '\t')
-                str++;
-        } else {
-            id = 0;
-        }
-    }
-    long i = find_name(t, id, str);
-    if (i >= 0 && (!id || !*str || (t->v[i].str && !strcmp(t->v[i].str, str))))
-        return i;
-    if (id && !*str && i < 0) {
-        long n = add_name(t, id, NULL);     /* referenced before defined: keep the id */
-        return n;
-    }
-    char *dup = strdup(str);
-    if (!dup)
-        return -ENOMEM;
-    if (i >= 0) {                           /* (re)definition of a known id */
-        free(t->v[i].str);
-        t->v[i].str = dup;
-    } else if ((i = add_name(t, id, dup)) < 0) {
-        free(dup);
-        return i;
-    }
-    struct name *nm = &t->v[i];
-    nm->jit = NULL;
-    nm->suffix[0] = 0;
-    if (ns == NS_FN && parse_addr_name(dup, &nm->addr, nm->suffix, sizeof nm->suffix))
-        nm->jit = jhr_syms_find(w->s, nm->addr);
-    return i;
-}
-
 static void put(struct rw *w, const char *s) { jh__buf_put(w->out, s, strlen(s)); }
 
 static void put_ref(struct rw *w, const char *key, int ns, long i)
 {
-    if (i < 0 || (size_t)i >= w->t[ns].n)
+    if (i < 0 || (size_t)i >= w->n.t[ns].n)
         return;                 /* a default that the input never set */
-    struct name *nm = &w->t[ns].v[i];
+    struct jhr_cg_name *nm = &w->n.t[ns].v[i];
+    const char *str = nm->out ? nm->out : nm->jit_file >= 0 ? w->s->strs[nm->jit_file] :
+                      nm->str;
+    if (nm->out)
+        nm = &w->n.t[ns].v[nm->canon];
     put(w, key);
-    const char *str = nm->jit ? w->s->strs[nm->jit->name] :
-                      nm->jit_file >= 0 ? w->s->strs[nm->jit_file] : nm->str;
     char b[32];
     if (nm->id) {
         snprintf(b, sizeof b, "(%" PRIu64 ")", nm->id);
@@ -197,25 +82,21 @@ static void put_ref(struct rw *w, const char *key, int ns, long i)
         if (!nm->out_defined && str) {
             put(w, " ");
             put(w, str);
-            if (nm->jit)
-                put(w, nm->suffix);
             nm->out_defined = true;
         }
     } else {
         put(w, str ? str : "???");
-        if (nm->jit)
-            put(w, nm->suffix);
     }
     put(w, "\n");
 }
 
-/* The NS_FL entry for a JIT source file (strs index f), made on first use. */
+/* The JHR_CG_FL entry for a JIT source file (strs index f), made on first use. */
 static long jit_file_entry(struct rw *w, int f)
 {
     if (w->file_of[f] >= 0)
         return w->file_of[f];
-    struct table *t = &w->t[NS_FL];
-    long i = add_name(t, t->max_id + 1, NULL);
+    struct jhr_cg_table *t = &w->n.t[JHR_CG_FL];
+    long i = jhr_cg_add(t, t->max_id + 1, NULL);
     if (i < 0)
         return i;
     t->v[i].jit_file = f;
@@ -227,11 +108,11 @@ static long jit_ob_entry(struct rw *w)
 {
     if (w->jit_ob >= 0)
         return w->jit_ob;
-    struct table *t = &w->t[NS_OB];
+    struct jhr_cg_table *t = &w->n.t[JHR_CG_OB];
     char *name = strdup(w->s->object ? w->s->object : "[jit]");
     if (!name)
         return -ENOMEM;
-    long i = add_name(t, t->max_id + 1, name);
+    long i = jhr_cg_add(t, t->max_id + 1, name);
     if (i < 0)
         free(name);
     return w->jit_ob = i;
@@ -311,19 +192,21 @@ static int jit_line(struct rw *w, const struct jhr_sym_fn *f, uint64_t fallback_
         if (fe < 0)
             return (int)fe;
         if (fe != w->out_file) {
-            put_ref(w, fe == w->out_fl ? "fe=" : "fi=", NS_FL, fe);
+            put_ref(w, fe == w->out_fl ? "fe=" : "fi=", JHR_CG_FL, fe);
             w->out_file = fe;
         }
     }
     return 0;
 }
 
+/* A function's file is the current one, fi=/fe= included: callgrind (dump.c) writes fl=
+ * before fn= only when they differ, callgrind_annotate keys functions so. */
 static int begin_block(struct rw *w)
 {
-    long ob = w->cur_ob, fl = w->cur_fl;
-    w->jit = w->cur_fn >= 0 ? w->t[NS_FN].v[w->cur_fn].jit : NULL;
+    long ob = w->cur_ob, fl = w->cur_fi;
+    w->jit = w->cur_fn >= 0 ? w->n.t[JHR_CG_FN].v[w->cur_fn].jit : NULL;
     if (w->jit) {
-        w->jit_addr = w->t[NS_FN].v[w->cur_fn].addr;
+        w->jit_addr = w->n.t[JHR_CG_FN].v[w->cur_fn].addr;
         if ((ob = jit_ob_entry(w)) < 0)
             return (int)ob;
         long f = fn_file(w, w->jit);
@@ -334,37 +217,19 @@ static int begin_block(struct rw *w)
         w->st->fns_named++;
     }
     if (ob >= 0 && ob != w->out_ob) {
-        put_ref(w, "ob=", NS_OB, ob);
+        put_ref(w, "ob=", JHR_CG_OB, ob);
         w->out_ob = ob;
     }
-    if (fl >= 0 && fl != w->out_fl) {
-        put_ref(w, "fl=", NS_FL, fl);
-        w->out_fl = fl;
+    if (fl >= 0 && fl != w->out_file) {
+        put_ref(w, "fl=", JHR_CG_FL, fl);
+        w->out_fl = w->out_file = fl;
     }
-    w->out_file = w->out_fl;
     if (w->cur_fn >= 0)
-        put_ref(w, "fn=", NS_FN, w->cur_fn);
+        put_ref(w, "fn=", JHR_CG_FN, w->cur_fn);
     return 0;
 }
 
-static int write_call(struct rw *w, const struct name *callee, uint64_t *src, const char *costs);
-
-/* The cost line after calls=: write the whole call, or drop it. */
-static int end_call(struct rw *w, uint64_t *src, const char *costs)
-{
-    w->in_call = false;
-    const struct name *callee = w->call_fn >= 0 ? &w->t[NS_FN].v[w->call_fn] : NULL;
-    if (w->jit && callee && callee->jit == w->jit && callee->addr != w->jit->start) {
-        w->st->calls_dropped++;
-        w->call_ob = w->call_fi = w->call_fn = -1;
-        return 0;
-    }
-    int err = write_call(w, callee, src, costs);
-    w->call_ob = w->call_fi = w->call_fn = -1;
-    return err;
-}
-
-static int write_call(struct rw *w, const struct name *callee, uint64_t *src, const char *costs)
+static int write_call(struct rw *w, const struct jhr_cg_name *callee, uint64_t *src, const char *costs)
 {
     int err;
     if (w->jit && (err = jit_line(w, w->jit, w->jit_addr, src, true)))
@@ -373,23 +238,23 @@ static int write_call(struct rw *w, const struct name *callee, uint64_t *src, co
         long ob = jit_ob_entry(w), f = fn_file(w, callee->jit);
         if (ob < 0 || f < -1)
             return -ENOMEM;
-        put_ref(w, "cob=", NS_OB, ob);
+        put_ref(w, "cob=", JHR_CG_OB, ob);
         if (f >= 0)
-            put_ref(w, "cfi=", NS_FL, f);
+            put_ref(w, "cfi=", JHR_CG_FL, f);
         else if (w->call_fi >= 0 || w->jit)
-            put_ref(w, "cfi=", NS_FL, w->call_fi >= 0 ? w->call_fi : w->cur_fi);
+            put_ref(w, "cfi=", JHR_CG_FL, w->call_fi >= 0 ? w->call_fi : w->cur_fi);
     } else {
         /* The defaults (caller's object and current file) changed if the caller is JIT
          * code: spell them out. */
         long ob = w->call_ob >= 0 ? w->call_ob : w->jit ? w->cur_ob : -1;
         long fi = w->call_fi >= 0 ? w->call_fi : w->jit ? w->cur_fi : -1;
         if (ob >= 0)
-            put_ref(w, "cob=", NS_OB, ob);
+            put_ref(w, "cob=", JHR_CG_OB, ob);
         if (fi >= 0)
-            put_ref(w, "cfi=", NS_FL, fi);
+            put_ref(w, "cfi=", JHR_CG_FL, fi);
     }
     if (w->call_fn >= 0)
-        put_ref(w, "cfn=", NS_FN, w->call_fn);
+        put_ref(w, "cfn=", JHR_CG_FN, w->call_fn);
     uint64_t tgt[8];
     memcpy(tgt, w->call_target, sizeof tgt);
     if (callee && callee->jit)
@@ -405,6 +270,17 @@ static int write_call(struct rw *w, const struct name *callee, uint64_t *src, co
     put(w, costs);
     put(w, "\n");
     return 0;
+}
+
+/* The cost line after calls=: write the whole call. */
+static int end_call(struct rw *w, uint64_t *src, const char *costs)
+{
+    w->in_call = false;
+    const struct jhr_cg_name *callee = w->call_fn >= 0 ? &w->n.t[JHR_CG_FN].v[w->call_fn] : NULL;
+    w->st->calls++;
+    int err = write_call(w, callee, src, costs);
+    w->call_ob = w->call_fi = w->call_fn = -1;
+    return err;
 }
 
 static int set_positions(struct rw *w, const char *v)
@@ -440,19 +316,6 @@ static int set_positions(struct rw *w, const char *v)
     return 0;
 }
 
-static int ns_of(const char *key, size_t n)
-{
-#define K(s) (n == sizeof(s) - 1 && !memcmp(key, s, n))
-    if (K("fn") || K("cfn") || K("jfn"))
-        return NS_FN;
-    if (K("fl") || K("fi") || K("fe") || K("cfi") || K("cfl") || K("jfi"))
-        return NS_FL;
-    if (K("ob") || K("cob"))
-        return NS_OB;
-    return -1;
-#undef K
-}
-
 static int do_line(struct rw *w, char *line)
 {
     uint64_t v[8];
@@ -467,12 +330,12 @@ static int do_line(struct rw *w, char *line)
         if (w->in_call)
             return end_call(w, v, c);
         if (!w->jit && w->cur_ob >= 0 && w->cur_ob != w->out_ob) {
-            put_ref(w, "ob=", NS_OB, w->cur_ob);    /* ob= not followed by fn= */
+            put_ref(w, "ob=", JHR_CG_OB, w->cur_ob);    /* ob= not followed by fn= */
             w->out_ob = w->cur_ob;
         }
-        if (!w->jit && w->cur_fl >= 0 && w->cur_fl != w->out_fl && w->cur_fi == w->cur_fl) {
-            put_ref(w, "fl=", NS_FL, w->cur_fl);
-            w->out_fl = w->out_file = w->cur_fl;
+        if (!w->jit && w->cur_fi >= 0 && w->cur_fi != w->out_file) {
+            put_ref(w, "fl=", JHR_CG_FL, w->cur_fi);            /* fl= not followed by fn= */
+            w->out_fl = w->out_file = w->cur_fi;
         }
         if (w->jit && (err = jit_line(w, w->jit, w->jit_addr, v, true)))
             return err;
@@ -492,9 +355,9 @@ static int do_line(struct rw *w, char *line)
         goto pass;
     size_t klen = (size_t)(eq - line);
     char *val = eq + 1;
-    int ns = ns_of(line, klen);
+    int ns = jhr_cg_ns(line, klen);
     if (ns >= 0) {
-        long i = parse_name(w, ns, val);
+        long i = jhr_cg_parse(&w->n, ns, val);
         if (i == -ENOMEM)
             return -ENOMEM;
         if (i < 0)
@@ -512,7 +375,7 @@ static int do_line(struct rw *w, char *line)
         } else if (K("fi") || K("fe")) {
             w->cur_fi = i;
             if (!w->jit) {
-                put_ref(w, K("fi") ? "fi=" : "fe=", NS_FL, i);
+                put_ref(w, K("fi") ? "fi=" : "fe=", JHR_CG_FL, i);
                 w->out_file = i;
             }
         } else if (K("cob")) {
@@ -565,7 +428,7 @@ int jhr_cg_rewrite(const char *text, size_t len, const struct jhr_syms *s,
                          struct jh__buf *out, struct jhr_cg_stats *st)
 {
     struct jhr_cg_stats dummy;
-    struct rw w = { .s = s, .out = out, .cur_ob = -1, .cur_fl = -1, .cur_fi = -1, .cur_fn = -1,
+    struct rw w = { .s = s, .n.s = s, .out = out, .cur_ob = -1, .cur_fl = -1, .cur_fi = -1, .cur_fn = -1,
                     .out_ob = -1, .out_fl = -1, .out_file = -1, .jit_ob = -1,
                     .call_ob = -1, .call_fi = -1, .call_fn = -1, .st = st ? st : &dummy };
     memset(w.st, 0, sizeof *w.st);
@@ -588,12 +451,12 @@ int jhr_cg_rewrite(const char *text, size_t len, const struct jhr_syms *s,
         size_t k = i;
         while (k > 0 && buf[k - 1] >= 'a' && buf[k - 1] <= 'z')
             k--;
-        int ns = ns_of(buf + k, i - k);
+        int ns = jhr_cg_ns(buf + k, i - k);
         uint64_t id = 0;
         for (size_t j = i + 2; j < len && buf[j] >= '0' && buf[j] <= '9' && id < UINT64_MAX / 16; j++)
             id = id * 10 + (uint64_t)(buf[j] - '0');
-        if (ns >= 0 && id > w.t[ns].max_id)
-            w.t[ns].max_id = id;
+        if (ns >= 0 && id > w.n.t[ns].max_id)
+            w.n.t[ns].max_id = id;
     }
     bool any = false;
     for (char *line = buf; line && line <= buf + len && !err;) {
@@ -615,12 +478,7 @@ int jhr_cg_rewrite(const char *text, size_t len, const struct jhr_syms *s,
     if (!err && !any)
         err = JH_EFORMAT;
 done:
-    for (int ns = 0; ns < NS_N; ns++) {
-        for (size_t i = 0; i < w.t[ns].n; i++)
-            free(w.t[ns].v[i].str);
-        free(w.t[ns].v);
-        jhr_itab_free(&w.t[ns].idx);
-    }
+    jhr_cg_names_free(&w.n);
     free(w.file_of);
     free(buf);
     return err;

@@ -17,14 +17,16 @@
 
 struct jhr_cg_stats {
     size_t lines;               /* input lines */
-    size_t fns_named;           /* address-named functions given a JIT name */
-    size_t calls_dropped;       /* jumps inside one JIT function that callgrind saw as calls */
+    size_t fns_named;           /* fn= blocks of address-named JIT code given a JIT name */
+    size_t calls;               /* calls= records, every one kept */
 };
 
 /*
  * Rewrite a callgrind.out (text, len bytes) into out: functions callgrind named by address
  * ("0x0000000010000040") that lie in a JIT function get its name, its source file (fl=,
- * cfi=) and line numbers, and object s->object; everything else is kept. Positions are
+ * cfi=) and line numbers, and object s->object; so do the address-named parts of context
+ * names (--separate-callers, --separate-recs); everything else is kept, every call and
+ * every cost included. Positions are
  * written absolute (relative ones would be wrong after line numbers change); unknown lines
  * are passed through. s must be finished (jhr_syms_finish). 0, -ENOMEM, or JH_EFORMAT (not
  * a callgrind profile). st may be NULL.
