@@ -97,6 +97,12 @@ static const struct { const char *name; bool warns; const char *effect; } quirk[
     [JHR_JDQ_LINE_BEFORE] = { "line-before-code", false, "the row still covers the "
                               "function's start in perf's line table (Erlang starts each "
                               "table in the CodeInfoPrologue)" },
+    [JHR_JDQ_LINE_OUTSIDE] = { "line-outside-code", true, "perf puts those rows outside the "
+                               "function, or wraps them around: those lines show nowhere, "
+                               "or on other code" },
+    [JHR_JDQ_LINE_BACK] = { "line-backwards", true, "perf writes the rows out of order; "
+                            "line lookups in the function go wrong (one node 20 dump out of "
+                            "a dozen had such a table)" },
     [JHR_JDQ_LINE_EMPTY_FILE] = { "line-empty-file", true, "perf defines a file with no name "
                                   "in the line table (Erlang ends every table with one, line "
                                   "0); readelf -wL stops decoding there" },
@@ -276,8 +282,8 @@ static int lines_vs_code(struct check *k, const struct jhr_jd_rec *load)
         return jhr_jd_fail(r, dbg->off, "DEBUG_INFO for code 0x%" PRIx64 " precedes the LOAD "
                            "of 0x%" PRIx64 " at 0x%zx", dbg->u.debug.code_addr, a, load->off);
     size_t pos = 0, inside = 0, before = 0, empty = 0, named = 0;
-    uint64_t lo = UINT64_MAX, hi = 0, prev = 0, out_i = 0, out_addr = 0;
-    bool out = false;
+    uint64_t lo = UINT64_MAX, hi = 0, prev = 0, out_i = 0, out_addr = 0, back_i = 0;
+    bool out = false, back = false;
     struct jhr_jd_line l;
     for (uint64_t i = 0; i < k->dbg_decoded; i++) {
         jhr_jd_debug_entry(r, dbg, &pos, &l);   /* decoded once already */
@@ -292,9 +298,8 @@ static int lines_vs_code(struct check *k, const struct jhr_jd_rec *load)
                      PRId32 ") has an empty file name", i, l.lineno);
             continue;
         }
-        if (named++ && l.addr < prev)
-            return jhr_jd_fail(r, dbg->off, "DEBUG_INFO entry %" PRIu64 " address 0x%" PRIx64
-                               " goes backwards (perf's line program cannot)", i, l.addr);
+        if (named++ && l.addr < prev && !back)
+            back = true, back_i = i;
         prev = l.addr;
         lo = l.addr < lo ? l.addr : lo;
         hi = l.addr > hi ? l.addr : hi;
@@ -305,20 +310,25 @@ static int lines_vs_code(struct check *k, const struct jhr_jd_rec *load)
         else if (!out)
             out = true, out_i = i, out_addr = l.addr;
     }
-    if (k->dbg_decoded < dbg->u.debug.nr_entry)
+    /* Past the record, perf reads whatever follows its copy: only a table already known
+     * to be noise (misaligned, as V8 writes some) is let through. */
+    if (k->dbg_decoded < dbg->u.debug.nr_entry && !back && !out)
         return jhr_jd_fail(r, dbg->off, "DEBUG_INFO entry %" PRIu64 " runs past the record or "
                            "has no NUL-terminated file name", k->dbg_decoded);
     if (!named)
         return 0;
+    if (back)
+        note(k, JHR_JDQ_LINE_BACK, dbg->off, "DEBUG_INFO entry %" PRIu64 " goes backwards",
+             back_i);
     if (lo >= a && lo - a >= 0x40 && hi - a - 0x40 <= s && (hi - a > s || lo - a == 0x40)) {
         note(k, JHR_JDQ_LINE_SKEW, dbg->off, "DEBUG_INFO entries from code+0x%" PRIx64 " to "
              "code+0x%" PRIx64 " for %" PRIu64 " bytes of code", lo - a, hi - a, s);
         return 0;
     }
     if (out)
-        return jhr_jd_fail(r, dbg->off, "DEBUG_INFO entry %" PRIu64 " at 0x%" PRIx64 " is outside "
-                           "the code 0x%" PRIx64 "..0x%" PRIx64 " (relative or offset addresses? "
-                           "perf wants absolute ones)", out_i, out_addr, a, a + s);
+        note(k, JHR_JDQ_LINE_OUTSIDE, dbg->off, "DEBUG_INFO entry %" PRIu64 " at 0x%" PRIx64 " is "
+             "outside the code 0x%" PRIx64 "..0x%" PRIx64 " (relative or offset addresses? perf "
+             "wants absolute ones)", out_i, out_addr, a, a + s);
     if (before)
         note(k, JHR_JDQ_LINE_BEFORE, dbg->off, "DEBUG_INFO starts %" PRIu64 " bytes before "
              "the code", a - lo);

@@ -9,7 +9,7 @@
  * As liberal as perf, as honest as a linter: what perf 6.1 refuses, or turns into wrong
  * names or wrong unwinding, is an error; what it accepts but the producer got wrong (V8's
  * empty unwinding info and +0x40 line skew, Erlang's empty trailing line entries, LLVM's
- * vma 0, ...) is a quirk: counted, reported once per kind with its first offset and whom
+ * vma 0, line tables with entries outside the code or out of order, ...) is a quirk: counted, reported once per kind with its first offset and whom
  * it hurts, and decoded all the same. With JHR_JD_STRICT every quirk, including those that
  * hurt nobody (padding, version 0, Erlang's first line in the prologue), is an error: the specification, not
  * perf's tolerance. docs/interop.md has the table of quirks and who writes them.
@@ -37,6 +37,8 @@ enum jhr_jd_quirk {
     JHR_JDQ_DEBUG_PAD,          /* DEBUG_INFO bytes after the last entry (V8) */
     JHR_JDQ_LINE_SKEW,          /* line addresses at code+0x40 (V8, LLVM) */
     JHR_JDQ_LINE_BEFORE,        /* the first line entry before the code (Erlang) */
+    JHR_JDQ_LINE_OUTSIDE,       /* other line entries outside the code */
+    JHR_JDQ_LINE_BACK,          /* line addresses going backwards */
     JHR_JDQ_LINE_EMPTY_FILE,    /* an entry with an empty file name (Erlang: the last) */
     JHR_JDQ_LINE_GARBAGE,       /* a file name with control bytes, entries misaligned (V8) */
     JHR_JDQ_UNWIND_EMPTY,       /* UNWINDING_INFO with no .eh_frame (V8) */
