@@ -124,3 +124,31 @@ cg_rewrite_check() { # PROFILE --map|--jitdump FILE
     callgrind_annotate "$1.named" >"$1.ann" 2>"$1.ann.err" || { cat "$1.ann.err"; fail "callgrind_annotate $1.named"; }
     ! grep -i 'malformed\|warning' "$1.ann.err" || fail "callgrind_annotate complains about $1.named"
 }
+
+# Other JITs' files (tests/integration/producers_*.sh, docs/interop.md):
+# check FILE: exit 0, each quirk named warned about, --strict refuses the file
+check_quirks() { # FILE QUIRK...
+    local f=$1; shift
+    "$CLI" check "$f" >check.out 2>check.err || { cat check.out check.err; fail "check $f"; }
+    cat check.err check.out
+    local q; for q in "$@"; do grep -q "($q)\$" check.err || fail "$f: no $q warning"; done
+    if [ $# -gt 0 ]; then
+        ! "$CLI" check -q --strict "$f" >/dev/null 2>&1 || fail "$f: --strict accepts it"
+    fi
+    "$CLI" inspect "$f" >inspect.out 2>/dev/null || fail "inspect $f"
+}
+loads() { sed -n 's/.*ok: jitdump, [0-9]* records: \([0-9]*\) LOAD.*/\1/p' check.out; }
+map_lines() { # MAP: inspect reads every line
+    check_quirks "$@"
+    local n; n=$(sed -n 's/.*ok: perf map, \([0-9]*\) lines/\1/p' check.out)
+    [ "$n" = "$(wc -l <"$1")" ] || fail "$1: $n lines read of $(wc -l <"$1")"
+}
+# perf inject --jit writes one jitted-PID-N.so per LOAD it accepts, next to the dump; a
+# build-id cache it cannot create keeps it from copying each one (16,575 for Erlang: 3x
+# the time)
+injected() { # DIR PID
+    command perf --buildid-dir /dev/null inject --jit -i perf.data -o perf.jit.data 2>inject.err ||
+        { cat inject.err; fail "perf inject"; }
+    find "$1" -maxdepth 1 -name "jitted-$2-*.so" | wc -l
+}
+
