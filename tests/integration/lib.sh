@@ -136,6 +136,14 @@ check_quirks() { # FILE QUIRK...
         ! "$CLI" check -q --strict "$f" >/dev/null 2>&1 || fail "$f: --strict accepts it"
     fi
     "$CLI" inspect "$f" >inspect.out 2>/dev/null || fail "inspect $f"
+    # a jitdump: inspect lists every record and every line entry check counted
+    local rec ent
+    rec=$(sed -n 's/.*ok: jitdump, \([0-9]*\) records.*/\1/p' check.out)
+    [ -z "$rec" ] && return
+    ent=$(sed -n 's/.*; \([0-9]*\) line entries$/\1/p' check.out)
+    [ "$(grep -acE '^0x[0-9a-f]{8} [A-Z_]+ ' inspect.out)" = "$rec" ] || fail "inspect $f: not all $rec records"
+    [ "$(grep -acE '^ +0x[0-9a-f]+ \([-+]0x[0-9a-f]+\) ' inspect.out)" = "${ent:-0}" ] ||
+        fail "inspect $f: not all ${ent:-0} line entries"
 }
 loads() { sed -n 's/.*ok: jitdump, [0-9]* records: \([0-9]*\) LOAD.*/\1/p' check.out; }
 map_lines() { # MAP: inspect reads every line
