@@ -366,7 +366,8 @@ int main(int argc, char **argv)
                 perror(argv[i + 1]);
                 return 2;
             }
-            if (argv[i][2] == 'm' ? jhr_syms_load_perfmap(&s, d, n) : jhr_syms_load_jitdump(&s, d, n)) {
+            if (argv[i][2] == 'm' ? jhr_syms_load_perfmap(&s, d, n)
+                                  : jhr_syms_load_jitdump(&s, d, n)) {
                 fprintf(stderr, "%s: unreadable\n", argv[i + 1]);
                 return 2;
             }

@@ -183,7 +183,8 @@ static int jit_line(struct rw *w, const struct jhr_sym_fn *f, uint64_t fallback_
     if (w->line_col < 0)
         return 0;
     uint64_t addr = w->addr_col >= 0 ? v[w->addr_col] : fallback_addr;
-    const struct jhr_sym_line *l = f && addr >= f->start && addr < f->end ? jhr_syms_line_at(w->s, f, addr) : NULL;
+    const struct jhr_sym_line *l =
+        f && addr >= f->start && addr < f->end ? jhr_syms_line_at(w->s, f, addr) : NULL;
     if (!l)
         return 0;
     v[w->line_col] = l->line;
@@ -229,7 +230,8 @@ static int begin_block(struct rw *w)
     return 0;
 }
 
-static int write_call(struct rw *w, const struct jhr_cg_name *callee, uint64_t *src, const char *costs)
+static int write_call(struct rw *w, const struct jhr_cg_name *callee, uint64_t *src,
+                      const char *costs)
 {
     int err;
     if (w->jit && (err = jit_line(w, w->jit, w->jit_addr, src, true)))
@@ -428,8 +430,8 @@ int jhr_cg_rewrite(const char *text, size_t len, const struct jhr_syms *s,
                          struct jh__buf *out, struct jhr_cg_stats *st)
 {
     struct jhr_cg_stats dummy;
-    struct rw w = { .s = s, .n.s = s, .out = out, .cur_ob = -1, .cur_fl = -1, .cur_fi = -1, .cur_fn = -1,
-                    .out_ob = -1, .out_fl = -1, .out_file = -1, .jit_ob = -1,
+    struct rw w = { .s = s, .n.s = s, .out = out, .cur_ob = -1, .cur_fl = -1, .cur_fi = -1,
+                    .cur_fn = -1, .out_ob = -1, .out_fl = -1, .out_file = -1, .jit_ob = -1,
                     .call_ob = -1, .call_fi = -1, .call_fn = -1, .st = st ? st : &dummy };
     memset(w.st, 0, sizeof *w.st);
     set_positions(&w, "line");
@@ -453,7 +455,8 @@ int jhr_cg_rewrite(const char *text, size_t len, const struct jhr_syms *s,
             k--;
         int ns = jhr_cg_ns(buf + k, i - k);
         uint64_t id = 0;
-        for (size_t j = i + 2; j < len && buf[j] >= '0' && buf[j] <= '9' && id < UINT64_MAX / 16; j++)
+        for (size_t j = i + 2;
+             j < len && buf[j] >= '0' && buf[j] <= '9' && id < UINT64_MAX / 16; j++)
             id = id * 10 + (uint64_t)(buf[j] - '0');
         if (ns >= 0 && id > w.n.t[ns].max_id)
             w.n.t[ns].max_id = id;

@@ -9,9 +9,10 @@
  * As liberal as perf, as honest as a linter: what perf 6.1 refuses, or turns into wrong
  * names or wrong unwinding, is an error; what it accepts but the producer got wrong (V8's
  * empty unwinding info and +0x40 line skew, Erlang's empty trailing line entries, LLVM's
- * vma 0, line tables with entries outside the code or out of order, ...) is a quirk: counted, reported once per kind with its first offset and whom
- * it hurts, and decoded all the same. With JHR_JD_STRICT every quirk, including those that
- * hurt nobody (padding, version 0, Erlang's first line in the prologue), is an error: the specification, not
+ * vma 0, line tables with entries outside the code or out of order, ...) is a quirk:
+ * counted, reported once per kind with its first offset and whom it hurts, and decoded all
+ * the same. With JHR_JD_STRICT every quirk, including those that hurt nobody (padding,
+ * version 0, Erlang's first line in the prologue), is an error: the specification, not
  * perf's tolerance. docs/interop.md has the table of quirks and who writes them.
  */
 #ifndef JHR_JITDUMP_CHECK_H
