@@ -4,9 +4,12 @@
  * the rest a callgrind.out. The rewritten output is rewritten again, which must not fail
  * where the first pass succeeded (it is a callgrind.out with the same header).
  * Corpus: fuzz/corpus/callgrind/ (a real profile of minijit calls.mini with its perf map,
- * a piece of one made with --separate-callers=2, and hand-written ones with relative
- * positions, ids defined on cfn= lines, a call into the middle of a JIT function,
- * recursion, context names and a 0x perf map).
+ * a piece of one made with --separate-callers=2, pieces of erl's (+JPperf true,
+ * --separate-callers=2: entries at +0x28, a 0x map) and node's (--perf-basic-prof,
+ * --dump-instr=yes: calls into the middle of JIT code, recursion) cut with
+ * tests/producers/cg-excerpt.pl, and hand-written ones with relative positions, ids
+ * defined on cfn= lines, a call into the middle of a JIT function, recursion, context
+ * names and a 0x perf map).
  */
 #include <stdint.h>
 #include <stdlib.h>
