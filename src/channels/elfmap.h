@@ -211,6 +211,8 @@ enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t h
  * they were (reported); negative: the channel is broken. */
 int jh__em_map_run(struct elfmap *m, struct region *r, int fd, const char *path, uintptr_t lo,
                    uintptr_t hi);
+/* jh__elfg_add, and the function's live code bytes into the image's build-id. */
+int jh__em_image_add(struct jh__elfg *img, const struct jh__func *f);
 /* Write what the image has and the file lacks. */
 int jh__em_sync(struct jh__elfg *img, int fd);
 /* A new generation of r's file with its live functions and es[0..n) (slots set on success). */

@@ -174,6 +174,23 @@ void jh__em_drop_file(struct elfmap *m, struct region *r)
     r->path = NULL;
 }
 
+static _Atomic bool build_ids = true;
+
+void jh__elfmap_build_ids(bool on)
+{
+    atomic_store(&build_ids, on);
+}
+
+/* Functions enter an image with their code bytes as they are now (live code: the caller
+ * holds the JIT's code lock), which the build-id covers (fmt/build_id.h). */
+int jh__em_image_add(struct jh__elfg *img, const struct jh__func *f)
+{
+    int err = jh__elfg_add(img, f);
+    if (!err)
+        jh__elfg_code(img, f->start, (const void *)(uintptr_t)f->start, f->size);
+    return err;
+}
+
 int jh__em_sync(struct jh__elfg *img, int fd)
 {
     struct jh__elfg_span v[JH__ELFG_MAXSPANS];
@@ -448,11 +465,12 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     m->own[m->nown++] = (struct own_file){ st.st_dev, st.st_ino };
     struct jh__elfg_spec spec = { .anchor_addr = r->anchor, .anchor_off = m->page + EM_LEAD,
         .lo = r->lo, .hi = r->hi, .meta_off = m->page + EM_SPAN + EM_GAP,
-        .rw_addr = (uintptr_t)r->rw, .page_size = m->page, .producer = "jitherald elfmap" };
+        .rw_addr = (uintptr_t)r->rw, .page_size = m->page, .producer = "jitherald elfmap",
+        .no_build_id = !atomic_load(&build_ids) };
     struct jh__elfg img;
     err = jh__elfg_init(&img, &spec);
     for (size_t i = 0; i < nf && !err; i++)
-        err = jh__elfg_add(&img, m->fns[i]);
+        err = jh__em_image_add(&img, m->fns[i]);
     for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && !err; a += m->page)
         if (is_mapped(m, &nr, a))
             err = jh__em_write_text(m, &nr, fd, a, a + m->page);
@@ -520,7 +538,7 @@ int jh__em_restart(struct elfmap *m, struct region *r)
     for (struct jh__entry *e = jh__view_ceil(m->env, r->lo); e && e->node.start < r->hi && !err;
          e = jh__view_next(m->env, e))
         if (SLOT(m, e) == r)
-            err = jh__elfg_add(&img, &e->fn);
+            err = jh__em_image_add(&img, &e->fn);
     if (err) {
         jh__elfg_free(&img);
         return err == -ENOMEM ? err : 1;

@@ -143,7 +143,7 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
     if (res < 0)
         return res;                 /* a write error (or no memory): channel off */
     for (size_t i = 0; i < n && !res && !err; i++)
-        err = jh__elfg_add(&r->img, &es[i]->fn);
+        err = jh__em_image_add(&r->img, &es[i]->fn);
     if (err == -EINVAL || err == -E2BIG) {
         jh__em_report_once(m, R_BUILD, "cannot describe code at %#lx: %s",
                            (unsigned long)es[0]->node.start, jh_strerror(err));
@@ -174,7 +174,13 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
     if (r->frozen || r->foreign)
         return jh__em_publish(m, r, NULL, 0);
     int err = jh__em_snapshot(m, addr, addr + len);
-    return err ? err : jh__pwrite_all(r->fd, m->snap.p, len, off_of(m, r, addr));
+    if (!err)
+        err = jh__pwrite_all(r->fd, m->snap.p, len, off_of(m, r, addr));
+    if (err)
+        return err;
+    /* the new bytes change the image's build-id (written with its headers) */
+    jh__elfg_code(&r->img, addr, m->snap.p, len);
+    return jh__em_sync(&r->img, r->fd);
 }
 
 void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, size_t size,

@@ -5,6 +5,7 @@
 #ifndef JH__CHANNELS_ELFMAP_TUNE_H
 #define JH__CHANNELS_ELFMAP_TUNE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -20,6 +21,10 @@ void jh__elfmap_swap_hook(jh__elfmap_swap_hook_fn *fn, void *arg);
 /* Keep at most files older-generation files and bytes of them per context (0: the
  * defaults, EM_KEEP_FILES and EM_KEEP_BYTES), so a test need not make hundreds. */
 void jh__elfmap_keep(unsigned files, uint64_t bytes);
+
+/* Images made from now on carry a build-id of zeros instead of their own (off): the
+ * baseline of bench/buildid. Default on. */
+void jh__elfmap_build_ids(bool on);
 
 #ifdef __cplusplus
 }

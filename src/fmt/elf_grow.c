@@ -20,21 +20,21 @@
 
 /* Growing sections, in chunk order; then the fixed ones. */
 enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES };
-enum { X_TEXT = JH__ELFG_NGROW, X_DATA, X_ABBREV, X_SHSTRTAB, X_MAX };
+enum { X_TEXT = JH__ELFG_NGROW, X_DATA, X_ABBREV, X_SHSTRTAB, X_NOTE, X_MAX };
 
 static const char *const sec_name[X_MAX] = {
     [G_SYMTAB] = ".symtab", [G_STRTAB] = ".strtab", [G_FRAME] = ".debug_frame",
     [G_INFO] = ".debug_info", [G_LINE] = ".debug_line", [G_STR] = ".debug_str",
     [G_RANGES] = ".debug_ranges", [X_TEXT] = ".text", [X_DATA] = ".data",
-    [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab",
+    [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab", [X_NOTE] = ".note.gnu.build-id",
 };
 
 /* Section header order in the file: index 0 is SHN_UNDEF, .text is 1 (symbols refer to it);
  * the sections that may be absent come last, so the others keep their indices. Empty DWARF
  * sections are left out: valgrind 3.19 calls an empty .debug_info "truncated" and then
  * reads no symbol of the file at all. */
-static const int shdr_order[X_MAX] = { X_TEXT, X_DATA, G_SYMTAB, G_STRTAB, X_SHSTRTAB, G_FRAME,
-                                       G_INFO, X_ABBREV, G_LINE, G_STR, G_RANGES };
+static const int shdr_order[X_MAX] = { X_TEXT, X_DATA, G_SYMTAB, G_STRTAB, X_SHSTRTAB, X_NOTE,
+                                       G_FRAME, G_INFO, X_ABBREV, G_LINE, G_STR, G_RANGES };
 
 #define DATA_SIZE 16
 
@@ -100,6 +100,30 @@ static uint32_t shndx(const struct jh__elfg *g, int sec)
     return 0;
 }
 
+static size_t nphdrs(const struct jh__elfg *g) { return g->s.rw_addr ? 3 : 2; }
+static size_t note_off(const struct jh__elfg *g)
+{
+    return sizeof(Elf64_Ehdr) + nphdrs(g) * sizeof(Elf64_Phdr);
+}
+static size_t hdr_len(const struct jh__elfg *g) { return note_off(g) + JH__BUILD_ID_NOTE_SIZE; }
+
+void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
+{
+    if (g->s.no_build_id)
+        memset(out, 0, JH__BUILD_ID_SIZE);
+    else
+        jh__bid_final(&g->bid, g->s.anchor_addr, g->s.anchor_off, out);
+}
+
+/* The note after the program headers: rewritten with them, after every change. */
+static void build_note(struct jh__elfg *g)
+{
+    uint8_t id[JH__BUILD_ID_SIZE];
+    jh__elfg_build_id(g, id);
+    jh__bid_note(g->hdr + note_off(g), id);
+    g->hdr_dirty = true;
+}
+
 static void build_hdr(struct jh__elfg *g)
 {
     size_t pg = page_of(g);
@@ -115,7 +139,7 @@ static void build_hdr(struct jh__elfg *g)
     eh.e_shoff = g->s.meta_off;
     eh.e_ehsize = sizeof eh;
     eh.e_phentsize = sizeof(Elf64_Phdr);
-    eh.e_phnum = g->s.rw_addr ? 2 : 1;
+    eh.e_phnum = (uint16_t)nphdrs(g);
     eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = (uint16_t)nsections(g);
     eh.e_shstrndx = (uint16_t)shndx(g, X_SHSTRTAB);
@@ -132,9 +156,13 @@ static void build_hdr(struct jh__elfg *g)
         ph[0] = ph[1];
         ph[1] = t;
     }
+    Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = note_off(g),
+                        .p_filesz = JH__BUILD_ID_NOTE_SIZE, .p_align = 4 };
     memset(g->hdr, 0, sizeof g->hdr);
     memcpy(g->hdr, &eh, sizeof eh);
-    memcpy(g->hdr + sizeof eh, ph, (g->s.rw_addr ? 2 : 1) * sizeof ph[0]);
+    memcpy(g->hdr + sizeof eh, ph, (nphdrs(g) - 1) * sizeof ph[0]);
+    memcpy(g->hdr + sizeof eh + (nphdrs(g) - 1) * sizeof ph[0], &note, sizeof note);
+    build_note(g);
 }
 
 /* The meta page: section headers, then .shstrtab and .debug_abbrev after them. */
@@ -184,6 +212,12 @@ static int build_meta(struct jh__elfg *g)
         case X_ABBREV:
             sh.sh_offset = g->s.meta_off + abbrev_off;
             sh.sh_size = g->dw.abbrev.len;
+            break;
+        case X_NOTE:
+            sh.sh_type = SHT_NOTE;
+            sh.sh_offset = note_off(g);
+            sh.sh_size = JH__BUILD_ID_NOTE_SIZE;
+            sh.sh_addralign = 4;
             break;
         case X_SHSTRTAB:
             sh.sh_type = SHT_STRTAB;
@@ -299,6 +333,14 @@ int jh__elfg_set_text(struct jh__elfg *g, uint64_t lo, uint64_t hi)
     return 0;
 }
 
+void jh__elfg_code(struct jh__elfg *g, uint64_t addr, const void *p, size_t len)
+{
+    if (g->s.no_build_id)
+        return;
+    jh__bid_bytes(&g->bid, addr, p, len);
+    build_note(g);
+}
+
 int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
 {
     if (!f || !f->name || !f->size || f->start < g->s.lo || f->start >= g->s.hi ||
@@ -334,6 +376,10 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
     }
     g->nsyms++;
     g->nfde += fde > 0;
+    if (!g->s.no_build_id) {
+        jh__bid_func(&g->bid, f);
+        build_note(g);
+    }
     g->meta_dirty = true;           /* section sizes */
     if (nsections(g) != before) {
         build_hdr(g);
@@ -365,8 +411,7 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
     if (g->meta_dirty)
         v[n++] = (struct jh__elfg_span){ .off = g->s.meta_off, .p = g->meta.p, .len = g->meta.len };
     if (g->hdr_dirty)
-        v[n++] = (struct jh__elfg_span){ .off = 0, .p = g->hdr,
-            .len = sizeof(Elf64_Ehdr) + (g->s.rw_addr ? 2 : 1) * sizeof(Elf64_Phdr) };
+        v[n++] = (struct jh__elfg_span){ .off = 0, .p = g->hdr, .len = hdr_len(g) };
     return n;
 }
 

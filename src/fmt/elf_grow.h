@@ -9,7 +9,10 @@
  *   0            ELF header and program headers: an R+X PT_LOAD over the text window and,
  *                with rw_addr, a small R+W one (valgrind 3.19 reads an image's symbols
  *                only once it has seen a writable mapping of it too), in address order
- *                (valgrind rejects them otherwise)
+ *                (valgrind rejects them otherwise), then a PT_NOTE over the GNU build-id
+ *                note that follows them (fmt/build_id.h: the kernel and perf read a
+ *                build-id from the first page; it changes with every function or code
+ *                byte the image gains, and is rewritten with the headers)
  *   off(a)       the code at address a, for a in the window [lo, hi):
  *                off(a) = anchor_off + (a - anchor_addr). The window may grow (set_text);
  *                the address-to-offset rule never changes. The builder never writes these
@@ -42,6 +45,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "fmt/build_id.h"
 #include "fmt/dwarf.h"
 
 struct jh__func;
@@ -55,6 +59,7 @@ struct jh__elfg_spec {
     uint64_t rw_addr;           /* page aligned, outside the window; 0: no R+W segment */
     size_t page_size;           /* 0: 4096 */
     const char *producer;       /* DW_AT_producer (NULL: "jitherald") */
+    bool no_build_id;           /* leave the note's id at zero (a benchmark's baseline) */
 };
 
 enum { JH__ELFG_NGROW = 7 };    /* .symtab .strtab .debug_frame .debug_info .debug_line
@@ -76,7 +81,9 @@ struct jh__elfg {
     size_t nsyms;               /* functions added */
     size_t nfde;                /* of which with unwind info */
     bool hdr_dirty, meta_dirty, data_dirty;
-    uint8_t hdr[64 + 2 * 56];   /* ELF header + program headers */
+    struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
+    uint8_t hdr[64 + 3 * 56 + JH__BUILD_ID_NOTE_SIZE];  /* ELF header, program headers,
+                                                           the build-id note */
     struct jh__buf meta;        /* the meta page as last built */
 };
 
@@ -91,6 +98,12 @@ struct jh__elfg_span {
 /* Start an image with no function. g is overwritten. 0, -EINVAL (bad spec), -ENOMEM. */
 int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s);
 void jh__elfg_free(struct jh__elfg *g);
+
+/* Fold len code bytes at addr into the build-id (the caller copies code into the file
+ * itself: elfmap calls this for a function's bytes when it adds it, and for patches). */
+void jh__elfg_code(struct jh__elfg *g, uint64_t addr, const void *p, size_t len);
+/* The image's build-id as it stands (what the next jh__elfg_spans writes). */
+void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE]);
 
 /* The window is now [lo, hi) (it may only grow; same rules as in the spec). 0 or -EINVAL. */
 int jh__elfg_set_text(struct jh__elfg *g, uint64_t lo, uint64_t hi);

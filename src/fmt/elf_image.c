@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt/build_id.h"
 #include "fmt/cfi.h"
 #include "fmt/dwarf.h"
 #include "fmt/func.h"
@@ -27,11 +28,11 @@
 #endif
 
 enum { S_NULL, S_TEXT, S_EH, S_DATA, S_INFO, S_ABBREV, S_LINE, S_STR, S_RANGES, S_SYMTAB,
-       S_STRTAB, S_SHSTRTAB, S_MAX };
+       S_STRTAB, S_NOTE, S_SHSTRTAB, S_MAX };
 
 static const char *const sec_name[S_MAX] = {
     "", ".text", ".eh_frame", ".data", ".debug_info", ".debug_abbrev", ".debug_line",
-    ".debug_str", ".debug_ranges", ".symtab", ".strtab", ".shstrtab",
+    ".debug_str", ".debug_ranges", ".symtab", ".strtab", ".note.gnu.build-id", ".shstrtab",
 };
 
 struct sec {
@@ -211,6 +212,21 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         .size = (s->nfns + 1) * sizeof(Elf64_Sym), .entsize = sizeof(Elf64_Sym), .info = 1 };
     sec[S_STRTAB] = (struct sec){ .on = true, .type = SHT_STRTAB, .align = 1, .size = strtab_size };
     sec[S_SHSTRTAB] = (struct sec){ .on = true, .type = SHT_STRTAB, .align = 1 };
+    /* Not SHF_ALLOC: a NOBITS image's allocated sections must sit at real addresses, and
+     * readers (perf, BFD, elfutils) find the id by its section as well as by PT_NOTE. */
+    uint8_t note[JH__BUILD_ID_NOTE_SIZE];
+    {
+        struct jh__bid bid = { 0 };
+        uint8_t id[JH__BUILD_ID_SIZE];
+        for (size_t i = 0; i < s->nfns; i++)
+            jh__bid_func(&bid, s->fns[i]);
+        if (copy)
+            jh__bid_bytes(&bid, text_lo, s->text_bytes, text_size);
+        jh__bid_final(&bid, text_lo, text_size, id);
+        jh__bid_note(note, id);
+    }
+    sec[S_NOTE] = (struct sec){ .on = true, .type = SHT_NOTE, .align = 4,
+        .size = sizeof note, .bytes = note };
 
     uint32_t nsec = 0;
     for (int i = 0; i < S_MAX; i++) {

@@ -1,0 +1,148 @@
+/*
+ * build_id.c — build-ids of jitherald's ELF images (see build_id.h).
+ * Verify: xxh64 of "" with seed 0 is 0xef46db3751d8e999 (tests/unit/test_build_id.c).
+ */
+#include "fmt/build_id.h"
+
+#include <elf.h>
+#include <string.h>
+
+#include "fmt/func.h"
+
+#define P1 0x9E3779B185EBCA87ull
+#define P2 0xC2B2AE3D27D4EB4Full
+#define P3 0x165667B19E3779F9ull
+#define P4 0x85EBCA77C2B2AE63ull
+#define P5 0x27D4EB2F165667C5ull
+
+static uint64_t rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t round1(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
+static uint64_t merge(uint64_t acc, uint64_t v) { return (acc ^ round1(0, v)) * P1 + P4; }
+
+static uint64_t avalanche(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= P3;
+    return h ^ h >> 32;
+}
+
+uint64_t jh__hash64(const void *data, size_t n, uint64_t seed)
+{
+    const uint8_t *p = data, *end = p + n;
+    uint64_t h;
+    if (n >= 32) {
+        uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
+        do {
+            v1 = round1(v1, rd64(p));
+            v2 = round1(v2, rd64(p + 8));
+            v3 = round1(v3, rd64(p + 16));
+            v4 = round1(v4, rd64(p + 24));
+            p += 32;
+        } while (end - p >= 32);
+        h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+        h = merge(merge(merge(merge(h, v1), v2), v3), v4);
+    } else {
+        h = seed + P5;
+    }
+    h += n;
+    for (; end - p >= 8; p += 8)
+        h = rotl(h ^ round1(0, rd64(p)), 27) * P1 + P4;
+    if (end - p >= 4) {
+        h = rotl(h ^ (uint64_t)rd32(p) * P1, 23) * P2 + P3;
+        p += 4;
+    }
+    for (; p < end; p++)
+        h = rotl(h ^ *p * P5, 11) * P1;
+    return avalanche(h);
+}
+
+/* One item: its chained hash, and a second lane derived from it, added to the sums. */
+static void add(struct jh__bid *id, uint64_t h)
+{
+    id->a += h;
+    id->b += avalanche(h ^ P4) * P3 + rotl(h, 17);
+    id->n++;
+}
+
+static uint64_t u64(uint64_t h, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    return jh__hash64(b, sizeof b, h);
+}
+
+static uint64_t str(uint64_t h, const char *s)
+{
+    return s ? jh__hash64(s, strlen(s) + 1, h) : u64(h, 0xffffffffffffffffull);
+}
+
+void jh__bid_func(struct jh__bid *id, const struct jh__func *f)
+{
+    uint64_t h = u64(u64(u64(1, f->start), f->size), f->unwind);
+    h = str(str(h, f->name), f->symbol && strcmp(f->symbol, f->name) ? f->symbol : NULL);
+    h = u64(h, f->nfiles);
+    for (uint32_t i = 0; i < f->nfiles; i++)
+        h = str(h, f->files[i]);
+    h = u64(h, f->nlines);
+    for (uint32_t i = 0; i < f->nlines; i++) {
+        const struct jh_line *l = &f->lines[i];
+        h = u64(u64(h, (uint64_t)l->offset << 32 | l->line), (uint64_t)l->column << 32 | l->file);
+    }
+    h = u64(u64(u64(h, f->fp_push_end), f->fp_set_end), f->prologue_end);
+    h = jh__hash64(f->cfi ? (const void *)f->cfi : "", f->cfi ? f->cfi_len : 0, u64(h, f->cfi_len));
+    h = u64(u64(h, f->cfa_offset), f->ncfa_steps);
+    for (uint32_t i = 0; i < f->ncfa_steps; i++)
+        h = u64(h, (uint64_t)f->cfa_steps[i].offset << 32 | f->cfa_steps[i].cfa_offset);
+    h = u64(h, f->nsaved_regs);
+    for (uint32_t i = 0; i < f->nsaved_regs; i++)
+        h = u64(h, (uint64_t)f->saved_regs[i].reg << 32 | (uint32_t)f->saved_regs[i].cfa_offset);
+    h = u64(h, f->nepilogues);
+    for (uint32_t i = 0; i < f->nepilogues; i++)
+        h = u64(h, (uint64_t)f->epilogues[i].start << 32 | f->epilogues[i].end);
+    add(id, u64(u64(h, f->personality), f->lsda));
+}
+
+void jh__bid_bytes(struct jh__bid *id, uint64_t addr, const void *p, size_t len)
+{
+    add(id, jh__hash64(p, len, u64(u64(2, addr), len)));
+}
+
+void jh__bid_final(const struct jh__bid *id, uint64_t layout1, uint64_t layout2,
+                   uint8_t out[JH__BUILD_ID_SIZE])
+{
+    uint64_t w[5] = { id->a, id->b, id->n, layout1, layout2 };
+    uint8_t b[sizeof w];
+    for (size_t k = 0; k < 5; k++)
+        for (int i = 0; i < 8; i++)
+            b[8 * k + (size_t)i] = (uint8_t)(w[k] >> (8 * i));
+    for (int k = 0; k < 3; k++) {
+        uint64_t h = jh__hash64(b, sizeof b, P1 * (uint64_t)(k + 1));
+        for (int i = 0; i < 8 && 8 * k + i < JH__BUILD_ID_SIZE; i++)
+            out[8 * k + i] = (uint8_t)(h >> (56 - 8 * i));
+    }
+}
+
+void jh__bid_note(uint8_t out[JH__BUILD_ID_NOTE_SIZE], const uint8_t id[JH__BUILD_ID_SIZE])
+{
+    Elf64_Nhdr nh = { .n_namesz = 4, .n_descsz = JH__BUILD_ID_SIZE, .n_type = NT_GNU_BUILD_ID };
+    memcpy(out, &nh, sizeof nh);
+    memcpy(out + sizeof nh, "GNU", 4);
+    memcpy(out + sizeof nh + 4, id, JH__BUILD_ID_SIZE);
+}

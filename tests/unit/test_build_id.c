@@ -1,0 +1,160 @@
+/*
+ * test_build_id.c — the GNU build-id notes of jitherald's ELF images (fmt/build_id.h), as
+ * readelf and eu-readelf read them: the growing image elfmap writes (fmt/elf_grow.h) and the
+ * image the gdb channel registers (fmt/elf_image.h). The id must follow the content: the
+ * same functions and code give the same id (in any order, from any heap address), one more
+ * function, a patched byte, another line or another window give another.
+ */
+#include <elf.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "check.h"
+#include "fmt/build_id.h"
+#include "fmt/elf_grow.h"
+#include "fmt/elf_image.h"
+#include "fmt/func.h"
+
+#define PG 4096u
+#define ANCHOR 0x7f1234500000ull
+
+static char tmpdir[] = "/tmp/jh-test-bid.XXXXXX";
+static const char *files[] = { "fib.mini" };
+static struct jh_line lines[] = { { 0, 3, 1, 0 }, { 4, 4, 9, 0 } };
+static uint8_t code[3][32];
+
+static struct jh__func fn(int i)
+{
+    return (struct jh__func){ .start = ANCHOR + 64 * (uint64_t)i, .size = 32,
+        .name = i == 0 ? "fib" : i == 1 ? "main" : "helper", .files = files, .lines = lines,
+        .nfiles = 1, .nlines = 2, .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
+        .fp_set_end = 4 };
+}
+
+static void hex(const uint8_t id[JH__BUILD_ID_SIZE], char out[2 * JH__BUILD_ID_SIZE + 1])
+{
+    for (int i = 0; i < JH__BUILD_ID_SIZE; i++)
+        sprintf(out + 2 * i, "%02x", id[i]);
+}
+
+/* An image of functions order[0..n) (with their code), written as elfmap writes it. */
+static void grow(const int *order, int n, uint64_t anchor, uint8_t id[JH__BUILD_ID_SIZE],
+                 const char *path)
+{
+    struct jh__elfg_spec s = { .anchor_addr = anchor, .anchor_off = PG + (1u << 20),
+        .lo = anchor, .hi = anchor + PG, .meta_off = PG + (4u << 20), .page_size = PG };
+    struct jh__elfg g;
+    CHECK_EQ(jh__elfg_init(&g, &s), 0);
+    for (int k = 0; k < n; k++) {
+        struct jh__func f = fn(order[k]);
+        f.start += anchor - ANCHOR;
+        CHECK_EQ(jh__elfg_add(&g, &f), 0);
+        jh__elfg_code(&g, f.start, code[order[k]], f.size);
+    }
+    jh__elfg_build_id(&g, id);
+    if (path) {
+        int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        struct jh__elfg_span v[JH__ELFG_MAXSPANS];
+        int ns = jh__elfg_spans(&g, v);
+        CHECK(fd >= 0 && ns > 0);
+        for (int i = 0; i < ns; i++)
+            CHECK_EQ(pwrite(fd, v[i].p, v[i].len, (off_t)v[i].off), (ssize_t)v[i].len);
+        close(fd);
+    }
+    jh__elfg_free(&g);
+}
+
+static void readelf_says(const char *tool, const char *path, const uint8_t id[JH__BUILD_ID_SIZE])
+{
+    char cmd[512], want[64], h[2 * JH__BUILD_ID_SIZE + 1];
+    hex(id, h);
+    snprintf(cmd, sizeof cmd, "%s -n %s 2>&1", tool, path);
+    snprintf(want, sizeof want, "Build ID: %s", h);
+    int rc;
+    char *o = capture(cmd, &rc);
+    CHECK_EQ(rc, 0);
+    CHECK(o && strstr(o, want));
+    if (!o || !strstr(o, want))
+        fprintf(stderr, "%s: wanted \"%s\" in:\n%s\n", cmd, want, o ? o : "(none)");
+    free(o);
+}
+
+static int differ(const uint8_t *a, const uint8_t *b) { return memcmp(a, b, JH__BUILD_ID_SIZE) != 0; }
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir))
+        SKIP("no temporary directory");
+    /* the published XXH64 test vectors */
+    CHECK(jh__hash64("", 0, 0) == 0xef46db3751d8e999ull);
+    CHECK(jh__hash64("abc", 3, 0) == 0x44bc2cf5ad770999ull);
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 32; k++)
+            code[i][k] = (uint8_t)(i * 32 + k);
+
+    char p1[128], p2[128];
+    snprintf(p1, sizeof p1, "%s/a.elf", tmpdir);
+    snprintf(p2, sizeof p2, "%s/b.elf", tmpdir);
+    uint8_t a[JH__BUILD_ID_SIZE], b[JH__BUILD_ID_SIZE], zero[JH__BUILD_ID_SIZE] = { 0 };
+
+    /* elf_grow: the id is in the note readelf and eu-readelf find, and follows the content */
+    int fwd[] = { 0, 1, 2 }, rev[] = { 2, 0, 1 };
+    grow(fwd, 3, ANCHOR, a, p1);
+    grow(rev, 3, ANCHOR, b, p2);
+    CHECK(differ(a, zero));
+    CHECK(!differ(a, b));                       /* same content, another order */
+    readelf_says("readelf", p1, a);
+    readelf_says("eu-readelf", p1, a);
+    readelf_says("readelf", p2, a);
+    grow(fwd, 2, ANCHOR, b, NULL);
+    CHECK(differ(a, b));                        /* one function fewer */
+    grow(fwd, 3, ANCHOR + (1u << 20), b, NULL);
+    CHECK(differ(a, b));                        /* the same code in another window */
+    code[1][7] ^= 1;
+    grow(fwd, 3, ANCHOR, b, NULL);
+    CHECK(differ(a, b));                        /* one code byte */
+    code[1][7] ^= 1;
+    lines[1].line = 5;
+    grow(fwd, 3, ANCHOR, b, NULL);
+    CHECK(differ(a, b));                        /* one line number */
+    lines[1].line = 4;
+    grow(fwd, 3, ANCHOR, b, NULL);
+    CHECK(!differ(a, b));
+
+    /* elf_image (the gdb channel's): the same functions built in two buffers (so .eh_frame
+     * lies at two addresses) carry the same id; another line, another id */
+    struct jh__func f[3] = { fn(0), fn(1), fn(2) };
+    const struct jh__func *fs[3] = { &f[0], &f[1], &f[2] };
+    struct jh__elf_spec s = { .fns = fs, .nfns = 3, .flags = JH__ELF_NO_PHDRS };
+    char ids[3][64];
+    for (int k = 0; k < 3; k++) {
+        struct jh__buf buf = { 0 };
+        if (k == 2)
+            lines[0].line = 9;
+        CHECK_EQ(jh__elf_image(&buf, &s, NULL), 0);
+        snprintf(p1, sizeof p1, "%s/g%d.elf", tmpdir, k);
+        FILE *o = fopen(p1, "wb");
+        CHECK(o && fwrite(buf.p, 1, buf.len, o) == buf.len);
+        if (o)
+            fclose(o);
+        jh__buf_free(&buf);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "readelf -n %s | sed -n 's/.*Build ID: //p'", p1);
+        char *out = capture(cmd, NULL);
+        snprintf(ids[k], sizeof ids[k], "%s", out ? out : "");
+        free(out);
+        CHECK_EQ(strlen(ids[k]), 2 * JH__BUILD_ID_SIZE + 1);
+    }
+    CHECK_STR(ids[0], ids[1]);
+    CHECK(strcmp(ids[0], ids[2]) != 0);
+
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    CHECK_EQ(system(cmd), 0);
+    return check_done();
+}
