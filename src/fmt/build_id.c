@@ -19,15 +19,22 @@ static uint64_t rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }
 
 static uint64_t rd64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 
 static uint32_t rd32(const uint8_t *p)
 {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap32(v);
+#endif
+    return v;
 }
 
 static uint64_t round1(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
@@ -80,48 +87,85 @@ static void add(struct jh__bid *id, uint64_t h)
     id->n++;
 }
 
-static uint64_t u64(uint64_t h, uint64_t v)
+/* A function's description is serialized into a small buffer hashed as it fills: one
+ * XXH64 per 256 bytes rather than one per field. */
+struct ser {
+    uint64_t h;
+    size_t n;
+    uint8_t b[256];
+};
+
+static void put(struct ser *s, const void *p, size_t len)
+{
+    const uint8_t *q = p;
+    while (len) {
+        size_t k = sizeof s->b - s->n < len ? sizeof s->b - s->n : len;
+        memcpy(s->b + s->n, q, k);
+        s->n += k;
+        q += k;
+        len -= k;
+        if (s->n == sizeof s->b) {
+            s->h = jh__hash64(s->b, s->n, s->h);
+            s->n = 0;
+        }
+    }
+}
+
+static void u64(struct ser *s, uint64_t v)
 {
     uint8_t b[8];
     for (int i = 0; i < 8; i++)
         b[i] = (uint8_t)(v >> (8 * i));
-    return jh__hash64(b, sizeof b, h);
+    put(s, b, sizeof b);
 }
 
-static uint64_t str(uint64_t h, const char *s)
+static void str(struct ser *s, const char *p)
 {
-    return s ? jh__hash64(s, strlen(s) + 1, h) : u64(h, 0xffffffffffffffffull);
+    if (p)
+        put(s, p, strlen(p) + 1);
+    else
+        u64(s, 0xffffffffffffffffull);
 }
 
 void jh__bid_func(struct jh__bid *id, const struct jh__func *f)
 {
-    uint64_t h = u64(u64(u64(1, f->start), f->size), f->unwind);
-    h = str(str(h, f->name), f->symbol && strcmp(f->symbol, f->name) ? f->symbol : NULL);
-    h = u64(h, f->nfiles);
+    struct ser s = { .h = 1 };
+    u64(&s, f->start);
+    u64(&s, f->size);
+    u64(&s, f->unwind);
+    str(&s, f->name);
+    str(&s, f->symbol && strcmp(f->symbol, f->name) ? f->symbol : NULL);
+    u64(&s, f->nfiles);
     for (uint32_t i = 0; i < f->nfiles; i++)
-        h = str(h, f->files[i]);
-    h = u64(h, f->nlines);
+        str(&s, f->files[i]);
+    u64(&s, f->nlines);
     for (uint32_t i = 0; i < f->nlines; i++) {
         const struct jh_line *l = &f->lines[i];
-        h = u64(u64(h, (uint64_t)l->offset << 32 | l->line), (uint64_t)l->column << 32 | l->file);
+        u64(&s, (uint64_t)l->offset << 32 | l->line);
+        u64(&s, (uint64_t)l->column << 32 | l->file);
     }
-    h = u64(u64(u64(h, f->fp_push_end), f->fp_set_end), f->prologue_end);
-    h = jh__hash64(f->cfi ? (const void *)f->cfi : "", f->cfi ? f->cfi_len : 0, u64(h, f->cfi_len));
-    h = u64(u64(h, f->cfa_offset), f->ncfa_steps);
+    u64(&s, (uint64_t)f->fp_push_end << 32 | f->fp_set_end);
+    u64(&s, f->prologue_end);
+    u64(&s, f->cfi ? f->cfi_len : 0);
+    if (f->cfi)
+        put(&s, f->cfi, f->cfi_len);
+    u64(&s, (uint64_t)f->cfa_offset << 32 | f->ncfa_steps);
     for (uint32_t i = 0; i < f->ncfa_steps; i++)
-        h = u64(h, (uint64_t)f->cfa_steps[i].offset << 32 | f->cfa_steps[i].cfa_offset);
-    h = u64(h, f->nsaved_regs);
+        u64(&s, (uint64_t)f->cfa_steps[i].offset << 32 | f->cfa_steps[i].cfa_offset);
+    u64(&s, f->nsaved_regs);
     for (uint32_t i = 0; i < f->nsaved_regs; i++)
-        h = u64(h, (uint64_t)f->saved_regs[i].reg << 32 | (uint32_t)f->saved_regs[i].cfa_offset);
-    h = u64(h, f->nepilogues);
+        u64(&s, (uint64_t)f->saved_regs[i].reg << 32 | (uint32_t)f->saved_regs[i].cfa_offset);
+    u64(&s, f->nepilogues);
     for (uint32_t i = 0; i < f->nepilogues; i++)
-        h = u64(h, (uint64_t)f->epilogues[i].start << 32 | f->epilogues[i].end);
-    add(id, u64(u64(h, f->personality), f->lsda));
+        u64(&s, (uint64_t)f->epilogues[i].start << 32 | f->epilogues[i].end);
+    u64(&s, f->personality);
+    u64(&s, f->lsda);
+    add(id, jh__hash64(s.b, s.n, s.h));
 }
 
 void jh__bid_bytes(struct jh__bid *id, uint64_t addr, const void *p, size_t len)
 {
-    add(id, jh__hash64(p, len, u64(u64(2, addr), len)));
+    add(id, jh__hash64(p, len, (addr * P1) ^ (len + 2) * P2));
 }
 
 void jh__bid_final(const struct jh__bid *id, uint64_t layout1, uint64_t layout2,

@@ -115,13 +115,11 @@ void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
         jh__bid_final(&g->bid, g->s.anchor_addr, g->s.anchor_off, out);
 }
 
-/* The note after the program headers: rewritten with them, after every change. */
+/* The note after the program headers: rewritten with them, after every change (the id
+ * is computed once, when the headers are next written). */
 static void build_note(struct jh__elfg *g)
 {
-    uint8_t id[JH__BUILD_ID_SIZE];
-    jh__elfg_build_id(g, id);
-    jh__bid_note(g->hdr + note_off(g), id);
-    g->hdr_dirty = true;
+    g->note_dirty = g->hdr_dirty = true;
 }
 
 static void build_hdr(struct jh__elfg *g)
@@ -410,6 +408,12 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
     }
     if (g->meta_dirty)
         v[n++] = (struct jh__elfg_span){ .off = g->s.meta_off, .p = g->meta.p, .len = g->meta.len };
+    if (g->note_dirty) {
+        uint8_t id[JH__BUILD_ID_SIZE];
+        jh__elfg_build_id(g, id);
+        jh__bid_note(g->hdr + note_off(g), id);
+        g->note_dirty = false;
+    }
     if (g->hdr_dirty)
         v[n++] = (struct jh__elfg_span){ .off = 0, .p = g->hdr, .len = hdr_len(g) };
     return n;

@@ -80,7 +80,7 @@ struct jh__elfg {
     uint64_t end_synced;        /* the file's size as last written */
     size_t nsyms;               /* functions added */
     size_t nfde;                /* of which with unwind info */
-    bool hdr_dirty, meta_dirty, data_dirty;
+    bool hdr_dirty, meta_dirty, data_dirty, note_dirty;
     struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
     uint8_t hdr[64 + 3 * 56 + JH__BUILD_ID_NOTE_SIZE];  /* ELF header, program headers,
                                                            the build-id note */
