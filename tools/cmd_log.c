@@ -9,7 +9,7 @@
  *
  * The log is read into a model by lib/auditlog_read.h; the views are log_text.c (info,
  * list, events, code, show), log_disasm.c and log_dwarf.c (what show prints), log_export.c
- * (to-perfmap, to-jitdump) and log_report.c (report).
+ * (to-perfmap, to-jitdump), log_elf.c (to-elf) and log_report.c (report).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -36,6 +36,8 @@ static int usage(FILE *f)
         "  to-perfmap        a perf map (/tmp/perf-PID.map) of the code in the log\n"
         "  to-jitdump        a jitdump (jit-PID.dump) of the code in the log (-o FILE)\n"
         "  report            one self-contained HTML page (-o FILE)\n"
+        "  to-elf DIR        the elfmap channel's image files, rebuilt into DIR with the\n"
+        "                    build-ids the live ones had (prints each path and id)\n"
         "options:\n"
         "  --vm PATH         the VM binary whose DWARF types decode memory (default: the\n"
         "                    executable named in the log, if it is still there)\n"
@@ -116,6 +118,8 @@ int jhc_cmd_log(int argc, char **argv)
         } else {
             rc = jhc_export_jitdump(&lf, out) < 0 ? 1 : 0;
         }
+    } else if (!strcmp(cmd, "to-elf") && arg) {
+        rc = jhc_export_elf(&lf, arg, out) < 0 ? 1 : 0;
     } else if (!strcmp(cmd, "report")) {
         struct jhc_types *dt = vm ? jhc_types_open(vm, err, sizeof err) : NULL;
         if (vm && !dt)

@@ -48,7 +48,7 @@ int jhc_export_perfmap(const struct jhr_al *lf, FILE *f)
 }
 
 /* The neutral description of fn (lines converted into `lines`, n rows of room). */
-static void func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_line *lines)
+void jhc_func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_line *lines)
 {
     for (uint32_t i = 0; i < fn->nlines; i++)
         lines[i] = (struct jh_line){ fn->lines[i].offset, fn->lines[i].line,
@@ -118,7 +118,7 @@ int jhc_export_jitdump(const struct jhr_al *lf, FILE *f)
                 }
             }
             struct jh__func func;
-            func_of(fn, &func, lines);
+            jhc_func_of(fn, &func, lines);
             struct jh__node *next = jh__reg_ceil(&live, fn->start + 1);
             struct jh__jd_unit u;
             if (jh__jd_function(&b, &func, arch, (uint32_t)lf->pid, tid, r->time, fn->id,

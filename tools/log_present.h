@@ -38,6 +38,14 @@ int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *
 /* log_export.c: what the perfmap and jitdump channels would have written. */
 int jhc_export_perfmap(const struct jhr_al *lf, FILE *f);
 int jhc_export_jitdump(const struct jhr_al *lf, FILE *f);
+/* fn as the library's encoders take it (lines: fn->nlines rows of room). */
+struct jh__func;
+struct jh_line;
+void jhc_func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_line *lines);
+
+/* log_elf.c: the elfmap channel's image files, rebuilt into dir with their build-ids;
+ * their paths and ids are listed on f. 0, or -1 (message printed). */
+int jhc_export_elf(const struct jhr_al *lf, const char *dir, FILE *f);
 
 /* log_report.c: one self-contained HTML page; dt may be NULL (structs shown as bytes). */
 int jhc_report_html(const struct jhr_al *lf, struct jhc_types *dt, FILE *f);
