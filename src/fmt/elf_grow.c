@@ -19,13 +19,13 @@
 #endif
 
 /* Growing sections, in chunk order; then the fixed ones. */
-enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES };
+enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES, G_ARANGES };
 enum { X_TEXT = JH__ELFG_NGROW, X_DATA, X_ABBREV, X_SHSTRTAB, X_NOTE, X_MAX };
 
 static const char *const sec_name[X_MAX] = {
     [G_SYMTAB] = ".symtab", [G_STRTAB] = ".strtab", [G_FRAME] = ".debug_frame",
     [G_INFO] = ".debug_info", [G_LINE] = ".debug_line", [G_STR] = ".debug_str",
-    [G_RANGES] = ".debug_ranges", [X_TEXT] = ".text", [X_DATA] = ".data",
+    [G_RANGES] = ".debug_ranges", [G_ARANGES] = ".debug_aranges", [X_TEXT] = ".text", [X_DATA] = ".data",
     [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab", [X_NOTE] = ".note.gnu.build-id",
 };
 
@@ -34,7 +34,8 @@ static const char *const sec_name[X_MAX] = {
  * sections are left out: valgrind 3.19 calls an empty .debug_info "truncated" and then
  * reads no symbol of the file at all. */
 static const int shdr_order[X_MAX] = { X_TEXT, X_DATA, G_SYMTAB, G_STRTAB, X_SHSTRTAB, X_NOTE,
-                                       G_FRAME, G_INFO, X_ABBREV, G_LINE, G_STR, G_RANGES };
+                                       G_FRAME, G_INFO, X_ABBREV, G_LINE, G_STR, G_RANGES,
+                                       G_ARANGES };
 
 #define DATA_SIZE 16
 
@@ -57,6 +58,7 @@ static struct jh__buf *sec(struct jh__elfg *g, int i)
     case G_INFO: return &g->dw.info;
     case G_LINE: return &g->dw.line;
     case G_STR: return &g->dw.str;
+    case G_ARANGES: return &g->aranges;
     default: return &g->dw.ranges;
     }
 }
@@ -75,7 +77,7 @@ static bool present(const struct jh__elfg *g, int sec)
     switch (sec) {
     case X_DATA: return g->s.rw_addr != 0;
     case G_FRAME: return g->nfde != 0;
-    case G_INFO: case X_ABBREV: case G_LINE: case G_STR: case G_RANGES:
+    case G_INFO: case X_ABBREV: case G_LINE: case G_STR: case G_RANGES: case G_ARANGES:
         return g->dw.info.len != 0;
     default: return true;
     }
@@ -314,6 +316,7 @@ void jh__elfg_free(struct jh__elfg *g)
     jh__buf_free(&g->frame);
     jh__buf_free(&g->symtab);
     jh__buf_free(&g->strtab);
+    jh__buf_free(&g->aranges);
     jh__buf_free(&g->meta);
     memset(g, 0, sizeof *g);
 }
@@ -363,8 +366,22 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
         fde = jh__cfi_debug_frame_fde(&g->frame, JH__CFI_HOST, 0, f);
         err = fde < 0 ? fde : 0;
     }
+    size_t cu = g->dw.info.len;
     if (!err)
         err = jh__dwarf_add(&g->dw, f);
+    if (!err && g->dw.info.len > cu) {
+        /* the unit's address range set: header, padding to 16, (start, size), (0, 0) */
+        jh__buf_u32(&g->aranges, 44);
+        jh__buf_u16(&g->aranges, 2);
+        jh__buf_u32(&g->aranges, (uint32_t)cu);
+        jh__buf_u8(&g->aranges, 8);
+        jh__buf_u8(&g->aranges, 0);
+        jh__buf_zeros(&g->aranges, 4);
+        jh__buf_u64(&g->aranges, f->start);
+        jh__buf_u64(&g->aranges, f->size);
+        jh__buf_zeros(&g->aranges, 16);
+        err = cu > UINT32_MAX ? -E2BIG : g->aranges.err;
+    }
     if (err) {
         for (int i = 0; i < JH__ELFG_NGROW; i++) {
             sec(g, i)->err = 0;

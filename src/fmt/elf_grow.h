@@ -25,7 +25,8 @@
  *                (the old chunk becomes garbage the caller may punch out: jh__elfg_freed).
  * Sections: .text (PROGBITS, the window), [.data], .debug_frame (unwinding with absolute
  * addresses: nothing has to map it; perf and valgrind read it from the file), the DWARF of
- * fmt/dwarf.h with one compile unit per function, .symtab (one sized global STT_FUNC per
+ * fmt/dwarf.h with one compile unit per function and its .debug_aranges set (elfutils
+ * before 0.191 finds a line's compile unit only through .debug_aranges), .symtab (one sized global STT_FUNC per
  * function), .strtab, .shstrtab.
  *
  * Why the fixed address-to-offset rule: perf merges samples into one row per symbol by
@@ -62,8 +63,8 @@ struct jh__elfg_spec {
     bool no_build_id;           /* leave the note's id at zero (a benchmark's baseline) */
 };
 
-enum { JH__ELFG_NGROW = 7 };    /* .symtab .strtab .debug_frame .debug_info .debug_line
-                                   .debug_str .debug_ranges */
+enum { JH__ELFG_NGROW = 8 };    /* .symtab .strtab .debug_frame .debug_info .debug_line
+                                   .debug_str .debug_ranges .debug_aranges */
 
 struct jh__elfg_chunk {
     uint64_t off, cap;          /* where the section lives in the file, and its room */
@@ -74,7 +75,7 @@ struct jh__elfg_chunk {
 struct jh__elfg {
     struct jh__elfg_spec s;
     struct jh__dwarf dw;
-    struct jh__buf frame, symtab, strtab;
+    struct jh__buf frame, symtab, strtab, aranges;
     struct jh__elfg_chunk chunk[JH__ELFG_NGROW];
     uint64_t end;               /* end of the last chunk: the file's size */
     uint64_t end_synced;        /* the file's size as last written */
