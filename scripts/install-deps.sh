@@ -3,8 +3,9 @@
 # The library itself needs only libc; the rest is the tools we test against (perf, gdb,
 # lldb, valgrind, libunwind, LLVM for the GDB benchmark's peer, Chromium for the audit
 # log's HTML report, mingw-w64 and Wine for the Windows build and its tests, LuaJIT for its
-# adapter; other JITs whose files the CLI must read: node, Erlang, rakudo, Mono) and the
-# libraries the offline CLI uses (libdw, capstone, msgpack-c).
+# adapter; other JITs whose files the CLI must read: node, Erlang, rakudo, Mono; debuginfod
+# and elfutils for the build-id tests) and the libraries the offline CLI uses (libdw,
+# capstone, msgpack-c).
 set -euo pipefail
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -14,7 +15,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential g++ clang make pkg-config binutils file procps psmisc util-linux \
     gdb lldb valgrind linux-perf \
     llvm-14 llvm-14-dev libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev \
-    chromium fonts-dejavu-core luajit \
+    chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2 \
     g++-mingw-w64-x86-64-win32 wine wine64 \
     nodejs erlang-base rakudo mono-runtime mono-4.0-gac >/dev/null
 # perf record as a normal user needs perf_event_paranoid <= 2 (Debian ships 3).
