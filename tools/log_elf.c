@@ -283,6 +283,8 @@ static int add(struct st *s, size_t i)
         }
     }
     int err = over ? publish(s, w, i, same_place) : image_add(s, w, i);
+    if (err == -EINVAL || err == -E2BIG)
+        return 0;       /* elfmap leaves code its encoder refuses as it is, and so do we */
     if (!err) {
         s->fwin[i] = k;
         w->nlive++;

@@ -33,4 +33,10 @@ command perf --buildid-dir "$T/c2" report -i perf.data --stdio --no-children \
 grep -v '^#' rep | grep -v '^$' | head -5
 grep -E '[0-9.]+%.*jit-[0-9]+-[0-9]+\.elf +\[\.\] fib +fib\.mini:[0-9]+' rep ||
     fail "perf report did not name fib with its line from the rebuilt images"
+# Damaged logs (the reader's fuzz corpus): to-elf fails cleanly or rebuilds what it can.
+for f in "$R"/fuzz/corpus/auditlog/*; do
+    rc=0
+    "$CLI" log "$f" to-elf "$T/fz" > /dev/null 2>&1 || rc=$?
+    [ "$rc" -le 2 ] || fail "to-elf on $f exited $rc"
+done
 echo PASS
