@@ -307,7 +307,10 @@ JH_API unsigned jh_channels(const jh_ctx *ctx);
  * elfmap: the code's pages (if private, r-x: W^X; a mapping of up to 1 MiB whole) may be
  * re-mapped from a file with the same bytes before this returns; call this,
  * jh_code_patched and jh_code_move while no other thread can make those pages writable,
- * e.g. under your code lock (docs/elfmap.md, "contract").
+ * e.g. under your code lock (docs/elfmap.md, "contract"). Every ELF image jitherald writes
+ * (elfmap's files, the gdb channel's images) carries a GNU build-id derived from the
+ * functions it holds, their bytes as announced and patched, names, lines and unwind
+ * descriptions: what you pass here may be published by id (docs/buildid.md).
  */
 JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
 
