@@ -26,7 +26,8 @@ static const char *const sec_name[X_MAX] = {
     [G_SYMTAB] = ".symtab", [G_STRTAB] = ".strtab", [G_FRAME] = ".debug_frame",
     [G_INFO] = ".debug_info", [G_LINE] = ".debug_line", [G_STR] = ".debug_str",
     [G_RANGES] = ".debug_ranges", [G_ARANGES] = ".debug_aranges", [X_TEXT] = ".text",
-    [X_DATA] = ".data", [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab", [X_NOTE] = ".note.gnu.build-id",
+    [X_DATA] = ".data", [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab",
+    [X_NOTE] = ".note.gnu.build-id",
 };
 
 /* Section header order in the file: index 0 is SHN_UNDEF, .text is 1 (symbols refer to it);

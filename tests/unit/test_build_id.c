@@ -84,7 +84,10 @@ static void readelf_says(const char *tool, const char *path, const uint8_t id[JH
     free(o);
 }
 
-static int differ(const uint8_t *a, const uint8_t *b) { return memcmp(a, b, JH__BUILD_ID_SIZE) != 0; }
+static int differ(const uint8_t *a, const uint8_t *b)
+{
+    return memcmp(a, b, JH__BUILD_ID_SIZE) != 0;
+}
 
 int main(void)
 {
