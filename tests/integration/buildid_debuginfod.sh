@@ -61,4 +61,15 @@ grep -E '[0-9.]+%.*\[\.\] fib +fib\.mini:[0-9]+' rep ||
 eu-addr2line -f -e "$got" "0x$(printf %x $((0x$addr + 12)))" > a2l
 cat a2l
 grep -qx fib a2l && grep -qE 'fib\.mini:[0-9]+' a2l || fail "eu-addr2line did not resolve fib"
+
+# gdb cannot ask debuginfod for a JIT image itself (docs/buildid.md): given the fetched
+# image, an address from a crash report resolves to the function and its line.
+if command -v gdb > /dev/null; then
+    a=0x$(printf %x $((0x$addr + 12)))
+    gdb -nx -batch -ex "add-symbol-file $got" -ex "info symbol $a" -ex "info line *$a" \
+        > gdb.out 2>&1
+    tail -2 gdb.out
+    grep -q '^fib + 12 in section \.text' gdb.out && grep -qE '^Line [0-9]+ of "fib\.mini"' gdb.out ||
+        fail "gdb did not resolve fib in the fetched image"
+fi
 echo PASS
