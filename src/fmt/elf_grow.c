@@ -104,11 +104,13 @@ static uint32_t shndx(const struct jh__elfg *g, int sec)
 }
 
 static size_t nphdrs(const struct jh__elfg *g) { return g->s.rw_addr ? 3 : 2; }
-static size_t note_off(const struct jh__elfg *g)
+static size_t hdr_len(const struct jh__elfg *g)
 {
     return sizeof(Elf64_Ehdr) + nphdrs(g) * sizeof(Elf64_Phdr);
 }
-static size_t hdr_len(const struct jh__elfg *g) { return note_off(g) + JH__BUILD_ID_NOTE_SIZE; }
+/* The build-id note opens the meta page, which every change rewrites anyway: the id costs
+ * no write of its own. The section headers follow it. */
+#define NOTE_SPACE 40       /* JH__BUILD_ID_NOTE_SIZE, rounded up to 8 */
 
 void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
 {
@@ -118,11 +120,11 @@ void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
         jh__bid_final(&g->bid, g->s.anchor_addr, g->s.anchor_off, out);
 }
 
-/* The note after the program headers: rewritten with them, after every change (the id
- * is computed once, when the headers are next written). */
+/* The id changed: the meta page (which holds the note) is written again, the id computed
+ * once when it is. */
 static void build_note(struct jh__elfg *g)
 {
-    g->note_dirty = g->hdr_dirty = true;
+    g->meta_dirty = true;
 }
 
 static void build_hdr(struct jh__elfg *g)
@@ -137,7 +139,7 @@ static void build_hdr(struct jh__elfg *g)
     eh.e_machine = HOST_MACHINE;
     eh.e_version = EV_CURRENT;
     eh.e_phoff = sizeof eh;
-    eh.e_shoff = g->s.meta_off;
+    eh.e_shoff = g->s.meta_off + NOTE_SPACE;
     eh.e_ehsize = sizeof eh;
     eh.e_phentsize = sizeof(Elf64_Phdr);
     eh.e_phnum = (uint16_t)nphdrs(g);
@@ -157,13 +159,12 @@ static void build_hdr(struct jh__elfg *g)
         ph[0] = ph[1];
         ph[1] = t;
     }
-    Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = note_off(g),
+    Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = g->s.meta_off,
                         .p_filesz = JH__BUILD_ID_NOTE_SIZE, .p_align = 4 };
     memset(g->hdr, 0, sizeof g->hdr);
     memcpy(g->hdr, &eh, sizeof eh);
     memcpy(g->hdr + sizeof eh, ph, (nphdrs(g) - 1) * sizeof ph[0]);
     memcpy(g->hdr + sizeof eh + (nphdrs(g) - 1) * sizeof ph[0], &note, sizeof note);
-    build_note(g);
 }
 
 /* The meta page: section headers, then .shstrtab and .debug_abbrev after them. */
@@ -173,7 +174,7 @@ static int build_meta(struct jh__elfg *g)
     b->len = 0;
     b->err = 0;
     uint32_t nsec = nsections(g);
-    size_t names_off = nsec * sizeof(Elf64_Shdr);
+    size_t names_off = NOTE_SPACE + nsec * sizeof(Elf64_Shdr);
     uint32_t name_at[X_MAX] = { 0 };
     size_t names_len = 1;
     for (int i = 0; i < X_MAX; i++) {
@@ -184,6 +185,10 @@ static int build_meta(struct jh__elfg *g)
     if (abbrev_off + g->dw.abbrev.len > page_of(g))
         return -E2BIG;
 
+    uint8_t note[NOTE_SPACE] = { 0 }, id[JH__BUILD_ID_SIZE];
+    jh__elfg_build_id(g, id);
+    jh__bid_note(note, id);
+    jh__buf_put(b, note, sizeof note);
     Elf64_Shdr sh = { 0 };
     jh__buf_put(b, &sh, sizeof sh);
     for (int k = 0; k < X_MAX; k++) {
@@ -216,7 +221,7 @@ static int build_meta(struct jh__elfg *g)
             break;
         case X_NOTE:
             sh.sh_type = SHT_NOTE;
-            sh.sh_offset = note_off(g);
+            sh.sh_offset = g->s.meta_off;
             sh.sh_size = JH__BUILD_ID_NOTE_SIZE;
             sh.sh_addralign = 4;
             break;
@@ -426,12 +431,6 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
     }
     if (g->meta_dirty)
         v[n++] = (struct jh__elfg_span){ .off = g->s.meta_off, .p = g->meta.p, .len = g->meta.len };
-    if (g->note_dirty) {
-        uint8_t id[JH__BUILD_ID_SIZE];
-        jh__elfg_build_id(g, id);
-        jh__bid_note(g->hdr + note_off(g), id);
-        g->note_dirty = false;
-    }
     if (g->hdr_dirty)
         v[n++] = (struct jh__elfg_span){ .off = 0, .p = g->hdr, .len = hdr_len(g) };
     return n;

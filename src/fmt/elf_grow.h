@@ -9,15 +9,14 @@
  *   0            ELF header and program headers: an R+X PT_LOAD over the text window and,
  *                with rw_addr, a small R+W one (valgrind 3.19 reads an image's symbols
  *                only once it has seen a writable mapping of it too), in address order
- *                (valgrind rejects them otherwise), then a PT_NOTE over the GNU build-id
- *                note that follows them (fmt/build_id.h: the kernel and perf read a
- *                build-id from the first page; it changes with every function or code
- *                byte the image gains, and is rewritten with the headers)
+ *                (valgrind rejects them otherwise), then a PT_NOTE over the build-id note
  *   off(a)       the code at address a, for a in the window [lo, hi):
  *                off(a) = anchor_off + (a - anchor_addr). The window may grow (set_text);
  *                the address-to-offset rule never changes. The builder never writes these
  *                bytes: the caller copies the live code there, page by page.
- *   meta_off     one page: the section headers, .shstrtab, .debug_abbrev
+ *   meta_off     one page: the GNU build-id note (fmt/build_id.h: it changes with every
+ *                function or code byte the image gains, and this page is rewritten at
+ *                every change anyway), the section headers, .shstrtab, .debug_abbrev
  *   +1 page      with rw_addr: one page holding .data, the R+W segment
  *   then         a chunk per growing section (.symtab, .strtab, .debug_frame, .debug_info,
  *                .debug_line, .debug_str, .debug_ranges) with room to grow; a section that
@@ -81,10 +80,9 @@ struct jh__elfg {
     uint64_t end_synced;        /* the file's size as last written */
     size_t nsyms;               /* functions added */
     size_t nfde;                /* of which with unwind info */
-    bool hdr_dirty, meta_dirty, data_dirty, note_dirty;
+    bool hdr_dirty, meta_dirty, data_dirty;
     struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
-    uint8_t hdr[64 + 3 * 56 + JH__BUILD_ID_NOTE_SIZE];  /* ELF header, program headers,
-                                                           the build-id note */
+    uint8_t hdr[64 + 3 * 56];   /* ELF header + program headers */
     struct jh__buf meta;        /* the meta page as last built */
 };
 
