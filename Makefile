@@ -41,6 +41,10 @@ TOOL_PKGS := $(shell for p in libdw capstone; do pkg-config --exists $$p 2>/dev/
 TOOL_CFLAGS := $(if $(TOOL_PKGS),$(shell pkg-config --cflags $(TOOL_PKGS)),) \
                $(foreach p,$(TOOL_PKGS),-DJH_HAVE_$(shell echo $(p) | tr a-z- A-Z_)=1)
 TOOL_LIBS := $(if $(TOOL_PKGS),$(shell pkg-config --libs $(TOOL_PKGS)),)
+# LLVM 14: the adapter (adapters/llvm/llvm.mk), the programs some tests run, a benchmark's peer.
+LLVM_CONFIG := $(shell command -v llvm-config-14 2>/dev/null)
+CLANG14     := $(shell command -v clang-14 2>/dev/null)
+CLANGXX14   := $(shell command -v clang++-14 2>/dev/null)
 # tools/lib: the reader library (jitdump, .eh_frame, perf map, audit log, symbol table,
 # callgrind rewriter) that the CLI, the unit tests and the fuzz targets link; tools/*.c: the
 # commands (cmd_*.c) and the audit log's presenters (log_*.c).
@@ -158,6 +162,7 @@ $(BUILD)/tests/%: tests/unit/%.cc $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
 
 include tests/programs/programs.mk
 include win64.mk
+include adapters/llvm/llvm.mk
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
 # bounded number of mutations, so every target also runs as a regression test. They link
@@ -177,7 +182,7 @@ $(BUILD)/bench/%: bench/%.c bench/bench.h $(SUPPORT_A) $(LIB_A) $(MJ_A)
 	    $(SUPPORT_A) $(MJ_A) $(LIB_A) $(LIBS) -lm
 
 # ---- running --------------------------------------------------------------------------
-test: tests programs check-exports check-layers
+test: tests programs check-exports check-exports-llvm check-layers
 	@BUILD=$(BUILD) tests/run.sh
 
 test-unit: tests
@@ -231,7 +236,7 @@ check-exports: $(LIB_SO)
 	    grep -v -e '^jh_' -e '^__jit_debug_register_code$$' -e '^__jit_debug_descriptor$$' || true); \
 	if [ -n "$$bad" ]; then echo "unexpected exports: $$bad"; exit 1; fi
 
-install: all
+install: all install-llvm
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
 	install -m 644 include/jitherald.h $(DESTDIR)$(INCDIR)/
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
@@ -248,7 +253,10 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/jitherald.h $(DESTDIR)$(LIBDIR)/libjitherald.* \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald \
-	    $(DESTDIR)$(LUADIR)/jitherald.lua
+	    $(DESTDIR)$(LUADIR)/jitherald.lua \
+	    $(DESTDIR)$(INCDIR)/jitherald/llvm.h $(DESTDIR)$(LIBDIR)/libjitherald-llvm.* \
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald-llvm.pc
+	-rmdir $(DESTDIR)$(INCDIR)/jitherald 2>/dev/null
 
 clean:
 	rm -rf build build-*

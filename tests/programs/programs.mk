@@ -12,7 +12,6 @@ PROG_SHARED := -L$(BUILD) -ljitherald -Wl,-rpath,'$$ORIGIN/../..'
 PROG_STATIC := $(SUPPORT_A) $(MJ_A) $(LIB_A) $(LIBS)
 
 MSGPACK_PKG := $(firstword $(shell for p in msgpack-c msgpack; do pkg-config --exists $$p 2>/dev/null && echo $$p; done))
-LLVM_CONFIG := $(shell command -v llvm-config-14 2>/dev/null)
 LIBUNWIND_PKG := $(shell pkg-config --exists libunwind 2>/dev/null && echo libunwind)
 LLVM_LIBUNWIND := $(firstword $(wildcard /usr/lib/llvm-*/lib/libunwind.so.1 /usr/lib/*-linux-gnu/libunwind.so.1))
 
@@ -36,6 +35,8 @@ $(eval $(call program,auditlog_msgpack_walk,$(MSGPACK_PKG),msgpack-c missing (De
 $(eval $(call program,unwind_libunwind,$(LIBUNWIND_PKG),libunwind.h missing (Debian package libunwind-dev)))
 $(eval $(call program,unwind_llvm,$(LLVM_LIBUNWIND),LLVM libunwind missing (Debian package libunwind-14)))
 $(foreach p,llvm_first jh_first static,$(eval $(call program,gdb_coexist_$(p),$(LLVM_CONFIG),llvm-config-14 missing (Debian package llvm-14-dev))))
+# the LLVM adapter's test JIT (its rule: adapters/llvm/llvm.mk)
+$(eval $(call program,llvm_jit,$(and $(LLVM_CONFIG),$(CLANG14),$(CLANGXX14)),llvm-config-14 or clang-14 missing (Debian packages llvm-14-dev clang-14)))
 
 programs: $(PROGRAMS)
 

@@ -1,0 +1,103 @@
+/*
+ * herald.h — inside the LLVM adapter: what the listener (listener.cc) and the ORC plugin
+ * (orc_plugin.cc) share. An object LLVM has placed in memory is described once
+ * (object.cc: symbols and DWARF lines; eh_frame.cc: unwind rules) from the relocatable
+ * object file plus where each of its sections was loaded, and announced through one
+ * jitherald context (herald.cc), under the key LLVM uses to free it.
+ */
+#ifndef JITHERALD_LLVM_HERALD_H
+#define JITHERALD_LLVM_HERALD_H
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <jitherald.h>
+#include <llvm/DebugInfo/DIContext.h>
+#include <llvm/Object/ObjectFile.h>
+
+namespace jitherald_llvm {
+
+/* One function of an object, at its load address. */
+struct Func {
+    std::string name;               /* the symbol, as in the object (mangled) */
+    std::string display;            /* demangled, for people; == name for C */
+    uint64_t start = 0, size = 0;
+    std::vector<jh_line> lines;     /* offsets from start; file: index into files */
+    std::vector<uint32_t> files;    /* index into Object::files */
+    uint32_t prologue_end = 0;      /* offset of the first prologue_end row; 0: none */
+    std::vector<uint8_t> cfi;       /* raw CFA instructions after jh_code's CIE; empty: none */
+    uint64_t personality = 0;       /* the CIE's personality routine, 0: none */
+    uint64_t lsda = 0;              /* the FDE's language-specific data area, 0: none */
+};
+
+struct Object {
+    std::vector<std::string> files; /* every source file named by a line of a function */
+    std::vector<Func> funcs;        /* ascending start, disjoint */
+    std::vector<std::string> notes; /* what was left out, and why (JITHERALD_DEBUG=1) */
+};
+
+/* Where the sections of one relocatable object were loaded: for the ORC plugin, which
+ * reads the addresses off JITLink's graph (RuntimeDyld's LoadedObjectInfo is one too). */
+class SectionLoads final : public llvm::LoadedObjectInfo {
+public:
+    std::vector<uint64_t> addr;     /* by section index; 0: not loaded */
+    uint64_t getSectionLoadAddress(const llvm::object::SectionRef &s) const override
+    {
+        return s.getIndex() < addr.size() ? addr[s.getIndex()] : 0;
+    }
+    std::unique_ptr<llvm::LoadedObjectInfo> clone() const override
+    {
+        return std::make_unique<SectionLoads>(*this);
+    }
+};
+
+/* Unwind rules of one FDE, translated to jh_code's raw-CFI contract. */
+struct Frame {
+    uint64_t start = 0, size = 0;
+    std::vector<uint8_t> cfi;
+    uint64_t personality = 0, lsda = 0;
+};
+
+/* object.cc: describe obj, whose section s was loaded at loads.getSectionLoadAddress(s)
+ * (0: not loaded; its functions are left out). Reads process memory only for the
+ * personality routine's pointer, inside a loaded section of obj. */
+Object describe(const llvm::object::ObjectFile &obj, const llvm::LoadedObjectInfo &loads);
+
+/* eh_frame.cc: the FDEs of obj's .eh_frame at their load addresses, ascending start, each
+ * translated to jh_code's contract; an FDE that cannot be is left out with a note. */
+std::vector<Frame> read_eh_frame(const llvm::object::ObjectFile &obj,
+                                 const llvm::LoadedObjectInfo &loads,
+                                 std::vector<std::string> &notes);
+
+/* herald.cc: one jitherald context and the code announced through it, by LLVM's key. */
+class Herald {
+public:
+    explicit Herald(jh_ctx *ctx);   /* nullptr: open our own, closed by the destructor */
+    ~Herald();
+    Herald(const Herald &) = delete;
+    Herald &operator=(const Herald &) = delete;
+
+    /* false when no channel is live: then there is nothing to describe. */
+    bool active() const { return ctx_ && jh_channels(ctx_) != 0; }
+    /* Announce every function of obj; returns their ids (label: for JITHERALD_DEBUG). */
+    std::vector<uint64_t> announce(const Object &obj, uint64_t label);
+    /* Remember ids under LLVM's key, to be removed with it. */
+    void keep(uint64_t key, const std::vector<uint64_t> &ids);
+    void remove(uint64_t key);
+    void remove_ids(const std::vector<uint64_t> &ids);
+    void transfer(uint64_t dst, uint64_t src);
+
+private:
+    jh_ctx *ctx_ = nullptr;
+    bool own_ = false;
+    bool debug_ = false;
+    std::mutex mu_;
+    std::unordered_map<uint64_t, std::vector<uint64_t>> ids_;
+};
+
+} // namespace jitherald_llvm
+
+#endif

@@ -1,0 +1,390 @@
+// test_object.cc — the LLVM adapter's reading of an object (adapters/llvm/object.cc and
+// eh_frame.cc) against llvm-dwarfdump-14 on the same object, for objects clang-14 compiles
+// here (tests/programs/llvm/*.c, *.cc) and hand-written .eh_frame records
+// (tests/unit/llvm/cies.s):
+//   - every function of the symbol table, at its section's load address, with st_size;
+//   - its line-table rows are exactly llvm-dwarfdump's rows in its range, files included
+//     (work() holds rows of work.c and of hot.h, inlined);
+//   - its unwind rows under jitherald's CIE (wrapped in an ELF, decoded by llvm-dwarfdump)
+//     are exactly the object's own rows, for LLVM's CIE and for CIEs that need translating;
+//   - CIEs that cannot be translated leave the function without unwind rules and say why;
+//   - C++: demangled names, the personality routine, an LSDA for frames with cleanups.
+// The sections are "loaded" at real heap addresses (the personality is read from there).
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+#include "capture.h"
+#include "check.h"
+#include "elf_wrap.h"
+extern "C" {
+#include "fmt/cfi.h"      // the library's own encoder: the bytes every channel writes
+}
+#include "herald.h"
+
+using jitherald_llvm::Func;
+using jitherald_llvm::Object;
+
+static std::string tmp;
+static std::string root;
+
+static std::string run(const std::string &cmd, bool must = true)
+{
+    int st = 0;
+    char *out = capture(cmd.c_str(), &st);
+    std::string s = out ? out : "";
+    free(out);
+    if (must && st != 0) {
+        fprintf(stderr, "command failed (%d): %s\n%s\n", st, cmd.c_str(), s.c_str());
+        CHECK(!"command failed");
+    }
+    return s;
+}
+
+static std::string base(const std::string &p)
+{
+    size_t k = p.rfind('/');
+    return k == std::string::npos ? p : p.substr(k + 1);
+}
+
+// An object file and its sections copied to the heap, as if LLVM had loaded them there.
+struct Loaded {
+    std::unique_ptr<llvm::MemoryBuffer> buf;
+    std::unique_ptr<llvm::object::ObjectFile> obj;
+    std::vector<std::vector<char>> mem;
+    jitherald_llvm::SectionLoads loads;
+    uint64_t text = 0;          // load address of .text
+    uint64_t except = 0, except_size = 0;
+
+    bool open(const std::string &path)
+    {
+        auto b = llvm::MemoryBuffer::getFile(path);
+        if (!b)
+            return false;
+        buf = std::move(*b);
+        auto o = llvm::object::ObjectFile::createObjectFile(buf->getMemBufferRef());
+        if (!o) {
+            llvm::consumeError(o.takeError());
+            return false;
+        }
+        obj = std::move(*o);
+        for (const auto &s : obj->sections()) {
+            if (loads.addr.size() <= s.getIndex())
+                loads.addr.resize(s.getIndex() + 1);
+            if (!(llvm::object::ELFSectionRef(s).getFlags() & llvm::ELF::SHF_ALLOC) || !s.getSize())
+                continue;
+            mem.emplace_back(s.getSize() + 16, 0);
+            auto c = s.getContents();
+            if (c && !s.isBSS())
+                std::copy(c->begin(), c->end(), mem.back().begin());
+            else if (!c)
+                llvm::consumeError(c.takeError());
+            uint64_t a = (uint64_t(uintptr_t(mem.back().data())) + 15) & ~uint64_t(15);
+            loads.addr[s.getIndex()] = a;
+            auto name = s.getName();
+            if (name && *name == ".text")
+                text = a;
+            if (name && *name == ".gcc_except_table") {
+                except = a;
+                except_size = s.getSize();
+            }
+            if (!name)
+                llvm::consumeError(name.takeError());
+        }
+        return true;
+    }
+};
+
+// f's address in the object: its section's offset (functions of different sections
+// share offsets; llvm-dwarfdump prints those for an object file).
+static uint64_t rel(const Loaded &l, const Func &f)
+{
+    for (const auto &s : l.obj->symbols()) {
+        auto name = s.getName();
+        auto sec = s.getSection();
+        if (name && sec && *name == f.name && *sec != l.obj->section_end())
+            return f.start - l.loads.getSectionLoadAddress(**sec) + (*sec)->getAddress();
+        if (!name)
+            llvm::consumeError(name.takeError());
+        if (!sec)
+            llvm::consumeError(sec.takeError());
+    }
+    CHECK(!"function not in the symbol table");
+    return ~uint64_t(0);
+}
+
+static const Func *find(const Object &o, const std::string &name)
+{
+    for (const Func &f : o.funcs)
+        if (f.name == name)
+            return &f;
+    return nullptr;
+}
+
+// llvm-dwarfdump --debug-line: "addr line file" of every row but end_sequence.
+static std::set<std::string> dwarf_rows(const std::string &obj)
+{
+    std::string out = run("llvm-dwarfdump-14 --debug-line " + obj);
+    std::map<unsigned, std::string> files;
+    std::set<std::string> rows;
+    std::regex file_re(R"(file_names\[\s*(\d+)\]:\s*\n\s*name: \"([^\"]*)\")");
+    for (std::sregex_iterator it(out.begin(), out.end(), file_re), e; it != e; ++it)
+        files[unsigned(std::stoul((*it)[1]))] = base((*it)[2]);
+    std::regex row_re(R"(^0x([0-9a-f]+)\s+(\d+)\s+(\d+)\s+(\d+)\s+\d+\s+\d+\s*(.*)$)");
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (!std::regex_match(line, m, row_re) || m[5].str().find("end_sequence") != std::string::npos)
+            continue;
+        rows.insert(std::to_string(std::stoull(m[1], nullptr, 16)) + " " + m[2].str() + " " +
+                    files[unsigned(std::stoul(m[4]))]);
+    }
+    return rows;
+}
+
+static void check_lines(const Loaded &l, const Object &o, const std::string &obj)
+{
+    std::set<std::string> want = dwarf_rows(obj);
+    CHECK(!want.empty());
+    std::set<std::string> got;
+    for (const Func &f : o.funcs)
+        for (const jh_line &ln : f.lines) {
+            CHECK(ln.offset < f.size);
+            CHECK(ln.file < f.files.size());
+            got.insert(std::to_string(rel(l, f) + ln.offset) + " " + std::to_string(ln.line) +
+                       " " + base(o.files[f.files[ln.file]]));
+        }
+    for (const std::string &r : want)
+        if (!got.count(r)) {
+            CHECK(!"a row of llvm-dwarfdump is missing");
+            fprintf(stderr, "  missing row (offset line file): %s\n", r.c_str());
+        }
+    for (const std::string &r : got)
+        if (!want.count(r)) {
+            CHECK(!"a row llvm-dwarfdump does not have");
+            fprintf(stderr, "  extra row (offset line file): %s\n", r.c_str());
+        }
+}
+
+// llvm-dwarfdump --eh-frame: the rows of the FDE for [pc, pc+size), addresses made
+// relative to pc.
+static std::vector<std::string> cfa_rows(const std::string &file, uint64_t pc, uint64_t size)
+{
+    std::string out = run("llvm-dwarfdump-14 --eh-frame " + file);
+    std::vector<std::string> rows;
+    std::regex fde_re(R"(FDE cie=[0-9a-f]+ pc=([0-9a-f]+)\.\.\.([0-9a-f]+))");
+    std::regex row_re(R"(^\s+0x([0-9a-f]+): (.*)$)");
+    bool in_fde = false;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, fde_re)) {
+            in_fde = std::stoull(m[1], nullptr, 16) == pc && std::stoull(m[2], nullptr, 16) == pc + size;
+            continue;
+        }
+        if (line.find(" CIE") != std::string::npos)
+            in_fde = false;
+        if (in_fde && std::regex_match(line, m, row_re))
+            rows.push_back(std::to_string(std::stoull(m[1], nullptr, 16) - pc) + ": " + m[2].str());
+    }
+    return rows;
+}
+
+// f's CFI under jitherald's CIE, as the library encodes it for every channel, decoded.
+static std::vector<std::string> our_rows(const Func &f)
+{
+    struct jh__func jf = {};
+    jf.start = f.start;
+    jf.size = f.size;
+    jf.unwind = JH_UNWIND_CFI;
+    jf.cfi = f.cfi.data();
+    jf.cfi_len = f.cfi.size();
+    uint64_t eh_addr = (f.start + f.size + 0x1000) & ~uint64_t(7);
+    struct jh__cfi_opts o = {};
+    o.arch = JH__CFI_X86_64;
+    o.ptr = JH__CFI_PCREL;
+    o.addr = eh_addr;
+    struct jh__buf b = {};
+    CHECK_EQ(jh__cfi_eh_frame(&b, &o, &jf, 1, nullptr), 1);
+    std::string path = tmp + "/" + f.name + ".elf";
+    CHECK_EQ(elf_wrap_eh_frame(path.c_str(), f.start, f.size, eh_addr, b.p, b.len, 0, nullptr, 0), 0);
+    free(b.p);
+    return cfa_rows(path, f.start, f.size);
+}
+
+static void check_cfi(const Loaded &l, const Func &f, const std::string &obj)
+{
+    std::vector<std::string> want = cfa_rows(obj, rel(l, f), f.size);
+    CHECK(!want.empty());
+    CHECK(!f.cfi.empty());
+    if (f.cfi.empty())
+        return;
+    std::vector<std::string> got = our_rows(f);
+    CHECK(got == want);
+    if (got != want) {
+        fprintf(stderr, "%s: unwind rows differ\n  object's:\n", f.name.c_str());
+        for (auto &r : want)
+            fprintf(stderr, "    %s\n", r.c_str());
+        fprintf(stderr, "  ours:\n");
+        for (auto &r : got)
+            fprintf(stderr, "    %s\n", r.c_str());
+    }
+}
+
+static bool noted(const Object &o, const std::string &what)
+{
+    for (const std::string &n : o.notes)
+        if (n.find(what) != std::string::npos)
+            return true;
+    return false;
+}
+
+static std::string compile(const std::string &cmd, const std::string &src, const std::string &out)
+{
+    std::string obj = tmp + "/" + out;
+    run(cmd + " -c -o " + obj + " " + root + "/" + src);
+    return obj;
+}
+
+static void test_c()
+{
+    std::string chain = compile("clang-14 -g -O1", "tests/programs/llvm/chain.c", "chain.o");
+    Loaded l;
+    CHECK(l.open(chain));
+    Object o = jitherald_llvm::describe(*l.obj, l.loads);
+    CHECK_EQ(o.funcs.size(), 2);
+    const Func *leaf = find(o, "leaf"), *middle = find(o, "middle");
+    CHECK(leaf && middle);
+    if (!leaf || !middle)
+        return;
+    CHECK_STR(leaf->display.c_str(), "leaf");
+    // readelf's view of the same symbol table: value and size
+    std::string syms = run("readelf -sW " + chain);
+    for (const Func *f : {leaf, middle}) {
+        std::regex re("\\s([0-9a-f]{16})\\s+(\\d+)\\s+FUNC\\s+GLOBAL\\s+DEFAULT\\s+\\d+\\s+" + f->name + "\\n");
+        std::smatch m;
+        CHECK(std::regex_search(syms, m, re));
+        if (!m.empty()) {
+            CHECK_EQ(f->start - l.text, std::stoull(m[1], nullptr, 16));
+            CHECK_EQ(f->size, std::stoull(m[2]));
+        }
+        CHECK(f->prologue_end > 0 && f->prologue_end < f->size);
+        check_cfi(l, *f, chain);
+    }
+    check_lines(l, o, chain);
+    CHECK(o.notes.empty());
+
+    // work(): hot.h's mix() inlined, so its rows name two files
+    std::string work = compile("clang-14 -g -O1", "tests/programs/llvm/work.c", "work.o");
+    Loaded w;
+    CHECK(w.open(work));
+    Object ow = jitherald_llvm::describe(*w.obj, w.loads);
+    const Func *fw = find(ow, "work");
+    CHECK(fw != nullptr);
+    if (fw) {
+        std::set<std::string> names;
+        for (uint32_t i : fw->files)
+            names.insert(base(ow.files[i]));
+        CHECK(names == (std::set<std::string>{"work.c", "hot.h"}));
+        CHECK(ow.files[fw->files[0]][0] == '/');      // absolute, as the debuggers want them
+        check_cfi(w, *fw, work);
+    }
+    check_lines(w, ow, work);
+
+    // A section that was not loaded (dead code LLVM dropped): its functions are left out.
+    Loaded d;
+    CHECK(d.open(chain));
+    for (const auto &s : d.obj->sections()) {
+        auto name = s.getName();
+        if (name && *name == ".text")
+            d.loads.addr[s.getIndex()] = 0;
+        if (!name)
+            llvm::consumeError(name.takeError());
+    }
+    CHECK_EQ(jitherald_llvm::describe(*d.obj, d.loads).funcs.size(), 0);
+}
+
+static void test_cxx()
+{
+    std::string guards = compile("clang++-14 -g -O1", "tests/programs/llvm/guards.cc", "guards.o");
+    Loaded l;
+    CHECK(l.open(guards));
+    Object o = jitherald_llvm::describe(*l.obj, l.loads);
+    const Func *deep = find(o, "_Z4deepl"), *entry = find(o, "cxx_entry"),
+               *catcher = find(o, "catch_here");
+    CHECK(deep && entry && catcher);
+    if (!deep || !entry || !catcher)
+        return;
+    CHECK_STR(deep->display.c_str(), "deep(long)");
+    CHECK_STR(entry->display.c_str(), "cxx_entry");
+    // the CIE's personality, through its DW.ref slot: not relocated here, so by name
+    void *pers = dlsym(RTLD_DEFAULT, "__gxx_personality_v0");
+    CHECK(pers != nullptr);
+    CHECK_EQ(deep->personality, uint64_t(uintptr_t(pers)));
+    CHECK_EQ(catcher->personality, uint64_t(uintptr_t(pers)));
+    // deep's Guard needs a cleanup, catch_here a catch: each an LSDA in the loaded
+    // .gcc_except_table; cxx_entry has no landing pad, so no personality either
+    CHECK(l.except != 0);
+    CHECK(deep->lsda >= l.except && deep->lsda < l.except + l.except_size);
+    CHECK(catcher->lsda >= l.except && catcher->lsda < l.except + l.except_size);
+    CHECK(deep->lsda != catcher->lsda);
+    CHECK_EQ(entry->personality, 0);
+    CHECK_EQ(entry->lsda, 0);
+    for (const Func &f : o.funcs)
+        check_cfi(l, f, guards);
+    check_lines(l, o, guards);
+}
+
+static void test_translation()
+{
+    std::string cies = compile("clang-14", "tests/unit/llvm/cies.s", "cies.o");
+    Loaded l;
+    CHECK(l.open(cies));
+    Object o = jitherald_llvm::describe(*l.obj, l.loads);
+    CHECK_EQ(o.funcs.size(), 6);
+    for (const char *name : {"f_caf4", "f_init"}) {
+        const Func *f = find(o, name);
+        CHECK(f != nullptr);
+        if (f)
+            check_cfi(l, *f, cies);
+    }
+    for (const char *name : {"f_odd", "f_restore", "f_ra", "f_sig"}) {
+        const Func *f = find(o, name);
+        CHECK(f != nullptr);             // still announced, by name
+        CHECK(f && f->cfi.empty());
+    }
+    CHECK(noted(o, "offset -12 not a multiple of 8"));
+    CHECK(noted(o, "DW_CFA_restore under a CIE whose initial rules differ"));
+    CHECK(noted(o, "return address in register 15"));
+    CHECK(noted(o, "signal frame"));
+    for (const std::string &n : o.notes)
+        printf("note: %s\n", n.c_str());
+}
+
+int main()
+{
+    for (const char *tool : {"clang-14", "clang++-14", "llvm-dwarfdump-14", "readelf"})
+        if (run(std::string("command -v ") + tool, false).empty())
+            SKIP((std::string(tool) + " not installed (Debian packages clang-14, llvm-14, binutils)").c_str());
+    const char *r = getenv("JH_ROOT");
+    root = r ? r : ".";
+    char dir[] = "/tmp/jh-test-llvm-object.XXXXXX";
+    CHECK(mkdtemp(dir) != nullptr);
+    tmp = dir;
+    test_c();
+    test_cxx();
+    test_translation();
+    if (!getenv("JH_KEEP"))
+        run("rm -rf " + tmp);
+    return check_done();
+}
