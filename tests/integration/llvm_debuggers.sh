@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The LLVM adapter under gdb and lldb: LLJIT runs C compiled to IR by clang-14 -g -O1
+# (tests/programs/llvm/), the adapter alone tells the debuggers (no LLVM GDB listener):
+# `break leaf` before `run` hits in the JIT-compiled C function, and `bt` shows the C
+# file:line of every JIT frame (two of them frameless: only the object's CFI unwinds them)
+# down to the host's main. Through JITLink (the ORC plugin) and RuntimeDyld (the listener).
+# Control: the same runs without the adapter never stop in leaf.
+. "$(dirname "$0")/lib.sh"
+require_tool gdb gdb
+JIT=$(program llvm_jit)
+IR=$B/tests/programs/llvm
+SRC=$R/tests/programs/llvm
+RUN=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 10)
+line() { grep -n -F -- "$2" "$SRC/$1" | head -1 | cut -d: -f1; }  # FILE TEXT -> its line
+L_OPEN=$(line chain.c 'long leaf(long n)'); L_OPEN=$((L_OPEN + 1))  # leaf's '{'
+L_BODY=$(line chain.c 'host_callback(n);')                          # after its prologue
+L_MIDDLE=$(line chain.c 'leaf(n + 1)')
+L_ENTRY=$(line entry.c 'middle(n)')
+
+gdb_run() { # linker...
+    JITHERALD=gdb timeout 120 gdb -q -nx -batch -ex 'set breakpoint pending on' -ex 'break leaf' \
+        -ex run -ex bt --args "$JIT" "$@" "${RUN[@]}" 2>&1 | grep -v '^\[' || true
+}
+
+for linker in --jitlink --rtdyld; do
+    gdb_run "$linker" > "$T/gdb$linker"
+    cat "$T/gdb$linker"
+    grep -Eq "^Breakpoint 1, leaf \(.*\) at /.*/chain\.c:($L_OPEN|$L_BODY)$" "$T/gdb$linker" ||
+        fail "$linker: gdb did not stop in leaf at chain.c:$L_OPEN or $L_BODY"
+    # frames in order, each JIT frame with its file:line, then the host down to main
+    awk -v m="$L_MIDDLE" -v e="$L_ENTRY" '
+        /^#0 +leaf \(.*\) at \/.*\/chain\.c:/ { s = 1; next }
+        s == 1 && $0 ~ "^#1 +0x[0-9a-f]+ in middle \\(.*\\) at /.*/chain\\.c:" m "$" { s = 2; next }
+        s == 2 && $0 ~ "^#2 +0x[0-9a-f]+ in jit_entry \\(.*\\) at /.*/entry\\.c:" e "$" { s = 3; next }
+        s == 3 && /^#[0-9]+ .*main \(argc=/ { s = 4 }
+        END { exit s == 4 ? 0 : 1 }' "$T/gdb$linker" ||
+        fail "$linker: bt is not leaf <- middle (chain.c:$L_MIDDLE) <- jit_entry (entry.c:$L_ENTRY) <- ... main"
+    echo "PASS gdb $linker: break leaf, bt with file:line down to main"
+done
+
+gdb_run --jitlink --no-jitherald > "$T/gdb-control"
+! grep -q '^Breakpoint 1, leaf' "$T/gdb-control" || fail "control: gdb stops in leaf without the adapter"
+echo "PASS control: without the adapter gdb never stops in leaf"
+
+# lldb (-b stops at the first failing command: bt is the last one)
+require_tool lldb lldb
+for linker in --jitlink --rtdyld; do
+    JITHERALD=gdb timeout 120 lldb --no-lldbinit -b -o 'b leaf' -o run -o bt -- "$JIT" "$linker" \
+        "${RUN[@]}" 2>&1 | grep -v -e '^Traceback' -e '^  File "<string>"' -e '^ModuleNotFoundError' \
+        -e '^NameError' > "$T/lldb$linker" || true
+    cat "$T/lldb$linker"
+    grep -Eq 'stop reason = breakpoint 1\.1' "$T/lldb$linker" || fail "$linker: lldb did not stop in leaf"
+    grep -Eq "frame #0: 0x[0-9a-f]+ JIT\(0x[0-9a-f]+\)\`leaf at chain\.c:($L_OPEN|$L_BODY):" "$T/lldb$linker"
+    grep -Eq "frame #1: 0x[0-9a-f]+ JIT\(0x[0-9a-f]+\)\`middle at chain\.c:$L_MIDDLE:" "$T/lldb$linker"
+    grep -Eq "frame #2: 0x[0-9a-f]+ JIT\(0x[0-9a-f]+\)\`jit_entry at entry\.c:$L_ENTRY:" "$T/lldb$linker"
+    grep -Eq 'frame #[0-9]+: 0x[0-9a-f]+ llvm_jit`main\(argc=' "$T/lldb$linker"
+    echo "PASS lldb $linker: b leaf, bt with file:line down to main"
+done

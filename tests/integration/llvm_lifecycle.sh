@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# What the LLVM adapter announces, and that it goes away with the object: through JITLink
+# (the ORC plugin: ResourceTracker::remove), RuntimeDyld and MCJIT (the listener:
+# notifyFreeingObject), jitherald knows jit_entry while the code is there and not after,
+# and the audit log holds one add and one remove for each of the four functions, with its
+# C source file. Control: without the adapter jitherald never knows jit_entry.
+. "$(dirname "$0")/lib.sh"
+JIT=$(program llvm_jit)
+IR=$B/tests/programs/llvm
+for linker in --jitlink --rtdyld --mcjit; do
+    JITHERALD=perfmap,auditlog JITHERALD_DIR=$T/al$linker "$JIT" $linker --remove \
+        "$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 10 > "$T/out$linker" 2>&1
+    cat "$T/out$linker"
+    grep -qx 'lookup before: jit_entry' "$T/out$linker" || fail "$linker: jit_entry not announced"
+    grep -qx 'lookup after: no such code registered' "$T/out$linker" || fail "$linker: jit_entry left announced"
+    "$CLI" log "$T"/al$linker/llvm-*.jhlog code > "$T/log$linker"
+    cat "$T/log$linker"
+    for f in jit_entry:entry.c leaf:chain.c middle:chain.c work:work.c; do
+        name=${f%%:*} file=${f#*:}
+        [ "$(grep -Ec " add +[0-9]+ +$name +0x[0-9a-f]+ +[0-9]+ +/.*/$file:[0-9]+$" "$T/log$linker")" = 1 ] ||
+            fail "$linker: not one add of $name from $file"
+        [ "$(grep -Ec " remove +[0-9]+ +$name " "$T/log$linker")" = 1 ] || fail "$linker: not one remove of $name"
+    done
+    grep -q '4 functions added, 4 removed, 0 live' "$T/log$linker" || fail "$linker: the tally"
+    echo "PASS $linker: announced with file:line, removed with the object"
+done
+JITHERALD=perfmap "$JIT" --jitlink --no-jitherald "$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" \
+    -- jit_entry 10 > "$T/control" 2>&1
+grep -qx 'lookup before: no such code registered' "$T/control" || fail "control: $(cat "$T/control")"
+echo "PASS control: without the adapter jitherald never knows jit_entry"
