@@ -45,7 +45,7 @@ Herald::~Herald()
         jh_close(ctx_);
 }
 
-std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t key)
+std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t label)
 {
     std::vector<uint64_t> ids;
     unsigned with_cfi = 0;
@@ -88,11 +88,15 @@ std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t key)
             fprintf(stderr, "jitherald-llvm: %s at %#llx: %s\n", f.name.c_str(),
                     (unsigned long long)f.start, jh_strerror(r));
     }
+    /* An object is a compile batch: what a deferring channel (JITHERALD_GDB_DEFER=1) holds
+     * back goes out now, before LLVM hands the code to anyone who could run it. */
+    if (!ids.empty())
+        jh_flush(ctx_);
     if (debug_) {
         fprintf(stderr, "jitherald-llvm: object %#llx: %zu functions, %zu files, %u with unwind rules\n",
-                (unsigned long long)key, obj.funcs.size(), obj.files.size(), with_cfi);
+                (unsigned long long)label, obj.funcs.size(), obj.files.size(), with_cfi);
         for (const std::string &n : obj.notes)
-            fprintf(stderr, "jitherald-llvm: object %#llx: %s\n", (unsigned long long)key, n.c_str());
+            fprintf(stderr, "jitherald-llvm: object %#llx: %s\n", (unsigned long long)label, n.c_str());
     }
     return ids;
 }

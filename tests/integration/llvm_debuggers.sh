@@ -3,7 +3,8 @@
 # (tests/programs/llvm/), the adapter alone tells the debuggers (no LLVM GDB listener):
 # `break leaf` before `run` hits in the JIT-compiled C function, and `bt` shows the C
 # file:line of every JIT frame (two of them frameless: only the object's CFI unwinds them)
-# down to the host's main. Through JITLink (the ORC plugin) and RuntimeDyld (the listener).
+# down to the host's main. Through JITLink (the ORC plugin) and RuntimeDyld (the listener),
+# and in gdb's deferred mode (JITHERALD_GDB_DEFER=1: one debugger stop per object).
 # Control: the same runs without the adapter never stop in leaf.
 . "$(dirname "$0")/lib.sh"
 require_tool gdb gdb
@@ -22,8 +23,14 @@ gdb_run() { # linker...
         -ex run -ex bt --args "$JIT" "$@" "${RUN[@]}" 2>&1 | grep -v '^\[' || true
 }
 
-for linker in --jitlink --rtdyld; do
-    gdb_run "$linker" > "$T/gdb$linker"
+# (--rtdyld twice: the second time in gdb's deferred mode, where code reaches the debugger
+# at jh_flush(), which the adapter calls after each object)
+for linker in --jitlink --rtdyld --rtdyld-deferred; do
+    if [ $linker = --rtdyld-deferred ]; then
+        JITHERALD_GDB_DEFER=1 gdb_run --rtdyld > "$T/gdb$linker"
+    else
+        gdb_run "$linker" > "$T/gdb$linker"
+    fi
     cat "$T/gdb$linker"
     grep -Eq "^Breakpoint 1, leaf \(.*\) at /.*/chain\.c:($L_OPEN|$L_BODY)$" "$T/gdb$linker" ||
         fail "$linker: gdb did not stop in leaf at chain.c:$L_OPEN or $L_BODY"

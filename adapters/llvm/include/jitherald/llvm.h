@@ -30,6 +30,9 @@
  * FDE's instructions allow it, and otherwise the function is announced without unwind
  * rules (JITHERALD_DEBUG=1 says which and why).
  *
+ * Each object is one compile batch: after announcing its functions the adapter calls
+ * jh_flush(), so with JITHERALD_GDB_DEFER=1 a debugger gets one image (one stop) per object.
+ *
  * Thread safety: LLVM may call the listener and the plugin from any thread, concurrently.
  * fork(): as for the context (include/jitherald.h).
  */
