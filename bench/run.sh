@@ -7,7 +7,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export JH_ROOT=$ROOT JH_BUILD=$ROOT/$BUILD
 cd "$ROOT"
 for b in "$BUILD"/bench/*; do
-    [ -x "$b" ] || continue
+    [ -f "$b" ] && [ -x "$b" ] || continue      # bench/llvm/: programs bench/llvm.sh runs
     echo "== $(basename "$b")"; "$b" || echo "(benchmark $(basename "$b") exited $?)"; echo
 done
 for s in bench/*.sh; do

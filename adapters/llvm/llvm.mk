@@ -41,11 +41,11 @@ $(JHL_A): $(JHL_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(JHL_SO): $(JHL_OBJ) adapters/llvm/jitherald-llvm.map $(LIB_SO)
+$(JHL_SO): $(JHL_OBJ) adapters/llvm/jitherald-llvm.map adapters/llvm/llvm.mk $(LIB_SO)
 	$(call msg,LD,$@)
 	$(Q)$(CXX) -shared -Wl,-soname,$(JHL_SONAME) -Wl,--version-script,adapters/llvm/jitherald-llvm.map \
 	    -Wl,-z,defs -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(JHL_OBJ) -L$(BUILD) -ljitherald \
-	    $(LLVM_LINK) $(LIBS)
+	    -Wl,-rpath,'$$ORIGIN' $(LLVM_LINK) $(LIBS)
 	$(Q)ln -sf $(JHL_SONAME) $(BUILD)/libjitherald-llvm.so
 
 JHL_PC_SED = -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
@@ -92,7 +92,8 @@ $(LLVM_IR_DIR)/%.ll: tests/programs/llvm/%.cc
 	@mkdir -p $(@D)
 	$(Q)$(CLANGXX14) -g -O1 -S -emit-llvm -o $@ $<
 
-# -rdynamic: the JIT-compiled code calls the host's callbacks by name.
+# -rdynamic: the JIT-compiled code calls the host's callbacks by name. (libjitherald-llvm
+# finds libjitherald beside itself: its RUNPATH is $ORIGIN.)
 $(PROG_DIR)/llvm_jit: tests/programs/llvm_jit.cc $(JHL_SO) $(LIB_SO) $(JHL_HDR) $(LLVM_IR)
 	$(call msg,CXX,$<)
 	@mkdir -p $(@D)
@@ -107,3 +108,14 @@ $(BUILD)/tests/test_llvm_object: tests/unit/llvm/test_object.cc $(JHL_A) $(LIB_A
 	@mkdir -p $(@D)
 	$(Q)$(CXX) $(TEST_CPPFLAGS) -Itests/unit -Iadapters/llvm $(JHL_CXXFLAGS) $(LDFLAGS) -o $@ $< \
 	    $(JHL_A) $(SUPPORT_A) $(LIB_A) $(LLVM_LINK) $(LIBS)
+
+# ---- benchmark ------------------------------------------------------------------------
+# bench/llvm.sh runs it (make bench): LLVM's own listeners beside the adapter.
+ifneq ($(LLVM_CONFIG),)
+bench: $(BUILD)/bench/llvm/modules $(PROG_DIR)/llvm_jit
+endif
+$(BUILD)/bench/llvm/modules: bench/llvm/modules.cc $(JHL_SO) $(JHL_HDR)
+	$(call msg,CXX,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -isystem $(LLVM_INCDIR) -Iadapters/llvm/include $(LDFLAGS) \
+	    -o $@ $< -L$(BUILD) -ljitherald-llvm -ljitherald -Wl,-rpath,'$$ORIGIN/../..' $(LLVM_LINK) $(LIBS)

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# bench/llvm.sh — the LLVM adapter beside LLVM 14's own listeners, in the same run.
+#
+# 1. gdb: N one-function modules with DWARF (bench/llvm/modules.cc) compiled by ORC and
+#    announced by LLVM's GDB registration listener (one in-memory object per module) or by
+#    the jitherald adapter (JITHERALD=gdb: the RuntimeDyld listener and the JITLink plugin,
+#    immediate mode), each alone and under `gdb -batch -ex run`: seconds, what gdb adds per
+#    module, and gdb's peak memory (VmHWM). LLVM's listener is quadratic under gdb, so it
+#    runs up to JH_BENCH_LLVM_MAX modules (default 5000); beyond, its overhead is
+#    extrapolated from a*N + b*N^2 through the two largest measured points ("extrap.").
+#      JH_BENCH_LLVM_N="1000 5000 20000"   the N to run
+# 2. perf: the test JIT's hot loop (tests/programs/llvm/work.c, RuntimeDyld) recorded with
+#    LLVM's perf listener (createPerfJITEventListener) and with the adapter (JITHERALD=
+#    jitdump): `jitherald check` on both dumps, and after perf inject the share of the JIT
+#    samples whose `perf report --sort srcline` is a real file:line.
+set -u
+B=$(cd "${JH_BUILD:-build}" 2>/dev/null && pwd) || { echo "no build directory"; exit 0; }
+NS=${JH_BENCH_LLVM_N:-1000 5000 20000}
+LLVM_MAX=${JH_BENCH_LLVM_MAX:-5000}
+MOD=$B/bench/llvm/modules
+JIT=$B/tests/programs/llvm_jit
+CLI=$B/jitherald
+[ -x "$MOD" ] && [ -x "$JIT" ] || { echo "LLVM adapter not built (llvm-14-dev, clang-14 missing?)"; exit 0; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+
+secs() { sed -n 's/.* modules: \([0-9.]*\) s.*/\1/p' | tail -1; }
+alone() { JITHERALD=gdb "$MOD" "$1" "$2" | secs; }
+under_gdb() { # mode N -> "seconds peak_kB"
+    JITHERALD=gdb timeout 3600 gdb -q -nx -batch -ex run -ex 'shell grep VmHWM /proc/$PPID/status' \
+        --args "$MOD" "$1" "$2" > "$T/gdb.out" 2>&1
+    echo "$(secs < "$T/gdb.out") $(awk '/^VmHWM:/ { print $2 }' "$T/gdb.out")"
+}
+ms_per() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { if (a == "" || b == "") print "-"; else printf "%.2f", (b - a) / n * 1e3 }'; }
+
+echo "Announcing N modules (one function each, with DWARF) to gdb: LLVM 14's GDB listener vs the adapter"
+printf '%7s | %-22s | %8s %10s | %12s | %9s\n' N listener "alone s" "gdb s" "gdb adds/mod" "gdb peak"
+declare -A LA LG
+pts=()
+for n in $NS; do
+    for mode in llvm-gdb jitherald jitherald-link; do
+        label=$mode
+        case $mode in llvm-gdb) label="LLVM GDB listener" ;; jitherald) label="jitherald (RTDyld)" ;;
+                      jitherald-link) label="jitherald (JITLink)" ;; esac
+        if [ $mode = llvm-gdb ] && [ "$n" -gt "$LLVM_MAX" ]; then
+            ext=-
+            if [ ${#pts[@]} -ge 2 ]; then
+                ext=$(awk -v n1="${pts[-2]}" -v n2="${pts[-1]}" -v o1="${LG[${pts[-2]}]}" -v o2="${LG[${pts[-1]}]}" \
+                      -v a1="${LA[${pts[-2]}]}" -v a2="${LA[${pts[-1]}]}" -v n="$n" 'BEGIN {
+                      y1 = (o1 - a1) / n1; y2 = (o2 - a2) / n2; b = (y2 - y1) / (n2 - n1); a = y1 - b * n1
+                      if (b < 0) { b = 0; a = y2 }
+                      printf "%.2f extrap.", (a + b * n) * 1e3 }')
+            fi
+            printf '%7s | %-22s | %8s %10s | %12s | %9s\n' "$n" "$label" - - "$ext" -
+            continue
+        fi
+        a=$(alone $mode "$n")
+        read -r g kb <<<"$(under_gdb $mode "$n")"
+        if [ $mode = llvm-gdb ]; then LA[$n]=$a; LG[$n]=$g; pts+=("$n"); fi
+        printf '%7s | %-22s | %8s %10s | %9s ms | %6s MB\n' "$n" "$label" "${a:--}" "${g:--}" \
+            "$(ms_per "$a" "$g" "$n")" "$(awk -v k="$kb" 'BEGIN { if (k == "") print "-"; else printf "%.0f", k / 1024 }')"
+    done
+done
+echo "(alone: the JIT by itself, JITHERALD=gdb with no debugger attached; gdb adds/mod: (gdb s -"
+echo " alone s) / N; gdb peak: gdb's own VmHWM at the end, libLLVM's symbols included)"
+
+# ---- 2. perf: LLVM's perf listener vs the adapter's jitdump ------------------------------
+command -v perf >/dev/null || { echo; echo "perf not installed: part 2 skipped"; exit 0; }
+IR=$B/tests/programs/llvm
+RUN=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 100000000)
+cd "$T" || exit 0
+P=(perf --buildid-dir "$T/buildid")
+share() { # injected perf.data -> "jit_samples with_line total"
+    "${P[@]}" report -i "$1" --stdio --no-children --sort dso,srcline -F overhead,sample,dso,srcline 2>/dev/null |
+        awk '$3 ~ /^jitted-/ { n += $2; if ($4 ~ /^[^?][^:]*:[1-9][0-9]*$/) l += $2 } !/^#/ && NF >= 3 { t += $2 }
+             END { printf "%d %d %d", n, l, t }'
+}
+printf '\nperf: the hot loop of tests/programs/llvm/work.c through jitdump + perf inject (RuntimeDyld)\n'
+printf '%-31s | %-10s | %12s | %15s | %s\n' listener "check" "JIT samples" "with file:line" "top srclines of work"
+for who in llvm jitherald; do
+    rm -rf "$T/$who"
+    if [ $who = llvm ]; then
+        JITDUMPDIR=$T/$who "${P[@]}" record -q -k 1 -F 4000 -o $who.data "$JIT" --rtdyld --no-jitherald \
+            --llvm-perf "${RUN[@]}" > /dev/null 2>&1
+        label="LLVM createPerfJITEventListener"
+    else
+        JITHERALD=jitdump JITHERALD_DIR=$T/$who "${P[@]}" record -q -k 1 -F 4000 -o $who.data "$JIT" \
+            --rtdyld "${RUN[@]}" > /dev/null 2>&1
+        label="jitherald (JITHERALD=jitdump)"
+    fi
+    dump=$(find "$T/$who" -name 'jit-*.dump' | head -1)
+    if [ -z "$dump" ]; then printf '%-31s | no dump written\n' "$label"; continue; fi
+    verdict=$("$CLI" check -q "$dump" >/dev/null 2>&1 && echo ok || echo refused)
+    "${P[@]}" inject --jit -i $who.data -o $who.inj 2>/dev/null
+    read -r n l t <<<"$(share $who.inj)"
+    top=$("${P[@]}" report -i $who.inj --stdio --no-children --sort sym,srcline 2>/dev/null |
+          awk '$3 == "work" { printf "%s %s  ", $1, $4 }' | cut -c1-60)
+    printf '%-31s | %-10s | %5s (%3s%%) | %8s (%3s%%) | %s\n' "$label" "$verdict" "$n" \
+        "$(awk -v a="$n" -v b="$t" 'BEGIN { printf "%.0f", b ? 100 * a / b : 0 }')" "$l" \
+        "$(awk -v a="$l" -v b="$n" 'BEGIN { printf "%.0f", b ? 100 * a / b : 0 }')" "$top"
+    [ $verdict = refused ] && "$CLI" check "$dump" 2>&1 | head -2 | sed 's/^/    check: /'
+done
+echo "(JIT samples: samples in the jitted-*.so perf inject wrote, % of all samples; with"
+echo " file:line: of those, the ones perf gives a source line; LLVM 14's listener writes its"
+echo " DEBUG_INFO addresses 0x40 past the code, for a header perf no longer puts there)"
