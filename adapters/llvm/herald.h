@@ -1,7 +1,7 @@
 /*
  * herald.h — inside the LLVM adapter: what the listener (listener.cc) and the ORC plugin
  * (orc_plugin.cc) share. An object LLVM has placed in memory is described once
- * (object.cc: symbols and DWARF lines; eh_frame.cc: unwind rules) from the relocatable
+ * (object.cc: symbols and DWARF lines; eh_frame.cc and cfa.cc: unwind rules) from the relocatable
  * object file plus where each of its sections was loaded, and announced through one
  * jitherald context (herald.cc), under the key LLVM uses to free it.
  */
@@ -65,6 +65,21 @@ struct Frame {
  * (0: not loaded; its functions are left out). Reads process memory only for the
  * personality routine's pointer, inside a loaded section of obj. */
 Object describe(const llvm::object::ObjectFile &obj, const llvm::LoadedObjectInfo &loads);
+
+/* A CIE's rules, as an FDE's instructions depend on them. */
+struct CieRules {
+    uint64_t code_align = 1;
+    int64_t data_align = -8;
+    uint64_t ra = 0;                /* return address register */
+    const uint8_t *init = nullptr;  /* initial instructions */
+    size_t init_len = 0;
+};
+
+/* cfa.cc: the FDE instructions [p, p+n), which run after a CIE with rules cie, rewritten to
+ * run after jh_code's CIE (x86-64, or arm64): as they are when cie is that CIE, else
+ * translated; false, with why, when that cannot be done. */
+bool translate_cfa(const CieRules &cie, bool arm64, const uint8_t *p, size_t n,
+                   std::vector<uint8_t> &out, std::string &why);
 
 /* eh_frame.cc: the FDEs of obj's .eh_frame at their load addresses, ascending start, each
  * translated to jh_code's contract; an FDE that cannot be is left out with a note. */
