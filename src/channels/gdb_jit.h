@@ -51,8 +51,11 @@ struct jh__gdb_image {
 
 /* 0, -ENOMEM, or the image builder's error. fns sorted by start, not overlapping. A gap of
  * at most JH__GDB_JOIN_GAP bytes between two of them is covered by one .text section when
- * join_ok says no other code is in it (fmt/elf_image.h: join_ok). */
-#define JH__GDB_JOIN_GAP 256
+ * join_ok says no other code is in it (fmt/elf_image.h: join_ok). 64 KiB: LLVM's memory
+ * managers put each module on its own pages, code and data interleaved, 8 KiB from one
+ * function to the next; at 256 bytes that was a section per function, and gdb's cost per
+ * function grew with their number (8,000 page-apart functions: 2.8 ms each, 0.64 ms now). */
+#define JH__GDB_JOIN_GAP 65536
 int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
                         bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg);
 void jh__gdb_image_free(struct jh__gdb_image *im);
