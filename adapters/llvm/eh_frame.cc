@@ -43,9 +43,18 @@ enum : uint8_t {
     PE_pcrel = 0x10, PE_indirect = 0x80, PE_omit = 0xff
 };
 
+/* A relocation's target LLVM did not place with this object: a symbol of a section it
+ * did not load (RuntimeDyld leaves out the section of the weak, hidden
+ * DW.ref.__gxx_personality_v0 slot clang emits beside C++ code), or an undefined one. */
+struct Away {
+    llvm::object::SymbolRef sym;
+    int64_t addend = 0;
+};
+
 /* The section's relocations: field offset -> S + A, S at its load address. */
 struct Targets {
     std::map<uint64_t, uint64_t> at;
+    std::map<uint64_t, Away> away;
     std::string problem;
 };
 
@@ -93,11 +102,11 @@ Targets relocation_targets(const ObjectFile &obj, const SectionRef &eh,
                         llvm::consumeError(addr.takeError());
                     continue;
                 }
-                if (*sec == obj.section_end())
-                    continue;               /* undefined: no target we can name */
-                uint64_t load = loads.getSectionLoadAddress(**sec);
-                if (!load)
-                    continue;               /* a section LLVM did not load (dead code) */
+                uint64_t load = *sec == obj.section_end() ? 0 : loads.getSectionLoadAddress(**sec);
+                if (!load) {                /* undefined, or a section LLVM did not load */
+                    t.away[r.getOffset()] = Away{*sym, addend};
+                    continue;
+                }
                 s = load + *addr - (*sec)->getAddress();
             }
             t.at[r.getOffset()] = s + uint64_t(addend);
@@ -115,6 +124,8 @@ struct Cie {
     bool z = false;
     uint64_t personality_slot = 0;      /* address of the pointer (indirect) */
     uint64_t personality = 0;
+    uint64_t personality_field = 0;     /* offset of the pointer field in .eh_frame */
+    bool personality_indirect = false;
 };
 
 /* A pointer field: its relocation target if it has one, else the value read (pcrel
@@ -167,6 +178,8 @@ Cie parse_cie(Reader r, const Targets &t)
             case 'P': {
                 uint8_t enc = uint8_t(a.fixed(1));
                 uint64_t v = 0;
+                c.personality_field = a.pos();
+                c.personality_indirect = enc & PE_indirect;
                 if (!read_ptr(a, enc, t, v))
                     return c.why = "personality pointer encoding", c;
                 if (enc & PE_indirect)
@@ -227,6 +240,64 @@ uint64_t personality_at(const ObjectFile &obj, const llvm::LoadedObjectInfo &loa
             }
         }
         return 0;
+    }
+    return 0;
+}
+
+/* The process's address of the symbol a relocation names, by name (dlsym): for what the
+ * object takes from outside, such as the C++ runtime's personality routine. */
+uint64_t process_symbol(const llvm::object::SymbolRef &sym)
+{
+    auto name = sym.getName();
+    if (!name) {
+        llvm::consumeError(name.takeError());
+        return 0;
+    }
+    return uint64_t(reinterpret_cast<uintptr_t>(dlsym(RTLD_DEFAULT, name->str().c_str())));
+}
+
+/* The personality routine when its pointer field targets a symbol LLVM did not place: for
+ * an indirect pointer to a slot in a section of obj LLVM left out, the symbol the slot's
+ * own relocation names (DW.ref.__gxx_personality_v0 -> __gxx_personality_v0), looked up in
+ * the process; for a direct one, the symbol itself. 0 when neither can be named. */
+uint64_t personality_away(const ObjectFile &obj, const Away &a, bool indirect)
+{
+    if (!indirect)
+        return a.addend == 0 ? process_symbol(a.sym) : 0;
+    auto sec = a.sym.getSection();
+    auto addr = a.sym.getAddress();
+    if (!sec || !addr) {
+        if (!sec)
+            llvm::consumeError(sec.takeError());
+        if (!addr)
+            llvm::consumeError(addr.takeError());
+        return 0;
+    }
+    if (*sec == obj.section_end())
+        return 0;       /* a slot outside the object: nothing to read it from */
+    uint64_t off = *addr - (*sec)->getAddress() + uint64_t(a.addend);
+    for (const SectionRef &rs : obj.sections()) {
+        auto target = rs.getRelocatedSection();
+        if (!target) {
+            llvm::consumeError(target.takeError());
+            continue;
+        }
+        if (*target == obj.section_end() || **target != **sec)
+            continue;
+        for (const llvm::object::RelocationRef &r : rs.relocations()) {
+            if (r.getOffset() != off || r.getSymbol() == obj.symbol_end())
+                continue;
+            if (llvm::isa<llvm::object::ELFObjectFileBase>(&obj)) {
+                auto ad = llvm::object::ELFRelocationRef(r).getAddend();
+                if (!ad) {
+                    llvm::consumeError(ad.takeError());
+                    return 0;
+                }
+                if (*ad != 0)
+                    return 0;
+            }
+            return process_symbol(*r.getSymbol());
+        }
     }
     return 0;
 }
@@ -294,6 +365,16 @@ std::vector<Frame> read_eh_frame(const ObjectFile &obj, const llvm::LoadedObject
                     }
                     if (c.ok && c.personality_slot)
                         c.personality = personality_at(obj, loads, c.personality_slot);
+                    if (c.ok && c.personality_field && !c.personality) {
+                        auto away = t.away.find(c.personality_field);
+                        if (!c.personality_slot && away != t.away.end())
+                            c.personality = personality_away(obj, away->second, c.personality_indirect);
+                        /* its FDEs would unwind without running their landing pads */
+                        if (!c.personality) {
+                            c.ok = false;
+                            c.why = "personality routine not found";
+                        }
+                    }
                     it = cies.emplace(cie_at, c).first;
                 }
                 const Cie &c = it->second;

@@ -55,17 +55,26 @@ std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t label)
             files.push_back(obj.files[i].c_str());
         jh_code c{};
         c.sz = sizeof c;
-        c.name = f.name.c_str();
+        /* people read the demangled name (perf, valgrind, the audit log, a backtrace);
+         * the debuggers' symbol table gets the object's own, which they demangle and
+         * `break` accepts whatever the language */
+        c.name = f.display.c_str();
+        c.symbol = f.name.c_str();
         c.start = reinterpret_cast<const void *>(uintptr_t(f.start));
         c.size = f.size;
         c.files = files.data();
         c.nfiles = uint32_t(files.size());
         c.lines = f.lines.data();
         c.nlines = uint32_t(f.lines.size());
+        c.prologue_end = f.prologue_end;
         if (!f.cfi.empty()) {
             c.unwind = JH_UNWIND_CFI;
             c.cfi = f.cfi.data();
             c.cfi_len = f.cfi.size();
+            /* C++ landing pads in JIT frames: the CIE's personality and the FDE's LSDA,
+             * where the object put them (LLVM keeps both alive as long as the code) */
+            c.personality = reinterpret_cast<const void *>(uintptr_t(f.personality));
+            c.lsda = reinterpret_cast<const void *>(uintptr_t(f.lsda));
         }
         uint64_t id = 0;
         int r = jh_code_add(ctx_, &c, &id);
@@ -78,6 +87,7 @@ std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t label)
             c.unwind = JH_UNWIND_NONE;
             c.cfi = nullptr;
             c.cfi_len = 0;
+            c.personality = c.lsda = nullptr;
             r = jh_code_add(ctx_, &c, &id);
         } else if (r == 0 && c.unwind == JH_UNWIND_CFI) {
             with_cfi++;
