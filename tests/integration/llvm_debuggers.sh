@@ -45,6 +45,23 @@ for linker in --jitlink --rtdyld --rtdyld-deferred; do
     echo "PASS gdb $linker: break leaf, bt with file:line down to main"
 done
 
+# C++: the debuggers get the object's mangled symbol (`break deep` finds it, as gdb
+# demangles it) and the demangled name in the DWARF, which bt shows
+L_DEEP=$(line guards.cc 'host_throw(n);')
+L_GUARDED=$(line guards.cc 'return deep(n) + 1;')
+JITHERALD=gdb timeout 120 gdb -q -nx -batch -ex 'set breakpoint pending on' -ex 'break deep' \
+    -ex run -ex bt --args "$JIT" --catch --jitlink "$IR/guards.ll" -- cxx_entry 4 2>&1 |
+    grep -v '^\[' > "$T/gdb-cxx" || true
+cat "$T/gdb-cxx"
+awk -v d="$L_DEEP" -v g="$L_GUARDED" '
+    $0 ~ "^#0 +deep\\(long\\) .* at /.*/guards\\.cc:" d "$" { s = 1; next }
+    s == 1 && $0 ~ "^#1 +0x[0-9a-f]+ in guarded\\(long\\) .* at /.*/guards\\.cc:" g "$" { s = 2; next }
+    s == 2 && /^#2 +0x[0-9a-f]+ in cxx_entry / { s = 3; next }
+    s == 3 && /^#[0-9]+ .*main \(argc=/ { s = 4 }
+    END { exit s == 4 ? 0 : 1 }' "$T/gdb-cxx" ||
+    fail "C++: no break deep, or bt is not deep(long) (guards.cc:$L_DEEP) <- guarded(long) (guards.cc:$L_GUARDED) <- cxx_entry <- ... main"
+echo "PASS gdb C++: break deep, bt with the demangled names and file:line down to main"
+
 gdb_run --jitlink --no-jitherald > "$T/gdb-control"
 ! grep -q '^Breakpoint 1, leaf' "$T/gdb-control" || fail "control: gdb stops in leaf without the adapter"
 echo "PASS control: without the adapter gdb never stops in leaf"
