@@ -22,13 +22,17 @@
  * its own (engine "llvm", channels from $JITHERALD) and closes it when destroyed; with
  * JITHERALD unset nothing is announced and an object costs one branch.
  *
- * Names: the object's symbol names, as they are (C++ names mangled: gdb, lldb, perf's
- * jitdump and elfmap reports and valgrind demangle them, and `break` takes them).
+ * Names: demangled for people (jh_code.name: `deep(long)` in perf, valgrind, the audit log
+ * and a debugger's backtrace); the object's own symbol for the debuggers' symbol table
+ * (jh_code.symbol: `_Z4deepl`, which gdb and lldb demangle, so `break deep` works).
  * Unwind rules: the object's CIE must agree with struct jh_code's raw-CFI contract (code
  * alignment 1, data alignment -8, return address in register 16 on x86-64 / 30 on arm64,
  * initial CFA = rsp+8 / sp); other alignments and initial rules are translated when the
  * FDE's instructions allow it, and otherwise the function is announced without unwind
- * rules (JITHERALD_DEBUG=1 says which and why).
+ * rules (JITHERALD_DEBUG=1 says which and why). Each FDE carries its CIE's personality
+ * routine and its LSDA (jh_code.personality, .lsda): with JITHERALD=unwind, destructors and
+ * catch in JIT-compiled C++ work whether or not LLVM registers its own .eh_frame too; where
+ * LLVM registered first (JITLink, RuntimeDyld), the unwind channel leaves it to LLVM.
  *
  * Each object is one compile batch: after announcing its functions the adapter calls
  * jh_flush(), so with JITHERALD_GDB_DEFER=1 a debugger gets one image (one stop) per object.
@@ -68,9 +72,9 @@ JH_LLVM_API llvm::JITEventListener *createJITEventListener(jh_ctx *ctx = nullptr
 /*
  * A plugin for ORC's ObjectLinkingLayer (JITLink): layer.addPlugin(createORCPlugin()).
  * Code is announced once it is finalized (executable, before any lookup returns it) and
- * removed when its ResourceTracker is removed, before the memory is freed. Keep LLVM's
- * EHFrameRegistrationPlugin for C++ exceptions through JIT frames: jitherald's unwind
- * channel does not yet carry personality routines and LSDAs.
+ * removed when its ResourceTracker is removed, before the memory is freed. LLVM's
+ * EHFrameRegistrationPlugin may stay or go: with JITHERALD=unwind the adapter's FDEs carry
+ * the personality routines and LSDAs C++ exceptions need (see Unwind rules above).
  */
 JH_LLVM_API std::unique_ptr<llvm::orc::ObjectLinkingLayer::Plugin>
 createORCPlugin(jh_ctx *ctx = nullptr);
