@@ -19,6 +19,7 @@
 
 #include "base/files.h"
 #include "base/vec.h"
+#include "lib/auditlog_resync.h"
 #include "lib/hash.h"
 
 /* A NUL-terminated copy (names may hold any byte but NUL; a NUL inside ends them here).
@@ -377,6 +378,8 @@ int jhr_al_parse(struct jhr_al *lf, const uint8_t *d, size_t size, char *err, si
         return -1;
     }
     size_t off = 0;
+    struct jhr_resync rs;
+    jhr_resync_init(&rs, d, size);
     while (off < size) {
         if (!frame_ok(d, size, off, &len, &m)) {
             size_t left = size - off;
@@ -393,10 +396,10 @@ int jhr_al_parse(struct jhr_al *lf, const uint8_t *d, size_t size, char *err, si
                 off += JH__AL_FRAME_HDR + jhr_mp_be(d + off + 1, 4);
                 continue;
             }
-            /* Zeros (grown ahead, or a hole) or garbage: find the next frame that decodes. */
-            size_t q = off + 1;
-            while (q < size && !(d[q] == JH__AL_FRAME_MARK && frame_ok(d, size, q, &len, &m)))
-                q++;
+            /* Zeros (grown ahead, or a hole) or garbage: find the next frame that decodes,
+             * in one pass however the garbage looks (auditlog_resync.h). */
+            size_t q = jhr_resync_next(&rs, off);
+            lf->resync_steps = rs.steps;
             bool zeros = true;
             for (size_t k = off; k < q && zeros; k++)
                 zeros = d[k] == 0;
@@ -407,6 +410,8 @@ int jhr_al_parse(struct jhr_al *lf, const uint8_t *d, size_t size, char *err, si
             }
             lf->resyncs++;
             off = q;
+            if (!frame_ok(d, size, off, &len, &m))
+                continue;       /* never: the resync's frames are frame_ok's; if so, skipped */
         }
         struct jhr_mp t;
         jhr_mp_get(&m, JH__AL_K_TYPE, &t);
@@ -422,10 +427,12 @@ int jhr_al_parse(struct jhr_al *lf, const uint8_t *d, size_t size, char *err, si
         if (lf->nrecs == 0) {
             if (r.kind != JHR_AL_HEADER) {
                 snprintf(err, errlen, "not a jitherald audit log (first record is not a header)");
+                jhr_resync_free(&rs);
                 jhr_al_free(lf);
                 return -1;
             }
             if (take_header(lf, &m, err, errlen) < 0) {
+                jhr_resync_free(&rs);
                 jhr_al_free(lf);
                 return -1;
             }
@@ -440,6 +447,7 @@ int jhr_al_parse(struct jhr_al *lf, const uint8_t *d, size_t size, char *err, si
         apply(lf, &m, &r);
         lf->recs[lf->nrecs++] = r;
     }
+    jhr_resync_free(&rs);
     build_indexes(lf);
     return 0;
 }

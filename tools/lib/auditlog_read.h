@@ -99,6 +99,7 @@ struct jhr_al {
     size_t cut;                     /* frames begun but never completed (crash) */
     size_t bad;                     /* complete frames that do not decode (skipped) */
     size_t resyncs;                 /* times garbage or a hole was skipped by scanning */
+    size_t resync_steps;            /* values decoded while scanning: linear in the bytes */
     bool closed, limit_hit;
     uint64_t dropped;               /* from the close record */
     struct jhr_al_rec *recs;

@@ -112,6 +112,11 @@ container:
 #undef NEED
 }
 
+const uint8_t *jhr_mp_head(const uint8_t *p, const uint8_t *end, struct jhr_mp *v)
+{
+    return decode_head(p, end, v);
+}
+
 /* Skip the value at p without recursion: count the values still owed. */
 static const uint8_t *skip(const uint8_t *p, const uint8_t *end)
 {

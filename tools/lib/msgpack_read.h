@@ -33,6 +33,11 @@ struct jhr_mp {
 
 /* Decode the value at [p, end). 0 or -1 (malformed or cut short). */
 int jhr_mp_decode(const uint8_t *p, const uint8_t *end, struct jhr_mp *out);
+/* Only the header of the value at p: its type, a scalar's value, a string's bytes; for an
+ * array or map the number of elements (n) but not where it ends. Returns the byte after
+ * what it read (for a container, its first element), or NULL. Walkers that follow many
+ * values at once (auditlog_resync.c) step with it. */
+const uint8_t *jhr_mp_head(const uint8_t *p, const uint8_t *end, struct jhr_mp *v);
 /* In a map: the value of key, 0 if found, -1 otherwise. */
 int jhr_mp_get(const struct jhr_mp *map, const char *key, struct jhr_mp *out);
 /* Helpers for typical fields: return false when missing or of another type. An unsigned
