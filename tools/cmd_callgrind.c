@@ -33,20 +33,33 @@ static int usage(void)
             "shows as bare addresses get their name, source file and lines from the jitdump\n"
             "file(s) or perf map(s) written while the program ran. Without --jitdump/--map,\n"
             "uses jit-PID.dump in $JITHERALD_DIR (default /tmp/jitherald-UID) if present,\n"
-            "else /tmp/perf-PID.map, PID being the one recorded in IN. Several INs (the parts\n"
-            "of callgrind.out.PID.N, the threads of --separate-threads=yes): each is written\n"
-            "to DIR under its own name. Every call and cost is kept.\n");
+            "else /tmp/perf-PID.map, PID being the one recorded in IN; a file found that way\n"
+            "is read only if it is yours, not a symbolic link, and at most 1 GiB. Several INs\n"
+            "(the parts of callgrind.out.PID.N, the threads of --separate-threads=yes): each is\n"
+            "written to DIR under its own name. Every call and cost is kept.\n");
     return 2;
 }
 
-static int load(struct jhr_syms *s, const char *path, bool jitdump, bool quiet)
+/* Files found by the profile's pid, in places other users can write to: at most this big
+ * (a jitdump of 200,000 functions with their code is ~100 MiB). */
+#define GUESSED_MAX ((size_t)1 << 30)
+
+/* Load the jitdump or perf map at path. guessed: found by the pid, not named by the user:
+ * it must be ours, not a symlink, at most GUESSED_MAX (lib/files.h), and a missing one is
+ * not worth a word. */
+static int load(struct jhr_syms *s, const char *path, bool jitdump, bool guessed)
 {
     uint8_t *data;
     size_t len;
-    int err = jhr_read_file(path, &data, &len);
+    int err = guessed ? jhr_read_guessed(path, GUESSED_MAX, &data, &len) :
+                        jhr_read_file(path, &data, &len);
     if (err) {
-        if (!quiet)
-            fprintf(stderr, "jitherald callgrind: %s: %s\n", path, jh_strerror(err));
+        if (guessed && err != -ENOENT)
+            fprintf(stderr, "jitherald callgrind: %s: %s (found by the profile's pid; if you "
+                    "trust it, name it with %s)\n", path, jhr_file_error(err),
+                    jitdump ? "--jitdump" : "--map");
+        else if (!guessed)
+            fprintf(stderr, "jitherald callgrind: %s: %s\n", path, jhr_file_error(err));
         return err;
     }
     size_t before = s->nfns;
@@ -75,7 +88,7 @@ static int guess_syms(struct jhr_syms *s, const uint8_t *text, size_t len)
     snprintf(path, sizeof path, "%s/jit-%ld.dump", dir, pid);
     if (pid <= 0 || load(s, path, true, true) != 0) {
         snprintf(path, sizeof path, "/tmp/perf-%ld.map", pid);
-        if (pid <= 0 || load(s, path, false, false) != 0) {
+        if (pid <= 0 || load(s, path, false, true) != 0) {
             fprintf(stderr, "jitherald callgrind: no jitdump or perf map for pid %ld; "
                     "give one with --jitdump FILE or --map FILE\n", pid);
             return 1;
@@ -92,7 +105,7 @@ static int rewrite(const struct jhr_syms *given, const char *in, const char *out
     size_t len;
     int err = jhr_read_file(in, &text, &len);
     if (err) {
-        fprintf(stderr, "jitherald callgrind: %s: %s\n", in, jh_strerror(err));
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", in, jhr_file_error(err));
         return 2;
     }
     if (len == 0) {         /* the base file --separate-threads=yes leaves empty */

@@ -44,6 +44,8 @@ static int usage(FILE *f)
         "  --type TYPE       decode as TYPE instead of the logged hint (\"struct foo\")\n"
         "  --at N            show memory as it stood at record N (default: the end)\n"
         "  --no-source       do not read the source files the line tables name\n"
+        "  --source-dir DIR  read the sources the log names under DIR (repeatable; default:\n"
+        "                    the current directory only, whatever else the log names)\n"
         "  -o FILE           output file (default: standard output)\n");
     return f == stdout ? 0 : 2;
 }
@@ -58,6 +60,14 @@ int jhc_cmd_log(int argc, char **argv)
             return usage(stdout);
         if (!strcmp(a, "--no-source")) {
             jhc_disasm_source = false;
+            continue;
+        }
+        if (!strcmp(a, "--source-dir") && i + 1 < argc) {
+            int err = jhc_source_allow(argv[++i]);
+            if (err < 0) {
+                fprintf(stderr, "jitherald log: --source-dir %s: %s\n", argv[i], strerror(-err));
+                return 2;
+            }
             continue;
         }
         if ((!strcmp(a, "--vm") || !strcmp(a, "--type") || !strcmp(a, "-o") || !strcmp(a, "--at")) && i + 1 < argc) {

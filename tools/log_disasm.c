@@ -11,10 +11,20 @@
  * process is gone. Without capstone the bytes are dumped in hex. When a source file named
  * in the line table can be read (now, from the current directory for a relative name), the
  * line's text is shown beside its file:line; jhc_disasm_source = false turns that off.
+ *
+ * A log names whatever files it likes as sources, and whoever wrote it need not be whoever
+ * reads it (a log attached to a bug report, another user's log read by root): a report of
+ * a log naming /etc/shadow must not quote it. So a source is read only when its real path
+ * (symlinks and .. resolved) lies under a directory the user allowed: the current
+ * directory, or those given with --source-dir (jhc_source_allow). Any other file that
+ * exists is named on stderr, once, as not read.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/files.h"
@@ -58,6 +68,69 @@ static void header(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f,
 
 bool jhc_disasm_source = true;
 
+/* Real paths of the directories sources may be read from (none yet: the current one). */
+static char *roots[16];
+static int nroots;
+static bool roots_given;
+
+static int add_root(const char *dir)
+{
+    if (nroots == (int)(sizeof roots / sizeof roots[0]))
+        return -E2BIG;
+    char *r = realpath(dir, NULL);
+    struct stat st;
+    if (!r || stat(r, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        int err = r ? -ENOTDIR : -errno;
+        free(r);
+        return err;
+    }
+    roots[nroots++] = r;
+    return 0;
+}
+
+int jhc_source_allow(const char *dir)
+{
+    roots_given = true;
+    return add_root(dir);
+}
+
+static bool under_root(const char *r)
+{
+    for (int i = 0; i < nroots; i++) {
+        size_t n = strlen(roots[i]);
+        if (!strcmp(roots[i], "/") || (!strncmp(r, roots[i], n) && (r[n] == '/' || r[n] == 0)))
+            return true;
+    }
+    return false;
+}
+
+/* The real path of file if the user allowed reading it (malloc'd), else NULL. A relative
+ * name (relative to wherever the JIT ran) is looked for under each allowed directory. */
+static char *source_path(const char *file)
+{
+    if (!nroots && add_root(".") < 0)
+        return NULL;
+    char *r = NULL;
+    if (file[0] == '/') {
+        r = realpath(file, NULL);
+    } else {
+        for (int i = 0; i < nroots && !r; i++) {
+            char joined[PATH_MAX];
+            if ((size_t)snprintf(joined, sizeof joined, "%s/%s", roots[i], file) < sizeof joined)
+                r = realpath(joined, NULL);
+        }
+    }
+    if (!r)
+        return NULL;            /* not there: nothing to read, nothing to say */
+    if (under_root(r))
+        return r;
+    fprintf(stderr, "jitherald log: %s: not read, though the log names it as a source: it is "
+            "outside %s (--source-dir DIR reads the sources under DIR)\n", r,
+            roots_given ? "the directories given with --source-dir" : "the current directory");
+    free(r);
+    return NULL;
+}
+
 /* Source files read so far: name -> lines (NULL: unreadable). */
 static struct src { char *name; char *text; char **lines; uint32_t n; } srcs[64];
 static int nsrcs;
@@ -76,7 +149,9 @@ static const char *source_line(const char *file, uint32_t line)
         s = &srcs[nsrcs++];
         s->name = strdup(file);
         /* Only regular files: a name like /dev/stdin or a FIFO in a log must not block us. */
-        int fd = jh__open_regular(file, 0);
+        char *path = source_path(file);
+        int fd = path ? jh__open_regular(path, JH__OPEN_NOFOLLOW) : -EPERM;
+        free(path);
         FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
         if (fd >= 0 && !f)
             close(fd);

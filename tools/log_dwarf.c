@@ -42,7 +42,7 @@ struct jhc_types *jhc_types_open(const char *vm, char *err, size_t errlen)
 {
     int fd = jh__open_regular(vm, 0);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot open", vm);
+        snprintf(err, errlen, "%s: %s", vm, jh__file_error(fd));
         return NULL;
     }
     Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);

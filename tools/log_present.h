@@ -31,8 +31,11 @@ void jhc_types_close(struct jhc_types *dt);
 int jhc_types_print(struct jhc_types *dt, const struct jhr_al *lf, const struct jhr_al_mem *m,
                     size_t at, FILE *f, bool html);
 
-/* log_disasm.c; jhc_disasm_source: show source text beside file:line (default true) */
+/* log_disasm.c; jhc_disasm_source: show source text beside file:line (default true), of
+ * files under the current directory, or under the directories given to jhc_source_allow
+ * (0, or -errno when dir is not a directory) when there are any. */
 extern bool jhc_disasm_source;
+int jhc_source_allow(const char *dir);
 int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f, bool html);
 
 /* log_export.c: what the perfmap and jitdump channels would have written. */
