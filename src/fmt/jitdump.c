@@ -66,7 +66,8 @@ static void debug_info(struct jh__buf *b, const struct jh__func *f, uint64_t ts)
         jh__buf_u64(b, f->start + (i < f->nlines ? l->offset : f->size));
         jh__buf_u32(b, l->line);
         jh__buf_u32(b, 0);
-        jh__buf_str(b, jh__func_file(f, l));
+        const char *file = jh__func_file(f, l);
+        jh__buf_str(b, file[0] ? file : "?");
     }
     finish(b, at, 0);
 }
@@ -127,7 +128,7 @@ int jh__jd_function(struct jh__buf *b, const struct jh__func *f, int arch, uint3
     jh__buf_u64(b, f->size);
     u->index_at = b->len - base;
     jh__buf_u64(b, index);
-    jh__buf_str(b, f->name);
+    jh__buf_str(b, f->name[0] ? f->name : "?");   /* perf's ELF symbol needs a name */
     finish(b, at, f->size);
     if (b->err)
         return b->err;

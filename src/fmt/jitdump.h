@@ -40,7 +40,8 @@ enum {
 };
 
 /* LOAD: u32 pid, u32 tid, u64 vma, u64 code_addr, u64 code_size, u64 code_index, then the
- * NUL-terminated name, then exactly code_size bytes of code. perf finds the code by
+ * NUL-terminated name (an empty one is written as "?", as in the perf map), then exactly
+ * code_size bytes of code. perf finds the code by
  * counting back from the end of the record, so nothing may follow it. perf names the
  * synthetic ELF `jitted-<pid>-<code_index>.so`: an index must never be reused. */
 #define JH__JD_LOAD_FIXED     56u
@@ -50,8 +51,8 @@ enum {
 #define JH__JD_MOVE_SIZE      64u
 
 /* DEBUG_INFO: u64 code_addr, u64 nr_entry, then nr_entry entries of u64 addr (absolute,
- * in the process), i32 lineno, i32 discriminator, NUL-terminated file name. Applies to the
- * next LOAD, whose code_addr it repeats. */
+ * in the process), i32 lineno, i32 discriminator, NUL-terminated file name (an empty one
+ * is written as "?"). Applies to the next LOAD, whose code_addr it repeats. */
 #define JH__JD_DEBUG_FIXED    32u
 #define JH__JD_DEBUG_ENTRY_FIXED 16u
 

@@ -19,7 +19,7 @@ static size_t hex(char *out, uint64_t v)
 size_t jh__perfmap_line(char *out, size_t cap, uint64_t start, uint64_t size, const char *name)
 {
     size_t nlen = strnlen(name, JH__PERFMAP_NAME_MAX);
-    size_t need = 16 + 1 + 16 + 1 + nlen + 1;       /* the most it can take */
+    size_t need = 16 + 1 + 16 + 1 + nlen + JH__PERFMAP_NAME_MIN + 1;  /* the most it takes */
     if (need > cap)
         return need;
     size_t n = hex(out, start);
@@ -30,6 +30,10 @@ size_t jh__perfmap_line(char *out, size_t cap, uint64_t start, uint64_t size, co
         unsigned char c = (unsigned char)name[i];
         out[n++] = c < 0x20 || c == 0x7f ? '?' : (char)c;
     }
+    if (!nlen)
+        out[n++] = '?';
+    for (size_t i = nlen ? nlen : 1; i < JH__PERFMAP_NAME_MIN; i++)
+        out[n++] = ' ';
     out[n++] = '\n';
     return n;
 }

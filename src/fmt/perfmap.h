@@ -6,6 +6,10 @@
  * of the line. perf drops the last character of every line, so every line ends in \n, and a
  * name may not contain one: control characters become '?'. Names longer than
  * JH__PERFMAP_NAME_MAX bytes are cut (perf's own symbol names stay well below).
+ * perf (6.1 and today's tools/perf/util/symbol.c, dso__load_perf_map: `if (len + 2 >=
+ * line_len) continue;`) skips a line whose name is shorter than 3 bytes, so a function
+ * named "a" was never named in perf report: shorter names are padded with spaces to
+ * JH__PERFMAP_NAME_MIN bytes (perf shows "a  "), and an empty name is written as "?".
  * Shared by the perfmap channel and `jitherald log FILE to-perfmap`.
  */
 #ifndef JH__FMT_PERFMAP_H
@@ -15,6 +19,7 @@
 #include <stdint.h>
 
 #define JH__PERFMAP_NAME_MAX 4000
+#define JH__PERFMAP_NAME_MIN 3
 
 /* Write the line into out[0..cap) (not NUL-terminated) and return its length; when that is
  * more than cap, nothing useful was written: call again with that much room. */

@@ -111,7 +111,7 @@ int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, bool st
     struct rng *r = NULL;
     struct jhr_pm_line l;
     int rc, ret = 0;
-    bool warned_upper = false, warned_zero = false;
+    bool warned_upper = false, warned_zero = false, warned_short = false;
     if (len == 0) {
         ret = pfail(err, errlen, "empty file");
         goto out;
@@ -127,6 +127,12 @@ int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, bool st
             fprintf(warn, "warning: line %zu: uppercase hex (perf accepts it; some readers "
                     "do not)\n", l.lineno);
             warned_upper = true;
+        }
+        if (l.name_len < 3 && warn && !warned_short) {
+            fprintf(warn, "warning: line %zu: a name shorter than 3 characters: perf skips "
+                    "the line (tools/perf/util/symbol.c, dso__load_perf_map); pad it with "
+                    "spaces\n", l.lineno);
+            warned_short = true;
         }
         if (l.size == 0 && warn && !warned_zero) {
             fprintf(warn, "warning: line %zu: size 0: no address will ever resolve to it\n",

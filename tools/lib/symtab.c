@@ -116,6 +116,9 @@ int jhr_syms_load_perfmap(struct jhr_syms *s, const uint8_t *data, size_t len)
             bad++;
             continue;
         }
+        /* short names are padded with spaces for perf (fmt/perfmap.h): not part of them */
+        while (l.name_len > 1 && l.name[l.name_len - 1] == ' ')
+            l.name_len--;
         int rc = jhr_syms_add(s, l.start, l.size, l.name, l.name_len);
         if (rc == -ENOMEM)
             return rc;
