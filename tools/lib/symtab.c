@@ -127,23 +127,62 @@ int jhr_syms_load_perfmap(struct jhr_syms *s, const uint8_t *data, size_t len)
     return good || !bad ? 0 : JH_EFORMAT;
 }
 
+/* The latest function loaded at each start address, for MOVE records: an open-addressing
+ * table of fns indexes (+1), at most half full. Scanning back through every function for
+ * each MOVE made a jitdump of a compacting JIT (n loads, n moves) quadratic. */
+struct by_start { size_t *slot, cap, n; };
+
+static size_t *by_start_slot(struct by_start *t, const struct jhr_syms *s, uint64_t start)
+{
+    size_t k = (size_t)(jhr_hash_u64(start) >> 16) & (t->cap - 1);
+    while (t->slot[k] && s->fns[t->slot[k] - 1].start != start)
+        k = (k + 1) & (t->cap - 1);
+    return &t->slot[k];
+}
+
+static int by_start_put(struct by_start *t, const struct jhr_syms *s, size_t fn)
+{
+    if ((t->n + 1) * 2 > t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 1024, *old = t->slot, ocap = t->cap;
+        if (!(t->slot = calloc(cap, sizeof *t->slot))) {
+            t->slot = old;
+            return -ENOMEM;
+        }
+        t->cap = cap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i])
+                *by_start_slot(t, s, s->fns[old[i] - 1].start) = old[i];
+        free(old);
+    }
+    size_t *sl = by_start_slot(t, s, s->fns[fn].start);
+    t->n += !*sl;
+    *sl = fn + 1;
+    return 0;
+}
+
 int jhr_syms_load_jitdump(struct jhr_syms *s, const uint8_t *data, size_t len)
 {
     struct jhr_jd r;
     if (jhr_jd_open(&r, data, len) < 0)
         return JH_EFORMAT;
+    struct by_start idx = { 0 };
+    int err = 0;
+    for (size_t i = 0; i < s->nfns && !err; i++)    /* loaded before (another file) */
+        err = by_start_put(&idx, s, i);
     struct jhr_jd_rec rec, dbg = { 0 };
     bool have_dbg = false;
     int rc;
-    while ((rc = jhr_jd_next(&r, &rec)) > 0) {
+    while (!err && (rc = jhr_jd_next(&r, &rec)) > 0) {
         if (rec.id == JH__JD_CODE_DEBUG_INFO) {
             dbg = rec;              /* applies to the next LOAD */
             have_dbg = true;
         } else if (rec.id == JH__JD_CODE_LOAD) {
             int fn = jhr_syms_add(s, rec.u.load.code_addr, rec.u.load.code_size,
                                    rec.u.load.name, rec.u.load.name_len);
-            if (fn == -ENOMEM)
-                return fn;
+            if (fn == -ENOMEM || (fn >= 0 && by_start_put(&idx, s, (size_t)fn) < 0)) {
+                err = -ENOMEM;
+                break;
+            }
             if (fn >= 0 && have_dbg && dbg.u.debug.code_addr == rec.u.load.code_addr) {
                 size_t pos = 0;
                 struct jhr_jd_line l;
@@ -153,37 +192,37 @@ int jhr_syms_load_jitdump(struct jhr_syms *s, const uint8_t *data, size_t len)
                     if (l.addr < s->fns[fn].start || l.addr >= s->fns[fn].end || l.lineno < 0)
                         continue;
                     int e = jhr_syms_add_line(s, fn, l.addr, (uint32_t)l.lineno, l.name, l.name_len);
-                    if (e == -ENOMEM)
-                        return e;
+                    if (e == -ENOMEM) {
+                        err = e;
+                        break;
+                    }
                 }
             }
             have_dbg = false;
         } else if (rec.id == JH__JD_CODE_MOVE) {
             /* The code now lives at new_code_addr: same name and lines, shifted. */
-            const struct jhr_sym_fn *old = NULL;
-            for (size_t i = s->nfns; i-- > 0;)
-                if (s->fns[i].start == rec.u.move.old_code_addr) {
-                    old = &s->fns[i];
-                    break;
-                }
-            if (!old)
+            size_t at = idx.cap ? *by_start_slot(&idx, s, rec.u.move.old_code_addr) : 0;
+            if (!at)
                 continue;
-            struct jhr_sym_fn o = *old;
+            struct jhr_sym_fn o = s->fns[at - 1];
             const char *name = s->strs[o.name];
             int fn = jhr_syms_add(s, rec.u.move.new_code_addr, o.end - o.start, name, strlen(name));
-            if (fn == -ENOMEM)
-                return fn;
-            for (uint32_t k = 0; fn >= 0 && k < o.nlines; k++) {
+            if (fn == -ENOMEM || (fn >= 0 && by_start_put(&idx, s, (size_t)fn) < 0)) {
+                err = -ENOMEM;
+                break;
+            }
+            for (uint32_t k = 0; fn >= 0 && k < o.nlines && !err; k++) {
                 struct jhr_sym_line l = s->lines[o.line0 + k];
                 const char *file = s->strs[l.file];
-                int e = jhr_syms_add_line(s, fn, l.addr - o.start + rec.u.move.new_code_addr,
-                                           l.line, file, strlen(file));
-                if (e == -ENOMEM)
-                    return e;
+                err = jhr_syms_add_line(s, fn, l.addr - o.start + rec.u.move.new_code_addr,
+                                         l.line, file, strlen(file)) == -ENOMEM ? -ENOMEM : 0;
             }
         }
+        if (err)
+            break;
     }
-    return 0;
+    free(idx.slot);
+    return err;
 }
 
 static int cmp_fn(const void *a, const void *b)
