@@ -26,7 +26,8 @@
  *   - images are merged like an LSM tree: FANOUT images of one size class (or enough of
  *     them to fill an image) become one image of the next class; an image of `cap`
  *     functions (gdb_batch, default 1024) is full and only changes when its code is
- *     removed or moved. Live images stay below FANOUT per class + n/cap.
+ *     removed or moved. Live images stay below FANOUT per class + n/cap (n/(4 cap) while
+ *     a debugger listens, below).
  *   - default, immediate: jh_code_add registers a one-function image before it returns,
  *     so a debugger attached now sees the function before it can run (pending
  *     breakpoints hit) and one attaching later finds it in the list. The merge registers
@@ -40,6 +41,15 @@
  *   - a removal rebuilds its image at once only when a debugger listens and the image is
  *     small; otherwise it waits (a GC sweep would rebuild a big image per removal) until a
  *     quarter of the image is dead, new code takes the addresses, or jh_flush().
+ *   - while a debugger listens and FANOUT full images exist, BIG_FANOUT of them merge into
+ *     one. Each registration costs gdb a little for every objfile it holds (more with a
+ *     breakpoint set by name, which it re-sets against all of them), and full images grow
+ *     with n: attached at 50,000 of 100,000 functions with `break f3` set, gdb spent 50-74
+ *     s of CPU, 41-43 s with full images merged by four. Not further: re-setting a breakpoint
+ *     costs gdb more the bigger the objfile it lies in (a one-function image registered
+ *     next to a 16,384-function image holding the breakpoint: 1.0 ms of gdb CPU, next to
+ *     1,024-function ones: 0.7 ms), and merging by sixteen was slower overall. Without a
+ *     debugger images stay as they are: nothing pays for their number then.
  *
  * Attaching: gdb walks the list (LLDB 14 needs every image announced again: gdb_jit.c).
  */
@@ -54,12 +64,17 @@
 #define FANOUT 16
 #define NCLASS 4                /* < 16, < 256, < 4096, more: functions per image */
 #define LAZY_MIN 64             /* removals from images this big wait even under a debugger */
+#define BIG 5                   /* the class of merged full images */
+#define BIG_FANOUT 4            /* full images per merged image */
+/* Functions in a merged image at most: each may have a .text section of its own, and an
+ * ELF file has at most 65,280 (config.c caps gdb_batch at half this for the same reason). */
+#define BIG_MAX 32768
 
 struct img {
     struct jh__gdb_image *pub;            /* NULL only transiently */
     struct jh__entry **fns;      /* sorted by start */
     size_t n;
-    int cls;                    /* size class; NCLASS: full (n >= cap) */
+    int cls;                    /* size class; NCLASS: full (n >= cap); BIG: merged full */
     bool dirty;                 /* fns changed since pub was built (see img_changed) */
     size_t ndead;               /* functions removed since then */
     struct img *prev, *next;    /* in its class list */
@@ -68,11 +83,12 @@ struct img {
 struct gdb_state {
     const struct jh__chan_env *env;
     size_t cap;                 /* functions per full image */
+    size_t big_cap;             /* per merged full image (0: cap is too big to merge) */
     bool defer;
     struct jh__entry **pending;  /* deferred mode: added, not yet in any image */
     size_t npending, pending_cap;
-    struct img *cls[NCLASS + 1];
-    size_t cls_n[NCLASS + 1], cls_fns[NCLASS + 1];
+    struct img *cls[BIG + 1];
+    size_t cls_n[BIG + 1], cls_fns[BIG + 1];
     size_t ndirty;
     uintptr_t dead_lo, dead_hi; /* covers code removed from dirty images, not yet rebuilt */
     const struct jh__func **funcs;  /* scratch for build() */
@@ -97,7 +113,8 @@ static int class_of(const struct gdb_state *st, size_t n)
  * over and over. */
 static void class_link(struct gdb_state *st, struct img *im)
 {
-    int c = im->cls == NCLASS && im->n >= st->cap / 2 ? NCLASS : class_of(st, im->n);
+    int c = im->cls == BIG && im->n >= st->big_cap / 2 ? BIG :
+            im->cls >= NCLASS && im->n >= st->cap / 2 ? NCLASS : class_of(st, im->n);
     im->cls = c;
     im->prev = NULL;
     im->next = st->cls[c];
@@ -217,6 +234,8 @@ static int img_rebuild(struct gdb_state *st, struct img *im)
     return 0;
 }
 
+static int merge_full(struct gdb_state *st);
+
 /* Merge the images of class c into one when there are FANOUT of them or together they
  * fill an image; the result may complete the next class, so go on upwards. */
 static int maybe_merge(struct gdb_state *st, int c)
@@ -256,6 +275,49 @@ static int maybe_merge(struct gdb_state *st, int c)
             img_free(st, im);
         }
     }
+    return merge_full(st);
+}
+
+/* While a debugger listens and FANOUT full images exist: BIG_FANOUT of them (as many as
+ * fit big_cap) become one merged image (BIG). */
+static int merge_full(struct gdb_state *st)
+{
+    if (!st->big_cap || st->cls_n[NCLASS] < FANOUT || !jh__gdb_listening())
+        return 0;
+    struct img *take[BIG_FANOUT];
+    size_t k = 0, n = 0;
+    for (struct img *im = st->cls[NCLASS]; im && k < BIG_FANOUT; im = im->next) {
+        if (n + im->n > st->big_cap)
+            continue;
+        take[k++] = im;
+        n += im->n;
+    }
+    if (k < 2)
+        return 0;
+    struct jh__entry **fns = malloc(n * sizeof *fns);
+    if (!fns)
+        return -ENOMEM;
+    struct jh__gdb_image *drop[BIG_FANOUT];
+    size_t at = 0;
+    for (size_t i = 0; i < k; i++) {
+        memcpy(fns + at, take[i]->fns, take[i]->n * sizeof *fns);
+        at += take[i]->n;
+        drop[i] = take[i]->pub;
+        class_unlink(st, take[i]);
+    }
+    struct img *im;
+    int err = img_new(st, fns, n, drop, k, &im);
+    if (err) {                  /* the old images stay as they are */
+        free(fns);
+        for (size_t i = 0; i < k; i++)
+            class_link(st, take[i]);
+        return err;
+    }
+    class_unlink(st, im);       /* classified by size as full: it is the merged class */
+    im->cls = BIG;
+    class_link(st, im);
+    for (size_t i = 0; i < k; i++)
+        img_free(st, take[i]);
     return 0;
 }
 
@@ -298,7 +360,7 @@ static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool 
 static int rebuild_dirty(struct gdb_state *st)
 {
     int err;
-    for (int c = 0; c <= NCLASS && st->ndirty; c++) {
+    for (int c = 0; c <= BIG && st->ndirty; c++) {
         for (struct img *im = st->cls[c], *next; im && st->ndirty; im = next) {
             next = im->next;
             if (im->dirty && (err = img_rebuild(st, im)))
@@ -489,7 +551,7 @@ static void gdb_close(void *state)
     struct gdb_state *st = state;
     if (!st)
         return;
-    for (int c = 0; c <= NCLASS; c++) {
+    for (int c = 0; c <= BIG; c++) {
         for (struct img *im = st->cls[c], *next; im; im = next) {
             next = im->next;
             for (size_t i = 0; i < im->n; i++)
@@ -513,6 +575,9 @@ static int gdb_open(const struct jh__chan_env *env, void **state)
         return -ENOMEM;
     st->env = env;
     st->cap = o->batch;
+    st->big_cap = st->cap * BIG_FANOUT < BIG_MAX ? st->cap * BIG_FANOUT : BIG_MAX;
+    if (st->big_cap < 2 * st->cap)
+        st->big_cap = 0;
     st->defer = o->defer;
     jh__gdb_warn_shadowed(env->diag);
     jh__diag(env->diag, JH_LOG_DEBUG, "gdb: %zu functions per image, %s", st->cap,
