@@ -214,6 +214,12 @@ fuzz:
 	    -o build-fuzz/fuzz/$$n $$f $$objs build-fuzz/libjitherald-read.a \
 	    build-fuzz/libjitherald.a $(TOOL_LIBS) $(LIBS) || exit 1; done
 
+# Every fuzz target in turn for FUZZ_SECONDS (default 60) each, and a table of the
+# executions and coverage each reached (docs/fuzzing.md). Not part of CI: open-ended.
+.PHONY: fuzz-run
+fuzz-run: fuzz
+	@scripts/fuzz-run.sh
+
 bench: all $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh
 
@@ -269,6 +275,7 @@ help:
 	@echo "make programs      the programs the integration tests run (make test builds them)"
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
 	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
+	@echo "make fuzz-run      each target FUZZ_SECONDS (60) under libFuzzer, a table of executions"
 	@echo "make win64         Windows x64 build with mingw-w64 in build-win64/ (docs/windows.md)"
 	@echo "make win64-tests   the Windows programs make test runs under Wine"
 	@echo "make bench-win64   the Windows unwind benchmark under Wine"
