@@ -14,6 +14,7 @@
 
 enum { THREADS = 8, SLOTS = 64, ROUNDS = 3000 };
 static char code[THREADS][SLOTS * 2][64] __attribute__((aligned(64)));
+static char child_code[64] __attribute__((aligned(64)));   /* no worker's code lives here */
 static jh_ctx *jh;
 static _Atomic int errors, warmed_up, forked;
 
@@ -80,7 +81,7 @@ int main(void)
     pid_t pid = fork();
     forked = 1;
     if (pid == 0) {
-        struct jh_code c = { .sz = sizeof c, .name = "t0_fn0_r0", .start = (char *)code + sizeof code - 64, .size = 48 };
+        struct jh_code c = { .sz = sizeof c, .name = "t0_fn0_r0", .start = child_code, .size = 48 };
         uint64_t id;
         int rc = jh_code_add(jh, &c, &id);
         _exit(rc == 0 ? 0 : 1);
