@@ -5,7 +5,7 @@
  *     $ jitherald check /tmp/jitherald-0/jit-4242.dump
  *     /tmp/jitherald-0/jit-4242.dump: ok: jitdump, 31 records: 10 LOAD, 10 DEBUG_INFO, ...
  *     $ jitherald check broken.dump
- *     broken.dump: offset 0x1f0: record id 0 of 4096 bytes runs past the end of the file ...
+ *     jitherald check: broken.dump: offset 0x1f0: record id 0 of 4096 bytes runs past the end of the file ...
  *
  * check: exit 0 if perf will take the whole file, 1 at the first problem (one line naming
  * the offset or line and what perf would do with it), 2 for usage or I/O errors. The
@@ -20,9 +20,19 @@
 #include <string.h>
 
 #include "cli.h"
+#include "base/files.h"
+#include "lib/filekind.h"
 #include "lib/files.h"
 #include "lib/jitdump_check.h"
 #include "lib/perfmap_read.h"
+
+/* The first problem: on stderr, as every error (inspect's listing stops before it). */
+static void problem(const char *cmd, const char *path, const char *msg, bool print)
+{
+    if (print)
+        fflush(stdout);
+    fprintf(stderr, "jitherald %s: %s: %s\n", cmd, path, msg);
+}
 
 int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
 {
@@ -38,10 +48,16 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
                    "(jit-<pid>.dump) or a perf map (perf-<pid>.map)\n  -q: no warnings, no "
                    "summary\n  --strict: the quirks perf accepts are errors too\n", cmd);
             return 0;
-        } else if (!path)
-            path = argv[i];
-        else
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "jitherald %s: unknown option %s\n", cmd, argv[i]);
             path = NULL, i = argc;
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "jitherald %s: one FILE at a time (%s and %s)\n", cmd, path,
+                    argv[i]);
+            path = NULL, i = argc;
+        }
     }
     if (!path) {
         fprintf(stderr, "usage: jitherald %s [-q] [--strict] FILE\n", cmd);
@@ -51,8 +67,16 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
     size_t len;
     int err = jhr_read_file(path, &data, &len);
     if (err) {
-        fprintf(stderr, "jitherald %s: %s: %s\n", cmd, path, strerror(-err));
+        fprintf(stderr, "jitherald %s: %s: %s\n", cmd, path, jh__file_error(err));
         return 2;
+    }
+    enum jhr_kind kind = jhr_kind_of(data, len < JHR_KIND_PEEK ? len : JHR_KIND_PEEK);
+    if (kind != JHR_KIND_JITDUMP && kind != JHR_KIND_PERFMAP && kind != JHR_KIND_TEXT &&
+        kind != JHR_KIND_EMPTY) {
+        jhc_wrong_kind(cmd, path, "a jitdump or perf map", data,
+                       len < JHR_KIND_PEEK ? len : JHR_KIND_PEEK);
+        free(data);
+        return 1;
     }
     FILE *out = print ? stdout : NULL;
     FILE *warn = quiet ? NULL : stderr;
@@ -63,7 +87,7 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
         rc = jhr_jd_check(&r, data, len, out, JHR_JD_VERBOSE | (strict ? JHR_JD_STRICT : 0),
                           strict && !warn ? stderr : warn, &st);
         if (rc) {
-            fprintf(print ? stdout : stderr, "%s: %s\n", path, r.err);
+            problem(cmd, path, r.err, print);
         } else if (!quiet) {
             printf("%s: ok: jitdump, %zu records: %zu LOAD, %zu DEBUG_INFO, %zu UNWINDING_INFO, "
                    "%zu MOVE, %zu CLOSE", path, st.records, st.loads, st.debug, st.unwind,
@@ -78,7 +102,7 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
         rc = jhr_pm_check(data, len, out, strict && !warn ? stderr : warn, strict, msg,
                           sizeof msg, &n);
         if (rc)
-            fprintf(print ? stdout : stderr, "%s: %s\n", path, msg);
+            problem(cmd, path, msg, print);
         else if (!quiet)
             printf("%s: ok: perf map, %zu lines\n", path, n);
     }

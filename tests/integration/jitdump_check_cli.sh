@@ -37,7 +37,7 @@ expect() { # file regex
     "$CLI" check "$1" >out 2>&1 || rc=$?
     [ $rc = 1 ] || { cat out; fail "$1: exit $rc, want 1"; }
     grep -Eq "$2" out || { cat out; fail "$1: message does not match /$2/"; }
-    echo "ok: $1: $(head -1 out | sed "s|^$1: ||")"
+    echo "ok: $1: $(head -1 out | sed "s|^jitherald check: $1: ||")"
 }
 # perl helpers over the records of good.dump
 edit() { # out-file perl-code-on-$d-with-@r   (@r: [offset, id, size] per record)
