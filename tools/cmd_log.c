@@ -16,25 +16,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "cli.h"
+#include "lib/filekind.h"
 #include "log_present.h"
 
 static int usage(FILE *f)
 {
     fprintf(f,
-        "usage: jitherald log FILE COMMAND [options]\n"
+        "usage: jitherald log FILE [COMMAND] [options]\n"
         "commands:\n"
         "  info              what the log holds, and whether it was closed or cut by a crash\n"
+        "                    (the default)\n"
         "  list              every record, in order\n"
         "  events [NAME]     events (only those named NAME), with their attributes; addresses\n"
         "                    are resolved to logged memory and code\n"
         "  code [NAME]       code loads, moves, patches and unloads (of the functions NAME)\n"
         "  show ADDR|NAME    a function's code disassembled with source lines, or the memory\n"
         "                    logged at ADDR decoded as the C type of its hint (needs --vm)\n"
-        "  to-perfmap        a perf map (/tmp/perf-PID.map) of the code in the log\n"
-        "  to-jitdump        a jitdump (jit-PID.dump) of the code in the log (-o FILE)\n"
+        "  to-perfmap        a perf map of the code in the log, to standard output or -o FILE\n"
+        "                    (perf reads it as /tmp/perf-PID.map)\n"
+        "  to-jitdump        a jitdump of the code in the log (-o FILE; perf inject reads it\n"
+        "                    as jit-PID.dump)\n"
         "  report            one self-contained HTML page (-o FILE)\n"
         "  to-elf DIR        the elfmap channel's image files, rebuilt into DIR with the\n"
         "                    build-ids the live ones had (prints each path and id)\n"
@@ -46,14 +52,68 @@ static int usage(FILE *f)
         "  --no-source       do not read the source files the line tables name\n"
         "  --source-dir DIR  read the sources the log names under DIR (repeatable; default:\n"
         "                    the current directory only, whatever else the log names)\n"
-        "  -o FILE           output file (default: standard output)\n");
+        "  -o FILE           output file (default: standard output)\n"
+        "exit status: 1 when NAME or ADDR matches nothing in the log, or FILE is not an\n"
+        "audit log; 2 for a usage error or a file that cannot be read or written.\n");
     return f == stdout ? 0 : 2;
+}
+
+/* The commands, and how many arguments each takes: 0 none, 1 one, -1 one or none. */
+static const struct {
+    const char *name;
+    int nargs;
+} cmds[] = {
+    { "info", 0 }, { "list", 0 }, { "events", -1 }, { "code", -1 }, { "show", 1 },
+    { "to-perfmap", 0 }, { "to-jitdump", 0 }, { "report", 0 },
+};
+
+static int bad_usage(const char *fmt, const char *a)
+{
+    fprintf(stderr, "jitherald log: ");
+    fprintf(stderr, fmt, a);
+    fprintf(stderr, "\n");
+    return usage(stderr);
+}
+
+/* Open FILE as an audit log; an exit status when it is not one (said on stderr). */
+static int open_log(struct jhr_al *lf, const char *file)
+{
+    uint8_t head[JHR_KIND_PEEK];
+    int fd = jh__open_regular(file, 0);
+    if (fd == -EINVAL) {
+        struct stat st;
+        fd = stat(file, &st) == 0 && S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+    }
+    if (fd < 0) {
+        fprintf(stderr, "jitherald log: %s: %s\n", file, jh__file_error(fd));
+        return 2;
+    }
+    ssize_t n = read(fd, head, sizeof head);
+    int rerr = errno;
+    close(fd);
+    if (n < 0) {
+        fprintf(stderr, "jitherald log: %s: %s\n", file, strerror(rerr));
+        return 2;
+    }
+    if (jhr_kind_of(head, (size_t)n) != JHR_KIND_AUDITLOG) {
+        jhc_wrong_kind("log", file, "an audit log", head, (size_t)n);
+        return 1;
+    }
+    char err[512];
+    if (jhr_al_open(lf, file, err, sizeof err) < 0) {
+        size_t k = strlen(file);
+        bool named = !strncmp(err, file, k) && err[k] == ':';
+        fprintf(stderr, "jitherald log: %s%s%s\n", named ? "" : file, named ? "" : ": ", err);
+        return 1;
+    }
+    return 0;
 }
 
 int jhc_cmd_log(int argc, char **argv)
 {
     const char *file = NULL, *cmd = NULL, *arg = NULL, *vm = NULL, *type = NULL, *outpath = NULL;
     size_t at = SIZE_MAX;
+    int nargs = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -77,28 +137,33 @@ int jhc_cmd_log(int argc, char **argv)
             else if (a[1] == 'o') outpath = v;
             else at = (size_t)strtoull(v, NULL, 0);
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "jitherald log: unknown option %s\n", a);
-            return usage(stderr);
+            return bad_usage("unknown option %s", a);
         } else if (!file) {
             file = a;
         } else if (!cmd) {
             cmd = a;
-        } else if (!arg) {
+            size_t k = 0, n = sizeof cmds / sizeof cmds[0];
+            while (k < n && strcmp(cmd, cmds[k].name))
+                k++;
+            if (k == n)
+                return bad_usage("unknown command '%s'", cmd);
+            nargs = cmds[k].nargs;
+        } else if (!arg && nargs) {
             arg = a;
         } else {
-            return usage(stderr);
+            return bad_usage("unexpected argument '%s'", a);
         }
     }
     if (!file)
         return usage(stderr);
     if (!cmd)
         cmd = "info";
+    if (nargs == 1 && !arg)
+        return bad_usage("%s needs an argument", cmd);
     struct jhr_al lf;
-    char err[512];
-    if (jhr_al_open(&lf, file, err, sizeof err) < 0) {
-        fprintf(stderr, "jitherald log: %s\n", err);
-        return 1;
-    }
+    int orc = open_log(&lf, file);
+    if (orc)
+        return orc;
     if (!vm && lf.exe && lf.exe[0] && access(lf.exe, R_OK) == 0)
         vm = lf.exe;
     FILE *out = stdout;
@@ -114,10 +179,17 @@ int jhc_cmd_log(int argc, char **argv)
         for (size_t i = 0; i < lf.nrecs; i++)
             jhc_log_record(out, &lf, i);
     } else if (!strcmp(cmd, "events")) {
-        jhc_log_events(out, &lf, arg);
+        if (!jhc_log_events(out, &lf, arg) && arg) {
+            fprintf(stderr, "jitherald log: %s: no event named '%s'\n", file, arg);
+            rc = 1;
+        }
     } else if (!strcmp(cmd, "code")) {
-        jhc_log_code(out, &lf, arg);
-    } else if (!strcmp(cmd, "show") && arg) {
+        if (!jhc_log_code(out, &lf, arg)) {
+            fprintf(stderr, "jitherald log: %s: no code named '%s' (`jitherald log %s code` "
+                    "lists it all)\n", file, arg, file);
+            rc = 1;
+        }
+    } else if (!strcmp(cmd, "show")) {
         rc = jhc_log_show(out, &lf, arg, vm, type, at);
     } else if (!strcmp(cmd, "to-perfmap")) {
         rc = jhc_export_perfmap(&lf, out) < 0 ? 1 : 0;
@@ -131,13 +203,12 @@ int jhc_cmd_log(int argc, char **argv)
     } else if (!strcmp(cmd, "to-elf") && arg) {
         rc = jhc_export_elf(&lf, arg, out) < 0 ? 1 : 0;
     } else if (!strcmp(cmd, "report")) {
+        char err[512];
         struct jhc_types *dt = vm ? jhc_types_open(vm, err, sizeof err) : NULL;
         if (vm && !dt)
             fprintf(stderr, "jitherald log: %s (structs shown as bytes)\n", err);
         rc = jhc_report_html(&lf, dt, out) < 0 ? 1 : 0;
         jhc_types_close(dt);
-    } else {
-        rc = usage(stderr);
     }
     if (out != stdout && fclose(out) != 0) {
         fprintf(stderr, "jitherald log: %s: %s\n", outpath, strerror(errno));

@@ -15,8 +15,9 @@
 /* log_text.c: `info`, one record of `list`, `events [NAME]`, `code [NAME]`, `show`. */
 void jhc_log_info(FILE *f, const struct jhr_al *lf);
 void jhc_log_record(FILE *f, const struct jhr_al *lf, size_t i);
-void jhc_log_events(FILE *f, const struct jhr_al *lf, const char *only);
-void jhc_log_code(FILE *f, const struct jhr_al *lf, const char *only);
+/* events [NAME], code [NAME]: 0 when NAME matches nothing (then nothing is printed). */
+size_t jhc_log_events(FILE *f, const struct jhr_al *lf, const char *only);
+size_t jhc_log_code(FILE *f, const struct jhr_al *lf, const char *only);
 /* A function (by name or address: disassembled) or a memory snapshot (decoded as `type`,
  * or its hint, with the DWARF of vm; else as bytes) at record `at`. The exit status. */
 int jhc_log_show(FILE *out, const struct jhr_al *lf, const char *what, const char *vm,

@@ -100,17 +100,21 @@ void jhc_log_record(FILE *f, const struct jhr_al *lf, size_t i)
     fputc('\n', f);
 }
 
-void jhc_log_events(FILE *f, const struct jhr_al *lf, const char *only)
+size_t jhc_log_events(FILE *f, const struct jhr_al *lf, const char *only)
 {
+    size_t shown = 0;
     for (size_t i = 0; i < lf->nrecs; i++) {
         const char *s;
         uint32_t n;
         if (only && !(jhr_mp_get_str(&lf->recs[i].map, JH__AL_K_EVENT, &s, &n) &&
                       strlen(only) == n && !memcmp(only, s, n)))
             continue;
-        if (lf->recs[i].kind == JHR_AL_EVENT || lf->recs[i].kind == JHR_AL_LIMIT)
+        if (lf->recs[i].kind == JHR_AL_EVENT || lf->recs[i].kind == JHR_AL_LIMIT) {
             jhc_log_record(f, lf, i);
+            shown++;
+        }
     }
+    return shown;
 }
 
 void jhc_log_info(FILE *f, const struct jhr_al *lf)
@@ -143,8 +147,13 @@ void jhc_log_info(FILE *f, const struct jhr_al *lf)
         fprintf(f, "damage: %zu undecodable record(s), %zu resync(s)\n", lf->bad, lf->resyncs);
 }
 
-void jhc_log_code(FILE *f, const struct jhr_al *lf, const char *only)
+size_t jhc_log_code(FILE *f, const struct jhr_al *lf, const char *only)
 {
+    size_t named = 0;
+    for (size_t i = 0; i < lf->nfns && only; i++)
+        named += !strcmp(lf->fns[i].name, only);
+    if (only && !named)
+        return 0;
     fprintf(f, "%6s %11s  %-8s %5s  %-24s %-18s %8s  %s\n", "rec", "time(s)", "what", "id", "name",
             "address", "size", "source");
     for (size_t i = 0; i < lf->nrecs; i++) {
@@ -173,6 +182,7 @@ void jhc_log_code(FILE *f, const struct jhr_al *lf, const char *only)
         live += !lf->fns[i].removed;
     fprintf(f, "\n%zu functions added, %zu removed, %zu live at the end of the log\n", lf->nfns,
             lf->nfns - live, live);
+    return only ? named : lf->nfns + 1;
 }
 
 static int parse_addr(const char *s, uint64_t *out)
