@@ -1,7 +1,8 @@
 /*
  * cmd_clean.c — `jitherald clean [DIR]`: remove the elfmap images (jit-PID-N.elf, and older
- * generations in jit-PID-gK/ directories) and jitdump files (jit-PID.dump) of processes
- * that are gone, once nobody is likely to need them:
+ * generations in jit-PID-gK/ directories), jitdump files (jit-PID.dump) and audit logs
+ * (ENGINE-PID.jhlog, ENGINE-PID-N.jhlog) of processes that are gone, once nobody is likely
+ * to need them:
  *
  *     $ jitherald clean                  # $JITHERALD_DIR, else /tmp/jitherald-UID
  *     removed 412 files (9.8 MiB); kept 20 of running processes, 2 younger than 86400s
@@ -55,6 +56,31 @@ static long pid_of(const char *name, bool dirs)
         return 0;
     strtoull(end + 1, &end, 10);
     return !strcmp(end, ".elf") || !strcmp(end, ".elf.valgrind") ? pid : 0;
+}
+
+/* "ENGINE-PID.jhlog" or "ENGINE-PID-N.jhlog" (src/channels/auditlog.c): the engine name
+ * may itself end in "-digits", so "vm-12-3.jhlog" is pid 12 or pid 3: both candidates are
+ * returned (b = 0 when there is one), and the log is kept if either runs. */
+static long jhlog_pids(const char *name, long *b)
+{
+    size_t n = strlen(name);
+    *b = 0;
+    if (n < 6 || strcmp(name + n - 6, ".jhlog"))
+        return 0;
+    long num[2] = { 0, 0 };
+    size_t end = n - 6;
+    for (int k = 0; k < 2; k++) {
+        size_t i = end;
+        while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9')
+            i--;
+        if (i == end || i < 2 || name[i - 1] != '-' || end - i > 9)
+            break;
+        num[k] = strtol(name + i, NULL, 10);
+        end = i - 1;
+    }
+    if (num[1] > 0)
+        *b = num[1];
+    return num[0];
 }
 
 static time_t boot_time(void)
@@ -129,13 +155,16 @@ static void sweep(struct tally *t, int dfd, const char *dir, long only)
     }
     struct dirent *de;
     while ((de = readdir(d))) {
-        long pid = pid_of(de->d_name, false);
+        long pid = pid_of(de->d_name, false), pid2 = 0;
+        if (!pid && !only)
+            pid = jhlog_pids(de->d_name, &pid2);
         struct stat st;
         if (!pid || (only && pid != only) ||
             fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISREG(st.st_mode) || st.st_uid != geteuid())
             continue;
-        if (running(pid, st.st_mtime, t->btime)) {
+        if (running(pid, st.st_mtime, t->btime) ||
+            (pid2 && running(pid2, st.st_mtime, t->btime))) {
             t->kept_running++;
             continue;
         }
@@ -156,13 +185,17 @@ static void sweep(struct tally *t, int dfd, const char *dir, long only)
     closedir(d);
 }
 
-static int usage(void)
+static int usage(FILE *f)
 {
-    fprintf(stderr, "usage: jitherald clean [--dry-run] [--all | --age SECONDS] [DIR]\n"
-            "Remove elfmap images (jit-PID-N.elf, jit-PID-gK/) and jitdump files (jit-PID.dump) of\n"
-            "processes that are gone and that were last written more than --age seconds\n"
-            "ago (default 86400; --all: any age). DIR: $JITHERALD_DIR, else /tmp/jitherald-UID.\n");
-    return 2;
+    fprintf(f, "usage: jitherald clean [--dry-run] [--all | --age SECONDS] [DIR]\n"
+            "Remove elfmap images (jit-PID-N.elf, jit-PID-gK/), jitdump files (jit-PID.dump)\n"
+            "and audit logs (ENGINE-PID.jhlog) of processes that are gone and that were last\n"
+            "written more than --age seconds ago (default 86400; --all: any age). Only your\n"
+            "own regular files in your own DIR. DIR: $JITHERALD_DIR, else /tmp/jitherald-UID;\n"
+            "when that default does not exist there is nothing to clean (exit 0), a DIR\n"
+            "given that does not exist is an error (exit 2).\n"
+            "  -n, --dry-run     list what would be removed\n");
+    return f == stdout ? 0 : 2;
 }
 
 int jhc_cmd_clean(int argc, char **argv)
@@ -178,18 +211,24 @@ int jhc_cmd_clean(int argc, char **argv)
         } else if (!strcmp(argv[i], "--age") && i + 1 < argc) {
             char *end;
             age = strtoll(argv[++i], &end, 10);
-            if (*end || age < 0)
-                return usage();
+            if (*end || age < 0) {
+                fprintf(stderr, "jitherald clean: --age %s: not a number of seconds\n", argv[i]);
+                return usage(stderr);
+            }
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            return 0;
-        } else if (argv[i][0] == '-' || dir) {
-            return usage();
+            return usage(stdout);
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "jitherald clean: unknown option %s\n", argv[i]);
+            return usage(stderr);
+        } else if (dir) {
+            fprintf(stderr, "jitherald clean: one DIR at a time (%s and %s)\n", dir, argv[i]);
+            return usage(stderr);
         } else {
             dir = argv[i];
         }
     }
     char def[4096];
+    bool given = dir != NULL;
     if (!dir) {
         jhr_dir(def, sizeof def);
         dir = def;
@@ -197,7 +236,7 @@ int jhc_cmd_clean(int argc, char **argv)
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat dst;
     if (dfd < 0 || fstat(dfd, &dst) != 0) {
-        if (errno == ENOENT) {
+        if (errno == ENOENT && !given) {
             printf("%s: nothing to clean\n", dir);
             return 0;
         }
