@@ -254,7 +254,7 @@ int jh__em_map_run(struct elfmap *m, struct region *r, int fd, const char *path,
         const char *dir = "";
         jh__chan_dir(m->env, &dir);
         jh__diag(m->env->diag, JH_LOG_ERROR, "elfmap: cannot map code from %s (%s): is %s on "
-                 "a noexec file system? set JITHERALD_DIR", path, jh_strerror(err), dir);
+                 "a noexec file system? set JITHERALD_DIR", path, strerror(-err), dir);
         return err;
     }
     if (err == -EIO) {

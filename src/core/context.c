@@ -33,6 +33,15 @@ static bool lockfree(const struct jh__channel_ops *ops)
     return ops->log_memory || ops->log_event;
 }
 
+/* Why a channel failed or could not start, for the diagnostic: a file most of the time
+ * (its directory, its file), so in words about files (jh__file_error: -ENOENT is "No such
+ * file or directory", not jh_strerror's "no such code registered", which is about the
+ * API's arguments); the library's own codes in jh_strerror's words. */
+static const char *why(int err)
+{
+    return err > JH_EOVERLAP ? jh__file_error(err) : jh_strerror(err);
+}
+
 /* A channel failed: say so once, switch it off, carry on without it. Lock held. A channel
  * with lock-free entry points is closed only by jh_close: a jh_log_* call that saw it live
  * an instant ago may still be using its state. */
@@ -40,7 +49,7 @@ static void channel_failed(jh_ctx *ctx, int i, const char *what, int err)
 {
     const struct jh__channel_ops *ops = ctx->chan[i].ops;
     jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: %s failed: %s; channel switched off, others "
-             "carry on", ops->name, what, jh_strerror(err));
+             "carry on", ops->name, what, why(err));
     atomic_fetch_and(&ctx->live, ~ops->bit);
     if (lockfree(ops))
         return;
@@ -136,7 +145,7 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
         err = ops->open(&ctx->chan[i].env, &state);
         if (err < 0) {
             jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: cannot start: %s; the other channels "
-                     "carry on", ops->name, jh_strerror(err));
+                     "carry on", ops->name, why(err));
             if (!strict_err)
                 strict_err = err;
             continue;
