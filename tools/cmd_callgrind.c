@@ -21,12 +21,14 @@
 
 #include "cli.h"
 #include "jitherald.h"
+#include "base/files.h"
 #include "lib/callgrind_rewrite.h"
+#include "lib/filekind.h"
 #include "lib/files.h"
 
-static int usage(void)
+static int usage(FILE *f)
 {
-    fprintf(stderr,
+    fprintf(f,
             "usage: jitherald callgrind [--jitdump FILE]... [--map FILE]... IN OUT\n"
             "       jitherald callgrind [--jitdump FILE]... [--map FILE]... IN... DIR\n"
             "Name JIT code in a callgrind.out (or cachegrind.out) file: functions callgrind\n"
@@ -36,8 +38,10 @@ static int usage(void)
             "else /tmp/perf-PID.map, PID being the one recorded in IN; a file found that way\n"
             "is read only if it is yours, not a symbolic link, and at most 1 GiB. Several INs\n"
             "(the parts of callgrind.out.PID.N, the threads of --separate-threads=yes): each is\n"
-            "written to DIR under its own name. Every call and cost is kept.\n");
-    return 2;
+            "written to DIR under its own name. Every call and cost is kept.\n"
+            "Exit 1 when IN is not a callgrind/cachegrind profile or a file given is\n"
+            "malformed, 2 when a file cannot be read or written.\n");
+    return f == stdout ? 0 : 2;
 }
 
 /* Files found by the profile's pid, in places other users can write to: at most this big
@@ -64,11 +68,15 @@ static int load(struct jhr_syms *s, const char *path, bool jitdump, bool guessed
     }
     size_t before = s->nfns;
     err = jitdump ? jhr_syms_load_jitdump(s, data, len) : jhr_syms_load_perfmap(s, data, len);
-    free(data);
-    if (err)
-        fprintf(stderr, "jitherald callgrind: %s: %s\n", path, jh_strerror(err));
+    if (err == JH_EFORMAT && len)
+        jhc_wrong_kind("callgrind", path, jitdump ? "a jitdump" : "a perf map", data,
+                       len < JHR_KIND_PEEK ? len : JHR_KIND_PEEK);
+    else if (err)
+        fprintf(stderr, "jitherald callgrind: %s: %s\n", path,
+                err == JH_EFORMAT ? "empty file" : jh_strerror(err));
     else
         fprintf(stderr, "jitherald callgrind: %s: %zu functions\n", path, s->nfns - before);
+    free(data);
     static char object[256];
     if (!err && !s->object) {
         const char *base = strrchr(path, '/');
@@ -79,7 +87,7 @@ static int load(struct jhr_syms *s, const char *path, bool jitdump, bool guessed
 }
 
 /* The symbols for one profile when none were given: from the files its process wrote. */
-static int guess_syms(struct jhr_syms *s, const uint8_t *text, size_t len)
+static int guess_syms(struct jhr_syms *s, const char *in, const uint8_t *text, size_t len)
 {
     const char *p = memmem(text, len, "\npid: ", 6);
     long pid = p ? strtol(p + 6, NULL, 10) : 0;
@@ -89,8 +97,12 @@ static int guess_syms(struct jhr_syms *s, const uint8_t *text, size_t len)
     if (pid <= 0 || load(s, path, true, true) != 0) {
         snprintf(path, sizeof path, "/tmp/perf-%ld.map", pid);
         if (pid <= 0 || load(s, path, false, true) != 0) {
-            fprintf(stderr, "jitherald callgrind: no jitdump or perf map for pid %ld; "
-                    "give one with --jitdump FILE or --map FILE\n", pid);
+            if (pid <= 0)
+                fprintf(stderr, "jitherald callgrind: %s: no pid: line, so no jitdump or perf "
+                        "map to look for; give one with --jitdump FILE or --map FILE\n", in);
+            else
+                fprintf(stderr, "jitherald callgrind: no jitdump or perf map for pid %ld; "
+                        "give one with --jitdump FILE or --map FILE\n", pid);
             return 1;
         }
     }
@@ -119,10 +131,24 @@ static int rewrite(const struct jhr_syms *given, const char *in, const char *out
                 "with --separate-threads=yes\n", in);
         return 0;
     }
+    /* IN of a kind jitherald knows and not a profile: say so before looking for its pid */
+    switch (jhr_kind_of(text, len < JHR_KIND_PEEK ? len : JHR_KIND_PEEK)) {
+    case JHR_KIND_CALLGRIND:
+        break;
+    case JHR_KIND_TEXT:     /* a profile has an events: line (callgrind_annotate needs it) */
+        if ((len >= 7 && !memcmp(text, "events:", 7)) || memmem(text, len, "\nevents:", 8))
+            break;
+        /* fall through */
+    default:
+        jhc_wrong_kind("callgrind", in, "a callgrind/cachegrind profile", text,
+                       len < JHR_KIND_PEEK ? len : JHR_KIND_PEEK);
+        free(text);
+        return 1;
+    }
     struct jhr_syms guessed = { 0 };
     const struct jhr_syms *s = given;
     if (!given) {
-        if ((err = guess_syms(&guessed, text, len))) {
+        if ((err = guess_syms(&guessed, in, text, len))) {
             free(text);
             jhr_syms_free(&guessed);
             return err;
@@ -168,7 +194,11 @@ int jhc_cmd_callgrind(int argc, char **argv)
     if (!pos)
         return 2;
     for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "--jitdump") || !strcmp(argv[i], "--map")) && i + 1 < argc) {
+        if ((!strcmp(argv[i], "--jitdump") || !strcmp(argv[i], "--map")) && i + 1 == argc) {
+            fprintf(stderr, "jitherald callgrind: %s needs a FILE\n", argv[i]);
+            rc = usage(stderr);
+            goto out;
+        } else if (!strcmp(argv[i], "--jitdump") || !strcmp(argv[i], "--map")) {
             /* a file given and unusable ends the command: naming nothing would pass for
              * a profile without JIT code */
             int err = load(&s, argv[i + 1], argv[i][2] == 'j', false);
@@ -179,18 +209,18 @@ int jhc_cmd_callgrind(int argc, char **argv)
             explicit_src = true;
             i++;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage();
-            rc = 0;
+            rc = usage(stdout);
             goto out;
         } else if (argv[i][0] == '-' && argv[i][1]) {
-            rc = usage();
+            fprintf(stderr, "jitherald callgrind: unknown option %s\n", argv[i]);
+            rc = usage(stderr);
             goto out;
         } else {
             pos[npos++] = argv[i];
         }
     }
     if (npos < 2) {
-        rc = usage();
+        rc = usage(stderr);
         goto out;
     }
     const char *dest = pos[npos - 1];
