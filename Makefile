@@ -7,6 +7,7 @@ LIBDIR  ?= $(PREFIX)/lib
 INCDIR  ?= $(PREFIX)/include
 BINDIR  ?= $(PREFIX)/bin
 LUADIR  ?= $(PREFIX)/share/lua/5.1
+MANDIR  ?= $(PREFIX)/share/man
 CC      ?= cc
 CXX     ?= c++
 OPT     ?= -O2
@@ -82,11 +83,17 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib cli examples tests programs install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports check-layers
-all: lib cli examples
+.PHONY: all lib cli man examples tests programs install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports check-layers
+all: lib cli examples man
 
 lib: $(LIB_A) $(LIB_SO) $(BUILD)/jitherald.pc
 cli: $(CLI)
+# The man pages are made from the CLI's --help and the header (scripts/mkman.sh), never
+# written by hand, so they cannot drift from either.
+man: $(BUILD)/man/jitherald.1
+$(BUILD)/man/jitherald.1: $(CLI) include/jitherald.h scripts/mkman.sh
+	$(call msg,MAN,$(@D))
+	$(Q)rm -rf $(@D) && scripts/mkman.sh $(CLI) include/jitherald.h $(@D)
 examples: $(EXAMPLES)
 tests: $(UNIT_BIN) $(FUZZ_BIN) all
 
@@ -252,6 +259,9 @@ install: all install-llvm
 	    -e 's|@VERSION@|$(shell sed -n 's/^#define JH_VERSION_STRING "\(.*\)"/\1/p' include/jitherald.h)|' \
 	    jitherald.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
+	install -m 644 $(BUILD)/man/jitherald.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 644 $(BUILD)/man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -d $(DESTDIR)$(LUADIR)
 	sed -e 's|@LIBDIR@|$(LIBDIR)|' adapters/luajit/jitherald.lua > $(DESTDIR)$(LUADIR)/jitherald.lua
 	chmod 644 $(DESTDIR)$(LUADIR)/jitherald.lua
@@ -259,10 +269,11 @@ install: all install-llvm
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/jitherald.h $(DESTDIR)$(LIBDIR)/libjitherald.* \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald \
-	    $(DESTDIR)$(LUADIR)/jitherald.lua \
+	    $(DESTDIR)$(LUADIR)/jitherald.lua $(DESTDIR)$(MANDIR)/man1/jitherald.1 \
 	    $(DESTDIR)$(INCDIR)/jitherald/llvm.h $(DESTDIR)$(LIBDIR)/libjitherald-llvm.* \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald-llvm.pc
 	-rmdir $(DESTDIR)$(INCDIR)/jitherald 2>/dev/null
+	for f in $(BUILD)/man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$${f##*/}; done
 
 clean:
 	rm -rf build build-*
@@ -280,4 +291,5 @@ help:
 	@echo "make win64-tests   the Windows programs make test runs under Wine"
 	@echo "make bench-win64   the Windows unwind benchmark under Wine"
 	@echo "make report-demo   the audit log HTML report of the demo, and its screenshot"
-	@echo "make install PREFIX=/usr/local   (LuaJIT adapter: \$$PREFIX/share/lua/5.1/jitherald.lua)"
+	@echo "make install PREFIX=/usr/local   (LuaJIT adapter: \$$PREFIX/share/lua/5.1/jitherald.lua;"
+	@echo "                                  man pages jitherald(1), jitherald(3), jh_*(3))"

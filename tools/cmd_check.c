@@ -44,9 +44,13 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
         else if (!strcmp(argv[i], "--strict"))
             strict = true;
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: jitherald %s [-q] [--strict] FILE\n  FILE: a jitdump "
+            printf("usage: jitherald %s [-q] [--strict] FILE\n%s\n  FILE: a jitdump "
                    "(jit-<pid>.dump) or a perf map (perf-<pid>.map)\n  -q: no warnings, no "
-                   "summary\n  --strict: the quirks perf accepts are errors too\n", cmd);
+                   "summary\n  --strict: the quirks perf accepts are errors too\nExit 1 at "
+                   "the first problem perf would have with the file, named on stderr.\n", cmd,
+                   print ? "Print a jitdump or perf map record by record, checked as perf "
+                           "reads it." :
+                           "Check a jitdump or perf map as perf reads it.");
             return 0;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "jitherald %s: unknown option %s\n", cmd, argv[i]);

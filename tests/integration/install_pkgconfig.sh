@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # `make install PREFIX=...` gives a user everything: the header, both libraries, the CLI
-# and a pkg-config file with which a program compiles, links and runs (shared and static),
-# and the LuaJIT adapter, which finds the installed library by itself.
+# and a pkg-config file with which a program compiles, links and runs (shared and static,
+# each way the README's install notes give), the man pages (holding every line of the
+# installed CLI's --help), and the LuaJIT adapter, which finds the installed library by
+# itself.
 . "$(dirname "$0")/lib.sh"
 cd "$R"
 make -s BUILD="${BUILD:-build}" install PREFIX="$T/prefix" >/dev/null
 for f in include/jitherald.h lib/libjitherald.a lib/libjitherald.so lib/libjitherald.so.0 \
-         lib/pkgconfig/jitherald.pc bin/jitherald share/lua/5.1/jitherald.lua; do
+         lib/pkgconfig/jitherald.pc bin/jitherald share/lua/5.1/jitherald.lua \
+         share/man/man1/jitherald.1 share/man/man3/jitherald.3 share/man/man3/jh_code_add.3; do
     [ -e "$T/prefix/$f" ] || fail "missing after install: $f"
 done
 "$T/prefix/bin/jitherald" --version | grep -q '^jitherald [0-9]'
@@ -15,9 +18,30 @@ user=$R/tests/programs/install_user.c
 export PKG_CONFIG_PATH="$T/prefix/lib/pkgconfig"
 cc -o "$T/user" "$user" $(pkg-config --cflags --libs jitherald) -Wl,-rpath,"$T/prefix/lib"
 "$T/user" | grep -q '^0\.[0-9.]* 0$'
+# without the rpath it does not start (README: "Otherwise it fails to start"), and each
+# remedy the README gives makes it start
+cc -o "$T/user_norpath" "$user" $(pkg-config --cflags --libs jitherald)
+"$T/user_norpath" 2>"$T/norpath.err" && fail "a program without rpath found the library under a prefix"
+grep -q 'libjitherald.so.0' "$T/norpath.err" || fail "no loader message: $(cat "$T/norpath.err")"
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir jitherald) "$T/user_norpath" | grep -q ' 0$' ||
+    fail "LD_LIBRARY_PATH=\$(pkg-config --variable=libdir jitherald) does not help"
 cc -o "$T/user_static" "$user" $(pkg-config --cflags jitherald) \
    "$T/prefix/lib/libjitherald.a" $(pkg-config --libs-only-other --static jitherald) -lpthread -ldl
 "$T/user_static" | grep -q ' 0$'
+# The man pages render, hold every line of the installed CLI's --help and of each
+# command's, and `man jh_code_add` is the API page.
+require_tool man man-db
+man1=$(MANWIDTH=250 man -l "$T/prefix/share/man/man1/jitherald.1" 2>&1)
+for cmd in "" $("$T/prefix/bin/jitherald" --help | awk '/^commands:/{c=1; next} c && /^  [a-z]/{print $1}'); do
+    while IFS= read -r line; do
+        line=$(echo "$line" | tr -s ' ' | sed 's/^ //')
+        [ -z "$line" ] || [[ "$line" == usage:* && -z "$cmd" ]] && continue
+        grep -qF -- "$line" <<<"$(echo "$man1" | tr -s ' ')" ||
+            fail "jitherald.1 lacks '$line' of \`jitherald $cmd --help\`"
+    done < <("$T/prefix/bin/jitherald" $cmd --help)
+done
+MANWIDTH=200 man -M "$T/prefix/share/man" 3 jh_code_add 2>&1 | grep -q 'JH_API int jh_code_add(jh_ctx' ||
+    fail "man jh_code_add does not show the API page"
 # Only jh_* and the GDB hooks are exported.
 bad=$(nm -D --defined-only "$T/prefix/lib/libjitherald.so" | awk '$2 != "A" {print $3}' | sed 's/@.*//' \
       | grep -v -e '^jh_' -e '^__jit_debug_' || true)
