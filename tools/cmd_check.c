@@ -34,6 +34,24 @@ static void problem(const char *cmd, const char *path, const char *msg, bool pri
     fprintf(stderr, "jitherald %s: %s: %s\n", cmd, path, msg);
 }
 
+/* The warnings collected in *warn (a memstream over buf), each line prefixed. */
+static void flush_warnings(const char *cmd, const char *path, FILE **warn, char *const *buf,
+                           bool print)
+{
+    if (!*warn || *warn == stderr)
+        return;
+    fclose(*warn);
+    *warn = NULL;
+    if (print)
+        fflush(stdout);
+    for (char *l = *buf; l && *l;) {
+        char *nl = strchr(l, '\n');
+        int n = nl ? (int)(nl - l) : (int)strlen(l);
+        fprintf(stderr, "jitherald %s: %s: %.*s\n", cmd, path, n, l);
+        l = nl ? nl + 1 : l + n;
+    }
+}
+
 int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
 {
     bool quiet = false, strict = false;
@@ -83,13 +101,20 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
         return 1;
     }
     FILE *out = print ? stdout : NULL;
-    FILE *warn = quiet ? NULL : stderr;
+    /* warnings are collected, then printed with the command and file in front */
+    char *wbuf = NULL;
+    size_t wlen = 0;
+    bool warns = !quiet || strict;      /* -q --strict still names what --strict refuses */
+    FILE *warn = warns ? open_memstream(&wbuf, &wlen) : NULL;
+    if (warns && !warn)
+        warn = stderr;
     int rc;
     if (jhr_jd_is_jitdump(data, len)) {
         struct jhr_jd r;
         struct jhr_jd_stats st;
         rc = jhr_jd_check(&r, data, len, out, JHR_JD_VERBOSE | (strict ? JHR_JD_STRICT : 0),
-                          strict && !warn ? stderr : warn, &st);
+                          warn, &st);
+        flush_warnings(cmd, path, &warn, &wbuf, print);
         if (rc) {
             problem(cmd, path, r.err, print);
         } else if (!quiet) {
@@ -103,13 +128,14 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
     } else {
         char msg[256];
         size_t n = 0;
-        rc = jhr_pm_check(data, len, out, strict && !warn ? stderr : warn, strict, msg,
-                          sizeof msg, &n);
+        rc = jhr_pm_check(data, len, out, warn, strict, msg, sizeof msg, &n);
+        flush_warnings(cmd, path, &warn, &wbuf, print);
         if (rc)
             problem(cmd, path, msg, print);
         else if (!quiet)
             printf("%s: ok: perf map, %zu lines\n", path, n);
     }
+    free(wbuf);
     free(data);
     return rc ? 1 : 0;
 }

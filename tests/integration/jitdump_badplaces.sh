@@ -40,7 +40,7 @@ if [ $root = 1 ]; then
     mkdir -m 700 "$T/d2"
     run foreign "$T/d2" 'f="$JITHERALD_DIR/jit-$$.dump"; echo theirs >"$f"; chown 65534:65534 "$f"; chmod 644 "$f"' "$FIB" 20
     fib_ok foreign
-    expect_refused foreign "other owner"
+    expect_refused foreign "another user's file"
     f=$(ls "$T"/d2/jit-*.dump)
     [ "$(cat "$f")" = theirs ] || fail "foreign: their file was modified"
     echo "ok: file of another user refused and untouched"

@@ -86,7 +86,7 @@ expect fde.dump 'UNWINDING_INFO for the LOAD at 0x[0-9a-f]+: .eh_frame\+0x18: FD
 # 0x before the numbers (Erlang): perf 6.1 reads it, so it is a warning; --strict refuses it
 sed 's/^/0x/' good.map >hex.map
 "$CLI" check hex.map >out 2>err || { cat out err; fail "0x map refused"; }
-grep -q '^warning: line 1: 0x before the numbers .*blazesym reject it \[2 lines\]' err || { cat err; fail "0x warning"; }
+grep -q '^jitherald check: hex.map: warning: line 1: 0x before the numbers .*blazesym reject it \[2 lines\]' err || { cat err; fail "0x warning"; }
 rc=0; "$CLI" check --strict hex.map >out 2>&1 || rc=$?
 [ $rc = 1 ] && grep -q 'hex.map: 0x prefixes: the perf map format has bare hex numbers' out || { cat out; fail "--strict 0x: exit $rc"; }
 printf '%s' "$(cat good.map)" >nonl.map
