@@ -208,7 +208,11 @@ int jhc_cmd_clean(int argc, char **argv)
             dry = true;
         } else if (!strcmp(argv[i], "--all")) {
             age = 0;
-        } else if (!strcmp(argv[i], "--age") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--age")) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "jitherald clean: --age needs a number of seconds\n");
+                return usage(stderr);
+            }
             char *end;
             age = strtoll(argv[++i], &end, 10);
             if (*end || age < 0) {

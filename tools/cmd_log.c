@@ -122,20 +122,26 @@ int jhc_cmd_log(int argc, char **argv)
             jhc_disasm_source = false;
             continue;
         }
-        if (!strcmp(a, "--source-dir") && i + 1 < argc) {
+        if (!strcmp(a, "--source-dir")) {
+            if (i + 1 == argc)
+                return bad_usage("%s needs a value", a);
             int err = jhc_source_allow(argv[++i]);
             if (err < 0) {
-                fprintf(stderr, "jitherald log: --source-dir %s: %s\n", argv[i], strerror(-err));
+                fprintf(stderr, "jitherald log: --source-dir %s: %s\n", argv[i], jhr_file_error(err));
                 return 2;
             }
             continue;
         }
-        if ((!strcmp(a, "--vm") || !strcmp(a, "--type") || !strcmp(a, "-o") || !strcmp(a, "--at")) && i + 1 < argc) {
+        if (!strcmp(a, "--vm") || !strcmp(a, "--type") || !strcmp(a, "-o") || !strcmp(a, "--at")) {
+            if (i + 1 == argc)
+                return bad_usage("%s needs a value", a);
             const char *v = argv[++i];
+            char *end;
             if (a[2] == 'v') vm = v;
             else if (a[2] == 't' && a[3] == 'y') type = v;
             else if (a[1] == 'o') outpath = v;
-            else at = (size_t)strtoull(v, NULL, 0);
+            else if ((at = (size_t)strtoull(v, &end, 0)), *end || !*v || *v == '-')
+                return bad_usage("--at %s: not a record number", v);
         } else if (a[0] == '-' && a[1]) {
             return bad_usage("unknown option %s", a);
         } else if (!file) {
