@@ -64,7 +64,7 @@ static const struct {
     int nargs;
 } cmds[] = {
     { "info", 0 }, { "list", 0 }, { "events", -1 }, { "code", -1 }, { "show", 1 },
-    { "to-perfmap", 0 }, { "to-jitdump", 0 }, { "report", 0 },
+    { "to-perfmap", 0 }, { "to-jitdump", 0 }, { "report", 0 }, { "to-elf", 1 },
 };
 
 static int bad_usage(const char *fmt, const char *a)
@@ -206,7 +206,7 @@ int jhc_cmd_log(int argc, char **argv)
         } else {
             rc = jhc_export_jitdump(&lf, out) < 0 ? 1 : 0;
         }
-    } else if (!strcmp(cmd, "to-elf") && arg) {
+    } else if (!strcmp(cmd, "to-elf")) {
         rc = jhc_export_elf(&lf, arg, out) < 0 ? 1 : 0;
     } else if (!strcmp(cmd, "report")) {
         char err[512];
