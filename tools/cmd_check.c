@@ -89,7 +89,7 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
     size_t len;
     int err = jhr_read_file(path, &data, &len);
     if (err) {
-        fprintf(stderr, "jitherald %s: %s: %s\n", cmd, path, jh__file_error(err));
+        fprintf(stderr, "jitherald %s: %s: %s\n", cmd, path, jhr_file_error(err));
         return 2;
     }
     enum jhr_kind kind = jhr_kind_of(data, len < JHR_KIND_PEEK ? len : JHR_KIND_PEEK);

@@ -21,6 +21,7 @@
 
 #include "base/files.h"
 #include "cli.h"
+#include "lib/files.h"
 #include "lib/filekind.h"
 #include "log_present.h"
 
@@ -85,7 +86,7 @@ static int open_log(struct jhr_al *lf, const char *file)
         fd = stat(file, &st) == 0 && S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
     }
     if (fd < 0) {
-        fprintf(stderr, "jitherald log: %s: %s\n", file, jh__file_error(fd));
+        fprintf(stderr, "jitherald log: %s: %s\n", file, jhr_file_error(fd));
         return 2;
     }
     ssize_t n = read(fd, head, sizeof head);

@@ -24,6 +24,7 @@
 
 #include "base/files.h"
 #include "log_present.h"
+#include "lib/files.h"
 #include "lib/text.h"
 
 #ifdef JH_HAVE_LIBDW
@@ -42,7 +43,7 @@ struct jhc_types *jhc_types_open(const char *vm, char *err, size_t errlen)
 {
     int fd = jh__open_regular(vm, 0);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", vm, jh__file_error(fd));
+        snprintf(err, errlen, "%s: %s", vm, jhr_file_error(fd));
         return NULL;
     }
     Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
