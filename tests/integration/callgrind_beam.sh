@@ -34,7 +34,10 @@ grep -q '^fn=.*0x' plain.out || fail "no address-named code in the profile"
 cg_rewrite_check plain.out --map "perf-$pid.map"
 grep -q 'functions' plain.out.log
 cg_rewrite_check plain.out --jitdump "jit-$pid.dump"
-grep -E '^ *[0-9,]+ .*[a-z_]+\.erl:[a-z_]+:[a-z_]+/[0-9].* \[jit-[0-9]+\.dump\]' plain.out.ann | head -3 |
+# Erlang's JIT code is a sliver of this run (0.00-0.01% each): callgrind_annotate's default
+# threshold (99% of the cost) lists it in some runs and not in others, so list everything.
+callgrind_annotate --threshold=100 plain.out.named >plain.out.all 2>/dev/null
+grep -E '^ *[0-9,]+ .*[a-z_]+\.erl:[a-z_]+:[a-z_]+/[0-9].* \[jit-[0-9]+\.dump\]' plain.out.all | head -3 |
     grep -q . || fail "no Erlang function named with its file"
 pid=$(run sc --separate-callers=2 --dump-instr=yes)
 cg_rewrite_check sc.out --jitdump "jit-$pid.dump"
