@@ -57,6 +57,15 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/%.o)
 LOG_OBJ  := $(filter $(BUILD)/tools/log_%.o,$(TOOL_OBJ))
 CLI      := $(BUILD)/jitherald
 
+# The preload library of `jitherald run` (adapters/preload): its own files, the readers it
+# shares with the CLI (built again position-independent) and, from the static library, the
+# few internal helpers they use (hidden there too). The public API comes from
+# libjitherald.so, found beside it.
+RUN_SRC  := $(sort $(wildcard adapters/preload/*.c))
+RUN_READ := tools/lib/jitdump_read.c tools/lib/perfmap_read.c tools/lib/text.c
+RUN_OBJ  := $(RUN_SRC:%.c=$(BUILD)/pic/%.o) $(RUN_READ:%.c=$(BUILD)/pic/%.o)
+RUN_SO   := $(BUILD)/libjitherald-run.so
+
 # Examples: one program per directory under examples/.
 EXAMPLES := $(patsubst examples/%/,$(BUILD)/examples/%,$(sort $(dir $(wildcard examples/*/*.c))))
 
@@ -86,7 +95,7 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 .PHONY: all lib cli man examples tests programs install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports check-layers
 all: lib cli examples man
 
-lib: $(LIB_A) $(LIB_SO) $(BUILD)/jitherald.pc
+lib: $(LIB_A) $(LIB_SO) $(BUILD)/jitherald.pc $(RUN_SO)
 cli: $(CLI)
 # The man pages are made from the CLI's --help and the header (scripts/mkman.sh), never
 # written by hand, so they cannot drift from either.
@@ -121,6 +130,16 @@ $(LIB_SO): $(LIB_OBJ) src/jitherald.map
 	    -Wl,-z,defs -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
 	$(Q)ln -sf $(SONAME) $(BUILD)/libjitherald.so
 
+$(BUILD)/pic/%.o: %.c $(wildcard adapters/preload/*.h tools/lib/*.h src/*/*.h) include/jitherald.h
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -Itools $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(RUN_SO): $(RUN_OBJ) $(LIB_SO) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(RUN_OBJ) -L$(BUILD) -ljitherald \
+	    $(LIB_A) -Wl,-rpath,'$$ORIGIN' $(LIBS)
+
 $(BUILD)/jitherald.pc: jitherald.pc.in Makefile
 	@mkdir -p $(@D)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
@@ -129,7 +148,7 @@ $(BUILD)/jitherald.pc: jitherald.pc.in Makefile
 $(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h tools/lib/*.h) $(wildcard src/*/*.h) include/jitherald.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(TOOL_CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(TOOL_CFLAGS) -DJH_LIBDIR='"$(LIBDIR)"' -c $< -o $@
 
 $(READ_A): $(READ_OBJ)
 	$(call msg,AR,$@)
@@ -253,7 +272,7 @@ install: all install-llvm
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
 	install -m 644 include/jitherald.h $(DESTDIR)$(INCDIR)/
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(RUN_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libjitherald.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCDIR@|$(INCDIR)|' \
 	    -e 's|@VERSION@|$(shell sed -n 's/^#define JH_VERSION_STRING "\(.*\)"/\1/p' include/jitherald.h)|' \
@@ -268,6 +287,7 @@ install: all install-llvm
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/jitherald.h $(DESTDIR)$(LIBDIR)/libjitherald.* \
+	    $(DESTDIR)$(LIBDIR)/libjitherald-run.so \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald \
 	    $(DESTDIR)$(LUADIR)/jitherald.lua $(DESTDIR)$(MANDIR)/man1/jitherald.1 \
 	    $(DESTDIR)$(INCDIR)/jitherald/llvm.h $(DESTDIR)$(LIBDIR)/libjitherald-llvm.* \

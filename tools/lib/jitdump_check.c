@@ -320,7 +320,7 @@ static int lines_vs_code(struct check *k, const struct jhr_jd_rec *load)
     if (back)
         note(k, JHR_JDQ_LINE_BACK, dbg->off, "DEBUG_INFO entry %" PRIu64 " goes backwards",
              back_i);
-    if (lo >= a && lo - a >= 0x40 && hi - a - 0x40 <= s && (hi - a > s || lo - a == 0x40)) {
+    if (jhr_jd_line_skew(lo, hi, a, s)) {
         note(k, JHR_JDQ_LINE_SKEW, dbg->off, "DEBUG_INFO entries from code+0x%" PRIx64 " to "
              "code+0x%" PRIx64 " for %" PRIu64 " bytes of code", lo - a, hi - a, s);
         return 0;

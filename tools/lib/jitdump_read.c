@@ -223,3 +223,8 @@ int jhr_jd_debug_entry(const struct jhr_jd *r, const struct jhr_jd_rec *rec, siz
     *pos += 16 + out->name_len + 1;
     return 0;
 }
+
+bool jhr_jd_line_skew(uint64_t lo, uint64_t hi, uint64_t a, uint64_t s)
+{
+    return lo >= a && lo - a >= 0x40 && hi - a - 0x40 <= s && (hi - a > s || lo - a == 0x40);
+}

@@ -94,6 +94,12 @@ int jhr_jd_next(struct jhr_jd *r, struct jhr_jd_rec *rec);
 int jhr_jd_debug_entry(const struct jhr_jd *r, const struct jhr_jd_rec *rec, size_t *pos,
                        struct jhr_jd_line *out);
 
+/* Do line entries from lo to hi, for the code [a, a + s), follow the old convention of
+ * V8 and LLVM 14 (addresses 0x40 past where they belong)? Current perf reads them as they
+ * are: every row 0x40 bytes late. Judged on the table's range: it starts at a + 0x40 or
+ * runs past the code, and moved back by 0x40 it fits. */
+bool jhr_jd_line_skew(uint64_t lo, uint64_t hi, uint64_t a, uint64_t s);
+
 /* Set r->err to "offset 0x<off>: " and the message; returns JH_EFORMAT. */
 __attribute__((format(printf, 3, 4)))
 int jhr_jd_fail(struct jhr_jd *r, size_t off, const char *fmt, ...);

@@ -1,0 +1,502 @@
+/*
+ * follow.c — see preload.h. The VM's two files, read as they grow:
+ *
+ *   /tmp/perf-<pid>.map   found by inotify on /tmp (IN_CREATE, IN_MOVED_TO), then read on
+ *                         each IN_MODIFY of the file: complete lines only, a line without
+ *                         its newline waits for the rest (tools/lib/perfmap_read.h parses);
+ *   jit-<pid>.dump        found when the VM maps it executable (guard.c), then read on each
+ *                         IN_MODIFY: complete records only; a DEBUG_INFO belongs to the
+ *                         LOAD after it (tools/lib/jitdump_read.h parses).
+ *
+ * Files are opened read-only, by name, with descriptors of our own: the VM's files and
+ * descriptors are never touched. A file that shrinks was rewritten (a VM restarting its
+ * files, a child after fork): it is read again from the start, and what it says again
+ * about code already announced changes nothing. Lines and records that cannot be read are
+ * counted and skipped; nothing here can make the VM wait except the guard (guard.c) held
+ * around one announcement.
+ */
+#include "preload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/files.h"
+#include "lib/jitdump_read.h"
+#include "lib/perfmap_read.h"
+
+/* A line or record longer than this is not a VM's: it is skipped. */
+#define MAX_PENDING (64u << 20)
+
+struct file {
+    char path[PATH_MAX];
+    int fd, wd;
+    uint64_t pos;               /* bytes of the file read so far */
+    uint8_t *buf;               /* bytes read and not yet used: a partial line or record */
+    size_t len, cap;
+    bool skip_line;             /* dropping an overlong line up to its newline */
+};
+
+static int ino = -1, tmp_wd = -1;
+static pid_t me;
+static double started;
+static struct file map = { .fd = -1, .wd = -1 }, dump = { .fd = -1, .wd = -1 };
+static char map_name[64];
+/* the jitdump's header, once read, and the DEBUG_INFO waiting for its LOAD */
+static struct jhr_jd dump_hdr;
+static bool have_hdr;
+static uint8_t *dbg;            /* a copy of the pending DEBUG_INFO record */
+static size_t dbg_len;
+
+/* ---- announcing ------------------------------------------------------------------------ */
+
+struct lines {
+    struct jh_line *v;
+    uint32_t n;
+    const char *files[64];
+    uint32_t nfiles;
+};
+
+/* Remove every announced function in [a, a+size): the VM reused the addresses. */
+static void remove_overlaps(uint64_t a, uint64_t size, unsigned step)
+{
+    for (uint64_t p = a; p < a + size;) {
+        uint64_t id;
+        const void *s;
+        size_t sz;
+        if (jh_lookup(jhp_ctx, (const void *)(uintptr_t)p, &id, &s, &sz, NULL, 0) == 0) {
+            jh_code_remove(jhp_ctx, id);
+            jhp_st.replaced++;
+            p = (uint64_t)(uintptr_t)s + sz;
+        } else {
+            p += step;
+        }
+    }
+}
+
+static void announce(const char *name, size_t name_len, uint64_t start, uint64_t size,
+                     const struct lines *ln)
+{
+    char nm[1024];
+    if (!name_len || !size || start + size < start) {
+        jhp_st.malformed++;
+        return;
+    }
+    /* a name is any bytes but NUL; V8 and Erlang write some with control bytes */
+    size_t n = name_len < sizeof nm - 1 ? name_len : sizeof nm - 1;
+    memcpy(nm, name, n);
+    nm[n] = 0;
+    const void *at = (const void *)(uintptr_t)start;
+    jhp_guard_lock();
+    if (!jhp_readable(start, size)) {
+        jhp_st.unreadable++;    /* freed before we got to it: nothing left to name */
+        jhp_guard_unlock();
+        return;
+    }
+    const void *s;
+    size_t sz;
+    uint64_t id;
+    char old[sizeof nm];
+    if (jh_lookup(jhp_ctx, at, &id, &s, &sz, old, sizeof old) == 0 && s == at && sz == size &&
+        !strcmp(old, nm) && !(ln && ln->n)) {
+        jhp_st.same++;          /* said again (both files, a file read again): nothing new */
+        jhp_guard_unlock();
+        return;
+    }
+    struct jh_code c = { .sz = sizeof c, .name = nm, .start = at, .size = size };
+    if (ln && ln->n) {
+        c.lines = ln->v, c.nlines = ln->n;
+        c.files = ln->files, c.nfiles = ln->nfiles;
+    }
+    int rc = jh_code_add(jhp_ctx, &c, NULL);
+    if (rc == JH_EOVERLAP) {
+        /* new code where old code was: the old names go. Functions start at least 16
+         * bytes apart in every VM seen; a smaller one is found byte by byte. */
+        remove_overlaps(start, size, 16);
+        rc = jh_code_add(jhp_ctx, &c, NULL);
+        if (rc == JH_EOVERLAP) {
+            remove_overlaps(start, size, 1);
+            rc = jh_code_add(jhp_ctx, &c, NULL);
+        }
+    }
+    jhp_guard_unlock();
+    if (rc < 0) {
+        jhp_st.failed++;
+        return;
+    }
+    jhp_st.announced++;
+    if (ln && ln->n)
+        jhp_st.with_lines++;
+}
+
+/* ---- reading a growing file -------------------------------------------------------------- */
+
+static void file_close(struct file *f)
+{
+    if (f->wd >= 0 && ino >= 0)
+        inotify_rm_watch(ino, f->wd);
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f->buf);
+    f->fd = f->wd = -1;
+    f->buf = NULL;
+    f->len = f->cap = 0;
+    f->pos = 0;
+    f->skip_line = false;
+}
+
+/* from_end: a file left by a process of the same pid long ago, read from its end. */
+static int file_open(struct file *f, const char *path, bool from_end)
+{
+    file_close(f);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    int fd = jh__open_regular(path, JH__OPEN_NOFOLLOW);
+    if (fd < 0)
+        return fd;
+    f->fd = fd;
+    f->wd = inotify_add_watch(ino, path, IN_MODIFY | IN_CLOSE_WRITE);
+    struct stat st;
+    if (from_end && fstat(fd, &st) == 0) {
+        f->pos = (uint64_t)st.st_size;
+        lseek(fd, st.st_size, SEEK_SET);
+    }
+    return 0;
+}
+
+/* Append what is new to f->buf. false when nothing is. */
+static bool file_read(struct file *f)
+{
+    if (f->fd < 0)
+        return false;
+    struct stat st;
+    if (fstat(f->fd, &st) == 0 && (uint64_t)st.st_size < f->pos) {
+        jhp_st.truncations++;   /* rewritten: from the start again */
+        lseek(f->fd, 0, SEEK_SET);
+        f->pos = 0, f->len = 0, f->skip_line = false;
+        if (f == &dump)
+            have_hdr = false, free(dbg), dbg = NULL;
+    }
+    bool got = false;
+    for (;;) {
+        if (f->cap - f->len < 65536) {
+            size_t cap = f->cap ? f->cap * 2 : 131072;
+            uint8_t *b = realloc(f->buf, cap);
+            if (!b)
+                return got;
+            f->buf = b, f->cap = cap;
+        }
+        ssize_t n = read(f->fd, f->buf + f->len, f->cap - f->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return got;
+        f->len += (size_t)n, f->pos += (uint64_t)n;
+        got = true;
+        if (f->len > MAX_PENDING)
+            return got;         /* use what is there before reading more */
+    }
+}
+
+static void consume(struct file *f, size_t used)
+{
+    memmove(f->buf, f->buf + used, f->len - used);
+    f->len -= used;
+}
+
+/* ---- the perf map ------------------------------------------------------------------------ */
+
+static void map_lines(void)
+{
+    struct file *f = &map;
+    size_t end = f->len;
+    while (end && f->buf[end - 1] != '\n')
+        end--;
+    size_t off = 0, lineno = 0;
+    if (f->skip_line && end) {
+        off = (size_t)((uint8_t *)memchr(f->buf, '\n', end) - f->buf) + 1;
+        f->skip_line = false;
+    }
+    while (off < end) {
+        struct jhr_pm_line l;
+        int rc = jhr_pm_next(f->buf, end, &off, &lineno, &l, NULL, 0);
+        if (rc < 0) {
+            jhp_st.malformed++;
+            continue;
+        }
+        jhp_st.map_lines++;
+        if (l.size)
+            announce(l.name, l.name_len, l.start, l.size, NULL);
+    }
+    consume(f, end);
+    if (f->len > MAX_PENDING) {         /* no newline in 64 MiB: not a line */
+        jhp_st.malformed++;
+        f->len = 0, f->skip_line = true;
+    } else if (f->len) {
+        jhp_st.partial++;
+    }
+}
+
+/* ---- the jitdump ------------------------------------------------------------------------- */
+
+static bool has_ctrl(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return true;
+    return false;
+}
+
+/* The pending DEBUG_INFO as a line table of the LOAD's code, as perf would read it: V8's
+ * and LLVM's +0x40 undone (jhr_jd_line_skew), what follows a garbage name dropped (V8),
+ * empty names dropped (Erlang), rows outside the code dropped, sorted by offset. */
+static void load_lines(const struct jhr_jd *r, uint64_t a, uint64_t s, struct lines *ln,
+                       struct jh_line *rows, uint32_t maxrows)
+{
+    ln->v = rows, ln->n = 0, ln->nfiles = 0;
+    if (!dbg)
+        return;
+    struct jhr_jd rr = *r;
+    rr.data = dbg, rr.len = dbg_len, rr.off = 0;
+    struct jhr_jd_rec rec;
+    if (jhr_jd_next(&rr, &rec) != 1 || rec.id != JH__JD_CODE_DEBUG_INFO ||
+        rec.u.debug.code_addr != a)
+        return;
+    /* first pass: the range of addresses, for the skew */
+    size_t pos = 0;
+    uint64_t lo = UINT64_MAX, hi = 0, n = 0;
+    struct jhr_jd_line l;
+    for (uint64_t i = 0; i < rec.u.debug.nr_entry; i++, n++) {
+        if (jhr_jd_debug_entry(&rr, &rec, &pos, &l) || has_ctrl(l.name, l.name_len))
+            break;
+        if (!l.name_len)
+            continue;
+        lo = l.addr < lo ? l.addr : lo;
+        hi = l.addr > hi ? l.addr : hi;
+    }
+    uint64_t skew = lo <= hi && jhr_jd_line_skew(lo, hi, a, s) ? 0x40 : 0;
+    pos = 0;
+    for (uint64_t i = 0; i < n && ln->n < maxrows; i++) {
+        jhr_jd_debug_entry(&rr, &rec, &pos, &l);
+        if (!l.name_len || l.lineno <= 0 || l.addr < a + skew || l.addr - a - skew >= s)
+            continue;
+        uint32_t fi = 0;
+        while (fi < ln->nfiles && strcmp(ln->files[fi], l.name))
+            fi++;
+        if (fi == ln->nfiles) {
+            if (fi == sizeof ln->files / sizeof ln->files[0])
+                continue;
+            ln->files[ln->nfiles++] = l.name;   /* NUL-terminated inside dbg */
+        }
+        struct jh_line row = { (uint32_t)(l.addr - a - skew), (uint32_t)l.lineno, 0, fi };
+        uint32_t k = ln->n++;
+        while (k && rows[k - 1].offset > row.offset) {   /* V8's go backwards, sometimes */
+            rows[k] = rows[k - 1];
+            k--;
+        }
+        rows[k] = row;
+    }
+}
+
+static void dump_record(const struct jhr_jd *r, const struct jhr_jd_rec *rec)
+{
+    switch (rec->id) {
+    case JH__JD_CODE_DEBUG_INFO: {
+        jhp_st.dump_debug++;
+        uint8_t *c = realloc(dbg, rec->total_size);
+        if (!c)
+            break;
+        memcpy(c, r->data + rec->off, rec->total_size);
+        dbg = c, dbg_len = rec->total_size;
+        break;
+    }
+    case JH__JD_CODE_LOAD: {
+        jhp_st.dump_loads++;
+        static struct jh_line rows[4096];
+        struct lines ln;
+        load_lines(r, rec->u.load.code_addr, rec->u.load.code_size, &ln, rows,
+                   sizeof rows / sizeof rows[0]);
+        announce(rec->u.load.name, rec->u.load.name_len, rec->u.load.code_addr,
+                 rec->u.load.code_size, &ln);
+        free(dbg);
+        dbg = NULL;
+        break;
+    }
+    case JH__JD_CODE_MOVE: {
+        jhp_st.dump_moves++;
+        uint64_t id;
+        const void *old = (const void *)(uintptr_t)rec->u.move.old_code_addr;
+        const void *s;
+        jhp_guard_lock();
+        if (jh_lookup(jhp_ctx, old, &id, &s, NULL, NULL, 0) == 0 && s == old &&
+            jhp_readable(rec->u.move.new_code_addr, rec->u.move.code_size)) {
+            int rc = jh_code_move(jhp_ctx, id, (const void *)(uintptr_t)rec->u.move.new_code_addr);
+            if (rc == JH_EOVERLAP) {
+                remove_overlaps(rec->u.move.new_code_addr, rec->u.move.code_size, 16);
+                rc = jh_code_move(jhp_ctx, id,
+                                  (const void *)(uintptr_t)rec->u.move.new_code_addr);
+            }
+            if (rc == 0)
+                jhp_st.moved++;
+        }
+        jhp_guard_unlock();
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void dump_records(void)
+{
+    struct file *f = &dump;
+    size_t used = 0;
+    if (!have_hdr) {
+        if (f->len < JH__JD_HEADER_SIZE) {
+            jhp_st.partial++;
+            return;
+        }
+        if (jhr_jd_open(&dump_hdr, f->buf, f->len) < 0) {
+            uint32_t hsz;
+            memcpy(&hsz, f->buf + 8, 4);
+            if (jhr_jd_is_jitdump(f->buf, f->len) && hsz > f->len && hsz < 4096) {
+                jhp_st.partial++;       /* a longer header, not all there yet */
+                return;
+            }
+            jhp_warn("%s: %s: not followed", f->path, dump_hdr.err);
+            jhp_st.malformed++;
+            file_close(f);
+            return;
+        }
+        have_hdr = true;
+        used = dump_hdr.off;
+    }
+    struct jhr_jd r = dump_hdr;
+    r.data = f->buf, r.len = f->len, r.off = used;
+    for (;;) {
+        size_t left = r.len - r.off;
+        if (left < JH__JD_PREFIX_SIZE)
+            break;
+        uint32_t total;
+        memcpy(&total, r.data + r.off + 4, 4);
+        if (r.swap)
+            total = __builtin_bswap32(total);
+        if (total < JH__JD_PREFIX_SIZE || total > MAX_PENDING) {
+            /* no way to find the next record: the rest of this file is lost */
+            jhp_warn("%s: record at offset %" PRIu64 " has size %u: the rest of the file "
+                     "is not read", f->path, f->pos - f->len + r.off, total);
+            jhp_st.malformed++;
+            file_close(f);
+            return;
+        }
+        if (total > left)
+            break;                      /* half-written: the rest comes later */
+        struct jhr_jd_rec rec;
+        if (jhr_jd_next(&r, &rec) == 1) {
+            dump_record(&r, &rec);
+        } else {
+            jhp_st.malformed++;         /* its size is right: the next one can be read */
+            r.off += total;
+        }
+    }
+    consume(f, r.off);
+    if (f->len)
+        jhp_st.partial++;
+}
+
+/* ---- inotify -------------------------------------------------------------------------- */
+
+void jhp_follow_init(pid_t pid, double start_time)
+{
+    me = pid;
+    started = start_time;
+    have_hdr = false;
+    snprintf(map_name, sizeof map_name, "perf-%d.map", (int)pid);
+    ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (ino < 0) {
+        jhp_warn("inotify: %s: the perf map is not followed", strerror(errno));
+        return;
+    }
+    tmp_wd = inotify_add_watch(ino, "/tmp", IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "/tmp/%s", map_name);
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        /* there already: written by this process (a wrapper that exec'd us wrote
+         * nothing, so by us after an exec) or left by an old one with our pid */
+        double mt = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9;
+        file_open(&map, path, mt + 1.0 < started);
+    }
+}
+
+int jhp_follow_inotify_fd(void) { return ino; }
+
+void jhp_follow_dump(const char *path)
+{
+    if (dump.fd >= 0 && !strcmp(dump.path, path))
+        return;
+    have_hdr = false;
+    free(dbg);
+    dbg = NULL;
+    if (file_open(&dump, path, false) < 0)
+        jhp_warn("%s: cannot open it: not followed", path);
+}
+
+void jhp_follow_all(void)
+{
+    while (file_read(&map))
+        map_lines();
+    while (file_read(&dump))
+        dump_records();
+}
+
+void jhp_follow_events(void)
+{
+    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    ssize_t n;
+    while ((n = read(ino, buf, sizeof buf)) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            struct inotify_event *e = (struct inotify_event *)p;
+            if (e->wd == tmp_wd && e->len && !strcmp(e->name, map_name)) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof path, "/tmp/%s", map_name);
+                file_open(&map, path, false);      /* created (again) now: from the start */
+            }
+            p += sizeof *e + e->len;
+        }
+    }
+    jhp_follow_all();
+}
+
+/* In a fork child: the descriptors are the parent's too (their offsets, its inotify
+ * watches): closed, never used. */
+void jhp_follow_forget(void)
+{
+    if (map.fd >= 0)
+        close(map.fd);
+    if (dump.fd >= 0)
+        close(dump.fd);
+    if (ino >= 0)
+        close(ino);
+    map.fd = dump.fd = ino = -1;
+    map.wd = dump.wd = tmp_wd = -1;
+    jhp_follow_fini();
+}
+
+void jhp_follow_fini(void)
+{
+    file_close(&map);
+    file_close(&dump);
+    free(dbg);
+    dbg = NULL;
+    if (ino >= 0)
+        close(ino);
+    ino = tmp_wd = -1;
+}

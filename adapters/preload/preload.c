@@ -1,0 +1,219 @@
+/*
+ * preload.c — libjitherald-run.so: every jitherald channel for a VM that already writes a
+ * perf map or a jitdump, with no change to the VM.
+ *
+ *     $ MVM_JIT_PERF_MAP=1 jitherald run -c elfmap -- valgrind --tool=callgrind rakudo x.raku
+ *     $ callgrind_annotate callgrind.out.*
+ *     1,204,553 (12.1%)  gen/moar/CORE.c.setting:infix:<+> [/tmp/jitherald-0/jit-4242-1.elf]
+ *     $ jitherald run -c gdb -- gdb -ex run -ex bt --args node --perf-prof app.js
+ *     #3  0x00007f1a2c0466d4 in JS:*fib app.js:1 () at app.js:2
+ *
+ * `jitherald run` sets LD_PRELOAD to this library (beside libjitherald.so) and
+ * JITHERALD_RUN to the channels; LD_PRELOAD=libjitherald-run.so JITHERALD_RUN=elfmap works
+ * as well. In each process that loads it (every process the command starts: wrappers,
+ * shells and the VM after their exec), a thread follows /tmp/perf-<pid>.map and the
+ * jitdump the process maps executable, and announces each function through the ordinary
+ * library (follow.c), under a lock the VM's own page-protection calls take too (guard.c).
+ *
+ * Environment: JITHERALD_RUN (channels: gdb, unwind, elfmap, auditlog, all; perfmap and
+ * jitdump are the VM's own files and are refused), JITHERALD_RUN_STATS (a file to which
+ * each process appends one line of counts at exit), JITHERALD_DEBUG=1 (the library's
+ * diagnostics, and that line, on stderr). The library's JITHERALD_DIR is read as usual.
+ */
+#include "preload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+jh_ctx *jhp_ctx;
+struct jhp_stats jhp_st;
+
+static int wake_fd = -1;
+static pthread_t thread;
+static bool running;
+static atomic_bool stopping;
+static bool debug;
+
+void jhp_warn(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "jitherald run[%d]: %s\n", (int)getpid(), msg);
+}
+
+void jhp_wake(void)
+{
+    if (wake_fd >= 0) {
+        uint64_t one = 1;
+        ssize_t n = write(wake_fd, &one, sizeof one);
+        (void)n;
+    }
+}
+
+static unsigned parse_channels(const char *s)
+{
+    static const struct { const char *name; unsigned bit; } names[] = {
+        { "gdb", JH_GDB }, { "unwind", JH_UNWIND }, { "elfmap", JH_ELFMAP },
+        { "auditlog", JH_AUDITLOG }, { "all", JH_GDB | JH_UNWIND | JH_ELFMAP | JH_AUDITLOG },
+    };
+    unsigned bits = 0;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        bool known = false;
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strlen(names[i].name) == n && !strncmp(s, names[i].name, n))
+                bits |= names[i].bit, known = true;
+        if (!known && n)
+            jhp_warn("JITHERALD_RUN: '%.*s' is not a channel jitherald run can add "
+                     "(gdb, unwind, elfmap, auditlog, all)", (int)n, s);
+        s += n + (s[n] == ',');
+    }
+    return bits;
+}
+
+static void log_fn(void *arg, int level, const char *msg)
+{
+    (void)arg;
+    if (level <= JH_LOG_WARN || debug)
+        jhp_warn("%s", msg);
+}
+
+static void *follower(void *arg)
+{
+    (void)arg;
+    jhp_guard_thread_is_follower();
+    struct pollfd p[2] = { { wake_fd, POLLIN, 0 }, { jhp_follow_inotify_fd(), POLLIN, 0 } };
+    jhp_follow_all();                   /* what the file held before we watched it */
+    while (!atomic_load(&stopping)) {
+        if (poll(p, p[1].fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents) {
+            uint64_t v;
+            ssize_t n = read(wake_fd, &v, sizeof v);
+            (void)n;
+            char path[4096];
+            if (jhp_take_dump_path(path, sizeof path))
+                jhp_follow_dump(path);
+        }
+        jhp_follow_events();
+    }
+    return NULL;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void start(double t0)
+{
+    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    jhp_follow_init(getpid(), t0);
+    atomic_store(&stopping, false);
+    running = wake_fd >= 0 && pthread_create(&thread, NULL, follower, NULL) == 0;
+    if (!running)
+        jhp_warn("cannot start the follower thread: nothing is announced");
+}
+
+/* The child of a fork: the thread is the parent's, and so are the files; the code the
+ * parent announced is inherited as the library says (jitherald.h, fork). A child that
+ * writes its own map or dump gets them followed under its own pid. */
+static void child(void)
+{
+    if (wake_fd >= 0)
+        close(wake_fd);
+    wake_fd = -1;
+    jhp_follow_forget();
+    memset(&jhp_st, 0, sizeof jhp_st);
+    if (jhp_ctx)
+        start(now());
+}
+
+static void stats_line(void)
+{
+    const char *path = getenv("JITHERALD_RUN_STATS");
+    if (!(path && *path) && !debug)
+        return;
+    char exe[256] = "?";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 1] = 0;
+    char line[1024];
+    const struct jhp_stats *s = &jhp_st;
+    snprintf(line, sizeof line, "pid=%d exe=%s map_lines=%llu dump_loads=%llu dump_moves=%llu "
+             "dump_debug=%llu announced=%llu with_lines=%llu replaced=%llu same=%llu "
+             "moved=%llu unreadable=%llu malformed=%llu failed=%llu partial=%llu "
+             "truncations=%llu\n", (int)getpid(), exe,
+             (unsigned long long)s->map_lines, (unsigned long long)s->dump_loads,
+             (unsigned long long)s->dump_moves, (unsigned long long)s->dump_debug,
+             (unsigned long long)s->announced, (unsigned long long)s->with_lines,
+             (unsigned long long)s->replaced, (unsigned long long)s->same,
+             (unsigned long long)s->moved, (unsigned long long)s->unreadable,
+             (unsigned long long)s->malformed, (unsigned long long)s->failed,
+             (unsigned long long)s->partial, (unsigned long long)s->truncations);
+    if (debug)
+        fprintf(stderr, "jitherald run: %s", line);
+    if (path && *path) {
+        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0) {
+            ssize_t w = write(fd, line, strlen(line));     /* one write: lines never tear */
+            (void)w;
+            close(fd);
+        }
+    }
+}
+
+__attribute__((constructor)) static void jhp_init(void)
+{
+    const char *ch = getenv("JITHERALD_RUN");
+    const char *d = getenv("JITHERALD_DEBUG");
+    debug = d && *d && strcmp(d, "0");
+    if (!ch || !*ch)
+        return;
+    unsigned bits = parse_channels(ch);
+    if (!bits)
+        return;
+    double t0 = now();
+    struct jh_options o = { .sz = sizeof o, .channels = bits, .engine = "run", .log = log_fn };
+    if (jh_open(&jhp_ctx, &o) < 0 || !jh_channels(jhp_ctx)) {
+        jh_close(jhp_ctx);
+        jhp_ctx = NULL;
+        return;
+    }
+    jhp_guard_atfork();
+    pthread_atfork(NULL, NULL, child);
+    if (jh_channels(jhp_ctx) & JH_ELFMAP)
+        atomic_store(&jhp_guard_on, true);
+    start(t0);
+}
+
+__attribute__((destructor)) static void jhp_fini(void)
+{
+    if (!jhp_ctx)
+        return;
+    if (running) {
+        atomic_store(&stopping, true);
+        jhp_wake();
+        pthread_join(thread, NULL);
+        running = false;
+    }
+    stats_line();
+    /* the VM's other threads may still run: they no longer wait for announcements, and
+     * the context stays open (its files are closed by the kernel, its images stay for
+     * perf report) */
+    atomic_store(&jhp_guard_on, false);
+    jhp_follow_fini();
+}

@@ -1,0 +1,140 @@
+/*
+ * cmd_run.c — `jitherald run [-c CHANNELS] -- COMMAND [ARGS...]`: run COMMAND with the
+ * preload library (adapters/preload, libjitherald-run.so) in every process it starts, so
+ * that what a VM writes to its perf map or jitdump reaches the channels asked for:
+ *
+ *     $ MVM_JIT_PERF_MAP=1 jitherald run -c elfmap -- valgrind --tool=callgrind rakudo x.raku
+ *
+ * It only sets the environment and execs: LD_PRELOAD (the library first, what was there
+ * after it), JITHERALD_RUN (the channels). The library is looked for in
+ * $JITHERALD_PRELOAD, beside this program (a build tree), in ../lib from it (an install)
+ * and in the LIBDIR it was built for.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#ifndef JH_LIBDIR
+#define JH_LIBDIR "/usr/local/lib"
+#endif
+#define RUN_LIB "libjitherald-run.so"
+
+static int usage(FILE *f)
+{
+    fprintf(f, "usage: jitherald run [-c CHANNELS] -- COMMAND [ARGS...]\n"
+            "  Runs COMMAND (and every process it starts) with the channels CHANNELS (default\n"
+            "  gdb,unwind,elfmap; also auditlog, all) fed from the perf map and the jitdump\n"
+            "  the VM writes: /tmp/perf-PID.map, and the jit-PID.dump it maps as perf wants.\n"
+            "  Switch those files on with the VM's own option (MVM_JIT_PERF_MAP=1,\n"
+            "  node --perf-basic-prof or --perf-prof, erl +JPperf true, ...). docs/run.md.\n");
+    return f == stdout ? 0 : 2;
+}
+
+static bool check_channels(const char *s)
+{
+    static const char *const ok[] = { "gdb", "unwind", "elfmap", "auditlog", "all" };
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        bool known = n == 0;
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+            known |= strlen(ok[i]) == n && !strncmp(s, ok[i], n);
+        if (!known) {
+            if ((n == 7 && !strncmp(s, "perfmap", 7)) || (n == 7 && !strncmp(s, "jitdump", 7)))
+                fprintf(stderr, "jitherald run: %.*s: the VM writes that file itself; jitherald "
+                        "run reads it and adds the other channels\n", (int)n, s);
+            else
+                fprintf(stderr, "jitherald run: unknown channel '%.*s' (gdb, unwind, elfmap, "
+                        "auditlog, all)\n", (int)n, s);
+            return false;
+        }
+        s += n + (s[n] == ',');
+    }
+    return true;
+}
+
+static bool usable(const char *path)
+{
+    return access(path, R_OK) == 0;
+}
+
+static bool find_lib(char *out, size_t len)
+{
+    const char *env = getenv("JITHERALD_PRELOAD");
+    if (env && *env) {
+        snprintf(out, len, "%s", env);
+        return usable(out);
+    }
+    char exe[PATH_MAX - 64];            /* room for the library's name after it */
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(out, len, "%s/%s", exe, RUN_LIB);
+            if (usable(out))
+                return true;
+            snprintf(out, len, "%s/../lib/%s", exe, RUN_LIB);
+            if (usable(out)) {
+                char real[PATH_MAX];
+                if (realpath(out, real))
+                    snprintf(out, len, "%s", real);
+                return true;
+            }
+        }
+    }
+    snprintf(out, len, "%s/%s", JH_LIBDIR, RUN_LIB);
+    return usable(out);
+}
+
+int jhc_cmd_run(int argc, char **argv)
+{
+    const char *channels = "gdb,unwind,elfmap";
+    int i = 1;
+    for (; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+            return usage(stdout);
+        if (!strcmp(argv[i], "-c") && i + 1 < argc)
+            channels = argv[++i];
+        else if (!strncmp(argv[i], "--channels=", 11))
+            channels = argv[i] + 11;
+        else if (argv[i][0] == '-')
+            return usage(stderr);
+        else
+            break;              /* the command, without "--" */
+    }
+    if (i >= argc || !check_channels(channels) || !*channels)
+        return usage(stderr);
+    char lib[PATH_MAX];
+    if (!find_lib(lib, sizeof lib)) {
+        fprintf(stderr, "jitherald run: %s not found (set JITHERALD_PRELOAD to it)\n", RUN_LIB);
+        return 2;
+    }
+    if (strchr(lib, ' ') || strchr(lib, ':')) {
+        fprintf(stderr, "jitherald run: %s: LD_PRELOAD cannot hold a path with a space or a "
+                "colon\n", lib);
+        return 2;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    size_t need = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
+    char *pre = malloc(need);
+    if (!pre)
+        return 2;
+    snprintf(pre, need, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
+    if (setenv("LD_PRELOAD", pre, 1) || setenv("JITHERALD_RUN", channels, 1)) {
+        perror("jitherald run: setenv");
+        return 2;
+    }
+    execvp(argv[i], argv + i);
+    fprintf(stderr, "jitherald run: %s: %s\n", argv[i], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}
