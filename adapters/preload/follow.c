@@ -82,6 +82,29 @@ static void remove_overlaps(uint64_t a, uint64_t size, unsigned step)
     }
 }
 
+bool jhp_guess_fp = true;
+
+/* A VM's perf map and jitdump say nothing about frames, but most VMs keep frame pointers:
+ * `push rbp; mov rbp, rsp` in the code's first bytes (V8 puts a 14-byte check before it)
+ * is a frame gdb and the unwinders can walk through. Found only where the bytes are. */
+static void guess_frame(struct jh_code *c)
+{
+#if defined(__x86_64__)
+    static const uint8_t pro[] = { 0x55, 0x48, 0x89, 0xe5 };
+    const uint8_t *p = c->start;
+    size_t n = c->size < 48 ? c->size : 48;
+    for (size_t i = 0; i + sizeof pro <= n; i++)
+        if (!memcmp(p + i, pro, sizeof pro)) {
+            c->unwind = JH_UNWIND_FRAME_POINTER;
+            c->fp_push_end = (uint32_t)i + 1;
+            c->fp_set_end = (uint32_t)i + 4;
+            return;
+        }
+#else
+    (void)c;
+#endif
+}
+
 static void announce(const char *name, size_t name_len, uint64_t start, uint64_t size,
                      const struct lines *ln)
 {
@@ -116,6 +139,8 @@ static void announce(const char *name, size_t name_len, uint64_t start, uint64_t
         c.lines = ln->v, c.nlines = ln->n;
         c.files = ln->files, c.nfiles = ln->nfiles;
     }
+    if (jhp_guess_fp)
+        guess_frame(&c);
     int rc = jh_code_add(jhp_ctx, &c, NULL);
     if (rc == JH_EOVERLAP) {
         /* new code where old code was: the old names go. Functions start at least 16
@@ -246,16 +271,31 @@ static void map_lines(void)
 
 /* ---- the jitdump ------------------------------------------------------------------------- */
 
-static bool has_ctrl(const char *s, size_t n)
+/* A file name V8 read from the wrong place: control bytes (what `jitherald check` calls
+ * line-garbage), or bytes that are not UTF-8 ("\xd7X", for every function of the script
+ * node was given, measured with node 20). The entries after it are misaligned. */
+static bool garbage(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7f)
             return true;
+        if (p[i] < 0x80)
+            continue;
+        size_t k = p[i] >= 0xc2 && p[i] < 0xe0 ? 1 : p[i] >= 0xe0 && p[i] < 0xf0 ? 2 :
+                   p[i] >= 0xf0 && p[i] < 0xf5 ? 3 : 0;
+        if (!k || i + k >= n)
+            return true;        /* not a lead byte, or cut short */
+        for (size_t j = 1; j <= k; j++)
+            if ((p[i + j] & 0xc0) != 0x80)
+                return true;
+        i += k;
+    }
     return false;
 }
 
 /* The pending DEBUG_INFO as a line table of the LOAD's code, as perf would read it: V8's
- * and LLVM's +0x40 undone (jhr_jd_line_skew), what follows a garbage name dropped (V8),
+ * and LLVM's +0x40 undone (jhr_jd_line_skew), a table with a garbage name dropped (V8),
  * empty names dropped (Erlang), rows outside the code dropped, sorted by offset. */
 static void load_lines(const struct jhr_jd *r, uint64_t a, uint64_t s, struct lines *ln,
                        struct jh_line *rows, uint32_t maxrows)
@@ -274,8 +314,10 @@ static void load_lines(const struct jhr_jd *r, uint64_t a, uint64_t s, struct li
     uint64_t lo = UINT64_MAX, hi = 0, n = 0;
     struct jhr_jd_line l;
     for (uint64_t i = 0; i < rec.u.debug.nr_entry; i++, n++) {
-        if (jhr_jd_debug_entry(&rr, &rec, &pos, &l) || has_ctrl(l.name, l.name_len))
+        if (jhr_jd_debug_entry(&rr, &rec, &pos, &l))
             break;
+        if (garbage(l.name, l.name_len))
+            return;             /* the table is noise: no lines rather than wrong ones */
         if (!l.name_len)
             continue;
         lo = l.addr < lo ? l.addr : lo;

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,7 @@ static void *follower(void *arg)
     jhp_guard_thread_is_follower();
     struct pollfd p[2] = { { wake_fd, POLLIN, 0 }, { jhp_follow_inotify_fd(), POLLIN, 0 } };
     jhp_follow_all();                   /* what the file held before we watched it */
+    jh_flush(jhp_ctx);
     while (!atomic_load(&stopping)) {
         if (poll(p, p[1].fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
             break;
@@ -107,7 +109,10 @@ static void *follower(void *arg)
             if (jhp_take_dump_path(path, sizeof path))
                 jhp_follow_dump(path);
         }
+        uint64_t before = jhp_st.announced + jhp_st.moved;
         jhp_follow_events();
+        if (jhp_st.announced + jhp_st.moved != before)
+            jh_flush(jhp_ctx);
     }
     return NULL;
 }
@@ -124,7 +129,13 @@ static void start(double t0)
     wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     jhp_follow_init(getpid(), t0);
     atomic_store(&stopping, false);
+    /* Signals are the VM's business: a process-directed one (kill, a profiler's timer)
+     * must never land on this thread, whose handlers the VM did not expect to run here. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     running = wake_fd >= 0 && pthread_create(&thread, NULL, follower, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!running)
         jhp_warn("cannot start the follower thread: nothing is announced");
 }
@@ -186,8 +197,14 @@ __attribute__((constructor)) static void jhp_init(void)
     unsigned bits = parse_channels(ch);
     if (!bits)
         return;
+    const char *fp = getenv("JITHERALD_RUN_FP");
+    jhp_guess_fp = !(fp && !strcmp(fp, "0"));
     double t0 = now();
-    struct jh_options o = { .sz = sizeof o, .channels = bits, .engine = "run", .log = log_fn };
+    /* Debuggers hear of new code once per batch read (jh_flush in follower()), not once per
+     * function: with gdb attached each registration is a stop, and a VM announces its
+     * thousands of builtins at start (node: 2,400). */
+    struct jh_options o = { .sz = sizeof o, .channels = bits, .engine = "run", .log = log_fn,
+                            .gdb_batch = JH_GDB_DEFER };
     if (jh_open(&jhp_ctx, &o) < 0 || !jh_channels(jhp_ctx)) {
         jh_close(jhp_ctx);
         jhp_ctx = NULL;

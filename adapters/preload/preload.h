@@ -53,6 +53,7 @@ bool jhp_readable(uint64_t start, uint64_t size);
 bool jhp_take_dump_path(char *path, size_t len);
 
 /* follow.c */
+extern bool jhp_guess_fp;               /* JITHERALD_RUN_FP=0: no frame-pointer guess */
 struct jhp_follow;
 void jhp_follow_init(pid_t pid, double start_time);
 int jhp_follow_inotify_fd(void);
