@@ -43,6 +43,8 @@ struct file {
     uint8_t *buf;               /* bytes read and not yet used: a partial line or record */
     size_t len, cap;
     bool skip_line;             /* dropping an overlong line up to its newline */
+    uint8_t head[64];           /* the file's first bytes, as read: a rewrite changes them */
+    size_t head_len;
 };
 
 static int ino = -1, tmp_wd = -1;
@@ -176,6 +178,7 @@ static void file_close(struct file *f)
     f->len = f->cap = 0;
     f->pos = 0;
     f->skip_line = false;
+    f->head_len = 0;
 }
 
 /* from_end: a file left by a process of the same pid long ago, read from its end. */
@@ -192,6 +195,8 @@ static int file_open(struct file *f, const char *path, bool from_end)
     if (from_end && fstat(fd, &st) == 0) {
         f->pos = (uint64_t)st.st_size;
         lseek(fd, st.st_size, SEEK_SET);
+        ssize_t n = pread(fd, f->head, f->pos < sizeof f->head ? f->pos : sizeof f->head, 0);
+        f->head_len = n > 0 ? (size_t)n : 0;
     }
     return 0;
 }
@@ -201,9 +206,17 @@ static bool file_read(struct file *f)
 {
     if (f->fd < 0)
         return false;
+    /* Rewritten (truncated and written again, maybe longer than before): shorter than
+     * what we read, or its first bytes are not those we read. */
     struct stat st;
-    if (fstat(f->fd, &st) == 0 && (uint64_t)st.st_size < f->pos) {
-        jhp_st.truncations++;   /* rewritten: from the start again */
+    uint8_t head[sizeof f->head];
+    bool rewritten = fstat(f->fd, &st) == 0 && (uint64_t)st.st_size < f->pos;
+    if (!rewritten && f->head_len)
+        rewritten = pread(f->fd, head, f->head_len, 0) != (ssize_t)f->head_len ||
+                    memcmp(head, f->head, f->head_len);
+    if (rewritten) {
+        jhp_st.truncations++;   /* from the start again */
+        f->head_len = 0;
         lseek(f->fd, 0, SEEK_SET);
         f->pos = 0, f->len = 0, f->skip_line = false;
         if (f == &dump)
@@ -223,6 +236,11 @@ static bool file_read(struct file *f)
             continue;
         if (n <= 0)
             return got;
+        if (f->pos < sizeof f->head) {
+            size_t k = sizeof f->head - f->pos < (size_t)n ? sizeof f->head - f->pos : (size_t)n;
+            memcpy(f->head + f->pos, f->buf + f->len, k);
+            f->head_len = f->pos + k;
+        }
         f->len += (size_t)n, f->pos += (uint64_t)n;
         got = true;
         if (f->len > MAX_PENDING)
@@ -249,7 +267,7 @@ static void map_lines(void)
         off = (size_t)((uint8_t *)memchr(f->buf, '\n', end) - f->buf) + 1;
         f->skip_line = false;
     }
-    while (off < end) {
+    while (off < end && !jhp_stopping()) {
         struct jhr_pm_line l;
         int rc = jhr_pm_next(f->buf, end, &off, &lineno, &l, NULL, 0);
         if (rc < 0) {
@@ -260,7 +278,7 @@ static void map_lines(void)
         if (l.size)
             announce(l.name, l.name_len, l.start, l.size, NULL);
     }
-    consume(f, end);
+    consume(f, off < end ? off : end);
     if (f->len > MAX_PENDING) {         /* no newline in 64 MiB: not a line */
         jhp_st.malformed++;
         f->len = 0, f->skip_line = true;
@@ -422,7 +440,7 @@ static void dump_records(void)
     }
     struct jhr_jd r = dump_hdr;
     r.data = f->buf, r.len = f->len, r.off = used;
-    for (;;) {
+    while (!jhp_stopping()) {
         size_t left = r.len - r.off;
         if (left < JH__JD_PREFIX_SIZE)
             break;
@@ -493,9 +511,9 @@ void jhp_follow_dump(const char *path)
 
 void jhp_follow_all(void)
 {
-    while (file_read(&map))
+    while (!jhp_stopping() && file_read(&map))
         map_lines();
-    while (file_read(&dump))
+    while (!jhp_stopping() && file_read(&dump))
         dump_records();
 }
 

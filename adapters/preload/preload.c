@@ -42,7 +42,15 @@ static int wake_fd = -1;
 static pthread_t thread;
 static bool running;
 static atomic_bool stopping;
-static bool debug;
+static bool debug, drain;
+
+/* At exit the thread stops at the next line or record: a VM that writes a huge map and
+ * exits does not wait for it to be announced (JITHERALD_RUN_DRAIN=1 makes it wait, for
+ * tests that count). */
+bool jhp_stopping(void)
+{
+    return !drain && atomic_load_explicit(&stopping, memory_order_relaxed);
+}
 
 void jhp_warn(const char *fmt, ...)
 {
@@ -113,6 +121,10 @@ static void *follower(void *arg)
         jhp_follow_events();
         if (jhp_st.announced + jhp_st.moved != before)
             jh_flush(jhp_ctx);
+    }
+    if (drain) {                        /* what was written before exit, all of it */
+        jhp_follow_events();
+        jh_flush(jhp_ctx);
     }
     return NULL;
 }
@@ -197,6 +209,8 @@ __attribute__((constructor)) static void jhp_init(void)
     unsigned bits = parse_channels(ch);
     if (!bits)
         return;
+    const char *dr = getenv("JITHERALD_RUN_DRAIN");
+    drain = dr && !strcmp(dr, "1");
     const char *fp = getenv("JITHERALD_RUN_FP");
     jhp_guess_fp = !(fp && !strcmp(fp, "0"));
     double t0 = now();

@@ -36,6 +36,7 @@ struct jhp_stats {
 extern jh_ctx *jhp_ctx;
 extern struct jhp_stats jhp_st;
 void jhp_wake(void);                    /* make the follower thread look again */
+bool jhp_stopping(void);                /* the process is exiting: stop reading */
 __attribute__((format(printf, 1, 2))) void jhp_warn(const char *fmt, ...);
 
 /* guard.c: the lock that keeps the VM from changing page mappings or protections while

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# run_robust.sh — what a VM writes can be half there, wrong, huge or rewritten, and
+# `jitherald run` must neither crash nor stall it (tests/programs/run_vm.c, a VM that
+# knows nothing of jitherald, checks its own pages: a function announced under elfmap has
+# its page mapped from an image):
+#   partial  lines written in two halves: every function announced
+#   junk     2 MiB without a newline, NULs, 0x numbers, size 0, an unmapped address, a
+#            writable page: the good lines announced, the rest counted and skipped
+#   dump     jitdump records in halves, an unknown record, a LOAD with no NUL, DEBUG_INFO,
+#            MOVE, then a record of size 8: what can be read is, the rest is dropped
+#   fork     a child's own map; the parent's map truncated and written again, longer
+#   none     no map at all: the run costs nothing noticeable at exit
+#   huge     100,000 lines in one write: all announced (JITHERALD_RUN_DRAIN=1 waits for
+#            them at exit); without it the VM's exit does not wait
+#   race     a thread flipping code pages RW/RX and writing them while their lines are
+#            announced again and again: no write lost, no fault
+. "$(dirname "$0")/lib.sh"
+V=$(program run_vm)
+cd "$T"
+export JITHERALD_DIR=$T/d JITHERALD_RUN_STATS=$T/stats
+run() { # MODE [N]
+    : > stats
+    timeout 60 "$CLI" run -c elfmap -- "$V" "$@" > "$1.out" 2> "$1.err" ||
+        { cat "$1.out" "$1.err"; fail "run_vm $*"; }
+    cat "$1.out"
+}
+stat() { # FIELD: its value on the last stats line
+    tail -1 stats | tr ' ' '\n' | sed -n "s/^$1=//p"
+}
+run partial 16
+[ "$(stat partial)" -ge 1 ] || fail "no partial line was seen: the test wrote whole lines"
+run junk
+[ "$(stat malformed)" -ge 4 ] || fail "junk: $(stat malformed) malformed lines counted"
+[ "$(stat unreadable)" = 1 ] || fail "junk: the unmapped address was not counted"
+grep -q 'pages are writable' junk.err || fail "junk: the writable page was not reported"
+run dump
+[ "$(stat moved)" = 1 ] && [ "$(stat with_lines)" = 1 ] || fail "dump: $(tail -1 stats)"
+grep -q 'has size 8: the rest of the file is not read' dump.err || fail "dump: no report"
+run fork
+[ "$(stat truncations)" -ge 1 ] || fail "fork: the rewrite was not noticed"
+start=$(date +%s%N)
+run none
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+echo "none: ${ms} ms"
+[ "$ms" -lt 2000 ] || fail "a VM that writes no map took ${ms} ms"
+JITHERALD_RUN_DRAIN=1 run huge 100000
+pid=$(tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
+rm -f "/tmp/perf-$pid.map"
+[ "$(stat announced)" = 100000 ] || fail "huge: $(stat announced) of 100000 announced"
+start=$(date +%s%N)
+run huge 100000
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+pid=$(tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
+rm -f "/tmp/perf-$pid.map"
+echo "huge without drain: exit after ${ms} ms, $(stat announced) announced"
+[ "$ms" -lt 5000 ] || fail "huge: the VM's exit waited ${ms} ms"
+run race 1000
+echo PASS

@@ -1,0 +1,422 @@
+/*
+ * run_vm.c — a VM that knows nothing of jitherald: it puts code in pages, writes
+ * /tmp/perf-<pid>.map or jit-<pid>.dump about it the awkward ways real VMs do, and checks
+ * what `jitherald run -c elfmap` made of it by looking at its own /proc/self/maps: an
+ * announced function's page is mapped from an image (jit-*.elf). Run by
+ * tests/integration/run_robust.sh and bench/run.sh, under LD_PRELOAD=libjitherald-run.so.
+ *
+ *   run_vm partial N     N functions, one line each, half of them written in two halves
+ *   run_vm junk          malformed lines between good ones (no newline for 2 MiB, NULs,
+ *                        0x numbers, size 0, an unmapped address, a writable page)
+ *   run_vm dump          a jitdump: records written in halves, an unknown record, a LOAD
+ *                        with no NUL in its name, DEBUG_INFO, MOVE, then a broken size
+ *   run_vm fork          a child writes its own map; the parent rewrites its map
+ *   run_vm none          writes nothing
+ *   run_vm huge N        N lines in one burst, 64 bytes apart (no wait: see the stats)
+ *   run_vm race MS       a thread rewrites code pages (mprotect RW, write, RX) while their
+ *                        lines are written again and again: no write may be lost
+ *   run_vm latency N     prints the time from each line's write to its page being swapped
+ * Exit status 0 when what it checks holds; it prints what it saw.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long pg;
+static int mapfd = -1;
+static char mappath[64];
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void msleep(double ms)
+{
+    struct timespec ts = { (time_t)(ms / 1000), (long)((ms - (time_t)(ms / 1000) * 1000) * 1e6) };
+    nanosleep(&ts, NULL);
+}
+
+/* n pages of code: push rbp; mov rbp,rsp; pop rbp; ret, then int3s. r-x. */
+static uint8_t *code_pages(size_t n)
+{
+    uint8_t *p = mmap(NULL, n * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        exit(2);
+    memset(p, 0xcc, n * pg);
+    for (size_t i = 0; i < n; i++)
+        memcpy(p + i * pg, "\x55\x48\x89\xe5\x5d\xc3", 6);
+    mprotect(p, n * pg, PROT_READ | PROT_EXEC);
+    return p;
+}
+
+static void open_map(void)
+{
+    snprintf(mappath, sizeof mappath, "/tmp/perf-%d.map", (int)getpid());
+    mapfd = open(mappath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (mapfd < 0)
+        exit(2);
+}
+
+static void put(const void *s, size_t n)
+{
+    if (write(mapfd, s, n) != (ssize_t)n)
+        exit(2);
+}
+
+static void line(const void *at, size_t size, const char *name)
+{
+    char b[256];
+    int n = snprintf(b, sizeof b, "%lx %zx %s\n", (unsigned long)(uintptr_t)at, size, name);
+    put(b, (size_t)n);
+}
+
+/* Is the page of p mapped from an image file (jit-*.elf)? */
+static bool swapped(const void *p)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char l[512];
+    bool yes = false;
+    uintptr_t a = (uintptr_t)p;
+    while (f && fgets(l, sizeof l, f)) {
+        unsigned long lo, hi;
+        if (sscanf(l, "%lx-%lx", &lo, &hi) == 2 && a >= lo && a < hi) {
+            yes = strstr(l, "/jit-") && strstr(l, ".elf");
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    return yes;
+}
+
+/* Wait until every page of p[0..n) is swapped, up to ms: how many are. */
+static size_t wait_swapped(uint8_t *p, size_t n, size_t stride, double ms)
+{
+    double end = now_ms() + ms;
+    size_t k;
+    do {
+        k = 0;
+        for (size_t i = 0; i < n; i++)
+            k += swapped(p + i * stride);
+        if (k == n)
+            break;
+        msleep(5);
+    } while (now_ms() < end);
+    return k;
+}
+
+static int partial(size_t n)
+{
+    uint8_t *c = code_pages(n);
+    open_map();
+    for (size_t i = 0; i < n; i++) {
+        char b[128];
+        int len = snprintf(b, sizeof b, "%lx 6 fn_%zu\n", (unsigned long)(uintptr_t)(c + i * pg), i);
+        if (i % 2) {            /* a VM flushing its buffer in the middle of a line */
+            put(b, (size_t)len / 2);
+            msleep(3);
+            put(b + len / 2, (size_t)len - (size_t)len / 2);
+        } else {
+            put(b, (size_t)len);
+        }
+    }
+    size_t k = wait_swapped(c, n, (size_t)pg, 10000);
+    printf("partial: %zu of %zu swapped\n", k, n);
+    return k == n ? 0 : 1;
+}
+
+static int junk(void)
+{
+    uint8_t *c = code_pages(4);
+    uint8_t *rw = mmap(NULL, pg, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memcpy(rw, "\x55\x48\x89\xe5\x5d\xc3", 6);
+    open_map();
+    line(c, 6, "good_0");
+    put("zzz not a line\n", 15);
+    put("12 \n", 4);
+    size_t big = 2u << 20;
+    char *b = malloc(big);
+    memset(b, 'a', big);
+    put(b, big);                /* 2 MiB with no newline */
+    put("\n", 1);
+    free(b);
+    put("1234 10 with\0nul\n", 17);
+    char l[128];
+    int n = snprintf(l, sizeof l, "0x%lx 0x6 good_1_erlang_style\n", (unsigned long)(uintptr_t)(c + pg));
+    put(l, (size_t)n);
+    line(c + 2 * pg, 0, "size_zero");
+    line((void *)(uintptr_t)0x10000, 16, "not_mapped");
+    line(rw, 6, "writable");
+    line(c + 3 * pg, 6, "good_3");
+    uint8_t *good[] = { c, c + pg, c + 3 * pg };
+    size_t k = 0;
+    for (int i = 0; i < 3; i++)
+        k += wait_swapped(good[i], 1, 0, 10000);
+    bool bad = swapped(rw) || swapped(c + 2 * pg);
+    printf("junk: %zu of 3 good lines swapped; writable or empty swapped: %s\n", k, bad ? "yes" : "no");
+    return k == 3 && !bad ? 0 : 1;
+}
+
+/* ---- jitdump ---- */
+static int dumpfd;
+static void dput(const void *p, size_t n)
+{
+    if (write(dumpfd, p, n) != (ssize_t)n)
+        exit(2);
+}
+struct prefix { uint32_t id, total; uint64_t ts; };
+static uint64_t idx;
+
+static void load(const void *code, size_t size, const char *name, bool nul, bool halves)
+{
+    size_t nl = strlen(name) + (nul ? 1 : 0);
+    size_t total = 16 + 40 + nl + size;
+    uint8_t *r = calloc(1, total);
+    struct prefix pf = { 0, (uint32_t)total, (uint64_t)now_ms() };
+    memcpy(r, &pf, 16);
+    uint32_t pid = (uint32_t)getpid();
+    uint64_t a = (uintptr_t)code, sz = size, ix = idx++;
+    memcpy(r + 16, &pid, 4);
+    memcpy(r + 20, &pid, 4);
+    memcpy(r + 24, &a, 8);
+    memcpy(r + 32, &a, 8);
+    memcpy(r + 40, &sz, 8);
+    memcpy(r + 48, &ix, 8);
+    memcpy(r + 56, name, nl);
+    memcpy(r + 56 + nl, code, size);
+    if (halves) {
+        dput(r, total / 2);
+        msleep(5);
+        dput(r + total / 2, total - total / 2);
+    } else {
+        dput(r, total);
+    }
+    free(r);
+}
+
+static int dump(void)
+{
+    uint8_t *c = code_pages(6);
+    char path[64];
+    snprintf(path, sizeof path, "jit-%d.dump", (int)getpid());
+    dumpfd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    struct { uint32_t magic, version, size, mach, pad, pid; uint64_t ts, flags; } h =
+        { 0x4A695444, 1, 40, 62, 0, (uint32_t)getpid(), 0, 0 };
+    dput(&h, 20);               /* the header, in two writes */
+    void *m = mmap(NULL, pg, PROT_READ | PROT_EXEC, MAP_PRIVATE, dumpfd, 0);  /* as perf wants */
+    msleep(5);
+    dput((char *)&h + 20, 20);
+    load(c, 6, "d_first", true, true);
+    struct prefix unk = { 99, 24, 0 };
+    dput(&unk, 16);
+    dput("12345678", 8);
+    load(c + pg, 6, "d_no_nul", false, false);             /* malformed: skipped */
+    /* DEBUG_INFO: one entry at the code, line 7 of a.src */
+    uint8_t d[16 + 16 + 16 + 6];
+    struct prefix dp = { 2, sizeof d, 0 };
+    uint64_t a = (uintptr_t)(c + 2 * pg), one = 1;
+    uint32_t ln = 7, disc = 0;
+    memcpy(d, &dp, 16);
+    memcpy(d + 16, &a, 8);
+    memcpy(d + 24, &one, 8);
+    memcpy(d + 32, &a, 8);
+    memcpy(d + 40, &ln, 4);
+    memcpy(d + 44, &disc, 4);
+    memcpy(d + 48, "a.src", 6);
+    dput(d, sizeof d);
+    load(c + 2 * pg, 6, "d_lines", true, true);
+    load(c + 3 * pg, 6, "d_moving", true, false);
+    /* MOVE to page 4 (same bytes) */
+    uint8_t mv[16 + 48];
+    struct prefix mp = { 1, sizeof mv, 0 };
+    uint32_t pid = (uint32_t)getpid();
+    uint64_t o = (uintptr_t)(c + 3 * pg), nw = (uintptr_t)(c + 4 * pg), sz = 6, ix = 3;
+    memcpy(mv, &mp, 16);
+    memcpy(mv + 16, &pid, 4);
+    memcpy(mv + 20, &pid, 4);
+    memcpy(mv + 24, &nw, 8);
+    memcpy(mv + 32, &o, 8);
+    memcpy(mv + 40, &nw, 8);
+    memcpy(mv + 48, &sz, 8);
+    memcpy(mv + 56, &ix, 8);
+    size_t k1 = wait_swapped(c + 3 * pg, 1, 0, 10000);
+    dput(mv, sizeof mv);
+    load(c + 5 * pg, 6, "d_last", true, false);
+    struct prefix broken = { 0, 8, 0 };
+    dput(&broken, 16);                                      /* the rest is lost */
+    load(c + pg, 6, "d_after_broken", true, false);
+    uint8_t *good[] = { c, c + 2 * pg, c + 4 * pg, c + 5 * pg };
+    size_t k = 0;
+    for (int i = 0; i < 4; i++)
+        k += wait_swapped(good[i], 1, 0, 10000);
+    bool bad = swapped(c + pg);
+    printf("dump: %zu of 4 swapped (moving one before its move: %zu); malformed swapped: %s\n",
+           k, k1, bad ? "yes" : "no");
+    munmap(m, pg);
+    close(dumpfd);
+    unlink(path);
+    return k == 4 && k1 == 1 && !bad ? 0 : 1;
+}
+
+static int forked(void)
+{
+    uint8_t *c = code_pages(4);
+    open_map();
+    line(c, 6, "parent_0");
+    if (!wait_swapped(c, 1, 0, 10000))
+        return 1;
+    pid_t p = fork();
+    if (p == 0) {
+        close(mapfd);
+        open_map();             /* the child's own, under its pid */
+        line(c + pg, 6, "child_1");
+        size_t k = wait_swapped(c + pg, 1, 0, 10000);
+        unlink(mappath);
+        _exit(k == 1 ? 0 : 1);
+    }
+    int st;
+    waitpid(p, &st, 0);
+    /* rewritten: shorter than before, the old line again and a new one */
+    if (ftruncate(mapfd, 0) || lseek(mapfd, 0, SEEK_SET))
+        return 2;
+    line(c + 2 * pg, 6, "p2");
+    line(c, 6, "parent_0");
+    size_t k = wait_swapped(c + 2 * pg, 1, 0, 10000);
+    printf("fork: child %s; parent after rewrite %zu of 1\n",
+           WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "ok" : "failed", k);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 && k == 1 ? 0 : 1;
+}
+
+static int huge(size_t n)
+{
+    size_t len = (n * 64 + pg - 1) / pg * pg;
+    uint8_t *c = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(c, 0xc3, len);
+    mprotect(c, len, PROT_READ | PROT_EXEC);
+    open_map();
+    char *b = malloc(n * 48 + 1);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++)
+        off += (size_t)sprintf(b + off, "%lx 40 h_%zu\n", (unsigned long)(uintptr_t)(c + i * 64), i);
+    double t0 = now_ms();
+    put(b, off);
+    printf("huge: %zu lines (%zu bytes) written in %.1f ms\n", n, off, now_ms() - t0);
+    return 0;
+}
+
+/* ---- race ---- */
+#define RACE_PAGES 8
+static uint8_t *rc;
+static atomic_bool stop;
+static uint32_t last[RACE_PAGES];
+static atomic_ulong lost, writes;
+
+static void *rewriter(void *arg)
+{
+    (void)arg;
+    uint32_t v = 0;
+    while (!atomic_load(&stop)) {
+        for (int i = 0; i < RACE_PAGES; i++) {
+            uint8_t *p = rc + i * pg;
+            ++v;
+            mprotect(p, pg, PROT_READ | PROT_WRITE);
+            memcpy(p + 64, &v, 4);
+            mprotect(p, pg, PROT_READ | PROT_EXEC);
+            last[i] = v;
+            atomic_fetch_add(&writes, 1);
+        }
+        for (int i = 0; i < RACE_PAGES; i++) {
+            uint32_t got;
+            memcpy(&got, rc + i * pg + 64, 4);
+            if (got != last[i])
+                atomic_fetch_add(&lost, 1);
+        }
+    }
+    return NULL;
+}
+
+static int race(double ms)
+{
+    rc = code_pages(RACE_PAGES);
+    open_map();
+    pthread_t t;
+    pthread_create(&t, NULL, rewriter, NULL);
+    double end = now_ms() + ms;
+    unsigned gen = 0;
+    while (now_ms() < end) {
+        for (int i = 0; i < RACE_PAGES; i++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "r%u_%d", gen, i);   /* a new name: announced again */
+            line(rc + i * pg, 6, nm);
+        }
+        gen++;
+        msleep(1);
+    }
+    atomic_store(&stop, true);
+    pthread_join(t, NULL);
+    size_t k = 0;
+    for (int i = 0; i < RACE_PAGES; i++)
+        k += swapped(rc + i * pg);
+    printf("race: %lu writes, %lu lost, %u rounds of lines, %zu pages swapped at the end\n",
+           atomic_load(&writes), atomic_load(&lost), gen, k);
+    return atomic_load(&lost) == 0 ? 0 : 1;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int latency(size_t n)
+{
+    uint8_t *c = code_pages(n);
+    open_map();
+    double *t = calloc(n, sizeof *t);
+    for (size_t i = 0; i < n; i++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "lat_%zu", i);
+        double t0 = now_ms();
+        line(c + i * pg, 6, nm);
+        while (!swapped(c + i * pg) && now_ms() - t0 < 2000)
+            ;
+        t[i] = now_ms() - t0;
+    }
+    qsort(t, n, sizeof *t, cmp_d);
+    printf("latency_ms n=%zu min=%.3f p50=%.3f p90=%.3f p99=%.3f max=%.3f\n", n, t[0], t[n / 2],
+           t[n * 9 / 10], t[n * 99 / 100], t[n - 1]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    pg = sysconf(_SC_PAGESIZE);
+    const char *m = argc > 1 ? argv[1] : "";
+    size_t n = argc > 2 ? strtoul(argv[2], NULL, 0) : 16;
+    int rc_ = 2;
+    if (!strcmp(m, "partial")) rc_ = partial(n);
+    else if (!strcmp(m, "junk")) rc_ = junk();
+    else if (!strcmp(m, "dump")) rc_ = dump();
+    else if (!strcmp(m, "fork")) rc_ = forked();
+    else if (!strcmp(m, "none")) rc_ = 0;
+    else if (!strcmp(m, "huge")) rc_ = huge(n);
+    else if (!strcmp(m, "race")) rc_ = race((double)n);
+    else if (!strcmp(m, "latency")) rc_ = latency(n);
+    else fprintf(stderr, "usage: run_vm partial|junk|dump|fork|none|huge|race|latency [N]\n");
+    if (mapfd >= 0 && strcmp(m, "huge"))       /* huge: the script counts after exit */
+        unlink(mappath);
+    return rc_;
+}
