@@ -15,9 +15,12 @@
  *   run_vm huge N        N lines in one burst, 64 bytes apart (no wait: see the stats)
  *   run_vm race MS       a thread rewrites code pages (mprotect RW, write, RX) while their
  *                        lines are written again and again: no write may be lost
- *   run_vm latency N     prints the time from each line's write to its page being swapped
+ *   run_vm latency N [gdb]  prints the distribution of the time from each line's write to
+ *                        its page being swapped (elfmap), or to the GDB JIT interface's
+ *                        descriptor changing (gdb: what a debugger would be told)
  * Exit status 0 when what it checks holds; it prints what it saw.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -381,19 +384,38 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int latency(size_t n)
+/* The GDB JIT interface's descriptor (libjitherald.so's, which the preload brought):
+ * a debugger reads it when __jit_debug_register_code is called, after each change. */
+struct jit_descriptor {
+    uint32_t version, action_flag;
+    void *relevant_entry, *first_entry;
+};
+
+static int latency(size_t n, bool gdb)
 {
+    volatile struct jit_descriptor *d = dlsym(RTLD_DEFAULT, "__jit_debug_descriptor");
+    if (gdb && !d) {
+        fprintf(stderr, "latency: no __jit_debug_descriptor: not under jitherald run -c gdb?\n");
+        return 2;
+    }
     uint8_t *c = code_pages(n);
     open_map();
     double *t = calloc(n, sizeof *t);
     for (size_t i = 0; i < n; i++) {
         char nm[32];
         snprintf(nm, sizeof nm, "lat_%zu", i);
+        void *rel = gdb ? d->relevant_entry : NULL, *first = gdb ? d->first_entry : NULL;
         double t0 = now_ms();
         line(c + i * pg, 6, nm);
-        while (!swapped(c + i * pg) && now_ms() - t0 < 2000)
-            ;
+        if (gdb)
+            while (d->relevant_entry == rel && d->first_entry == first && now_ms() - t0 < 2000)
+                ;
+        else
+            while (!swapped(c + i * pg) && now_ms() - t0 < 2000)
+                ;
         t[i] = now_ms() - t0;
+        if (!gdb)
+            msleep(12);         /* elfmap swaps at most one page per 10 ms after a burst */
     }
     qsort(t, n, sizeof *t, cmp_d);
     printf("latency_ms n=%zu min=%.3f p50=%.3f p90=%.3f p99=%.3f max=%.3f\n", n, t[0], t[n / 2],
@@ -414,7 +436,7 @@ int main(int argc, char **argv)
     else if (!strcmp(m, "none")) rc_ = 0;
     else if (!strcmp(m, "huge")) rc_ = huge(n);
     else if (!strcmp(m, "race")) rc_ = race((double)n);
-    else if (!strcmp(m, "latency")) rc_ = latency(n);
+    else if (!strcmp(m, "latency")) rc_ = latency(n, argc > 3 && !strcmp(argv[3], "gdb"));
     else fprintf(stderr, "usage: run_vm partial|junk|dump|fork|none|huge|race|latency [N]\n");
     if (mapfd >= 0 && strcmp(m, "huge"))       /* huge: the script counts after exit */
         unlink(mappath);
