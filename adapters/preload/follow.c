@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "lib/eh_frame.h"
 #include "lib/jitdump_read.h"
 #include "lib/perfmap_read.h"
 
@@ -55,8 +56,8 @@ static char map_name[64];
 /* the jitdump's header, once read, and the DEBUG_INFO waiting for its LOAD */
 static struct jhr_jd dump_hdr;
 static bool have_hdr;
-static uint8_t *dbg;            /* a copy of the pending DEBUG_INFO record */
-static size_t dbg_len;
+static uint8_t *dbg, *unw;      /* copies of the pending DEBUG_INFO, UNWINDING_INFO */
+static size_t dbg_len, unw_len;
 
 /* ---- announcing ------------------------------------------------------------------------ */
 
@@ -108,7 +109,7 @@ static void guess_frame(struct jh_code *c)
 }
 
 static void announce(const char *name, size_t name_len, uint64_t start, uint64_t size,
-                     const struct lines *ln)
+                     const struct lines *ln, const uint8_t *cfi, size_t cfi_len)
 {
     char nm[1024];
     if (!name_len || !size || start + size < start) {
@@ -141,9 +142,22 @@ static void announce(const char *name, size_t name_len, uint64_t start, uint64_t
         c.lines = ln->v, c.nlines = ln->n;
         c.files = ln->files, c.nfiles = ln->nfiles;
     }
-    if (jhp_guess_fp)
+    if (cfi_len) {
+        c.unwind = JH_UNWIND_CFI, c.cfi = cfi, c.cfi_len = cfi_len;
+        jhp_st.with_cfi++;
+    } else if (jhp_guess_fp) {
         guess_frame(&c);
+    }
     int rc = jh_code_add(jhp_ctx, &c, NULL);
+    if (rc == -EINVAL && cfi_len) {
+        /* instructions the library does not take (it validates every one): the name
+         * and the lines are worth more than the CFI */
+        jhp_st.with_cfi--, jhp_st.cfi_refused++;
+        c.unwind = JH_UNWIND_NONE, c.cfi = NULL, c.cfi_len = 0;
+        if (jhp_guess_fp)
+            guess_frame(&c);
+        rc = jh_code_add(jhp_ctx, &c, NULL);
+    }
     if (rc == JH_EOVERLAP) {
         /* new code where old code was: the old names go. Functions start at least 16
          * bytes apart in every VM seen; a smaller one is found byte by byte. */
@@ -220,7 +234,7 @@ static bool file_read(struct file *f)
         lseek(f->fd, 0, SEEK_SET);
         f->pos = 0, f->len = 0, f->skip_line = false;
         if (f == &dump)
-            have_hdr = false, free(dbg), dbg = NULL;
+            have_hdr = false, free(dbg), free(unw), dbg = unw = NULL;
     }
     bool got = false;
     for (;;) {
@@ -276,7 +290,7 @@ static void map_lines(void)
         }
         jhp_st.map_lines++;
         if (l.size)
-            announce(l.name, l.name_len, l.start, l.size, NULL);
+            announce(l.name, l.name_len, l.start, l.size, NULL, NULL, 0);
     }
     consume(f, off < end ? off : end);
     if (f->len > MAX_PENDING) {         /* no newline in 64 MiB: not a line */
@@ -365,6 +379,38 @@ static void load_lines(const struct jhr_jd *r, uint64_t a, uint64_t s, struct li
     }
 }
 
+/* The pending UNWINDING_INFO as jh_code.cfi: the .eh_frame's FDE for the code (perf's
+ * layout: code at JH__JD_PERF_TEXT_OFFSET, .eh_frame 8-aligned after it), with its CIE's
+ * initial instructions in front, when the CIE has the factors jh_code.cfi assumes (code
+ * alignment 1, data alignment -8, return address in 16: V8's and jitherald's). V8's
+ * empty ones (a bare .eh_frame_hdr) give nothing. The CFI's length, or 0. */
+static size_t load_cfi(const struct jhr_jd *r, uint64_t code_size, uint8_t *out, size_t cap)
+{
+    if (!unw)
+        return 0;
+    struct jhr_jd rr = *r;
+    rr.data = unw, rr.len = unw_len, rr.off = 0;
+    struct jhr_jd_rec rec;
+    if (jhr_jd_next(&rr, &rec) != 1 || rec.id != JH__JD_CODE_UNWINDING_INFO)
+        return 0;
+    uint64_t us = rec.u.unwind.unwinding_size, hs = rec.u.unwind.eh_frame_hdr_size;
+    if (us <= hs)
+        return 0;
+    uint64_t eh_addr = (JH__JD_PERF_TEXT_OFFSET + code_size + 7) & ~7ull;
+    struct jhr_eh_fde f;
+    char err[160];
+    if (jhr_eh_frame_fde(rec.u.unwind.data, (size_t)(us - hs), rec.u.unwind.data + (us - hs),
+                         (size_t)hs, eh_addr, JH__JD_PERF_TEXT_OFFSET, code_size, &f, err,
+                         sizeof err) ||
+        f.caf != 1 || f.daf != -8 || f.ra != 16 || f.cie_len + f.len > cap) {
+        jhp_st.cfi_refused++;
+        return 0;
+    }
+    memcpy(out, f.cie_insns, f.cie_len);
+    memcpy(out + f.cie_len, f.insns, f.len);
+    return f.cie_len + f.len;
+}
+
 static void dump_record(const struct jhr_jd *r, const struct jhr_jd_rec *rec)
 {
     switch (rec->id) {
@@ -377,16 +423,26 @@ static void dump_record(const struct jhr_jd *r, const struct jhr_jd_rec *rec)
         dbg = c, dbg_len = rec->total_size;
         break;
     }
+    case JH__JD_CODE_UNWINDING_INFO: {
+        uint8_t *c = realloc(unw, rec->total_size);
+        if (!c)
+            break;
+        memcpy(c, r->data + rec->off, rec->total_size);
+        unw = c, unw_len = rec->total_size;
+        break;
+    }
     case JH__JD_CODE_LOAD: {
         jhp_st.dump_loads++;
         static struct jh_line rows[4096];
+        static uint8_t cfi[4096];
         struct lines ln;
         load_lines(r, rec->u.load.code_addr, rec->u.load.code_size, &ln, rows,
                    sizeof rows / sizeof rows[0]);
+        size_t cfi_len = load_cfi(r, rec->u.load.code_size, cfi, sizeof cfi);
         announce(rec->u.load.name, rec->u.load.name_len, rec->u.load.code_addr,
-                 rec->u.load.code_size, &ln);
-        free(dbg);
-        dbg = NULL;
+                 rec->u.load.code_size, &ln, cfi, cfi_len);
+        free(dbg), free(unw);
+        dbg = unw = NULL;
         break;
     }
     case JH__JD_CODE_MOVE: {
@@ -503,8 +559,8 @@ void jhp_follow_dump(const char *path)
     if (dump.fd >= 0 && !strcmp(dump.path, path))
         return;
     have_hdr = false;
-    free(dbg);
-    dbg = NULL;
+    free(dbg), free(unw);
+    dbg = unw = NULL;
     if (file_open(&dump, path, false) < 0)
         jhp_warn("%s: cannot open it: not followed", path);
 }
@@ -554,8 +610,8 @@ void jhp_follow_fini(void)
 {
     file_close(&map);
     file_close(&dump);
-    free(dbg);
-    dbg = NULL;
+    free(dbg), free(unw);
+    dbg = unw = NULL;
     if (ino >= 0)
         close(ino);
     ino = tmp_wd = -1;

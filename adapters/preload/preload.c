@@ -177,12 +177,14 @@ static void stats_line(void)
     char line[1024];
     const struct jhp_stats *s = &jhp_st;
     snprintf(line, sizeof line, "pid=%d exe=%s map_lines=%llu dump_loads=%llu dump_moves=%llu "
-             "dump_debug=%llu announced=%llu with_lines=%llu replaced=%llu same=%llu "
+             "dump_debug=%llu announced=%llu with_lines=%llu with_cfi=%llu cfi_refused=%llu "
+             "replaced=%llu same=%llu "
              "moved=%llu unreadable=%llu malformed=%llu failed=%llu partial=%llu "
              "truncations=%llu\n", (int)getpid(), exe,
              (unsigned long long)s->map_lines, (unsigned long long)s->dump_loads,
              (unsigned long long)s->dump_moves, (unsigned long long)s->dump_debug,
              (unsigned long long)s->announced, (unsigned long long)s->with_lines,
+             (unsigned long long)s->with_cfi, (unsigned long long)s->cfi_refused,
              (unsigned long long)s->replaced, (unsigned long long)s->same,
              (unsigned long long)s->moved, (unsigned long long)s->unreadable,
              (unsigned long long)s->malformed, (unsigned long long)s->failed,

@@ -24,7 +24,8 @@
  * thread only, read at exit. */
 struct jhp_stats {
     uint64_t map_lines, dump_loads, dump_moves, dump_debug;
-    uint64_t announced, replaced, same, moved, with_lines;
+    uint64_t announced, replaced, same, moved, with_lines, with_cfi;
+    uint64_t cfi_refused;       /* unwinding info that could not be handed on */
     uint64_t unreadable;        /* code no longer mapped readable when its line was read */
     uint64_t malformed;         /* lines and records that could not be read */
     uint64_t failed;            /* jh_code_add refused the description */

@@ -6,8 +6,9 @@
 #   partial  lines written in two halves: every function announced
 #   junk     2 MiB without a newline, NULs, 0x numbers, size 0, an unmapped address, a
 #            writable page: the good lines announced, the rest counted and skipped
-#   dump     jitdump records in halves, an unknown record, a LOAD with no NUL, DEBUG_INFO,
-#            MOVE, then a record of size 8: what can be read is, the rest is dropped
+#   dump     jitdump records in halves, an unknown record, a LOAD with no NUL, DEBUG_INFO
+#            and UNWINDING_INFO (its CFI reaches the unwinder), MOVE, then a record of
+#            size 8: what can be read is, the rest is dropped
 #   fork     a child's own map; the parent's map truncated and written again, longer
 #   none     no map at all: the run costs nothing noticeable at exit
 #   huge     100,000 lines in one write: all announced (JITHERALD_RUN_DRAIN=1 waits for
@@ -20,7 +21,7 @@ cd "$T"
 export JITHERALD_DIR=$T/d JITHERALD_RUN_STATS=$T/stats
 run() { # MODE [N]
     : > stats
-    timeout 60 "$CLI" run -c elfmap -- "$V" "$@" > "$1.out" 2> "$1.err" ||
+    timeout 60 "$CLI" run -c "${CH:-elfmap}" -- "$V" "$@" > "$1.out" 2> "$1.err" ||
         { cat "$1.out" "$1.err"; fail "run_vm $*"; }
     cat "$1.out"
 }
@@ -33,8 +34,12 @@ run junk
 [ "$(stat malformed)" -ge 4 ] || fail "junk: $(stat malformed) malformed lines counted"
 [ "$(stat unreadable)" = 1 ] || fail "junk: the unmapped address was not counted"
 grep -q 'pages are writable' junk.err || fail "junk: the writable page was not reported"
-run dump
-[ "$(stat moved)" = 1 ] && [ "$(stat with_lines)" = 1 ] || fail "dump: $(tail -1 stats)"
+# with the unwind channel and no frame-pointer guess: the process's unwinder has an FDE
+# exactly for the code whose UNWINDING_INFO came with it
+CH=elfmap,unwind JITHERALD_RUN_FP=0 run dump
+[ "$(stat moved)" = 1 ] && [ "$(stat with_lines)" = 1 ] && [ "$(stat with_cfi)" = 1 ] ||
+    fail "dump: $(tail -1 stats)"
+grep -q 'UNWINDING_INFO: yes; for the code without: no' dump.out || fail "dump: CFI"
 grep -q 'has size 8: the rest of the file is not read' dump.err || fail "dump: no report"
 run fork
 [ "$(stat truncations)" -ge 1 ] || fail "fork: the rewrite was not noticed"

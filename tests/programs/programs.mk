@@ -56,7 +56,7 @@ $(PROG_DIR)/jitdump_move: tests/programs/jitdump_move.c $(LIB_A)
 $(PROG_DIR)/run_vm: tests/programs/run_vm.c
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -lpthread -ldl
+	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -lpthread -ldl -lgcc_s
 
 # A callgrind reader of its own and the reader library's symbol table (tools/lib).
 $(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c $(READ_A) $(LIB_A)

@@ -35,6 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* libgcc's lookup (unwind-dw2-fde.h), as the unwinder's own callers use it */
+struct dwarf_eh_bases { void *tbase, *dbase, *func; };
+extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
+
 static long pg;
 static int mapfd = -1;
 static char mappath[64];
@@ -210,6 +214,46 @@ static void load(const void *code, size_t size, const char *name, bool nul, bool
     free(r);
 }
 
+/* UNWINDING_INFO for code of `size` bytes that starts push rbp; mov rbp,rsp: an .eh_frame
+ * (CIE "zR", FDE) and its .eh_frame_hdr, laid out as perf places them (code at 0x80). */
+static void unwinding_info(uint64_t size)
+{
+    uint8_t eh[64] = { 0 }, hdr[20];
+    uint64_t eh_addr = (0x80 + size + 7) & ~7ull;
+    static const uint8_t cie[] = { 0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 16, 1,
+                                   0x1b, 0x0c, 7, 8, 0x90, 1, 0, 0 };
+    memcpy(eh, cie, sizeof cie);
+    /* FDE at 24: length 24, CIE pointer 28 (back to 0), pc_begin pcrel, range, no
+     * augmentation data, then: advance 1; cfa_off 16; rbp at cfa-16; advance 3; cfa=rbp */
+    uint32_t len = 24, ciep = 28;
+    int32_t pc = (int32_t)(0x80 - (eh_addr + 24 + 8));
+    uint32_t range = (uint32_t)size;
+    memcpy(eh + 24, &len, 4);
+    memcpy(eh + 28, &ciep, 4);
+    memcpy(eh + 32, &pc, 4);
+    memcpy(eh + 36, &range, 4);
+    static const uint8_t ins[] = { 0, 0x41, 0x0e, 16, 0x86, 2, 0x43, 0x0d, 6 };
+    memcpy(eh + 40, ins, sizeof ins);           /* then nops (zeros) to the entry's end */
+    size_t eh_len = 52 + 4;                     /* FDE 24..52, then the zero terminator */
+    uint64_t hdr_addr = eh_addr + eh_len;
+    hdr[0] = 1, hdr[1] = 0x1b, hdr[2] = 0x03, hdr[3] = 0x3b;
+    int32_t ehp = (int32_t)(eh_addr - (hdr_addr + 4)), loc = (int32_t)(0x80 - hdr_addr),
+            fde = (int32_t)(eh_addr + 24 - hdr_addr);
+    uint32_t one = 1;
+    memcpy(hdr + 4, &ehp, 4);
+    memcpy(hdr + 8, &one, 4);
+    memcpy(hdr + 12, &loc, 4);
+    memcpy(hdr + 16, &fde, 4);
+    uint64_t us = eh_len + sizeof hdr, hs = sizeof hdr, mapped = us;
+    struct prefix pf = { 4, (uint32_t)(16 + 24 + us), 0 };
+    dput(&pf, 16);
+    dput(&us, 8);
+    dput(&hs, 8);
+    dput(&mapped, 8);
+    dput(eh, eh_len);
+    dput(hdr, sizeof hdr);
+}
+
 static int dump(void)
 {
     uint8_t *c = code_pages(6);
@@ -240,6 +284,7 @@ static int dump(void)
     memcpy(d + 44, &disc, 4);
     memcpy(d + 48, "a.src", 6);
     dput(d, sizeof d);
+    unwinding_info(6);
     load(c + 2 * pg, 6, "d_lines", true, true);
     load(c + 3 * pg, 6, "d_moving", true, false);
     /* MOVE to page 4 (same bytes) */
@@ -268,6 +313,12 @@ static int dump(void)
     bool bad = swapped(c + pg);
     printf("dump: %zu of 4 swapped (moving one before its move: %zu); malformed swapped: %s\n",
            k, k1, bad ? "yes" : "no");
+    /* what the process's own unwinder finds (the unwind channel): an FDE for the code that
+     * came with UNWINDING_INFO; for the other only with the frame-pointer guess */
+    struct dwarf_eh_bases bases;
+    printf("dump: FDE for the code with UNWINDING_INFO: %s; for the code without: %s\n",
+           _Unwind_Find_FDE(c + 2 * pg + 2, &bases) ? "yes" : "no",
+           _Unwind_Find_FDE(c + 2, &bases) ? "yes" : "no");
     munmap(m, pg);
     close(dumpfd);
     unlink(path);

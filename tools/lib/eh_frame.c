@@ -120,8 +120,15 @@ static void print_insn(FILE *out, const struct jh__cfa_insn *in, int64_t daf)
     }
 }
 
-struct cie { size_t off; uint8_t enc; int64_t daf; bool z; };
-struct fde { uint64_t pc, range; size_t off; };
+struct cie {
+    size_t off;
+    uint8_t enc;
+    int64_t daf;
+    bool z;
+    uint64_t caf, ra;
+    const uint8_t *insns, *insns_end;   /* the initial instructions */
+};
+struct fde { uint64_t pc, range; size_t off; int cie; const uint8_t *insns, *insns_end; };
 
 struct eh {
     const uint8_t *data;
@@ -231,7 +238,7 @@ static int cie(struct eh *e, size_t off, struct cur c)
     if (err)
         return err;
     if (e->ncie < MAX_CIE)
-        e->cies[e->ncie++] = (struct cie){ off, enc, daf, z };
+        e->cies[e->ncie++] = (struct cie){ off, enc, daf, z, caf, ra, c.p, c.end };
     return 0;
 }
 
@@ -240,9 +247,10 @@ static int fde(struct eh *e, size_t off, uint32_t id, struct cur c)
 {
     size_t cie_off = off + 4 >= id ? off + 4 - id : SIZE_MAX;
     const struct cie *ci = NULL;
+    int cin = -1;
     for (int i = 0; i < e->ncie; i++)
         if (e->cies[i].off == cie_off)
-            ci = &e->cies[i];
+            ci = &e->cies[i], cin = i;
     if (!ci)
         return fail(e, ".eh_frame+0x%zx: FDE's CIE pointer %" PRIu32 " does not lead to a CIE "
                     "before it", off, id);
@@ -271,7 +279,7 @@ static int fde(struct eh *e, size_t off, uint32_t id, struct cur c)
                     "the code at 0x%" PRIx64 "..0x%" PRIx64, off, pc, pc + range, e->text_addr,
                     e->text_addr + e->code_size);
     if (e->nfde < MAX_FDE)
-        e->fdes[e->nfde++] = (struct fde){ pc, range, off };
+        e->fdes[e->nfde++] = (struct fde){ pc, range, off, cin, c.p, c.end };
     return 0;
 }
 
@@ -357,17 +365,44 @@ static int eh_frame_hdr(struct eh *e, const uint8_t *hdr, size_t hdr_len, uint64
     return 0;
 }
 
+static int check(struct eh *e, const uint8_t *hdr, size_t hdr_len, size_t eh_len)
+{
+    int rc = entries(e, eh_len);
+    if (rc)
+        return rc;
+    if (e->ncie == 0 || e->nfde == 0)
+        return fail(e, ".eh_frame has %d CIE and %d FDE: nothing to unwind with", e->ncie,
+                    e->nfde);
+    return eh_frame_hdr(e, hdr, hdr_len, e->addr + eh_len);
+}
+
+int jhr_eh_frame_fde(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,
+                     uint64_t eh_addr, uint64_t text_addr, uint64_t code_size,
+                     struct jhr_eh_fde *out, char *err, size_t errlen)
+{
+    struct eh e = { .data = eh, .addr = eh_addr, .text_addr = text_addr,
+                    .code_size = code_size, .err = err, .errlen = errlen };
+    int rc = check(&e, hdr, hdr_len, eh_len);
+    if (rc)
+        return rc;
+    for (int i = 0; i < e.nfde; i++) {
+        const struct fde *f = &e.fdes[i];
+        if (f->pc != text_addr)
+            continue;
+        const struct cie *c = &e.cies[f->cie];
+        *out = (struct jhr_eh_fde){ c->insns, (size_t)(c->insns_end - c->insns), f->insns,
+                                    (size_t)(f->insns_end - f->insns), c->caf, c->daf, c->ra,
+                                    f->range };
+        return 0;
+    }
+    return fail(&e, "no FDE starts at the code");
+}
+
 int jhr_eh_frame_check(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,
                        uint64_t eh_addr, uint64_t text_addr, uint64_t code_size, FILE *out,
                        char *err, size_t errlen)
 {
     struct eh e = { .data = eh, .addr = eh_addr, .text_addr = text_addr,
                     .code_size = code_size, .out = out, .err = err, .errlen = errlen };
-    int rc = entries(&e, eh_len);
-    if (rc)
-        return rc;
-    if (e.ncie == 0 || e.nfde == 0)
-        return fail(&e, ".eh_frame has %d CIE and %d FDE: nothing to unwind with", e.ncie,
-                    e.nfde);
-    return eh_frame_hdr(&e, hdr, hdr_len, eh_addr + eh_len);
+    return check(&e, hdr, hdr_len, eh_len);
 }

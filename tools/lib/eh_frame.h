@@ -18,4 +18,21 @@ int jhr_eh_frame_check(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, siz
                        uint64_t eh_addr, uint64_t text_addr, uint64_t code_size, FILE *out,
                        char *err, size_t errlen);
 
+/* The FDE of such an .eh_frame that starts at the code (text_addr), checked as above: its
+ * CIE's initial instructions and factors, and its own instructions (pointers into eh),
+ * for a reader that hands them on (the preload of `jitherald run`: jh_code.cfi). 0, or
+ * JH_EFORMAT with a message. */
+struct jhr_eh_fde {
+    const uint8_t *cie_insns;
+    size_t cie_len;
+    const uint8_t *insns;
+    size_t len;
+    uint64_t caf;
+    int64_t daf;
+    uint64_t ra, range;
+};
+int jhr_eh_frame_fde(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,
+                     uint64_t eh_addr, uint64_t text_addr, uint64_t code_size,
+                     struct jhr_eh_fde *out, char *err, size_t errlen);
+
 #endif
