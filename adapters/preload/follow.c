@@ -39,7 +39,8 @@
 
 struct file {
     char path[PATH_MAX];
-    int fd, wd;
+    struct jhp_fd f;
+    int wd;
     uint64_t pos;               /* bytes of the file read so far */
     uint8_t *buf;               /* bytes read and not yet used: a partial line or record */
     size_t len, cap;
@@ -48,10 +49,11 @@ struct file {
     size_t head_len;
 };
 
-static int ino = -1, tmp_wd = -1;
+static struct jhp_fd ino = { -1, 0, 0 };
+static int tmp_wd = -1;
 static pid_t me;
 static double started;
-static struct file map = { .fd = -1, .wd = -1 }, dump = { .fd = -1, .wd = -1 };
+static struct file map = { .f.fd = -1, .wd = -1 }, dump = { .f.fd = -1, .wd = -1 };
 static char map_name[64];
 /* the jitdump's header, once read, and the DEBUG_INFO waiting for its LOAD */
 static struct jhr_jd dump_hdr;
@@ -116,6 +118,8 @@ static void announce(const char *name, size_t name_len, uint64_t start, uint64_t
         jhp_st.malformed++;
         return;
     }
+    if (!jhp_open())
+        return;
     /* a name is any bytes but NUL; V8 and Erlang write some with control bytes */
     size_t n = name_len < sizeof nm - 1 ? name_len : sizeof nm - 1;
     memcpy(nm, name, n);
@@ -182,12 +186,11 @@ static void announce(const char *name, size_t name_len, uint64_t start, uint64_t
 
 static void file_close(struct file *f)
 {
-    if (f->wd >= 0 && ino >= 0)
-        inotify_rm_watch(ino, f->wd);
-    if (f->fd >= 0)
-        close(f->fd);
+    if (f->wd >= 0 && jhp_fd_ours(&ino))
+        inotify_rm_watch(ino.fd, f->wd);
+    jhp_fd_close(&f->f);
     free(f->buf);
-    f->fd = f->wd = -1;
+    f->wd = -1;
     f->buf = NULL;
     f->len = f->cap = 0;
     f->pos = 0;
@@ -203,8 +206,11 @@ static int file_open(struct file *f, const char *path, bool from_end)
     int fd = jh__open_regular(path, JH__OPEN_NOFOLLOW);
     if (fd < 0)
         return fd;
-    f->fd = fd;
-    f->wd = inotify_add_watch(ino, path, IN_MODIFY | IN_CLOSE_WRITE);
+    jhp_fd_take(&f->f, fd);
+    fd = f->f.fd;
+    if (fd < 0)
+        return -EBADF;
+    f->wd = ino.fd >= 0 ? inotify_add_watch(ino.fd, path, IN_MODIFY | IN_CLOSE_WRITE) : -1;
     struct stat st;
     if (from_end && fstat(fd, &st) == 0) {
         f->pos = (uint64_t)st.st_size;
@@ -218,20 +224,24 @@ static int file_open(struct file *f, const char *path, bool from_end)
 /* Append what is new to f->buf. false when nothing is. */
 static bool file_read(struct file *f)
 {
-    if (f->fd < 0)
+    if (f->f.fd < 0)
         return false;
+    if (!jhp_fd_ours(&f->f)) {      /* the process closed it: the number is not ours now */
+        f->f.fd = -1;
+        return false;
+    }
     /* Rewritten (truncated and written again, maybe longer than before): shorter than
      * what we read, or its first bytes are not those we read. */
     struct stat st;
     uint8_t head[sizeof f->head];
-    bool rewritten = fstat(f->fd, &st) == 0 && (uint64_t)st.st_size < f->pos;
+    bool rewritten = fstat(f->f.fd, &st) == 0 && (uint64_t)st.st_size < f->pos;
     if (!rewritten && f->head_len)
-        rewritten = pread(f->fd, head, f->head_len, 0) != (ssize_t)f->head_len ||
+        rewritten = pread(f->f.fd, head, f->head_len, 0) != (ssize_t)f->head_len ||
                     memcmp(head, f->head, f->head_len);
     if (rewritten) {
         jhp_st.truncations++;   /* from the start again */
         f->head_len = 0;
-        lseek(f->fd, 0, SEEK_SET);
+        lseek(f->f.fd, 0, SEEK_SET);
         f->pos = 0, f->len = 0, f->skip_line = false;
         if (f == &dump)
             have_hdr = false, free(dbg), free(unw), dbg = unw = NULL;
@@ -245,7 +255,7 @@ static bool file_read(struct file *f)
                 return got;
             f->buf = b, f->cap = cap;
         }
-        ssize_t n = read(f->fd, f->buf + f->len, f->cap - f->len);
+        ssize_t n = read(f->f.fd, f->buf + f->len, f->cap - f->len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -447,6 +457,8 @@ static void dump_record(const struct jhr_jd *r, const struct jhr_jd_rec *rec)
     }
     case JH__JD_CODE_MOVE: {
         jhp_st.dump_moves++;
+        if (!jhp_open())
+            break;
         uint64_t id;
         const void *old = (const void *)(uintptr_t)rec->u.move.old_code_addr;
         const void *s;
@@ -535,12 +547,12 @@ void jhp_follow_init(pid_t pid, double start_time)
     started = start_time;
     have_hdr = false;
     snprintf(map_name, sizeof map_name, "perf-%d.map", (int)pid);
-    ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    if (ino < 0) {
+    jhp_fd_take(&ino, inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+    if (ino.fd < 0) {
         jhp_warn("inotify: %s: the perf map is not followed", strerror(errno));
         return;
     }
-    tmp_wd = inotify_add_watch(ino, "/tmp", IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
+    tmp_wd = inotify_add_watch(ino.fd, "/tmp", IN_CREATE | IN_MOVED_TO | IN_ONLYDIR);
     char path[PATH_MAX];
     snprintf(path, sizeof path, "/tmp/%s", map_name);
     struct stat st;
@@ -552,11 +564,11 @@ void jhp_follow_init(pid_t pid, double start_time)
     }
 }
 
-int jhp_follow_inotify_fd(void) { return ino; }
+int jhp_follow_inotify_fd(void) { return ino.fd; }
 
 void jhp_follow_dump(const char *path)
 {
-    if (dump.fd >= 0 && !strcmp(dump.path, path))
+    if (dump.f.fd >= 0 && !strcmp(dump.path, path))
         return;
     have_hdr = false;
     free(dbg), free(unw);
@@ -577,7 +589,9 @@ void jhp_follow_events(void)
 {
     char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
     ssize_t n;
-    while ((n = read(ino, buf, sizeof buf)) > 0) {
+    if (ino.fd >= 0 && !jhp_fd_ours(&ino))
+        ino.fd = -1;            /* closed by the process: the files are still read below */
+    while (ino.fd >= 0 && (n = read(ino.fd, buf, sizeof buf)) > 0) {
         for (char *p = buf; p < buf + n;) {
             struct inotify_event *e = (struct inotify_event *)p;
             if (e->wd == tmp_wd && e->len && !strcmp(e->name, map_name)) {
@@ -595,13 +609,9 @@ void jhp_follow_events(void)
  * watches): closed, never used. */
 void jhp_follow_forget(void)
 {
-    if (map.fd >= 0)
-        close(map.fd);
-    if (dump.fd >= 0)
-        close(dump.fd);
-    if (ino >= 0)
-        close(ino);
-    map.fd = dump.fd = ino = -1;
+    jhp_fd_close(&map.f);
+    jhp_fd_close(&dump.f);
+    jhp_fd_close(&ino);
     map.wd = dump.wd = tmp_wd = -1;
     jhp_follow_fini();
 }
@@ -612,7 +622,6 @@ void jhp_follow_fini(void)
     file_close(&dump);
     free(dbg), free(unw);
     dbg = unw = NULL;
-    if (ino >= 0)
-        close(ino);
-    ino = tmp_wd = -1;
+    jhp_fd_close(&ino);
+    tmp_wd = -1;
 }

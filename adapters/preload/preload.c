@@ -32,13 +32,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 jh_ctx *jhp_ctx;
 struct jhp_stats jhp_st;
 
-static int wake_fd = -1;
+static unsigned channels;               /* 0: not configured, nothing runs */
+static bool open_failed;
+static struct jhp_fd wake = { -1, 0, 0 };
 static pthread_t thread;
 static bool running;
 static atomic_bool stopping;
@@ -62,11 +65,42 @@ void jhp_warn(const char *fmt, ...)
     fprintf(stderr, "jitherald run[%d]: %s\n", (int)getpid(), msg);
 }
 
+void jhp_fd_take(struct jhp_fd *f, int fd)
+{
+    f->fd = -1;
+    if (fd < 0)
+        return;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+    if (hi >= 0) {
+        close(fd);
+        fd = hi;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return;
+    }
+    f->fd = fd, f->dev = st.st_dev, f->ino = st.st_ino;
+}
+
+bool jhp_fd_ours(const struct jhp_fd *f)
+{
+    struct stat st;
+    return f->fd >= 0 && fstat(f->fd, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino;
+}
+
+void jhp_fd_close(struct jhp_fd *f)
+{
+    if (jhp_fd_ours(f))
+        close(f->fd);
+    f->fd = -1;
+}
+
 void jhp_wake(void)
 {
-    if (wake_fd >= 0) {
+    if (wake.fd >= 0) {             /* an eventfd takes 8 bytes or fails: nothing else */
         uint64_t one = 1;
-        ssize_t n = write(wake_fd, &one, sizeof one);
+        ssize_t n = write(wake.fd, &one, sizeof one);
         (void)n;
     }
 }
@@ -99,19 +133,50 @@ static void log_fn(void *arg, int level, const char *msg)
         jhp_warn("%s", msg);
 }
 
+bool jhp_open(void)
+{
+    if (jhp_ctx || open_failed)
+        return jhp_ctx != NULL;
+    /* Debuggers hear of new code once per batch read (jh_flush in follower()), not once per
+     * function: with gdb attached each registration is a stop, and a VM announces its
+     * thousands of builtins at start (node: 2,400). */
+    struct jh_options o = { .sz = sizeof o, .channels = channels, .engine = "run",
+                            .log = log_fn, .gdb_batch = JH_GDB_DEFER };
+    if (jh_open(&jhp_ctx, &o) < 0 || !jh_channels(jhp_ctx)) {
+        jh_close(jhp_ctx);
+        jhp_ctx = NULL;
+        open_failed = true;
+    }
+    return jhp_ctx != NULL;
+}
+
+static void flush(void)
+{
+    if (jhp_ctx)
+        jh_flush(jhp_ctx);
+}
+
 static void *follower(void *arg)
 {
     (void)arg;
     jhp_guard_thread_is_follower();
-    struct pollfd p[2] = { { wake_fd, POLLIN, 0 }, { jhp_follow_inotify_fd(), POLLIN, 0 } };
     jhp_follow_all();                   /* what the file held before we watched it */
-    jh_flush(jhp_ctx);
+    flush();
     while (!atomic_load(&stopping)) {
+        struct pollfd p[2] = { { wake.fd, POLLIN, 0 }, { jhp_follow_inotify_fd(), POLLIN, 0 } };
         if (poll(p, p[1].fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
             break;
+        /* the process closed our descriptors (a helper cleaning up before its work, as
+         * Erlang's erl_child_setup does): it is not a VM, or it does not want us */
+        if ((p[0].revents & POLLNVAL) || !jhp_fd_ours(&wake)) {
+            if (debug)
+                jhp_warn("the process closed jitherald run's descriptors: no longer following");
+            wake.fd = -1;
+            break;
+        }
         if (p[0].revents) {
             uint64_t v;
-            ssize_t n = read(wake_fd, &v, sizeof v);
+            ssize_t n = read(wake.fd, &v, sizeof v);
             (void)n;
             char path[4096];
             if (jhp_take_dump_path(path, sizeof path))
@@ -120,11 +185,11 @@ static void *follower(void *arg)
         uint64_t before = jhp_st.announced + jhp_st.moved;
         jhp_follow_events();
         if (jhp_st.announced + jhp_st.moved != before)
-            jh_flush(jhp_ctx);
+            flush();
     }
     if (drain) {                        /* what was written before exit, all of it */
         jhp_follow_events();
-        jh_flush(jhp_ctx);
+        flush();
     }
     return NULL;
 }
@@ -138,7 +203,7 @@ static double now(void)
 
 static void start(double t0)
 {
-    wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    jhp_fd_take(&wake, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     jhp_follow_init(getpid(), t0);
     atomic_store(&stopping, false);
     /* Signals are the VM's business: a process-directed one (kill, a profiler's timer)
@@ -146,7 +211,7 @@ static void start(double t0)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    running = wake_fd >= 0 && pthread_create(&thread, NULL, follower, NULL) == 0;
+    running = wake.fd >= 0 && pthread_create(&thread, NULL, follower, NULL) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!running)
         jhp_warn("cannot start the follower thread: nothing is announced");
@@ -157,13 +222,11 @@ static void start(double t0)
  * writes its own map or dump gets them followed under its own pid. */
 static void child(void)
 {
-    if (wake_fd >= 0)
-        close(wake_fd);
-    wake_fd = -1;
+    jhp_fd_close(&wake);
     jhp_follow_forget();
     memset(&jhp_st, 0, sizeof jhp_st);
-    if (jhp_ctx)
-        start(now());
+    running = false;
+    start(now());
 }
 
 static void stats_line(void)
@@ -211,31 +274,24 @@ __attribute__((constructor)) static void jhp_init(void)
     unsigned bits = parse_channels(ch);
     if (!bits)
         return;
+    channels = bits;
     const char *dr = getenv("JITHERALD_RUN_DRAIN");
     drain = dr && !strcmp(dr, "1");
     const char *fp = getenv("JITHERALD_RUN_FP");
     jhp_guess_fp = !(fp && !strcmp(fp, "0"));
     double t0 = now();
-    /* Debuggers hear of new code once per batch read (jh_flush in follower()), not once per
-     * function: with gdb attached each registration is a stop, and a VM announces its
-     * thousands of builtins at start (node: 2,400). */
-    struct jh_options o = { .sz = sizeof o, .channels = bits, .engine = "run", .log = log_fn,
-                            .gdb_batch = JH_GDB_DEFER };
-    if (jh_open(&jhp_ctx, &o) < 0 || !jh_channels(jhp_ctx)) {
-        jh_close(jhp_ctx);
-        jhp_ctx = NULL;
-        return;
-    }
+    /* The context is opened by the first announcement (jhp_open): a wrapper, a shell or a
+     * helper that never writes a map opens no file of the library's. */
     jhp_guard_atfork();
     pthread_atfork(NULL, NULL, child);
-    if (jh_channels(jhp_ctx) & JH_ELFMAP)
+    if (bits & JH_ELFMAP)
         atomic_store(&jhp_guard_on, true);
     start(t0);
 }
 
 __attribute__((destructor)) static void jhp_fini(void)
 {
-    if (!jhp_ctx)
+    if (!channels)
         return;
     if (running) {
         atomic_store(&stopping, true);

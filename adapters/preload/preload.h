@@ -34,7 +34,8 @@ struct jhp_stats {
 };
 
 /* preload.c */
-extern jh_ctx *jhp_ctx;
+extern jh_ctx *jhp_ctx;                 /* opened on the first announcement: jhp_open() */
+bool jhp_open(void);
 extern struct jhp_stats jhp_st;
 void jhp_wake(void);                    /* make the follower thread look again */
 bool jhp_stopping(void);                /* the process is exiting: stop reading */
@@ -54,11 +55,24 @@ bool jhp_readable(uint64_t start, uint64_t size);
 /* A jitdump the VM mapped (PROT_EXEC, as perf wants): its path, or "" (taken once). */
 bool jhp_take_dump_path(char *path, size_t len);
 
+/* A descriptor of ours, moved out of the VM's way (>= 1000: helpers such as Erlang's
+ * erl_child_setup close every descriptor above 3 and open their own pipes, which get the
+ * lowest numbers), and how to tell it is still ours: a VM may close it, and the number
+ * may come back as the VM's. */
+struct jhp_fd {
+    int fd;
+    dev_t dev;
+    ino_t ino;
+};
+void jhp_fd_take(struct jhp_fd *f, int fd);     /* fd < 0: f->fd = -1 */
+bool jhp_fd_ours(const struct jhp_fd *f);
+void jhp_fd_close(struct jhp_fd *f);            /* closes it only if still ours */
+
 /* follow.c */
 extern bool jhp_guess_fp;               /* JITHERALD_RUN_FP=0: no frame-pointer guess */
 struct jhp_follow;
 void jhp_follow_init(pid_t pid, double start_time);
-int jhp_follow_inotify_fd(void);
+int jhp_follow_inotify_fd(void);       /* -1 when there is none, or it is gone */
 void jhp_follow_events(void);           /* inotify said something: read what is new */
 void jhp_follow_dump(const char *path); /* start following this jitdump */
 void jhp_follow_all(void);              /* read every followed file to its end */

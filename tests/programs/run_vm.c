@@ -12,6 +12,7 @@
  *                        with no NUL in its name, DEBUG_INFO, MOVE, then a broken size
  *   run_vm fork          a child writes its own map; the parent rewrites its map
  *   run_vm none          writes nothing
+ *   run_vm closefds      closes every descriptor above 2, then uses a pipe: no byte lost
  *   run_vm huge N        N lines in one burst, 64 bytes apart (no wait: see the stats)
  *   run_vm race MS       a thread rewrites code pages (mprotect RW, write, RX) while their
  *                        lines are written again and again: no write may be lost
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -429,6 +431,34 @@ static int race(double ms)
     return atomic_load(&lost) == 0 ? 0 : 1;
 }
 
+/* A helper that closes every descriptor it did not open itself and then uses the lowest
+ * numbers, as Erlang's erl_child_setup does: nothing may read from its pipe. */
+static int closefds(void)
+{
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
+        for (int fd = 3; fd < 4096; fd++)
+            close(fd);
+    int p[2];
+    if (pipe2(p, O_NONBLOCK))  /* a stolen message is then a missing one, not a hang */
+        return 2;
+    uint64_t got = 0, sent = 0;
+    for (uint64_t i = 1; i <= 2000; i++) {
+        if (write(p[1], &i, sizeof i) != sizeof i)
+            return 2;
+        sent += i;
+        uint64_t v;
+        if (i % 4 == 0)
+            msleep(0.1);
+        while (read(p[0], &v, sizeof v) == sizeof v) {
+            got += v;
+            break;
+        }
+    }
+    printf("closefds: sent %llu, read back %llu\n", (unsigned long long)sent,
+           (unsigned long long)got);
+    return got == sent ? 0 : 1;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -485,6 +515,7 @@ int main(int argc, char **argv)
     else if (!strcmp(m, "dump")) rc_ = dump();
     else if (!strcmp(m, "fork")) rc_ = forked();
     else if (!strcmp(m, "none")) rc_ = 0;
+    else if (!strcmp(m, "closefds")) rc_ = closefds();
     else if (!strcmp(m, "huge")) rc_ = huge(n);
     else if (!strcmp(m, "race")) rc_ = race((double)n);
     else if (!strcmp(m, "latency")) rc_ = latency(n, argc > 3 && !strcmp(argv[3], "gdb"));
