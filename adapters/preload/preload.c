@@ -4,9 +4,9 @@
  *
  *     $ MVM_JIT_PERF_MAP=1 jitherald run -c elfmap -- valgrind --tool=callgrind rakudo x.raku
  *     $ callgrind_annotate callgrind.out.*
- *     1,204,553 (12.1%)  gen/moar/CORE.c.setting:infix:<+> [/tmp/jitherald-0/jit-4242-1.elf]
- *     $ jitherald run -c gdb -- gdb -ex run -ex bt --args node --perf-prof app.js
- *     #3  0x00007f1a2c0466d4 in JS:*fib app.js:1 () at app.js:2
+ *     1,578,166 ( 0.14%)  ???:find_method(gen/moar/stage2/nqpmo.nqp:1391) [/tmp/jitherald-0/jit-4242-1.elf]
+ *     $ jitherald run -c gdb -- gdb -ex run -ex bt --args node --perf-basic-prof --perf-prof app.js
+ *     #0  0x00007fffc800733d in JS:*spin app.js:2:14 () at app.js:1
  *
  * `jitherald run` sets LD_PRELOAD to this library (beside libjitherald.so) and
  * JITHERALD_RUN to the channels; LD_PRELOAD=libjitherald-run.so JITHERALD_RUN=elfmap works
