@@ -3,7 +3,7 @@
 # `jitherald run` must neither crash nor stall it (tests/programs/run_vm.c, a VM that
 # knows nothing of jitherald, checks its own pages: a function announced under elfmap has
 # its page mapped from an image):
-#   partial  lines written in two halves: every function announced
+#   partial  lines written in two halves: every function announced (also through sh -c exec)
 #   junk     2 MiB without a newline, NULs, 0x numbers, size 0, an unmapped address, a
 #            writable page: the good lines announced, the rest counted and skipped
 #   dump     jitdump records in halves, an unknown record, a LOAD with no NUL, DEBUG_INFO
@@ -31,6 +31,12 @@ stat() { # FIELD: its value on the last stats line
     tail -1 stats | tr ' ' '\n' | sed -n "s/^$1=//p"
 }
 run partial 16
+# through a wrapper that execs the VM (a shell script, rakudo -> moar): same pid, the
+# library loaded again in the new image
+: > stats
+"$CLI" run -c elfmap -- sh -c 'exec "$0" partial 4' "$V" > wrapped.out 2>&1 ||
+    { cat wrapped.out; fail "through sh -c exec"; }
+cat wrapped.out
 [ "$(stat partial)" -ge 1 ] || fail "no partial line was seen: the test wrote whole lines"
 run junk
 [ "$(stat malformed)" -ge 4 ] || fail "junk: $(stat malformed) malformed lines counted"
