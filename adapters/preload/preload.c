@@ -281,7 +281,15 @@ __attribute__((constructor)) static void jhp_init(void)
     jhp_guess_fp = !(fp && !strcmp(fp, "0"));
     double t0 = now();
     /* The context is opened by the first announcement (jhp_open): a wrapper, a shell or a
-     * helper that never writes a map opens no file of the library's. */
+     * helper that never writes a map opens no file of the library's. But the library's
+     * fork handler is installed now, by a context with no channel, so that ours comes
+     * after it: prepare handlers run last-registered first, so a fork takes the guard and
+     * then the library's locks, the order the follower takes them in (found by TSan: the
+     * other order deadlocks a fork against an announcement). */
+    jh_ctx *none;
+    struct jh_options no = { .sz = sizeof no, .flags = JH_OPT_IGNORE_ENV };
+    if (jh_open(&none, &no) == 0)
+        jh_close(none);
     jhp_guard_atfork();
     pthread_atfork(NULL, NULL, child);
     if (bits & JH_ELFMAP)
