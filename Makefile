@@ -216,13 +216,19 @@ test-unit: tests
 
 # Sanitizer builds run the unit and fuzz tiers (the integration tier drives perf, gdb and
 # valgrind, which do not mix with sanitizer runtimes).
+# Both also run the preload library of `jitherald run`, built with their sanitizer, under
+# the plain build's run_vm (tests/run/sanitize.sh).
 asan:
 	$(MAKE) BUILD=build-asan SAN=address,undefined OPT=-O1 test-unit
+	$(MAKE) programs
+	@tests/run/sanitize.sh build-asan address
 # TSan looks for races: the unit tier holds the threaded tests (fuzzing is single-threaded
 # and ASan's job).
 tsan:
 	$(MAKE) BUILD=build-tsan SAN=thread OPT=-O1 tests
 	@BUILD=build-tsan TIERS=unit tests/run.sh
+	$(MAKE) programs
+	@tests/run/sanitize.sh build-tsan thread
 
 # Open-ended fuzzing with libFuzzer (clang): `make fuzz` builds build-fuzz/fuzz/*; run one
 # with e.g. build-fuzz/fuzz/fuzz_jitdump NEW_DIR fuzz/corpus/jitdump -max_total_time=600
