@@ -503,7 +503,7 @@ static int latency(size_t n, bool gdb)
                 ;
         t[i] = now_ms() - t0;
         if (!gdb)
-            msleep(12);         /* elfmap swaps at most one page per 10 ms after a burst */
+            msleep(12);         /* one function at a time, as a VM compiles them */
     }
     qsort(t, n, sizeof *t, cmp_d);
     printf("latency_ms n=%zu min=%.3f p50=%.3f p90=%.3f p99=%.3f max=%.3f\n", n, t[0], t[n / 2],
