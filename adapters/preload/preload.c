@@ -98,7 +98,9 @@ void jhp_fd_close(struct jhp_fd *f)
 
 void jhp_wake(void)
 {
-    if (wake.fd >= 0) {             /* an eventfd takes 8 bytes or fails: nothing else */
+    /* still our eventfd, not a number the process closed and reused for a file of its own
+     * (an eventfd takes 8 bytes or fails: nothing else) */
+    if (jhp_fd_ours(&wake)) {
         uint64_t one = 1;
         ssize_t n = write(wake.fd, &one, sizeof one);
         (void)n;
@@ -164,7 +166,13 @@ static void *follower(void *arg)
     flush();
     while (!atomic_load(&stopping)) {
         struct pollfd p[2] = { { wake.fd, POLLIN, 0 }, { jhp_follow_inotify_fd(), POLLIN, 0 } };
-        if (poll(p, p[1].fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+        /* Events wake us; the timeout is only for liveness. A descriptor another thread
+         * closes while we poll it does not wake poll() (the kernel keeps the file until
+         * poll returns), and nobody can write to it any more: without a timeout, a VM that
+         * closed every descriptor (close_range) while we waited hung at exit, in jhp_fini's
+         * join, until something happened in /tmp (tests/run/sanitize.sh: 1 run in 6). */
+        int r = poll(p, p[1].fd >= 0 ? 2 : 1, 250);
+        if (r < 0 && errno != EINTR)
             break;
         /* the process closed our descriptors (a helper cleaning up before its work, as
          * Erlang's erl_child_setup does): it is not a VM, or it does not want us */
@@ -174,6 +182,8 @@ static void *follower(void *arg)
             wake.fd = -1;
             break;
         }
+        if (r == 0)
+            continue;
         if (p[0].revents) {
             uint64_t v;
             ssize_t n = read(wake.fd, &v, sizeof v);

@@ -9,7 +9,7 @@ set -eu
 B=$1 san=$2
 R=$(cd "$(dirname "$0")/../.." && pwd)
 V=$R/build/tests/programs/run_vm
-[ -x "$V" ] || { echo "sanitize: $V not built (make programs): skipped"; exit 0; }
+[ -x "$V" ] || { echo "sanitize: $V not built (make programs): skipped"; [ "${JH_REQUIRE_ALL:-0}" != 1 ]; exit; }
 case $san in address) lib=libasan.so ;; thread) lib=libtsan.so ;; *) exit 2 ;; esac
 lib=$(${CC:-cc} -print-file-name=$lib)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
