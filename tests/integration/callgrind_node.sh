@@ -19,11 +19,7 @@ run() { # NAME callgrind-options...
     valgrind -q --tool=callgrind "$@" --callgrind-out-file="$T/$name.out" \
         node --perf-basic-prof --always-sparkplug fib.js >out
     grep -qx 1830 out || fail "node under callgrind"
-    local pid; pid=$(sed -n 's/^pid: //p' "$name.out")
-    at_exit "rm -f /tmp/perf-$pid.map"
-    mkdir -p "$name.d"
-    mv "/tmp/perf-$pid.map" "$name.d/"
-    echo "$name.d/perf-$pid.map" >"$name.mapname"
+    cg_take_map "$name"
 }
 run plain
 cg_rewrite_check plain.out --map "$(cat plain.mapname)"

@@ -13,11 +13,7 @@ run() { # NAME callgrind-options...
     MVM_JIT_PERF_MAP=1 valgrind -q --tool=callgrind "$@" --callgrind-out-file="$T/$name.out" \
         rakudo -e 'sub f($n) { $n < 2 ?? $n !! f($n - 1) + f($n - 2) }; say f(16)' >out
     grep -qx 987 out || fail "rakudo under callgrind"
-    local pid; pid=$(sed -n 's/^pid: //p' "$name.out")
-    at_exit "rm -f /tmp/perf-$pid.map"
-    mkdir -p "$name.d"
-    mv "/tmp/perf-$pid.map" "$name.d/"
-    echo "$name.d/perf-$pid.map" >"$name.mapname"
+    cg_take_map "$name"
 }
 run plain
 cg_rewrite_check plain.out --map "$(cat plain.mapname)"

@@ -125,6 +125,16 @@ cg_rewrite_check() { # PROFILE --map|--jitdump FILE
     ! grep -i 'malformed\|warning' "$1.ann.err" || fail "callgrind_annotate complains about $1.named"
 }
 
+# After a producer ran under callgrind into NAME.out: move the perf map its process wrote
+# into NAME.d/ (removed at exit if the test dies first) and name it in NAME.mapname.
+cg_take_map() { # NAME
+    local pid; pid=$(sed -n 's/^pid: //p' "$1.out")
+    at_exit "rm -f /tmp/perf-$pid.map"
+    mkdir -p "$1.d"
+    mv "/tmp/perf-$pid.map" "$1.d/"
+    echo "$1.d/perf-$pid.map" >"$1.mapname"
+}
+
 # Other JITs' files (tests/integration/producers_*.sh, docs/interop.md):
 # check FILE: exit 0, each quirk named warned about, --strict refuses the file
 check_quirks() { # FILE QUIRK...
