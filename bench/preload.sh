@@ -4,11 +4,16 @@
 #             interface's descriptor changes (gdb), the page is mapped from an image
 #             (elfmap), one function at a time (tests/programs/run_vm latency;
 #             JH_BENCH_LAT_N functions, default 300)
+#   callgrind the share of rakudo's JIT instructions callgrind attributes to a name, with
+#             valgrind's default (generic) scheduler lock and with the fair one jitherald
+#             run asks for (--fair-sched=try): the follower's latency as a user meets it
+#             (JH_BENCH_RUNS runs each)
 #   overhead  a VM's wall time with each channel beside the same VM writing the same files
 #             without jitherald run (median of JH_BENCH_RUNS runs, default 5): rakudo with
 #             MVM_JIT_PERF_MAP=1, node with --perf-basic-prof --perf-prof
 set -u
 B=$(cd "${JH_BUILD:-build}" && pwd)
+R=$(cd "$(dirname "$0")/.." && pwd)
 CLI=$B/jitherald
 V=$B/tests/programs/run_vm
 runs=${JH_BENCH_RUNS:-5}
@@ -30,6 +35,41 @@ fi
 echo
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+echo "Callgrind: rakudo's JIT instructions named (in an image) against left as addresses,"
+echo "with valgrind's default scheduler lock and the fair one jitherald run asks for ($runs runs)"
+if command -v rakudo > /dev/null && command -v valgrind > /dev/null; then
+    printf '%-34s %-16s %-30s\n' "valgrind lock" "lines announced" "% named: min / median / max"
+    prog='sub f($n) { $n < 2 ?? $n !! f($n - 1) + f($n - 2) }; say f(16);
+          say (1..2000).map(* * 2).sum'
+    for lock in no try; do
+        : > "$T/cg.stats"
+        pcts=$(for i in $(seq "$runs"); do
+            rm -f "$T"/cg.out
+            MVM_JIT_PERF_MAP=1 JITHERALD_RUN_STATS=$T/cg.stats "$CLI" run -c elfmap -- \
+                valgrind -q --fair-sched=$lock --tool=callgrind --callgrind-out-file="$T/cg.out" \
+                rakudo -e "$prog" > /dev/null 2>&1
+            pid=$(sed -n 's/^pid: //p' "$T/cg.out")
+            callgrind_annotate --threshold=100 "$T/cg.out" > "$T/cg.ann" 2> /dev/null
+            perl "$R/tests/integration/cg_named.pl" "/tmp/perf-$pid.map" \
+                "$T/cg.ann" | sed -n 's/.*(\(.*\)% named)/\1/p'
+            wc -l < "/tmp/perf-$pid.map" >> "$T/cg.lines"
+            rm -f "/tmp/perf-$pid.map"
+        done | sort -n)
+        seen=$(sed -n 's/.*map_lines=\([0-9]*\).*/\1/p' "$T/cg.stats" |
+            awk '{ s += $1 } END { print s + 0 }')
+        written=$(awk '{ s += $1 } END { print s + 0 }' "$T/cg.lines")
+        rm -f "$T/cg.lines"
+        name="ticket (jitherald run's default)"
+        [ $lock = no ] && name="generic (--fair-sched=no)"
+        printf '%-34s %-16s %s / %s / %s\n' "$name" \
+            "$seen of $written" "$(echo "$pcts" | head -1)" "$(echo "$pcts" | median)" \
+            "$(echo "$pcts" | tail -1)"
+    done
+else
+    echo "  rakudo or valgrind not installed"
+fi
+echo
 time_ms() { # CMD...: wall ms of one run
     local s e
     s=$(date +%s%N)
