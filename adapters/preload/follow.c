@@ -70,21 +70,23 @@ struct lines {
     uint32_t nfiles;
 };
 
-/* Remove every announced function in [a, a+size): the VM reused the addresses. */
-static void remove_overlaps(uint64_t a, uint64_t size, unsigned step)
+/* Remove every function ctx has in [a, a+size): the VM reused the addresses. How many. */
+static unsigned remove_overlaps(jh_ctx *ctx, uint64_t a, uint64_t size, unsigned step)
 {
+    unsigned n = 0;
     for (uint64_t p = a; p < a + size;) {
         uint64_t id;
         const void *s;
         size_t sz;
-        if (jh_lookup(jhp_ctx, (const void *)(uintptr_t)p, &id, &s, &sz, NULL, 0) == 0) {
-            jh_code_remove(jhp_ctx, id);
-            jhp_st.replaced++;
+        if (jh_lookup(ctx, (const void *)(uintptr_t)p, &id, &s, &sz, NULL, 0) == 0) {
+            jh_code_remove(ctx, id);
+            n++;
             p = (uint64_t)(uintptr_t)s + sz;
         } else {
             p += step;
         }
     }
+    return n;
 }
 
 bool jhp_guess_fp = true;
@@ -108,6 +110,35 @@ static void guess_frame(struct jh_code *c)
 #else
     (void)c;
 #endif
+}
+
+/* c into ctx: without its CFI if the library refuses that, over the code it replaces. */
+static int add_to(jh_ctx *ctx, struct jh_code *c)
+{
+    int rc = jh_code_add(ctx, c, NULL);
+    if (rc == -EINVAL && c->unwind == JH_UNWIND_CFI) {
+        /* instructions the library does not take (it validates every one): the name
+         * and the lines are worth more than the CFI */
+        jhp_st.with_cfi--, jhp_st.cfi_refused++;
+        c->unwind = JH_UNWIND_NONE, c->cfi = NULL, c->cfi_len = 0;
+        if (jhp_guess_fp)
+            guess_frame(c);
+        rc = jh_code_add(ctx, c, NULL);
+    }
+    if (rc == JH_EOVERLAP) {
+        /* new code where old code was: the old names go. Functions start at least 16
+         * bytes apart in every VM seen; a smaller one is found byte by byte. */
+        uint64_t a = (uint64_t)(uintptr_t)c->start;
+        unsigned n = remove_overlaps(ctx, a, c->size, 16);
+        rc = jh_code_add(ctx, c, NULL);
+        if (rc == JH_EOVERLAP) {
+            n += remove_overlaps(ctx, a, c->size, 1);
+            rc = jh_code_add(ctx, c, NULL);
+        }
+        if (ctx == jhp_ctx)
+            jhp_st.replaced += n;
+    }
+    return rc;
 }
 
 static void announce(const char *name, size_t name_len, uint64_t start, uint64_t size,
@@ -152,26 +183,9 @@ static void announce(const char *name, size_t name_len, uint64_t start, uint64_t
     } else if (jhp_guess_fp) {
         guess_frame(&c);
     }
-    int rc = jh_code_add(jhp_ctx, &c, NULL);
-    if (rc == -EINVAL && cfi_len) {
-        /* instructions the library does not take (it validates every one): the name
-         * and the lines are worth more than the CFI */
-        jhp_st.with_cfi--, jhp_st.cfi_refused++;
-        c.unwind = JH_UNWIND_NONE, c.cfi = NULL, c.cfi_len = 0;
-        if (jhp_guess_fp)
-            guess_frame(&c);
-        rc = jh_code_add(jhp_ctx, &c, NULL);
-    }
-    if (rc == JH_EOVERLAP) {
-        /* new code where old code was: the old names go. Functions start at least 16
-         * bytes apart in every VM seen; a smaller one is found byte by byte. */
-        remove_overlaps(start, size, 16);
-        rc = jh_code_add(jhp_ctx, &c, NULL);
-        if (rc == JH_EOVERLAP) {
-            remove_overlaps(start, size, 1);
-            rc = jh_code_add(jhp_ctx, &c, NULL);
-        }
-    }
+    int rc = add_to(jhp_ctx, &c);
+    if (rc >= 0 && jhp_rec)
+        add_to(jhp_rec, &c);        /* the record follows what the tools were told */
     jhp_guard_unlock();
     if (rc < 0) {
         jhp_st.failed++;
@@ -421,6 +435,23 @@ static size_t load_cfi(const struct jhr_jd *r, uint64_t code_size, uint8_t *out,
     return f.cie_len + f.len;
 }
 
+/* The function ctx has at old, moved to new (over what was there); 0 or < 0. */
+static int move_in(jh_ctx *ctx, const void *old, uint64_t new, uint64_t size)
+{
+    uint64_t id;
+    const void *s;
+    if (jh_lookup(ctx, old, &id, &s, NULL, NULL, 0) != 0 || s != old)
+        return -ENOENT;
+    int rc = jh_code_move(ctx, id, (const void *)(uintptr_t)new);
+    if (rc == JH_EOVERLAP) {
+        unsigned n = remove_overlaps(ctx, new, size, 16);
+        if (ctx == jhp_ctx)
+            jhp_st.replaced += n;
+        rc = jh_code_move(ctx, id, (const void *)(uintptr_t)new);
+    }
+    return rc;
+}
+
 static void dump_record(const struct jhr_jd *r, const struct jhr_jd_rec *rec)
 {
     switch (rec->id) {
@@ -459,20 +490,13 @@ static void dump_record(const struct jhr_jd *r, const struct jhr_jd_rec *rec)
         jhp_st.dump_moves++;
         if (!jhp_open())
             break;
-        uint64_t id;
         const void *old = (const void *)(uintptr_t)rec->u.move.old_code_addr;
-        const void *s;
         jhp_guard_lock();
-        if (jh_lookup(jhp_ctx, old, &id, &s, NULL, NULL, 0) == 0 && s == old &&
-            jhp_readable(rec->u.move.new_code_addr, rec->u.move.code_size)) {
-            int rc = jh_code_move(jhp_ctx, id, (const void *)(uintptr_t)rec->u.move.new_code_addr);
-            if (rc == JH_EOVERLAP) {
-                remove_overlaps(rec->u.move.new_code_addr, rec->u.move.code_size, 16);
-                rc = jh_code_move(jhp_ctx, id,
-                                  (const void *)(uintptr_t)rec->u.move.new_code_addr);
-            }
-            if (rc == 0)
-                jhp_st.moved++;
+        if (jhp_readable(rec->u.move.new_code_addr, rec->u.move.code_size) &&
+            move_in(jhp_ctx, old, rec->u.move.new_code_addr, rec->u.move.code_size) == 0) {
+            jhp_st.moved++;
+            if (jhp_rec)
+                move_in(jhp_rec, old, rec->u.move.new_code_addr, rec->u.move.code_size);
         }
         jhp_guard_unlock();
         break;

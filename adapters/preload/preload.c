@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-jh_ctx *jhp_ctx;
+jh_ctx *jhp_ctx, *jhp_rec;
 struct jhp_stats jhp_st;
 
 static unsigned channels;               /* 0: not configured, nothing runs */
@@ -135,27 +135,51 @@ static void log_fn(void *arg, int level, const char *msg)
         jhp_warn("%s", msg);
 }
 
+/*
+ * The contexts, opened by the first announcement. With the audit log and another channel,
+ * two: the tools' (jhp_ctx) and the record's (jhp_rec, the audit log alone), so that at
+ * exit the record can be closed, which writes its `close` record (`jitherald log` then
+ * says the process ended, not that it was cut), while the tools' stays open: a debugger,
+ * callgrind's last dump and the unwinder still need the code named as long as the
+ * process has threads (jhp_fini). With JITHERALD set, the library's own rule chooses the
+ * channels: one context.
+ */
+static bool open_one(jh_ctx **ctx, unsigned bits)
+{
+    /* Debuggers hear of new code once per batch read (jh_flush in follower()), not once per
+     * function: with gdb attached each registration is a stop, and a VM announces its
+     * thousands of builtins at start (node: 2,400). */
+    struct jh_options o = { .sz = sizeof o, .channels = bits, .engine = "run",
+                            .log = log_fn, .gdb_batch = JH_GDB_DEFER };
+    if (jh_open(ctx, &o) < 0 || !jh_channels(*ctx)) {
+        jh_close(*ctx);
+        *ctx = NULL;
+    }
+    return *ctx != NULL;
+}
+
 bool jhp_open(void)
 {
     if (jhp_ctx || open_failed)
         return jhp_ctx != NULL;
-    /* Debuggers hear of new code once per batch read (jh_flush in follower()), not once per
-     * function: with gdb attached each registration is a stop, and a VM announces its
-     * thousands of builtins at start (node: 2,400). */
-    struct jh_options o = { .sz = sizeof o, .channels = channels, .engine = "run",
-                            .log = log_fn, .gdb_batch = JH_GDB_DEFER };
-    if (jh_open(&jhp_ctx, &o) < 0 || !jh_channels(jhp_ctx)) {
-        jh_close(jhp_ctx);
-        jhp_ctx = NULL;
+    const char *env = getenv("JITHERALD");
+    unsigned tools = channels & ~(unsigned)JH_AUDITLOG;
+    bool split = !(env && *env) && tools && (channels & JH_AUDITLOG);
+    if (!open_one(&jhp_ctx, split ? tools : channels)) {
         open_failed = true;
+        return false;
     }
-    return jhp_ctx != NULL;
+    if (split && !open_one(&jhp_rec, JH_AUDITLOG))
+        jhp_warn("the audit log could not be opened: the other channels carry on");
+    return true;
 }
 
 static void flush(void)
 {
     if (jhp_ctx)
         jh_flush(jhp_ctx);
+    if (jhp_rec)
+        jh_flush(jhp_rec);
 }
 
 static void *follower(void *arg)
@@ -318,9 +342,19 @@ __attribute__((destructor)) static void jhp_fini(void)
         running = false;
     }
     stats_line();
-    /* the VM's other threads may still run: they no longer wait for announcements, and
-     * the context stays open (its files are closed by the kernel, its images stay for
-     * perf report) */
+    /* The record closes: nothing is added to it after the follower stopped. The tools'
+     * context stays open: the VM's other threads may still run (exit runs destructors
+     * while they do), and a debugger, callgrind's dump at exit and the unwinder still need
+     * the code named; its files are closed by the kernel, its images stay for perf report.
+     * A context with the audit log alone is a record too. */
+    if (jhp_rec) {
+        jh_close(jhp_rec);
+        jhp_rec = NULL;
+    }
+    if (jhp_ctx && jh_channels(jhp_ctx) == JH_AUDITLOG) {
+        jh_close(jhp_ctx);
+        jhp_ctx = NULL;
+    }
     atomic_store(&jhp_guard_on, false);
     jhp_follow_fini();
 }

@@ -35,6 +35,7 @@ struct jhp_stats {
 
 /* preload.c */
 extern jh_ctx *jhp_ctx;                 /* opened on the first announcement: jhp_open() */
+extern jh_ctx *jhp_rec;                 /* the audit log's own, beside other channels */
 bool jhp_open(void);
 extern struct jhp_stats jhp_st;
 void jhp_wake(void);                    /* make the follower thread look again */

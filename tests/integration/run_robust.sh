@@ -3,7 +3,9 @@
 # `jitherald run` must neither crash nor stall it (tests/programs/run_vm.c, a VM that
 # knows nothing of jitherald, checks its own pages: a function announced under elfmap has
 # its page mapped from an image):
-#   partial  lines written in two halves: every function announced (also through sh -c exec)
+#   partial  lines written in two halves: every function announced (also through sh -c exec);
+#            with the audit log beside elfmap, and alone (huge), `jitherald log` reads a
+#            log the exit closed, with every function
 #   junk     2 MiB without a newline, NULs, 0x numbers, size 0, an unmapped address, a
 #            writable page: the good lines announced, the rest counted and skipped
 #   dump     jitdump records in halves, an unknown record, a LOAD with no NUL, DEBUG_INFO
@@ -40,6 +42,23 @@ run partial 16
     { cat wrapped.out; fail "through sh -c exec"; }
 cat wrapped.out
 [ "$(stat partial)" -ge 1 ] || fail "no partial line was seen: the test wrote whole lines"
+# The audit log has a context of its own beside the tools' (adapters/preload/preload.c):
+# closed at exit, so the log says the process ended rather than that it was cut; the
+# tools' stays open. Alone (huge: it checks nothing itself), its one context is closed.
+check_log() { # N: the last run's log holds N functions and was closed
+    local pid
+    pid=$(tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
+    "$CLI" log "$T/d/run-$pid.jhlog" > log.info || fail "jitherald log: $(cat log.info)"
+    grep -q " $1 functions ($1 live at the end)" log.info && grep -q 'closed cleanly' log.info ||
+        { cat log.info; fail "the audit log of $pid"; }
+    "$CLI" log "$T/d/run-$pid.jhlog" code > log.code
+    rm -f "/tmp/perf-$pid.map"
+}
+CH=elfmap,auditlog run partial 8
+check_log 8
+grep -q ' add .* fn_7 ' log.code || fail "the audit log has no fn_7: $(cat log.code)"
+CH=auditlog run huge 1000
+check_log 1000
 run junk
 [ "$(stat malformed)" -ge 4 ] || fail "junk: $(stat malformed) malformed lines counted"
 # the 3 good lines and the writable page's (named for every channel, never swapped)
