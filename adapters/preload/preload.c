@@ -45,14 +45,30 @@ static struct jhp_fd wake = { -1, 0, 0 };
 static pthread_t thread;
 static bool running;
 static atomic_bool stopping;
-static bool debug, drain;
+static bool debug;
 
-/* At exit the thread stops at the next line or record: a VM that writes a huge map and
- * exits does not wait for it to be announced (JITHERALD_RUN_DRAIN=1 makes it wait, for
- * tests that count). */
+/*
+ * At exit the thread reads what the VM wrote before it, for at most DRAIN_MS: the lines
+ * of the last functions a short run compiled reach the audit log (and its counts), and a
+ * VM that writes a huge map and exits does not wait for all of it to be announced.
+ * JITHERALD_RUN_DRAIN=1 waits for all of it (tests that count), =0 stops at once.
+ */
+#define DRAIN_MS 250
+static enum { DRAIN_NONE, DRAIN_SOME, DRAIN_ALL } drain = DRAIN_SOME;
+static _Atomic int64_t drain_until;     /* CLOCK_MONOTONIC ns, set with stopping */
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 bool jhp_stopping(void)
 {
-    return !drain && atomic_load_explicit(&stopping, memory_order_relaxed);
+    if (!atomic_load_explicit(&stopping, memory_order_acquire) || drain == DRAIN_ALL)
+        return false;
+    return drain == DRAIN_NONE || mono_ns() > atomic_load(&drain_until);
 }
 
 void jhp_warn(const char *fmt, ...)
@@ -221,8 +237,12 @@ static void *follower(void *arg)
         if (jhp_st.announced + jhp_st.moved != before)
             flush();
     }
-    if (drain) {                        /* what was written before exit, all of it */
+    if (drain != DRAIN_NONE) {          /* what was written before exit (jhp_stopping) */
+        char path[4096];
+        if (jhp_take_dump_path(path, sizeof path))
+            jhp_follow_dump(path);
         jhp_follow_events();
+        jhp_follow_all();
         flush();
     }
     return NULL;
@@ -310,7 +330,8 @@ __attribute__((constructor)) static void jhp_init(void)
         return;
     channels = bits;
     const char *dr = getenv("JITHERALD_RUN_DRAIN");
-    drain = dr && !strcmp(dr, "1");
+    drain = !dr || !*dr ? DRAIN_SOME : !strcmp(dr, "1") ? DRAIN_ALL
+          : !strcmp(dr, "0") ? DRAIN_NONE : DRAIN_SOME;
     const char *fp = getenv("JITHERALD_RUN_FP");
     jhp_guess_fp = !(fp && !strcmp(fp, "0"));
     double t0 = now();
@@ -336,7 +357,8 @@ __attribute__((destructor)) static void jhp_fini(void)
     if (!channels)
         return;
     if (running) {
-        atomic_store(&stopping, true);
+        atomic_store(&drain_until, mono_ns() + (int64_t)DRAIN_MS * 1000000);
+        atomic_store_explicit(&stopping, true, memory_order_release);
         jhp_wake();
         pthread_join(thread, NULL);
         running = false;
