@@ -368,7 +368,10 @@ __attribute__((destructor)) static void jhp_fini(void)
      * context stays open: the VM's other threads may still run (exit runs destructors
      * while they do), and a debugger, callgrind's dump at exit and the unwinder still need
      * the code named; its files are closed by the kernel, its images stay for perf report.
-     * A context with the audit log alone is a record too. */
+     * A context with the audit log alone is a record too. The guard goes first: nothing
+     * announces any more, and closing unmaps the log under the library's lock, which must
+     * not then wait for the guard (the follower takes them in the other order: TSan). */
+    atomic_store(&jhp_guard_on, false);
     if (jhp_rec) {
         jh_close(jhp_rec);
         jhp_rec = NULL;
@@ -377,6 +380,5 @@ __attribute__((destructor)) static void jhp_fini(void)
         jh_close(jhp_ctx);
         jhp_ctx = NULL;
     }
-    atomic_store(&jhp_guard_on, false);
     jhp_follow_fini();
 }

@@ -21,7 +21,7 @@ modes=("partial 16" junk dump fork closefds "race 500")
 bad=0
 for m in "${modes[@]}"; do
     if timeout 120 env LD_PRELOAD="$lib $R/$B/libjitherald-run.so" \
-        JITHERALD_RUN=elfmap,gdb,unwind "$V" $m > "$T/out" 2>&1; then
+        JITHERALD_RUN=all "$V" $m > "$T/out" 2>&1; then
         echo "PASS  preload/$san ${m%% *}"
     else
         echo "FAIL  preload/$san ${m%% *}"; grep -v 'left as it is\|is not read' "$T/out" | head -30
