@@ -36,6 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+
 jh_ctx *jhp_ctx, *jhp_rec;
 struct jhp_stats jhp_st;
 
@@ -55,20 +57,13 @@ static bool debug;
  */
 #define DRAIN_MS 250
 static enum { DRAIN_NONE, DRAIN_SOME, DRAIN_ALL } drain = DRAIN_SOME;
-static _Atomic int64_t drain_until;     /* CLOCK_MONOTONIC ns, set with stopping */
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
+static _Atomic uint64_t drain_until;    /* jh__now_ns(), set with stopping */
 
 bool jhp_stopping(void)
 {
     if (!atomic_load_explicit(&stopping, memory_order_acquire) || drain == DRAIN_ALL)
         return false;
-    return drain == DRAIN_NONE || mono_ns() > atomic_load(&drain_until);
+    return drain == DRAIN_NONE || jh__now_ns() > atomic_load(&drain_until);
 }
 
 void jhp_warn(const char *fmt, ...)
@@ -198,6 +193,14 @@ static void flush(void)
         jh_flush(jhp_rec);
 }
 
+/* A jitdump the VM has just mapped (guard.c): followed from now on. */
+static void follow_new_dump(void)
+{
+    char path[4096];
+    if (jhp_take_dump_path(path, sizeof path))
+        jhp_follow_dump(path);
+}
+
 static void *follower(void *arg)
 {
     (void)arg;
@@ -228,9 +231,7 @@ static void *follower(void *arg)
             uint64_t v;
             ssize_t n = read(wake.fd, &v, sizeof v);
             (void)n;
-            char path[4096];
-            if (jhp_take_dump_path(path, sizeof path))
-                jhp_follow_dump(path);
+            follow_new_dump();
         }
         uint64_t before = jhp_st.announced + jhp_st.moved;
         jhp_follow_events();
@@ -238,11 +239,8 @@ static void *follower(void *arg)
             flush();
     }
     if (drain != DRAIN_NONE) {          /* what was written before exit (jhp_stopping) */
-        char path[4096];
-        if (jhp_take_dump_path(path, sizeof path))
-            jhp_follow_dump(path);
+        follow_new_dump();
         jhp_follow_events();
-        jhp_follow_all();
         flush();
     }
     return NULL;
@@ -330,8 +328,7 @@ __attribute__((constructor)) static void jhp_init(void)
         return;
     channels = bits;
     const char *dr = getenv("JITHERALD_RUN_DRAIN");
-    drain = !dr || !*dr ? DRAIN_SOME : !strcmp(dr, "1") ? DRAIN_ALL
-          : !strcmp(dr, "0") ? DRAIN_NONE : DRAIN_SOME;
+    drain = dr && !strcmp(dr, "1") ? DRAIN_ALL : dr && !strcmp(dr, "0") ? DRAIN_NONE : DRAIN_SOME;
     const char *fp = getenv("JITHERALD_RUN_FP");
     jhp_guess_fp = !(fp && !strcmp(fp, "0"));
     double t0 = now();
@@ -357,7 +354,7 @@ __attribute__((destructor)) static void jhp_fini(void)
     if (!channels)
         return;
     if (running) {
-        atomic_store(&drain_until, mono_ns() + (int64_t)DRAIN_MS * 1000000);
+        atomic_store(&drain_until, jh__now_ns() + (uint64_t)DRAIN_MS * 1000000);
         atomic_store_explicit(&stopping, true, memory_order_release);
         jhp_wake();
         pthread_join(thread, NULL);

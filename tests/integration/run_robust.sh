@@ -32,6 +32,8 @@ run() { # MODE [N]
         { cat "$1.out" "$1.err"; fail "run_vm $*"; }
     cat "$1.out"
 }
+last_pid() { tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p'; }
+drop_map() { rm -f "/tmp/perf-$(last_pid).map"; }  # the last run's map (huge leaves it)
 stat() { # FIELD: its value on the last stats line
     tail -1 stats | tr ' ' '\n' | sed -n "s/^$1=//p"
 }
@@ -48,12 +50,12 @@ cat wrapped.out
 # tools' stays open. Alone (huge: it checks nothing itself), its one context is closed.
 check_log() { # N: the last run's log holds N functions and was closed
     local pid
-    pid=$(tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
+    pid=$(last_pid)
     "$CLI" log "$T/d/run-$pid.jhlog" > log.info || fail "jitherald log: $(cat log.info)"
     grep -q " $1 functions ($1 live at the end)" log.info && grep -q 'closed cleanly' log.info ||
         { cat log.info; fail "the audit log of $pid"; }
     "$CLI" log "$T/d/run-$pid.jhlog" code > log.code
-    rm -f "/tmp/perf-$pid.map"
+    drop_map
 }
 CH=elfmap,auditlog run partial 8
 check_log 8
@@ -82,27 +84,23 @@ echo "none: ${ms} ms"
 [ "$ms" -lt 2000 ] || fail "a VM that writes no map took ${ms} ms"
 run closefds
 JITHERALD_RUN_DRAIN=1 run huge 100000
-pid=$(tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
-rm -f "/tmp/perf-$pid.map"
+drop_map
 [ "$(stat announced)" = 100000 ] || fail "huge: $(stat announced) of 100000 announced"
 start=$(date +%s%N)
 JITHERALD_RUN_DRAIN=0 run huge 100000
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-pid=$(tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
-rm -f "/tmp/perf-$pid.map"
+drop_map
 echo "huge without drain: exit after ${ms} ms, $(stat announced) announced"
 [ "$ms" -lt 5000 ] || fail "huge: the VM's exit waited ${ms} ms"
 # the default: at exit what was written before is read, for at most 250 ms: a short map
 # is all announced, a huge one is cut there
 CH=gdb JITHERALD_RUN_DRAIN= run huge 2000
-pid=$(tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
-rm -f "/tmp/perf-$pid.map"
+drop_map
 [ "$(stat announced)" = 2000 ] || fail "huge, default drain: $(stat announced) of 2000 announced"
 start=$(date +%s%N)
 JITHERALD_RUN_DRAIN= run huge 100000
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
-pid=$(tail -1 stats | sed -n 's/^pid=\([0-9]*\) .*/\1/p')
-rm -f "/tmp/perf-$pid.map"
+drop_map
 echo "huge with the default drain: exit after ${ms} ms, $(stat announced) announced"
 [ "$ms" -lt 5000 ] || fail "huge, default drain: the VM's exit waited ${ms} ms"
 run race 1000
