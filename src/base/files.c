@@ -75,6 +75,59 @@ int jh__open_regular(const char *path, unsigned how)
     return fd;
 }
 
+int jh__kfd_keep(struct jh__kfd *k, int fd)
+{
+    *k = JH__KFD_NONE;
+    if (fd < 0)
+        return fd;
+    int hi = fcntl(fd, F_DUPFD_CLOEXEC, JH__KFD_LOW);   /* fails past RLIMIT_NOFILE: kept low */
+    if (hi >= 0) {
+        close(fd);
+        fd = hi;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int err = -errno;
+        close(fd);
+        return err;
+    }
+    *k = (struct jh__kfd){ fd, st.st_dev, st.st_ino };
+    return fd;
+}
+
+static bool kfd_ours(const struct jh__kfd *k)
+{
+    struct stat st;
+    return k->fd >= 0 && fstat(k->fd, &st) == 0 && st.st_dev == k->dev && st.st_ino == k->ino;
+}
+
+int jh__kfd_get(struct jh__kfd *k, const char *path, int oflags)
+{
+    if (kfd_ours(k))
+        return k->fd;
+    struct jh__kfd was = *k;
+    k->fd = -1;
+    if (!path || was.fd < 0)
+        return -EBADF;
+    struct jh__kfd again;
+    int fd = jh__kfd_keep(&again, jh__open_private(path, oflags & ~O_CREAT, 0));
+    if (fd < 0)
+        return -EBADF;
+    if (again.dev != was.dev || again.ino != was.ino) {
+        close(fd);
+        return -EBADF;
+    }
+    *k = again;
+    return fd;
+}
+
+void jh__kfd_close(struct jh__kfd *k)
+{
+    if (kfd_ours(k))
+        close(k->fd);
+    k->fd = -1;
+}
+
 int jh__unlink_private(const char *path)
 {
     struct stat st;

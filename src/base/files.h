@@ -22,6 +22,7 @@
 #include <stdint.h>
 #ifndef _WIN32
 #include <signal.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #endif
 
@@ -74,6 +75,34 @@ int jh__write_all(int fd, const void *p, size_t n);
 int jh__writev_all(int fd, struct iovec *iov, int iovcnt);
 /* The same at file offset off (the file position does not move). */
 int jh__pwrite_all(int fd, const void *p, size_t n, uint64_t off);
+
+/*
+ * A descriptor the library keeps across calls (a perf map, a jitdump, an image, the audit
+ * log, /proc/self/maps). A program may close descriptors it did not open (close_range,
+ * closefrom, a loop up to the limit, dup2 over them) and get the number back for a file of
+ * its own: the library must then never write to it, truncate, map or close it. So a kept
+ * descriptor is moved out of the way (to JH__KFD_LOW or above when the limit allows: a
+ * program's next open takes the lowest free number, not ours), and every use checks that
+ * the number still names the file that was opened, by device and inode. That pair is the
+ * file's own for everything kept here: regular files and /proc files (anonymous-inode
+ * descriptors, eventfd, inotify, epoll, all share one pair: the library keeps none).
+ */
+#define JH__KFD_LOW 1000
+struct jh__kfd {
+    int fd;                     /* -1: none */
+    dev_t dev;
+    ino_t ino;
+};
+#define JH__KFD_NONE ((struct jh__kfd){ -1, 0, 0 })
+/* Keep fd (closed on failure; fd < 0 is passed back). k->fd, or a negative errno. */
+int jh__kfd_keep(struct jh__kfd *k, int fd);
+/* k's descriptor if the number still names the file it was opened on. If not, k forgets
+ * it (never closing the program's file) and, given a path, opens that path again
+ * (jh__open_private with oflags, no O_CREAT) provided it is the same file as before (a
+ * file put in its place since is not ours to write); else -EBADF. */
+int jh__kfd_get(struct jh__kfd *k, const char *path, int oflags);
+/* Close k's descriptor if it is still ours; k->fd = -1 either way. */
+void jh__kfd_close(struct jh__kfd *k);
 
 /* Around any other call that may grow a file (ftruncate, fallocate): with a file-size limit
  * set, SIGXFSZ is blocked from begin to end, and end(g, err) takes back the one the call

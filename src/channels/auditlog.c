@@ -390,7 +390,6 @@ static int al_open(const struct jh__chan_env *env, void **state)
     memset(st, 0, sizeof *st);
     st->env = env;
     st->helper = o->helper;
-    st->fd = -1;
     st->limit = o->limit < AL_MIN_LIMIT ? AL_MIN_LIMIT : o->limit;
     if (st->limit > ((uint64_t)1 << 46))
         st->limit = (uint64_t)1 << 46;

@@ -29,7 +29,6 @@ struct al_state {
     /* Read by every record, written rarely. */
     const struct jh__chan_env *env;
     bool helper;                    /* run the helper thread (jh__auditlog_opts) */
-    int fd;
     uint8_t *map;                   /* `limit` bytes of address space, MAP_SHARED on fd */
     uint64_t limit, data_limit;
     _Atomic uint64_t file_size;     /* bytes the file has been grown to */
@@ -39,11 +38,13 @@ struct al_state {
     _Atomic uint64_t ahead_mark;    /* a frame ending past this asks the helper for more */
     struct jh__lock grow_lock;      /* file_size changes; the helper's state below */
 #ifdef _WIN32
+    int fd;
     _Atomic(uint8_t *) view;        /* the latest view: covers [0, file_size) */
     void *views[64];                /* every view and mapping handle, released at close */
     void *mappings[64];
     unsigned nviews;
 #else
+    struct jh__kfd fd;              /* checked before each use: base/files.h */
     pthread_cond_t ahead_cond;
     pthread_t ahead_thread;
 #endif

@@ -23,11 +23,15 @@
  * ext4, which reserves blocks page by page on first write.) */
 static int allocate(struct al_state *st, uint64_t from, uint64_t to)
 {
+    /* the program may have closed our descriptor: the file again, never one of its own */
+    int fd = jh__kfd_get(&st->fd, st->path, O_RDWR);
+    if (fd < 0)
+        return fd;
     struct jh__fsize_guard g;
     jh__fsize_guard_begin(&g);      /* a file-size limit: EFBIG, not SIGXFSZ */
-    int rc = fallocate(st->fd, 0, (off_t)from, (off_t)(to - from));
+    int rc = fallocate(fd, 0, (off_t)from, (off_t)(to - from));
     if (rc != 0 && (errno == EOPNOTSUPP || errno == ENOSYS))
-        rc = ftruncate(st->fd, (off_t)to);
+        rc = ftruncate(fd, (off_t)to);
     int err = rc != 0 ? -errno : 0;
     jh__fsize_guard_end(&g, err);
     return err;
@@ -166,7 +170,11 @@ void jh__al_helper_stop(struct al_state *st)
     atomic_store(&st->ahead_mark, UINT64_MAX);
 }
 
-void jh__al_ring_init(struct al_state *st) { pthread_cond_init(&st->ahead_cond, NULL); }
+void jh__al_ring_init(struct al_state *st)
+{
+    st->fd = JH__KFD_NONE;
+    pthread_cond_init(&st->ahead_cond, NULL);
+}
 void jh__al_ring_fini(struct al_state *st) { pthread_cond_destroy(&st->ahead_cond); }
 
 /* In the child the helper thread does not exist: whatever it was doing is over. */
@@ -214,13 +222,12 @@ int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
     st->path = strdup(path);
     if (!st->path)
         return -ENOMEM;
-    int fd = jh__open_private(path, O_RDWR | O_CREAT, JH__OPEN_TRUNCATE);
+    int fd = jh__kfd_keep(&st->fd, jh__open_private(path, O_RDWR | O_CREAT, JH__OPEN_TRUNCATE));
     if (fd < 0) {
         jh__diag(st->env->diag, JH_LOG_ERROR, "auditlog: %s: %s", path, jh__file_error(fd));
         jh__al_file_close(st);
         return fd;
     }
-    st->fd = fd;
     void *m = mmap(NULL, st->limit, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         int err = -errno;
@@ -248,7 +255,8 @@ void jh__al_file_trim(struct al_state *st)
         return;
     struct jh__fsize_guard g;
     jh__fsize_guard_begin(&g);
-    int err = ftruncate(st->fd, (off_t)tail) != 0 ? -errno : 0;
+    int fd = jh__kfd_get(&st->fd, st->path, O_RDWR);
+    int err = fd < 0 ? fd : ftruncate(fd, (off_t)tail) != 0 ? -errno : 0;
     jh__fsize_guard_end(&g, err);
     if (err)
         jh__diag(st->env->diag, JH_LOG_WARN, "auditlog: trimming %s: %s", st->path,
@@ -260,10 +268,8 @@ void jh__al_file_close(struct al_state *st)
     jh__al_helper_stop(st);     /* before munmap: it may be populating the mapping */
     if (st->map)
         munmap(st->map, st->limit);
-    if (st->fd >= 0)
-        close(st->fd);
+    jh__kfd_close(&st->fd);
     st->map = NULL;
-    st->fd = -1;
     free(st->path);
     st->path = NULL;
 }

@@ -133,7 +133,7 @@ static struct region *window_for(struct elfmap *m, const struct jh__entry *e, in
     if (known)
         return r;
     uintptr_t vs, ve;
-    if (!m->valgrind && jh__vma_bounds(m->maps_fd, pl, &vs, &ve) == 0 && vs <= pl &&
+    if (!m->valgrind && jh__vma_bounds(jh__em_maps(m), pl, &vs, &ve) == 0 && vs <= pl &&
         ph <= ve && ve - vs <= EM_WHOLE) {
         if ((r = fit(m, vs, ve, err)) || *err)
             return r;
@@ -175,7 +175,7 @@ static int image(struct elfmap *m, struct jh__entry *e)
         es[n++] = o;
     }
     int res = jh__em_region_add(m, r, es, n);
-    if (res && !r->nlive && r->fd < 0) {        /* a window that never got a file */
+    if (res && !r->nlive && r->fd.fd < 0) {        /* a window that never got a file */
         reg_remove(m, r);
         jh__em_region_retire(m, r);
     }
@@ -208,7 +208,7 @@ static int elfmap_open(const struct jh__chan_env *env, void **state)
         return -ENOMEM;
     m->env = env;
     m->page = (size_t)sysconf(_SC_PAGESIZE);
-    m->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    m->maps = JH__KFD_NONE;
     m->valgrind = RUNNING_ON_VALGRIND;
     *state = m;
     return 0;
@@ -269,15 +269,11 @@ static void elfmap_fork_prepare(void *state)
 static int elfmap_forked(void *state)
 {
     struct elfmap *m = state;
-    if (m->maps_fd >= 0)
-        close(m->maps_fd);
-    m->maps_fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    jh__kfd_close(&m->maps);        /* opened again for this process when needed */
     for (size_t i = 0; i < m->nreg; i++) {
         struct region *r = m->reg[i];
         r->foreign = true;
-        if (r->fd >= 0)
-            close(r->fd);
-        r->fd = -1;
+        jh__kfd_close(&r->fd);
     }
     for (size_t i = 0; i < m->nkept; i++)
         free(m->kept[i].path);
@@ -301,8 +297,7 @@ static void elfmap_close(void *state)
     for (size_t i = 0; i < m->nkept; i++)
         free(m->kept[i].path);
     jh__em_rw_free(m);
-    if (m->maps_fd >= 0)
-        close(m->maps_fd);
+    jh__kfd_close(&m->maps);
     free(m->reg);
     free(m->own);
     free(m->kept);

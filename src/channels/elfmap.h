@@ -57,7 +57,7 @@ struct region {
     unsigned gen;               /* 1: <dir>/jit-<pid>-<id>.elf; k > 1: <dir>/jit-<pid>-g<k>/ */
     pid_t pid;                  /* in the file name */
     uintptr_t anchor, lo, hi;   /* see above; [lo, hi) the window */
-    int fd;
+    struct jh__kfd fd;          /* its file: jh__em_fd() before each use */
     char *path;
     struct jh__elfg img;
     uint8_t *mapped;            /* a bit per page of the span: mapped from this file */
@@ -95,7 +95,7 @@ enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDL
 struct elfmap {
     const struct jh__chan_env *env;
     size_t page;
-    int maps_fd;
+    struct jh__kfd maps;        /* /proc/self/maps: jh__em_maps() before each use */
     bool valgrind;              /* running under valgrind: see elfmap_region.c, publish() */
     struct region **reg;        /* sorted by lo, windows disjoint */
     size_t nreg, capreg;
@@ -161,6 +161,11 @@ static inline void set_mapped(const struct elfmap *m, struct region *r, uintptr_
 
 void jh__em_report_once(struct elfmap *m, int bit, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The descriptors the channel keeps, checked to be still its own (base/files.h, jh__kfd):
+ * /proc/self/maps, opened again if the program closed it (-1 if it cannot be); r's file,
+ * opened again if the program closed it, or a negative errno (the file is gone). */
+int jh__em_maps(struct elfmap *m);
+int jh__em_fd(struct region *r);
 pid_t jh__em_pid(struct elfmap *m);
 
 /* ---- elfmap_region.c ---- */

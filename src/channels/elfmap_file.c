@@ -75,6 +75,19 @@ pid_t jh__em_pid(struct elfmap *m)
     return m->pid;
 }
 
+int jh__em_maps(struct elfmap *m)
+{
+    int fd = jh__kfd_get(&m->maps, NULL, 0);
+    if (fd < 0)     /* not opened yet, or closed by the program: this process's, anew */
+        fd = jh__kfd_keep(&m->maps, open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
+    return fd;
+}
+
+int jh__em_fd(struct region *r)
+{
+    return jh__kfd_get(&r->fd, r->path, O_RDWR);
+}
+
 bool jh__em_own_file(void *arg, dev_t dev, ino_t ino)
 {
     struct elfmap *m = arg;
@@ -160,10 +173,9 @@ static void keep(struct elfmap *m, char *path, uint64_t bytes)
 void jh__em_drop_file(struct elfmap *m, struct region *r)
 {
     struct stat st;
-    uint64_t bytes = r->fd >= 0 && fstat(r->fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
-    if (r->fd >= 0)
-        close(r->fd);
-    r->fd = -1;
+    int fd = r->fd.fd >= 0 ? jh__em_fd(r) : -1;
+    uint64_t bytes = fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+    jh__kfd_close(&r->fd);
     jh__elfg_free(&r->img);
     if (!r->path)
         return;
@@ -233,7 +245,7 @@ int jh__em_write_text(struct elfmap *m, struct region *r, int fd, uintptr_t lo, 
 
 enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
-    enum jh__vma_verdict v = jh__vma_check(m->maps_fd, lo, hi, jh__em_own_file, m);
+    enum jh__vma_verdict v = jh__vma_check(jh__em_maps(m), lo, hi, jh__em_own_file, m);
     if (v != JH__VMA_OK)
         jh__em_report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left as it is (perf "
                            "map/jitdump still name it): %s", (unsigned long)lo,
@@ -406,7 +418,7 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
         uintptr_t lo = a;
         while (a < span_lo(r) + EM_SPAN && is_mapped(m, &nr, a))
             a += m->page;
-        if (jh__vma_check(m->maps_fd, lo, a, jh__em_own_file, m) == JH__VMA_OK)
+        if (jh__vma_check(jh__em_maps(m), lo, a, jh__em_own_file, m) == JH__VMA_OK)
             continue;
         bool ours = false;
         EACH_PAGE_OF(m, es, n, k, p)
@@ -423,11 +435,11 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     }
 
     /* The new file: its name, its image with every live function. */
-    if (r->foreign || (r->fd >= 0 && (m->valgrind || same_place(r, es, n)))) {
+    if (r->foreign || (r->fd.fd >= 0 && (m->valgrind || same_place(r, es, n)))) {
         nr.id = jh__em_new_id();
         nr.gen = 1;
         nr.pid = jh__em_pid(m);
-    } else if (r->fd >= 0) {
+    } else if (r->fd.fd >= 0) {
         nr.gen = r->gen + 1;        /* same name, its own directory */
     }                               /* else the window's first file */
     size_t nf = 0;
@@ -449,6 +461,8 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     /* Left by a dead process that had our pid: ours to replace, but only if it is ours. */
     if (fd == -EEXIST && jh__unlink_private(path) == 0)
         fd = jh__open_private(path, O_RDWR | O_CREAT | O_EXCL, 0);
+    struct jh__kfd kfd;
+    fd = jh__kfd_keep(&kfd, fd);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 ||
         JH__VEC_RESERVE(m->own, m->capown, m->nown + 1)) {
@@ -511,7 +525,7 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
 
     jh__em_drop_file(m, r);                /* the previous generation, if any */
     free(r->mapped);
-    nr.fd = fd;
+    nr.fd = kfd;
     nr.path = strdup(path);
     nr.img = img;
     nr.dev = st.st_dev;
@@ -560,7 +574,8 @@ int jh__em_restart(struct elfmap *m, struct region *r)
 int jh__em_bounce(struct elfmap *m, struct region *r)
 {
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s.valgrind", r->path) >= sizeof path)
+    int rfd = jh__em_fd(r);
+    if (rfd < 0 || (size_t)snprintf(path, sizeof path, "%s.valgrind", r->path) >= sizeof path)
         return 1;
     jh__unlink_private(path);
     int fd = jh__open_private(path, O_RDWR | O_CREAT | O_EXCL, 0), res = 0;
@@ -580,13 +595,13 @@ int jh__em_bounce(struct elfmap *m, struct region *r)
     if (!err)
         err = jh__em_sync(&r->img, fd);
     for (int pass = 0; pass < 2 && !err && res >= 0; pass++) {
-        int from = pass ? r->fd : fd;
+        int from = pass ? rfd : fd;
         const char *name = pass ? r->path : path;
         /* The file is mapped nowhere now: every byte of its pages made current (in place,
          * only code bytes were written: the rest of a page may have changed since). */
         for (uintptr_t a = span_lo(r); pass && a < span_lo(r) + EM_SPAN && !err; a += m->page)
             if (is_mapped(m, r, a))
-                err = jh__em_write_text(m, r, r->fd, a, a + m->page);
+                err = jh__em_write_text(m, r, rfd, a, a + m->page);
         if (err)
             break;
         for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && res >= 0;) {

@@ -39,14 +39,14 @@
 void jh__em_whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *lo, uintptr_t *hi)
 {
     uintptr_t vs, ve;
-    if (jh__vma_bounds(m->maps_fd, *lo, &vs, &ve) != 0)
+    if (jh__vma_bounds(jh__em_maps(m), *lo, &vs, &ve) != 0)
         return;
     /* (the kernel may have merged the JIT's mapping with neighbours of the same kind) */
     vs = vs < r->lo ? r->lo : vs;
     ve = ve > r->hi ? r->hi : ve;
     if (ve - vs > EM_WHOLE || (vs == *lo && ve == *hi))
         return;
-    if (jh__vma_check(m->maps_fd, vs, ve, jh__em_own_file, m) != JH__VMA_OK)
+    if (jh__vma_check(jh__em_maps(m), vs, ve, jh__em_own_file, m) != JH__VMA_OK)
         return;
     *lo = vs;
     *hi = ve;
@@ -75,7 +75,7 @@ struct region *jh__em_region_new(struct elfmap *m, uintptr_t anchor, uintptr_t l
     r->anchor = anchor;
     r->lo = lo;
     r->hi = hi;
-    r->fd = -1;
+    r->fd = JH__KFD_NONE;
     if (m->valgrind)
         r->rw = jh__em_rw_get(m);
     *err = 0;
@@ -88,12 +88,14 @@ int jh__em_region_grow(struct elfmap *m, struct region *r, uintptr_t lo, uintptr
         return -EINVAL;
     r->lo = lo;
     r->hi = hi;
-    return r->fd >= 0 ? jh__elfg_set_text(&r->img, lo, hi) : 0;
+    return r->fd.fd >= 0 ? jh__elfg_set_text(&r->img, lo, hi) : 0;
 }
 
 int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *const *es, size_t n)
 {
-    bool fresh = r->foreign || r->fd < 0, over = false;
+    /* a file the program closed and that cannot be opened again: a new one */
+    int fd = r->foreign || r->fd.fd < 0 ? -1 : jh__em_fd(r);
+    bool fresh = fd < 0, over = false;
     for (size_t i = 0; i < n && !over; i++) {
         const struct jh__entry *e = es[i];
         for (size_t k = 0; k < r->ntombs && !over; k++)
@@ -130,14 +132,14 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             /* only the new code: the rest of the file's page was right when it was mapped,
              * and announced code changed since has been written (jh_code_patched) */
             uintptr_t s0 = es[k]->node.start, e0 = s0 + es[k]->node.size;
-            res = jh__em_write_text(m, r, r->fd, a > s0 ? a : s0,
+            res = jh__em_write_text(m, r, fd, a > s0 ? a : s0,
                                     a + m->page < e0 ? a + m->page : e0);
             continue;
         }
         uintptr_t lo = a, hi = a + m->page;
         jh__em_whole_mapping(m, r, &lo, &hi);
-        res = jh__em_write_text(m, r, r->fd, lo, hi);
-        if (!res && (res = jh__em_map_run(m, r, r->fd, r->path, lo, hi)) == 0)
+        res = jh__em_write_text(m, r, fd, lo, hi);
+        if (!res && (res = jh__em_map_run(m, r, fd, r->path, lo, hi)) == 0)
             set_mapped(m, r, lo, hi, true);
     }
     if (res < 0)
@@ -150,7 +152,7 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
         res = 1;
     } else if (err) {
         return err;
-    } else if (!res && (err = jh__em_sync(&r->img, r->fd))) {
+    } else if (!res && (err = jh__em_sync(&r->img, fd))) {
         return err;
     }
     if (res) {
@@ -171,16 +173,17 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
         any |= is_mapped(m, r, a);
     if (!any)
         return 0;
-    if (r->frozen || r->foreign)
+    int fd = r->frozen || r->foreign ? -1 : jh__em_fd(r);
+    if (fd < 0)
         return jh__em_publish(m, r, NULL, 0);
     int err = jh__em_snapshot(m, addr, addr + len);
     if (!err)
-        err = jh__pwrite_all(r->fd, m->snap.p, len, off_of(m, r, addr));
+        err = jh__pwrite_all(fd, m->snap.p, len, off_of(m, r, addr));
     if (err)
         return err;
     /* the new bytes change the image's build-id (written with its headers) */
     jh__elfg_code(&r->img, addr, m->snap.p, len);
-    return jh__em_sync(&r->img, r->fd);
+    return jh__em_sync(&r->img, fd);
 }
 
 void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, size_t size,
@@ -221,8 +224,7 @@ void jh__em_region_retire(struct elfmap *m, struct region *r)
 void jh__em_region_close(struct elfmap *m, struct region *r)
 {
     (void)m;                        /* (its R+W page goes with the arenas) */
-    if (r->fd >= 0)
-        close(r->fd);
+    jh__kfd_close(&r->fd);
     jh__elfg_free(&r->img);
     free(r->path);
     free(r->mapped);

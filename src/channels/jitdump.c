@@ -42,7 +42,7 @@ struct jd_file {
     struct jd_file *next;
     char *dir;
     char path[PATH_MAX];
-    int fd;
+    struct jh__kfd fd;          /* base/files.h: checked before each use */
     void *marker;
     size_t marker_len;
     pid_t pid;
@@ -74,7 +74,9 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
     if (n < 0 || (size_t)n >= sizeof f->path)
         return -ENAMETOOLONG;
     /* Checked before anything changes in it; the mmap needs read access, hence O_RDWR. */
-    int fd = jh__open_private(f->path, O_RDWR | O_CREAT | O_APPEND, JH__OPEN_TRUNCATE);
+    struct jh__kfd k;
+    int fd = jh__kfd_keep(&k, jh__open_private(f->path, O_RDWR | O_CREAT | O_APPEND,
+                                                JH__OPEN_TRUNCATE));
     if (fd < 0) {
         jh__diag(env->diag, JH_LOG_ERROR, "jitdump: %s: %s", f->path, jh__file_error(fd));
         return fd;
@@ -98,7 +100,7 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
         jh__unlink_private(f->path);
         return err;
     }
-    f->fd = fd;
+    f->fd = k;
     f->marker = m;
     f->marker_len = mlen;
     f->pid = pid;
@@ -111,12 +113,16 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
  * untouched (no CLOSE record) and start our own. */
 static int file_ready(const struct jh__chan_env *env, struct jd_file *f)
 {
-    if (f->fd >= 0 && f->pid == getpid())
+    if (f->pid == getpid() && (f->fd.fd >= 0 || f->err)) {
+        /* the program may have closed our descriptor: the same file is opened again, or
+         * the channel stops (its file is gone), never a file of the program's written */
+        if (!f->err && jh__kfd_get(&f->fd, f->path, O_RDWR | O_APPEND) < 0)
+            f->err = -EBADF;
         return f->err;
-    if (f->fd >= 0) {
+    }
+    if (f->fd.fd >= 0) {
         munmap(f->marker, f->marker_len);
-        close(f->fd);
-        f->fd = -1;
+        jh__kfd_close(&f->fd);
     }
     return file_start(env, f);
 }
@@ -128,14 +134,14 @@ static int file_write(struct jd_file *f, const struct jh__buf *b, const void *co
     if (f->err)
         return f->err;
     struct iovec iov[2] = { { b->p, b->len }, { (void *)code, code_len } };
-    int err = jh__writev_all(f->fd, iov, code_len ? 2 : 1);
+    int err = jh__writev_all(f->fd.fd, iov, code_len ? 2 : 1);
     if (err) {
         /* Cut a partial unit off, so the file stays well-formed up to the last complete
          * function; if even that fails, perf's reader stops at the torn record anyway. */
         f->err = err;
         struct jh__fsize_guard g;
         jh__fsize_guard_begin(&g);
-        int terr = ftruncate(f->fd, (off_t)f->size) ? -errno : 0;
+        int terr = ftruncate(f->fd.fd, (off_t)f->size) ? -errno : 0;
         jh__fsize_guard_end(&g, terr);
         return err;
     }
@@ -202,7 +208,7 @@ static int jitdump_open(const struct jh__chan_env *env, void **state)
         if (!f) {
             err = -ENOMEM;
         } else {
-            f->fd = -1;
+            f->fd = JH__KFD_NONE;
             err = file_start(env, f);
             if (err) {
                 free(f->dir);
@@ -286,7 +292,8 @@ static void jitdump_close(void *state)
     jh__lock(&jd_lock);
     struct jd_file *f = jd->f;
     if (--f->refs == 0) {
-        if (f->fd >= 0 && f->pid == getpid()) {
+        if (f->fd.fd >= 0 && f->pid == getpid() &&
+            jh__kfd_get(&f->fd, f->path, O_RDWR | O_APPEND) >= 0) {
             if (!f->err) {
                 struct jh__buf b = { 0 };
                 jh__jd_close(&b, jh__now_ns());
@@ -296,8 +303,7 @@ static void jitdump_close(void *state)
             }
             munmap(f->marker, f->marker_len);
         }
-        if (f->fd >= 0)
-            close(f->fd);
+        jh__kfd_close(&f->fd);
         for (struct jd_file **p = &jd_files; *p; p = &(*p)->next)
             if (*p == f) {
                 *p = f->next;

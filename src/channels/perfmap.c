@@ -28,26 +28,27 @@
 #include "fmt/perfmap.h"
 
 JH__LOCK_DEFINE(static, pm_lock, "perfmap")
-static int pm_fd = -1;
+static struct jh__kfd pm = { -1, 0, 0 };
+static char pm_path[64];
 static int pm_refs;
-static unsigned pm_gen;         /* jh__fork_gen when opened: no getpid() per line */
+static unsigned pm_gen;         /* jh__fork_generation() when opened: no getpid() per line */
 
-/* pm_lock held. The file is (re)opened for the current pid: a fork child gets its own. */
+/* pm_lock held. The file is (re)opened for the current pid: a fork child gets its own. A
+ * program that closed our descriptor gets it opened again (the same file), never its own
+ * file under our number written to (base/files.h, jh__kfd). */
 static int perfmap_file(void)
 {
     unsigned gen = jh__fork_generation();
-    if (pm_fd >= 0 && pm_gen == gen)
-        return pm_fd;
-    if (pm_fd >= 0)
-        close(pm_fd);
-    pm_fd = -1;
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
-    int fd = jh__open_private(path, O_WRONLY | O_CREAT | O_APPEND, 0);
-    if (fd < 0)
-        return fd;
-    pm_fd = fd;
-    pm_gen = gen;
+    if (pm.fd >= 0 && pm_gen == gen) {
+        int fd = jh__kfd_get(&pm, pm_path, O_WRONLY | O_APPEND);
+        if (fd >= 0)
+            return fd;
+    }
+    jh__kfd_close(&pm);
+    snprintf(pm_path, sizeof pm_path, "/tmp/perf-%d.map", (int)getpid());
+    int fd = jh__kfd_keep(&pm, jh__open_private(pm_path, O_WRONLY | O_CREAT | O_APPEND, 0));
+    if (fd >= 0)
+        pm_gen = gen;
     return fd;
 }
 
@@ -115,9 +116,8 @@ static void perfmap_close(void *state)
 {
     (void)state;
     jh__lock(&pm_lock);
-    if (--pm_refs <= 0 && pm_fd >= 0) {
-        close(pm_fd);
-        pm_fd = -1;
+    if (--pm_refs <= 0) {
+        jh__kfd_close(&pm);
         pm_refs = 0;
     }
     jh__unlock(&pm_lock);
