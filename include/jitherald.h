@@ -325,6 +325,17 @@ JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
 JH_API int jh_code_remove(jh_ctx *ctx, uint64_t id);
 
 /*
+ * Every piece of live code overlapping [start, start+len) is going away: the JIT freed or
+ * reused a whole area (unmapped it, flushed a code cache), or, like `jitherald run`, it
+ * learns of new code over old code without being told which old code went. As
+ * jh_code_remove for each, reading no code. Returns how many were removed (0 if none),
+ * or -EINVAL (len 0, or the range wraps). Code added while no channel was live is not
+ * stored, so not found here (its ids stay valid for jh_code_remove). Thread-safe.
+ * O(k log n) for k removed of n live.
+ */
+JH_API int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len);
+
+/*
  * The code registered as id has been copied to new_start (same size, same bytes) and the
  * old copy will no longer run. JH_EOVERLAP if the new range overlaps other live code,
  * -ENOENT for an id that is not live. Thread-safe.

@@ -9,6 +9,7 @@
  * With no channel live, jh_code_add only validates, hands out an id and marks it live in a
  * lock-free bit set: no lock, no copy (bench/core.c measures it).
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +278,35 @@ int jh_code_remove(jh_ctx *ctx, uint64_t id)
         err = 0;
     jh__entry_free(e);
     return err;
+}
+
+int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len)
+{
+    uintptr_t lo = (uintptr_t)start, last = lo + (len - 1);
+    if (!ctx || !len || last < lo)
+        return -EINVAL;
+    if (!atomic_load_explicit(&ctx->stored, memory_order_acquire))
+        return 0;
+    jh__ctx_lock(ctx);
+    int n = 0;
+    struct jh__node *node = jh__reg_find(&ctx->reg, lo);
+    if (!node)
+        node = jh__reg_ceil(&ctx->reg, lo);
+    while (node && node->start <= last && n < INT_MAX) {
+        struct jh__node *next = jh__reg_next(&ctx->reg, node);
+        struct jh__entry *e = jh__entry_of(node);
+        EACH_LIVE_REVERSE(ctx, i, remove) {
+            int cerr = ctx->chan[i].ops->remove(ctx->chan[i].state, e);
+            if (cerr < 0)
+                channel_failed(ctx, i, "removing code", cerr);
+        }
+        jh__reg_erase(&ctx->reg, node);
+        jh__entry_free(e);
+        n++;
+        node = next;
+    }
+    jh__ctx_unlock(ctx);
+    return n;
 }
 
 int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start)

@@ -135,6 +135,38 @@ static void test_overlap_move_lookup(void)
     jh_close(jh);
 }
 
+/* jh_code_remove_range: everything overlapping the range goes, partly inside or not;
+ * what only touches its edges stays. */
+static void test_remove_range(void)
+{
+    jh_ctx *jh = open_ch(JH_PERFMAP);
+    uint64_t id[6];
+    static const size_t at[6] = { 0, 64, 128, 512, 1024, 2048 }, len[6] = { 64, 64, 300, 8, 8, 8 };
+    for (int i = 0; i < 6; i++) {
+        struct jh_code c = mk("f", at[i], len[i]);
+        CHECK_EQ(jh_code_add(jh, &c, &id[i]), 0);
+    }
+    CHECK_EQ(jh_code_remove_range(jh, code, 0), -EINVAL);
+    CHECK_EQ(jh_code_remove_range(jh, (void *)UINTPTR_MAX, 2), -EINVAL);   /* wraps */
+    CHECK_EQ(jh_code_remove_range(jh, code + 440, 72), 0);      /* a gap: [428, 512) */
+    CHECK_EQ(jh_code_remove_range(jh, code + 100, 400), 2);     /* the tail of 64+64, 128+300 */
+    CHECK_EQ(jh_code_remove(jh, id[1]), -ENOENT);
+    CHECK_EQ(jh_code_remove(jh, id[2]), -ENOENT);
+    CHECK_EQ(jh_lookup(jh, code, NULL, NULL, NULL, NULL, 0), 0);      /* ends before: stays */
+    CHECK_EQ(jh_lookup(jh, code + 512, NULL, NULL, NULL, NULL, 0), 0);
+    CHECK_EQ(jh_code_remove_range(jh, code + 519, 1), 1);       /* its last byte */
+    CHECK_EQ(jh_code_remove_range(jh, code, sizeof code), 3);   /* the rest */
+    CHECK_EQ(jh_code_remove_range(jh, code, sizeof code), 0);
+    struct jh_code c = mk("again", 0, 4096);
+    CHECK_EQ(jh_code_add(jh, &c, NULL), 0);                     /* the range is free */
+    jh_close(jh);
+    jh = open_ch(0);                                            /* nothing stored */
+    CHECK_EQ(jh_code_add(jh, &c, &id[0]), 0);
+    CHECK_EQ(jh_code_remove_range(jh, code, sizeof code), 0);
+    CHECK_EQ(jh_code_remove(jh, id[0]), 0);
+    jh_close(jh);
+}
+
 static void test_no_channel(void)
 {
     jh_ctx *jh = open_ch(0);
@@ -336,6 +368,7 @@ int main(void)
 {
     test_bad_inputs();
     test_overlap_move_lookup();
+    test_remove_range();
     test_no_channel();
     test_options();
     test_dir_refused();
