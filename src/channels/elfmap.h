@@ -1,11 +1,12 @@
 /*
- * elfmap.h — the elfmap channel's state, shared by its two parts:
+ * elfmap.h — the elfmap channel's state, shared by its parts, each calling only those below:
  *   elfmap.c         the hooks: which image window a function goes to, what each hook does
  *   elfmap_region.c  one image window: what a change to its code needs (in place, or a new
- *                    generation of its file)
- *   elfmap_file.c    the image files: naming, writing, mapping, generations, valgrind's
- *                    re-reading, older generations kept for perf
- * pageswap.c holds the mechanics of replacing live pages and of reading /proc/self/maps;
+ *                    generation of its file: publish; valgrind's re-reading: bounce)
+ *   elfmap_file.c    image files and page runs: naming, creating, writing, keeping older
+ *                    generations for perf, mapping runs over the JIT's pages and giving them
+ *                    back to anonymous memory, valgrind's R+W pages
+ *   pageswap.c       the mechanics of replacing live pages and of reading /proc/self/maps
  * fmt/elf_grow.c builds the image.
  */
 #ifndef JH__CHANNELS_ELFMAP_H
@@ -90,7 +91,7 @@ struct kept_file {
 };
 
 /* One-time reports. */
-enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE };
+enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE, R_SEALED };
 
 struct elfmap {
     const struct jh__chan_env *env;
@@ -111,7 +112,7 @@ struct elfmap {
     uint32_t reported;
     unsigned pid_gen;           /* jh__fork_generation() when pid was read */
     pid_t pid;
-    uint64_t swaps, fallbacks;
+    uint64_t swaps, fallbacks, unswaps;
     struct rw_arena *arenas;
     size_t narenas, caparenas;
 };
@@ -159,26 +160,13 @@ static inline void set_mapped(const struct elfmap *m, struct region *r, uintptr_
         for (uintptr_t a = pg_down(m, (es)[k]->node.start);                              \
              a < (es)[k]->node.start + (es)[k]->node.size; a += (m)->page)
 
-void jh__em_report_once(struct elfmap *m, int bit, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* The descriptors the channel keeps, checked to be still its own (base/files.h, jh__kfd):
- * /proc/self/maps, opened again if the program closed it (-1 if it cannot be); r's file,
- * opened again if the program closed it, or a negative errno (the file is gone). */
-int jh__em_maps(struct elfmap *m);
-int jh__em_fd(struct region *r);
-pid_t jh__em_pid(struct elfmap *m);
-
-/* ---- elfmap_region.c ---- */
+/* ---- elfmap_region.c: one window ---- */
 
 /* A new window [lo, hi) anchored at anchor, with its file; NULL (reported) on failure. */
 struct region *jh__em_region_new(struct elfmap *m, uintptr_t anchor, uintptr_t lo, uintptr_t hi,
                                  int *err);
 /* Is the page at a mapped from r's file? */
 bool jh__em_region_maps(const struct elfmap *m, const struct region *r, uintptr_t a);
-/* [*lo, *hi), a page new to r's image: all of the JIT's mapping holding it instead, when
- * that is small and inside r's window (so that it stays one mapping: mremap). */
-void jh__em_whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *lo,
-                          uintptr_t *hi);
 /* The window grows to [lo, hi) (within its span). */
 int jh__em_region_grow(struct elfmap *m, struct region *r, uintptr_t lo, uintptr_t hi);
 /*
@@ -190,48 +178,60 @@ int jh__em_region_grow(struct elfmap *m, struct region *r, uintptr_t lo, uintptr
 int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *const *es, size_t n);
 /* The JIT rewrote [addr, addr+len) inside r's image: the file follows. */
 int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, size_t len);
-/* A function of r's image is gone (its memory may be gone too: nothing here reads it). */
+/* A function of r's image is gone (its memory may be gone too: nothing here reads it but
+ * through jh__em_unswap, which first checks the page is still ours). */
 void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, size_t size,
                           const char *name);
 /* r has no live function left: close it, keep its file for perf (or delete it). */
 void jh__em_region_retire(struct elfmap *m, struct region *r);
 /* At close: leave the file where it is, for perf. */
 void jh__em_region_close(struct elfmap *m, struct region *r);
-/* Test hook (elfmap_tune.h). */
-void jh__em_call_swap_hook(uintptr_t lo, uintptr_t hi);
 
-/* ---- elfmap_file.c ---- */
+/* ---- elfmap_file.c: files and pages, told what to do by the window ---- */
 
+void jh__em_report_once(struct elfmap *m, int bit, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+pid_t jh__em_pid(struct elfmap *m);
+/* /proc/self/maps, checked to be still ours (base/files.h, jh__kfd), opened again if the
+ * program closed it; -1 if it cannot be. */
+int jh__em_maps(struct elfmap *m);
 uint64_t jh__em_new_id(void);
 /* Is (dev, ino) a file this context made? (jh__vma_check's own_file, arg: the elfmap) */
 bool jh__em_own_file(void *arg, dev_t dev, ino_t ino);
 uint64_t jh__em_name_hash(const char *s);
-/* Copy [lo, hi) of live code into m->snap. */
-int jh__em_snapshot(struct elfmap *m, uintptr_t lo, uintptr_t hi);
-/* The live bytes of [lo, hi) into fd at r's offsets. */
-int jh__em_write_text(struct elfmap *m, struct region *r, int fd, uintptr_t lo, uintptr_t hi);
-/* May [lo, hi) be mapped over (reported once when not)? */
-enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t hi);
-/* Map [lo, hi) from fd over the live pages, whose bytes m->snap holds. 0: done; 1: left as
- * they were (reported); negative: the channel is broken. */
-int jh__em_map_run(struct elfmap *m, struct region *r, int fd, const char *path, uintptr_t lo,
-                   uintptr_t hi);
+bool jh__em_build_ids(void);        /* jh__elfmap_build_ids (elfmap_tune.h) */
+/* <dir>/jit-<pid>-<id>.elf, or <dir>/jit-<pid>-g<gen>/jit-<pid>-<id>.elf (created). */
+int jh__em_path(struct elfmap *m, pid_t pid, unsigned gen, uint64_t id, char *path, size_t len);
+/* Create path as a new file of ours (replacing one a dead process with our pid left), kept
+ * in k; its descriptor, or a negative errno (reported once). */
+int jh__em_create(struct elfmap *m, const char *path, struct jh__kfd *k);
+/* An older generation's file, kept for perf within the limits (path is taken over). */
+void jh__em_keep(struct elfmap *m, char *path, uint64_t bytes);
 /* jh__elfg_add, and the function's live code bytes into the image's build-id. */
 int jh__em_image_add(struct jh__elfg *img, const struct jh__func *f);
 /* Write what the image has and the file lacks. */
 int jh__em_sync(struct jh__elfg *img, int fd);
-/* A new generation of r's file with its live functions and es[0..n) (slots set on success). */
-int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *es, size_t n);
-/* Under valgrind: r's image anew with its live functions only, in the same file. */
-int jh__em_restart(struct elfmap *m, struct region *r);
-/* Under valgrind: make it read r's file again (after new symbols). */
-int jh__em_bounce(struct elfmap *m, struct region *r);
+/* Copy [lo, hi) of live code into m->snap. */
+int jh__em_snapshot(struct elfmap *m, uintptr_t lo, uintptr_t hi);
+/* The live bytes of [lo, hi) into fd at offset off. */
+int jh__em_write_text(struct elfmap *m, int fd, uintptr_t lo, uintptr_t hi, uint64_t off);
+/* May [lo, hi) be mapped over (reported once when not)? */
+enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t hi);
+/* Is [lo, hi) still r-x and mapped from one of our files? */
+bool jh__em_ours(struct elfmap *m, uintptr_t lo, uintptr_t hi);
+/* Map [lo, hi) from fd at offset off over the live pages, whose bytes m->snap holds. 0:
+ * done; 1: left as they were (reported: sealed, no mapping left...); negative: the channel
+ * is broken. */
+int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uintptr_t hi,
+                   uint64_t off);
+/* [lo, hi), if still ours, back to anonymous memory with the same bytes. */
+void jh__em_unswap(struct elfmap *m, uintptr_t lo, uintptr_t hi);
+/* Under valgrind: the image's R+W page of fd (at off) at rw. 0, or 1 (reported). */
+int jh__em_map_rw(struct elfmap *m, void *rw, int fd, const char *path, uint64_t off);
 /* Under valgrind: a page for an image's R+W segment, reserved (NULL: none left, reported);
  * given back at retirement; all of them freed at close. */
 void *jh__em_rw_get(struct elfmap *m);
 void jh__em_rw_put(struct elfmap *m, void *p);
 void jh__em_rw_free(struct elfmap *m);
-/* r's current file is done with: kept among the older generations. */
-void jh__em_drop_file(struct elfmap *m, struct region *r);
 
 #endif

@@ -20,11 +20,17 @@
  *              change the child's code: fork freezes them).
  * Under valgrind, which reads an image's symbols once per path, new symbols also make it
  * read the file again (bounce), and there is no history to keep: a window's image starts
- * again in the same file rather than in a new generation. The files: elfmap_file.c.
+ * again in the same file rather than in a new generation.
+ *
+ * Below this file is elfmap_file.c (files, page runs), which it tells what to write and map
+ * where; above it elfmap.c, which chooses the window. Nothing here calls upwards.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/vec.h"
 #include "channels/elfmap.h"
@@ -36,7 +42,7 @@
  * stays one mapping, which the JIT can still move or grow with mremap: the kernel moves or
  * grows one mapping at a time (before Linux 6.17 it refuses, EFAULT, a range of several).
  */
-void jh__em_whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *lo, uintptr_t *hi)
+static void whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *lo, uintptr_t *hi)
 {
     uintptr_t vs, ve;
     if (jh__vma_bounds(jh__em_maps(m), *lo, &vs, &ve) != 0)
@@ -50,6 +56,283 @@ void jh__em_whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *l
         return;
     *lo = vs;
     *hi = ve;
+}
+
+/* r's file, if the program left us its descriptor or the file can be opened again (the
+ * same file); else negative (the next change makes a new generation). */
+static int region_fd(struct region *r)
+{
+    return jh__kfd_get(&r->fd, r->path, O_RDWR);
+}
+
+/* Where an image's one-page R+W segment sits in its file (after the code span, the hole and
+ * the metadata's first page: fmt/elf_grow.h). */
+static uint64_t rw_off(const struct elfmap *m)
+{
+    return m->page + EM_SPAN + EM_GAP + m->page;
+}
+
+/* The current file is done with: kept for perf (valgrind has read it at its mapping, and
+ * its output names it). */
+static void drop_file(struct elfmap *m, struct region *r)
+{
+    struct stat st;
+    int fd = r->fd.fd >= 0 ? region_fd(r) : -1;
+    uint64_t bytes = fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+    jh__kfd_close(&r->fd);
+    jh__elfg_free(&r->img);
+    if (!r->path)
+        return;
+    if (r->foreign)
+        free(r->path);              /* the parent's: not ours to keep or delete */
+    else
+        jh__em_keep(m, r->path, bytes);
+    r->path = NULL;
+}
+
+
+static bool in_set(struct jh__entry *const *es, size_t n, const struct jh__entry *e)
+{
+    for (size_t i = 0; i < n; i++)
+        if (es[i] == e)
+            return true;
+    return false;
+}
+
+/* ---- a new generation ------------------------------------------------------------------- */
+
+static int cmp_fn(const void *a, const void *b)
+{
+    uint64_t x = (*(const struct jh__func *const *)a)->start,
+             y = (*(const struct jh__func *const *)b)->start;
+    return (x > y) - (x < y);
+}
+
+/* Does new code take exactly the place of a removed function of another name? */
+static bool same_place(const struct region *r, struct jh__entry *const *es, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < r->ntombs; k++)
+            if (r->tombs[k].start == es[i]->node.start && r->tombs[k].size == es[i]->node.size &&
+                r->tombs[k].name_hash != jh__em_name_hash(es[i]->fn.name))
+                return true;
+    return false;
+}
+
+static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *es, size_t n)
+{
+    size_t span_pages = EM_SPAN / m->page, nbytes = (span_pages + 7) / 8;
+    uint8_t *want = malloc(nbytes);
+    if (!want)
+        return -ENOMEM;
+    memcpy(want, r->mapped, nbytes);
+    struct region nr = *r;          /* what r becomes */
+    nr.mapped = want;
+    EACH_PAGE_OF(m, es, n, k, a) {
+        uintptr_t lo = a, hi = a + m->page;
+        if (!is_mapped(m, &nr, a))
+            whole_mapping(m, r, &lo, &hi);
+        set_mapped(m, &nr, lo, hi, true);
+    }
+
+    /* Every run to map: eligible? A run that is not, and holds none of the new code, is
+     * code the JIT freed before telling us (docs: remove after free): left out. */
+    int res = 0;
+    for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && !res;) {
+        if (!is_mapped(m, &nr, a)) {
+            a += m->page;
+            continue;
+        }
+        uintptr_t lo = a;
+        while (a < span_lo(r) + EM_SPAN && is_mapped(m, &nr, a))
+            a += m->page;
+        if (jh__vma_check(jh__em_maps(m), lo, a, jh__em_own_file, m) == JH__VMA_OK)
+            continue;
+        bool ours = false;
+        EACH_PAGE_OF(m, es, n, k, p)
+            ours |= p >= lo && p < a;
+        if (ours)
+            res = jh__em_eligible(m, lo, a) == JH__VMA_OK ? 0 : 1;   /* reports the verdict */
+        else
+            set_mapped(m, &nr, lo, a, false);
+    }
+    if (res) {
+        m->fallbacks++;
+        free(want);
+        return res;
+    }
+
+    /* The new file: its name, its image with every live function. */
+    if (r->foreign || (r->fd.fd >= 0 && (m->valgrind || same_place(r, es, n)))) {
+        nr.id = jh__em_new_id();
+        nr.gen = 1;
+        nr.pid = jh__em_pid(m);
+    } else if (r->fd.fd >= 0) {
+        nr.gen = r->gen + 1;        /* same name, its own directory */
+    }                               /* else the window's first file */
+    size_t nf = 0;
+    for (struct jh__entry *e = jh__view_ceil(m->env, r->lo); e && e->node.start < r->hi;
+         e = jh__view_next(m->env, e)) {
+        if (SLOT(m, e) != r && !in_set(es, n, e))
+            continue;
+        if (JH__VEC_RESERVE(m->fns, m->capfns, nf + 1)) {
+            free(want);
+            return -ENOMEM;
+        }
+        m->fns[nf++] = &e->fn;
+    }
+    qsort(m->fns, nf, sizeof *m->fns, cmp_fn);
+
+    char path[4096];
+    struct jh__kfd kfd;
+    int err = jh__em_path(m, nr.pid, nr.gen, nr.id, path, sizeof path);
+    if (err)
+        jh__em_report_once(m, R_FILE, "cannot create %s: %s", path, jh__file_error(err));
+    int fd = err ? err : jh__em_create(m, path, &kfd);
+    if (fd < 0) {
+        free(want);
+        m->fallbacks++;
+        return 1;
+    }
+    struct jh__elfg_spec spec = { .anchor_addr = r->anchor, .anchor_off = m->page + EM_LEAD,
+        .lo = r->lo, .hi = r->hi, .meta_off = m->page + EM_SPAN + EM_GAP,
+        .rw_addr = (uintptr_t)r->rw, .page_size = m->page, .producer = "jitherald elfmap",
+        .no_build_id = !jh__em_build_ids() };
+    struct jh__elfg img;
+    err = jh__elfg_init(&img, &spec);
+    for (size_t i = 0; i < nf && !err; i++)
+        err = jh__em_image_add(&img, m->fns[i]);
+    for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && !err; a += m->page)
+        if (is_mapped(m, &nr, a))
+            err = jh__em_write_text(m, fd, a, a + m->page, off_of(m, &nr, a));
+    if (!err)
+        err = jh__em_sync(&img, fd);
+    if (err) {
+        jh__elfg_free(&img);
+        jh__kfd_close(&kfd);
+        jh__unlink_private(path);
+        free(want);
+        if (err != -EINVAL && err != -E2BIG)
+            return err;             /* no memory, or the disk refuses: channel off */
+        jh__em_report_once(m, R_BUILD, "cannot build the image for %#lx-%#lx: %s",
+                           (unsigned long)r->lo, (unsigned long)r->hi, jh_strerror(err));
+        m->fallbacks++;
+        return 1;
+    }
+
+    /* Map: the code runs, then the R+W page (valgrind reads the image at that moment). */
+    for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && res >= 0;) {
+        if (!is_mapped(m, &nr, a)) {
+            a += m->page;
+            continue;
+        }
+        uintptr_t lo = a;
+        while (a < span_lo(r) + EM_SPAN && is_mapped(m, &nr, a))
+            a += m->page;
+        res = jh__em_snapshot(m, lo, a);
+        if (!res)
+            res = jh__em_map_run(m, fd, path, lo, a, off_of(m, &nr, lo));
+        if (res == 1) {
+            set_mapped(m, &nr, lo, a, false);   /* left as they were (restored if need be) */
+            res = 0;
+        }
+    }
+    if (res >= 0)
+        jh__em_map_rw(m, nr.rw, fd, path, rw_off(m));
+
+    drop_file(m, r);                    /* the previous generation, if any */
+    free(r->mapped);
+    nr.fd = kfd;
+    nr.path = strdup(path);
+    nr.img = img;
+    nr.ntombs = 0;
+    nr.frozen = nr.foreign = false;
+    *r = nr;
+    if (!r->path) {
+        res = res < 0 ? res : -ENOMEM;
+    }
+    for (size_t i = 0; i < n && res >= 0; i++) {
+        SLOT(m, es[i]) = r;
+        r->nlive++;
+    }
+    return res < 0 ? res : 0;
+}
+
+/* r's image anew, with its live functions only (the file keeps its name and text). */
+static int restart(struct elfmap *m, struct region *r)
+{
+    struct jh__elfg img;
+    struct jh__elfg_spec spec = r->img.s;
+    int err = jh__elfg_init(&img, &spec);
+    for (struct jh__entry *e = jh__view_ceil(m->env, r->lo); e && e->node.start < r->hi && !err;
+         e = jh__view_next(m->env, e))
+        if (SLOT(m, e) == r)
+            err = jh__em_image_add(&img, &e->fn);
+    if (err) {
+        jh__elfg_free(&img);
+        return err == -ENOMEM ? err : 1;
+    }
+    jh__elfg_free(&r->img);
+    r->img = img;
+    r->ntombs = 0;
+    return 0;
+}
+
+/*
+ * Valgrind reads an image's symbols once per path, and forgets them only when the code is
+ * unmapped or another image is read over the same pages. So after new symbols: map a copy
+ * of the file over the window's pages (valgrind reads the copy and drops the file), then
+ * the file itself again (valgrind reads it afresh and drops the copy), and delete the copy.
+ * A function's object in valgrind's output then stays the window's file (callgrind keys
+ * its objects by path) for as long as the window lives.
+ */
+static int bounce(struct elfmap *m, struct region *r)
+{
+    char path[4096];
+    int rfd = region_fd(r);
+    if (rfd < 0 || (size_t)snprintf(path, sizeof path, "%s.valgrind", r->path) >= sizeof path)
+        return 1;
+    struct jh__kfd copy;
+    int fd = jh__em_create(m, path, &copy), res = 0;
+    if (fd < 0)
+        return 1;
+    int err = 0;
+    for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && !err; a += m->page)
+        if (is_mapped(m, r, a))
+            err = jh__em_write_text(m, fd, a, a + m->page, off_of(m, r, a));
+    jh__elfg_all_dirty(&r->img);
+    if (!err)
+        err = jh__em_sync(&r->img, fd);
+    for (int pass = 0; pass < 2 && !err && res >= 0; pass++) {
+        int from = pass ? rfd : fd;
+        const char *name = pass ? r->path : path;
+        /* The file is mapped nowhere now: every byte of its pages made current (in place,
+         * only code bytes were written: the rest of a page may have changed since). */
+        for (uintptr_t a = span_lo(r); pass && a < span_lo(r) + EM_SPAN && !err; a += m->page)
+            if (is_mapped(m, r, a))
+                err = jh__em_write_text(m, rfd, a, a + m->page, off_of(m, r, a));
+        if (err)
+            break;
+        for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && res >= 0;) {
+            if (!is_mapped(m, r, a)) {
+                a += m->page;
+                continue;
+            }
+            uintptr_t lo = a;
+            while (a < span_lo(r) + EM_SPAN && is_mapped(m, r, a))
+                a += m->page;
+            res = jh__em_snapshot(m, lo, a);
+            if (!res && (res = jh__em_map_run(m, from, name, lo, a, off_of(m, r, lo))) == 1) {
+                set_mapped(m, r, lo, a, false);
+                res = 0;
+            }
+        }
+        if (res >= 0)
+            jh__em_map_rw(m, r->rw, from, name, rw_off(m));
+    }
+    jh__kfd_close(&copy);
+    jh__unlink_private(path);
+    return res < 0 ? res : err;     /* a write error: channel off */
 }
 
 /* ---- the region's operations ------------------------------------------------------------ */
@@ -94,7 +377,7 @@ int jh__em_region_grow(struct elfmap *m, struct region *r, uintptr_t lo, uintptr
 int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *const *es, size_t n)
 {
     /* a file the program closed and that cannot be opened again: a new one */
-    int fd = r->foreign || r->fd.fd < 0 ? -1 : jh__em_fd(r);
+    int fd = r->foreign || r->fd.fd < 0 ? -1 : region_fd(r);
     bool fresh = fd < 0, over = false;
     for (size_t i = 0; i < n && !over; i++) {
         const struct jh__entry *e = es[i];
@@ -107,13 +390,21 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             fresh |= is_mapped(m, r, a);
     }
     if (fresh || (over && !m->valgrind))
-        return jh__em_publish(m, r, es, n);
+        return publish(m, r, es, n);
     if (over) {
         /* Under valgrind no sample needs the old names: the file's image starts again
          * with the live functions only, in place (valgrind reads it again: bounce). */
-        int err = jh__em_restart(m, r);
+        int err = restart(m, r);
         if (err)
             return err;
+    }
+
+    /* A page mapped from the file once may not be any more: the JIT unmapped its area and
+     * mapped a fresh one there (without removing the functions it held), or made it
+     * writable. Such a page is new to the window again (issue 22, defect 7). */
+    EACH_PAGE_OF(m, es, n, k, a) {
+        if (is_mapped(m, r, a) && !jh__em_ours(m, a, a + m->page))
+            set_mapped(m, r, a, a + m->page, false);
     }
 
     /* In place. First the pages not mapped from the file yet: all must be eligible. */
@@ -132,14 +423,15 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             /* only the new code: the rest of the file's page was right when it was mapped,
              * and announced code changed since has been written (jh_code_patched) */
             uintptr_t s0 = es[k]->node.start, e0 = s0 + es[k]->node.size;
-            res = jh__em_write_text(m, r, fd, a > s0 ? a : s0,
-                                    a + m->page < e0 ? a + m->page : e0);
+            uintptr_t from = a > s0 ? a : s0;
+            res = jh__em_write_text(m, fd, from, a + m->page < e0 ? a + m->page : e0,
+                                    off_of(m, r, from));
             continue;
         }
         uintptr_t lo = a, hi = a + m->page;
-        jh__em_whole_mapping(m, r, &lo, &hi);
-        res = jh__em_write_text(m, r, fd, lo, hi);
-        if (!res && (res = jh__em_map_run(m, r, fd, r->path, lo, hi)) == 0)
+        whole_mapping(m, r, &lo, &hi);
+        res = jh__em_write_text(m, fd, lo, hi, off_of(m, r, lo));
+        if (!res && (res = jh__em_map_run(m, fd, r->path, lo, hi, off_of(m, r, lo))) == 0)
             set_mapped(m, r, lo, hi, true);
     }
     if (res < 0)
@@ -163,7 +455,7 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
         SLOT(m, es[i]) = r;
         r->nlive++;
     }
-    return m->valgrind ? jh__em_bounce(m, r) : 0;
+    return m->valgrind ? bounce(m, r) : 0;
 }
 
 int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, size_t len)
@@ -173,9 +465,9 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
         any |= is_mapped(m, r, a);
     if (!any)
         return 0;
-    int fd = r->frozen || r->foreign ? -1 : jh__em_fd(r);
+    int fd = r->frozen || r->foreign ? -1 : region_fd(r);
     if (fd < 0)
-        return jh__em_publish(m, r, NULL, 0);
+        return publish(m, r, NULL, 0);
     int err = jh__em_snapshot(m, addr, addr + len);
     if (!err)
         err = jh__pwrite_all(fd, m->snap.p, len, off_of(m, r, addr));
@@ -207,15 +499,21 @@ void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, s
             e = jh__view_ceil(m->env, a);
         for (; e && e->node.start < a + m->page && !used; e = jh__view_next(m->env, e))
             used = SLOT(m, e) == r && e->node.start + e->node.size > a;
-        if (!used)
+        if (!used && jh__em_region_maps(m, r, a)) {
             set_mapped(m, r, a, a + m->page, false);
+            /* Anonymous memory again, same bytes: the JIT may free it with
+             * madvise(MADV_DONTNEED) and must then read zeros, as from the memory it
+             * allocated, not the file's old code (issue 22, defect 8). Only while the page
+             * is still ours: the JIT may have unmapped it already (remove after free). */
+            jh__em_unswap(m, a, a + m->page);
+        }
     }
 }
 
 void jh__em_region_retire(struct elfmap *m, struct region *r)
 {
     jh__em_rw_put(m, r->rw);
-    jh__em_drop_file(m, r);
+    drop_file(m, r);
     free(r->mapped);
     free(r->tombs);
     free(r);

@@ -71,15 +71,25 @@ struct vma {
     ino_t ino;
 };
 
-static enum jh__vma_verdict judge(const struct vma *v, jh__own_file_fn *own, void *arg)
+/* What may be mapped over; with need_file, only our own files' mappings (anonymous memory
+ * is then "foreign": jh__vma_own). */
+struct want {
+    jh__own_file_fn *own;
+    void *arg;
+    bool need_file;
+};
+
+static enum jh__vma_verdict judge(const struct vma *v, const struct want *w)
 {
+    if (w->need_file && !v->ino)
+        return JH__VMA_FOREIGN;
     if (v->w)
         return JH__VMA_WRITABLE;
     if (!v->r || !v->x)
         return JH_VMA_NOT_RX;
     if (v->shared)
         return JH__VMA_SHARED;
-    if (v->ino ? !own || !own(arg, v->dev, v->ino) : v->named)
+    if (v->ino ? !w->own || !w->own(w->arg, v->dev, v->ino) : v->named)
         return JH__VMA_FOREIGN;
     return JH__VMA_OK;
 }
@@ -128,7 +138,7 @@ static uintptr_t num(const char **p, int base)
 }
 
 /* Parse /proc/self/maps: "start-end perms offset maj:min inode   path". */
-static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg)
+static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, const struct want *w)
 {
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -191,7 +201,7 @@ static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh__own_file_
                              .x = perms[2] == 'x', .shared = perms[3] == 's',
                              .named = *c != 0 && !anon_name(c), .dev = makedev(maj, min),
                              .ino = (ino_t)ino };
-            verdict = judge(&v, own, arg);
+            verdict = judge(&v, w);
             if (verdict != JH__VMA_OK)
                 break;
             at = e;
@@ -203,8 +213,7 @@ static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, jh__own_file_
     return at >= hi ? JH__VMA_OK : verdict;
 }
 
-enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
-                                  jh__own_file_fn *own, void *arg)
+static enum jh__vma_verdict check(int maps_fd, uintptr_t lo, uintptr_t hi, const struct want *w)
 {
     if (maps_fd >= 0 && have_query != 0 && !RUNNING_ON_VALGRIND) {
         uintptr_t at = lo;
@@ -218,7 +227,7 @@ enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
             have_query = 1;
             if (v.start > at)
                 return JH__VMA_UNMAPPED;
-            enum jh__vma_verdict verdict = judge(&v, own, arg);
+            enum jh__vma_verdict verdict = judge(&v, w);
             if (verdict != JH__VMA_OK)
                 return verdict;
             at = v.end;
@@ -227,7 +236,20 @@ enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
             return JH__VMA_OK;
         have_query = 0;
     }
-    return check_text(lo, hi, own, arg);
+    return check_text(lo, hi, w);
+}
+
+enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
+                                  jh__own_file_fn *own, void *arg)
+{
+    struct want w = { own, arg, false };
+    return check(maps_fd, lo, hi, &w);
+}
+
+bool jh__vma_own(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg)
+{
+    struct want w = { own, arg, true };
+    return check(maps_fd, lo, hi, &w) == JH__VMA_OK;
 }
 
 int jh__vma_bounds(int maps_fd, uintptr_t addr, uintptr_t *start, uintptr_t *end)
@@ -299,11 +321,24 @@ static int restore(uintptr_t lo, size_t len, const void *expect)
     return 0;
 }
 
+/* A MAP_FIXED mapping refused with EPERM: a noexec file system refuses the file anywhere, a
+ * sealed range (mseal) refuses to be replaced. */
+static int why_refused(size_t len, int fd, off_t off)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, off);
+    if (p == MAP_FAILED)
+        return -EPERM;
+    munmap(p, len);
+    return -EBUSY;
+}
+
 int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect)
 {
     void *p = mmap((void *)lo, len, PROT_READ | PROT_EXEC, MAP_FIXED | MAP_PRIVATE, fd, off);
     if (p == MAP_FAILED) {
         int err = -errno;
+        if (err == -EPERM)
+            err = why_refused(len, fd, off);
         /* Linux checks permissions (noexec mount: EPERM) before it touches the old
          * mapping, but a late failure may have unmapped it: then put the bytes back. */
         if (!mapped(lo, len) || memcmp((const void *)lo, expect, len) != 0)
@@ -315,4 +350,21 @@ int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expe
         return err ? err : -EIO;
     }
     return 0;
+}
+
+int jh__unswap_pages(uintptr_t lo, size_t len)
+{
+    void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy == MAP_FAILED)
+        return -errno;
+    memcpy(copy, (const void *)lo, len);
+    int err = 0;
+    if (mprotect(copy, len, PROT_READ | PROT_EXEC) != 0 ||
+        mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) == MAP_FAILED)
+        err = -errno;
+    if (err)
+        munmap(copy, len);
+    else
+        VALGRIND_DISCARD_TRANSLATIONS(lo, len);
+    return err;
 }

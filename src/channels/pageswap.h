@@ -43,6 +43,10 @@ typedef bool jh__own_file_fn(void *arg, dev_t dev, ino_t ino);
  */
 enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
                                   jh__own_file_fn *own, void *arg);
+/* Is every page of [lo, hi) still a private, r-x mapping of a file own() accepts (not
+ * anonymous, not writable)? A page once swapped may since have been unmapped by the JIT and
+ * mapped anew, made writable, or given back to anonymous memory. */
+bool jh__vma_own(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg);
 const char *jh__vma_verdict_str(enum jh__vma_verdict v);
 
 /* The mapping (VMA) holding addr: 0 and [*start, *end), or -ENOENT / a negative errno. */
@@ -56,5 +60,16 @@ int jh__vma_bounds(int maps_fd, uintptr_t addr, uintptr_t *start, uintptr_t *end
  * -EIO means the mapped bytes differed from expect (the file is not what we wrote).
  */
 int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect);
+/* -EBUSY from jh__swap_pages: the pages refuse to be mapped over (sealed: mseal(2)), while
+ * the file maps fine elsewhere. */
+
+/*
+ * The opposite: [lo, lo+len) (page aligned, r-x, mapped from one of our files) becomes
+ * private anonymous memory again, r-x, with the same bytes, in one step (a copy mremap'ed
+ * over it: a thread running there never finds the range unmapped or not executable). From
+ * then on it behaves as the memory the JIT allocated: madvise(MADV_DONTNEED) gives zeros,
+ * not the file's bytes. 0 or a negative errno (the range is then as it was).
+ */
+int jh__unswap_pages(uintptr_t lo, size_t len);
 
 #endif
