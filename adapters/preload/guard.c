@@ -1,105 +1,159 @@
 /*
- * guard.c — see preload.h. Why interpose: the elfmap channel replaces announced code pages
- * by a private mapping of a file holding the same bytes, and relies on its caller holding
- * the code lock, so that no byte is written between its snapshot and the swap
- * (docs/elfmap.md, "contract"). A VM that does not know about jitherald cannot take part,
- * but every way it has to make a page writable, unmap it or map over it goes through
- * these five calls: taking one lock around them and around each announcement serialises
- * them with the swap. What remains is what does not call libc: a raw `syscall` instruction
- * for mprotect, or code written through a second, shared mapping of the same memory (a
- * double-mapped buffer): elfmap never swaps shared pages, nor writable ones
- * (docs/run.md, "what is not covered").
+ * guard.c — see preload.h. Why interpose the VM's page calls:
  *
- * The calls themselves go to the kernel by syscall(2), not through dlsym(RTLD_NEXT): dlsym
- * may allocate, and an allocation may mmap, before this library's constructor has run.
+ * 1. elfmap replaces announced code pages by a private mapping of a file holding the same
+ *    bytes, and relies on its caller holding the code lock, so that no byte is written
+ *    between its snapshot and the swap (docs/elfmap.md, "contract"). A VM that does not
+ *    know about jitherald cannot take part, but every way it has to make a page writable,
+ *    unmap it or map over it goes through these calls. They are kept apart from the swaps
+ *    without a lock held across the VM's call: each VM call publishes its range (an
+ *    intent) for the time of its system call; a swap publishes its window and waits for
+ *    the intents in flight there to end; a VM call whose range meets a swap in progress
+ *    waits for it to end first. Sequentially consistent stores and loads on both sides
+ *    (Dekker's rule): no VM call and no swap on the same pages can both miss the other.
+ *    The waits are short (one system call, one swap); a swap that waited 100 ms for an
+ *    intent (a thread stopped in its call, or one a signal handler left by longjmp) is
+ *    skipped, the VM's call never. A signal handler in the middle of one of these calls
+ *    publishes an intent of its own: nothing is held that it could wait for forever.
+ * 2. Code the VM unmaps, maps over, moves or frees (madvise) is gone: what was announced
+ *    there is removed (jhp_forget), so a reused page is named again (issue 22, defect 7)
+ *    and freed code reads zeros (elfmap gives emptied pages back to anonymous memory
+ *    before the VM's madvise, defect 8). With elfmap, the removal happens inside the
+ *    VM's intent, after an munmap (the pages are gone: nothing to give back) and before a
+ *    madvise; new code announced there meanwhile waits for it.
+ * 3. A jitdump is found as perf finds it: the VM maps it executable (hear.c hears it).
+ * What remains is what does not call libc: a raw `syscall` instruction, or code written
+ * through a second, shared mapping of the same memory (elfmap never swaps shared pages,
+ * nor writable ones: docs/run.md, "what is not covered").
+ *
+ * The calls reach the kernel by syscall(2), not through dlsym(RTLD_NEXT): dlsym may
+ * allocate, and an allocation may mmap, before this library's constructor has run.
  */
 #include "preload.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <valgrind/valgrind.h>
 
-#include "base/lock.h"
+#include "base/clock.h"
 
 atomic_bool jhp_guard_on;
-static struct jh__lock guard = JH__LOCK_INIT("run guard");
-static __thread bool follower;          /* the follower thread: never waits for itself */
 
-void jhp_guard_lock(void) { jh__lock(&guard); }
-void jhp_guard_unlock(void) { jh__unlock(&guard); }
-void jhp_guard_thread_is_follower(void) { follower = true; }
+#define INTENTS 64
+#define SWAP_WAIT_NS (100ull * 1000 * 1000)
 
-/* The fork path of the guard: a fork while the follower announces waits for it to finish,
- * so the child never inherits the lock held. */
-static void prepare(void) { jh__lock(&guard); }
-static void release(void) { jh__unlock(&guard); }
-void jhp_guard_atfork(void) { pthread_atfork(prepare, release, release); }
+/* A VM call's range while it is in flight: hi 0 free, 1 being claimed. */
+struct intent {
+    _Atomic uint64_t lo, hi;
+};
+static struct intent intents[INTENTS];
+static _Atomic uint64_t swap_lo, swap_hi;  /* the swap in progress: hi 0 none */
 
-static bool guarded(void)
+static bool meets(uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
 {
-    return !follower && atomic_load_explicit(&jhp_guard_on, memory_order_acquire);
+    return a < hi && lo < b;
+}
+
+static void pause_briefly(unsigned *spins)
+{
+    if (++*spins < 64) {
+        sched_yield();
+    } else {
+        struct timespec ts = { 0, 50000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* A VM call on [lo, hi) begins: the slot to end it with, or -1 (no guard). */
+static int intent_begin(uint64_t lo, uint64_t hi)
+{
+    if (jhp_inside || !atomic_load(&jhp_guard_on) || hi <= lo)
+        return -1;
+    unsigned spins = 0;
+    for (;;) {
+        while (meets(lo, hi, atomic_load(&swap_lo), atomic_load(&swap_hi)))
+            pause_briefly(&spins);
+        for (int i = 0; i < INTENTS; i++) {
+            uint64_t zero = 0;
+            if (!atomic_compare_exchange_strong(&intents[i].hi, &zero, 1))
+                continue;
+            atomic_store(&intents[i].lo, lo);
+            atomic_store(&intents[i].hi, hi);
+            if (!meets(lo, hi, atomic_load(&swap_lo), atomic_load(&swap_hi)))
+                return i;
+            atomic_store(&intents[i].hi, 0);    /* a swap began meanwhile: after it */
+            break;
+        }
+        pause_briefly(&spins);
+    }
+}
+
+static void intent_end(int i)
+{
+    if (i >= 0)
+        atomic_store(&intents[i].hi, 0);
+}
+
+bool jhp_swap_begin(uint64_t lo, uint64_t hi)
+{
+    atomic_store(&swap_lo, lo);
+    atomic_store(&swap_hi, hi);
+    uint64_t deadline = jh__now_ns() + SWAP_WAIT_NS;
+    unsigned spins = 0;
+    for (int i = 0; i < INTENTS; i++) {
+        for (;;) {
+            uint64_t h = atomic_load(&intents[i].hi);
+            if (!h || (h != 1 && !meets(lo, hi, atomic_load(&intents[i].lo), h)))
+                break;
+            if (jh__now_ns() > deadline) {
+                jhp_swap_end();
+                return false;
+            }
+            pause_briefly(&spins);
+        }
+    }
+    return true;
+}
+
+void jhp_swap_end(void)
+{
+    atomic_store(&swap_hi, 0);
+}
+
+void jhp_guard_child(void)
+{
+    /* The threads whose calls were in flight do not exist here. */
+    for (int i = 0; i < INTENTS; i++)
+        atomic_store(&intents[i].hi, 0);
+    atomic_store(&swap_hi, 0);
 }
 
 bool jhp_readable(uint64_t start, uint64_t size)
 {
     long pg = sysconf(_SC_PAGESIZE);
-    uint64_t a = start & ~(uint64_t)(pg - 1);
-    for (; a < start + size; a += (uint64_t)pg) {
-        uint8_t b;
-        uint64_t at = a < start ? start : a;
-        struct iovec local = { &b, 1 }, remote = { (void *)(uintptr_t)at, 1 };
-        if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != 1)
+    uint64_t a = start & ~(uint64_t)(pg - 1), end = start + size;
+    uint8_t sink[1024];
+    struct iovec local[1024], remote[1024];
+    while (a < end) {
+        int n = 0;
+        for (; n < 1024 && a < end; n++, a += (uint64_t)pg) {
+            local[n] = (struct iovec){ &sink[n], 1 };
+            remote[n] = (struct iovec){ (void *)(uintptr_t)(a < start ? start : a), 1 };
+        }
+        /* reads up to the first page that cannot be read */
+        if (process_vm_readv(jhp_pid, local, (unsigned long)n, remote, (unsigned long)n, 0) != n)
             return false;
     }
     return true;
-}
-
-/* ---- the jitdump, found as perf finds it ---------------------------------------------- */
-
-static struct jh__lock dump_lock = JH__LOCK_INIT("run dump path");
-static char dump_path[PATH_MAX];
-
-bool jhp_take_dump_path(char *path, size_t len)
-{
-    jh__lock(&dump_lock);
-    bool got = dump_path[0] != 0;
-    if (got) {
-        snprintf(path, len, "%s", dump_path);
-        dump_path[0] = 0;
-    }
-    jh__unlock(&dump_lock);
-    return got;
-}
-
-/* perf takes a jitdump from the process's mmap of it with PROT_EXEC, basename
- * jit-<pid>.dump (tools/perf/util/jitdump.c, jit_detect): so does this. */
-static void saw_exec_map(int fd)
-{
-    char link[64], path[PATH_MAX];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    if (n <= 0)
-        return;
-    path[n] = 0;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    char want[40];
-    snprintf(want, sizeof want, "jit-%d.dump", (int)getpid());
-    if (strcmp(base, want))
-        return;
-    jh__lock(&dump_lock);
-    snprintf(dump_path, sizeof dump_path, "%s", path);
-    jh__unlock(&dump_lock);
-    jhp_wake();
 }
 
 /* ---- the interposed calls ----------------------------------------------------------- */
@@ -111,17 +165,21 @@ static void *raw_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
     return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 }
 
+static uint64_t u(const void *p) { return (uint64_t)(uintptr_t)p; }
+
 JHP_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
     /* Only a fixed mapping can replace code; a new one lands where nothing is. */
-    bool g = (flags & MAP_FIXED) && guarded();
-    if (g)
-        jh__lock(&guard);
+    bool over = (flags & MAP_FIXED) && !jhp_inside && jhp_cfg.channels;
+    int slot = over ? intent_begin(u(addr), u(addr) + len) : -1;
+    if (over && slot < 0)
+        jhp_forget(u(addr), len);
     void *p = raw_mmap(addr, len, prot, flags, fd, off);
-    if (g)
-        jh__unlock(&guard);
-    if (p != MAP_FAILED && fd >= 0 && (prot & PROT_EXEC) && !follower)
-        saw_exec_map(fd);
+    if (slot >= 0 && p != MAP_FAILED)
+        jhp_forget(u(addr), len);
+    intent_end(slot);
+    if (p != MAP_FAILED && fd >= 0 && (prot & PROT_EXEC))
+        jhp_hear_mapped(fd);
     return p;
 }
 
@@ -132,12 +190,14 @@ JHP_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 
 JHP_EXPORT int munmap(void *addr, size_t len)
 {
-    bool g = guarded();
-    if (g)
-        jh__lock(&guard);
+    bool mine = !jhp_inside && jhp_cfg.channels;
+    int slot = mine ? intent_begin(u(addr), u(addr) + len) : -1;
+    if (mine && slot < 0)
+        jhp_forget(u(addr), len);
     int rc = (int)syscall(SYS_munmap, addr, len);
-    if (g)
-        jh__unlock(&guard);
+    if (slot >= 0 && rc == 0)
+        jhp_forget(u(addr), len);       /* the pages are gone: nothing to give back */
+    intent_end(slot);
     return rc;
 }
 
@@ -150,12 +210,24 @@ JHP_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
         new_addr = va_arg(ap, void *);
         va_end(ap);
     }
-    bool g = guarded();
-    if (g)
-        jh__lock(&guard);
+    bool mine = !jhp_inside && jhp_cfg.channels;
+    int a = mine ? intent_begin(u(old), u(old) + old_len) : -1;
+    int b = mine && new_addr ? intent_begin(u(new_addr), u(new_addr) + new_len) : -1;
+    if (mine && a < 0) {
+        jhp_forget(u(old), old_len);
+        if (new_addr)
+            jhp_forget(u(new_addr), new_len);
+    }
     void *p = (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
-    if (g)
-        jh__unlock(&guard);
+    /* The code moved with its mapping, or the mapping shrank: either way it is not where it
+     * was announced. (What was at the new place, under MREMAP_FIXED, is gone too.) */
+    if (a >= 0 && p != MAP_FAILED) {
+        jhp_forget(u(old), old_len);
+        if (new_addr)
+            jhp_forget(u(new_addr), new_len);
+    }
+    intent_end(b);
+    intent_end(a);
     return p;
 }
 
@@ -171,12 +243,9 @@ static void after_protect(void *addr, size_t len, int prot, int rc)
 
 JHP_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
-    bool g = guarded();
-    if (g)
-        jh__lock(&guard);
+    int slot = intent_begin(u(addr), u(addr) + len);
     int rc = (int)syscall(SYS_mprotect, addr, len, prot);
-    if (g)
-        jh__unlock(&guard);
+    intent_end(slot);
     after_protect(addr, len, prot, rc);
     return rc;
 }
@@ -184,13 +253,33 @@ JHP_EXPORT int mprotect(void *addr, size_t len, int prot)
 #ifdef SYS_pkey_mprotect
 JHP_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 {
-    bool g = guarded();
-    if (g)
-        jh__lock(&guard);
+    int slot = intent_begin(u(addr), u(addr) + len);
     int rc = (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
-    if (g)
-        jh__unlock(&guard);
+    intent_end(slot);
     after_protect(addr, len, prot, rc);
     return rc;
 }
 #endif
+
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+
+/* Advice after which the pages read zeros (or the file's bytes, for a file mapping: what
+ * elfmap's pages must not do to a VM that allocated anonymous memory). */
+static bool frees(int advice)
+{
+    return advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE ||
+           advice == MADV_DONTNEED_LOCKED;
+}
+
+JHP_EXPORT int madvise(void *addr, size_t len, int advice)
+{
+    bool mine = frees(advice) && !jhp_inside && jhp_cfg.channels;
+    int slot = mine ? intent_begin(u(addr), u(addr) + len) : -1;
+    if (mine)
+        jhp_forget(u(addr), len);       /* before: the emptied pages become anonymous */
+    int rc = (int)syscall(SYS_madvise, addr, len, advice);
+    intent_end(slot);
+    return rc;
+}

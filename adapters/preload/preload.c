@@ -5,66 +5,56 @@
  *     $ MVM_JIT_PERF_MAP=1 jitherald run -c elfmap -- valgrind --tool=callgrind rakudo x.raku
  *     $ callgrind_annotate callgrind.out.*
  *     1,578,166 ( 0.14%)  ???:find_method(gen/moar/stage2/nqpmo.nqp:1391) [/tmp/jitherald-0/jit-4242-1.elf]
- *     $ jitherald run -c gdb -- gdb -ex run -ex bt --args node --perf-basic-prof --perf-prof app.js
- *     #0  0x00007fffc800733d in JS:*spin app.js:2:14 () at app.js:1
+ *     $ jitherald run -c gdb -- gdb -ex run -ex bt --args node --perf-basic-prof app.js
+ *     #7  0x00007fffc8024d1c in JS:~kill node:internal/process/per_thread:202 () ...
  *
  * `jitherald run` sets LD_PRELOAD to this library (beside libjitherald.so) and
  * JITHERALD_RUN to the channels; LD_PRELOAD=libjitherald-run.so JITHERALD_RUN=elfmap works
  * as well. In each process that loads it (every process the command starts: wrappers,
- * shells and the VM after their exec), a thread follows /tmp/perf-<pid>.map and the
- * jitdump the process maps executable, and announces each function through the ordinary
- * library (follow.c), under a lock the VM's own page-protection calls take too (guard.c).
+ * shells and the VM after their exec), the VM is heard as it writes its perf map or
+ * jitdump: the interposed write and stdio calls (hear.c) hand the bytes to a parser
+ * (stream.c), and each complete line or record is announced through the ordinary library
+ * (announce.c) before the VM's call returns, so the tools know the code before it runs.
+ * A process that writes neither file costs a few instructions per write and opens nothing.
  *
- * Environment: JITHERALD_RUN (channels: gdb, unwind, elfmap, auditlog, all; perfmap and
- * jitdump are the VM's own files and are refused), JITHERALD_RUN_STATS (a file to which
- * each process appends one line of counts at exit), JITHERALD_DEBUG=1 (the library's
- * diagnostics, and that line, on stderr). The library's JITHERALD_DIR is read as usual.
+ * Environment, read once here: JITHERALD_RUN (channels: gdb, unwind, elfmap, auditlog,
+ * all; perfmap and jitdump are the VM's own files and are refused), JITHERALD_RUN_STATS (a
+ * file to which each process appends one line of counts at exit), JITHERALD_RUN_FP=0 (no
+ * frame-pointer guess), JITHERALD_RUN_ROOT (the pid `jitherald run` exec'd: it says at exit
+ * when no process of the run wrote a map), JITHERALD_DEBUG=1 (the library's diagnostics,
+ * and the counts, on stderr). The library's JITHERALD_DIR is read as usual; JITHERALD, if
+ * set, chooses the channels the library's way.
  */
 #include "preload.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "base/clock.h"
+#include "base/files.h"
+#include "base/lock.h"
 
-jh_ctx *jhp_ctx, *jhp_rec;
+struct jhp_config jhp_cfg;
 struct jhp_stats jhp_st;
+pid_t jhp_pid;
+jh_ctx *jhp_tools, *jhp_elf, *jhp_rec;
+atomic_bool jhp_rec_live;
+JHP_TLS unsigned jhp_inside;
 
-static unsigned channels;               /* 0: not configured, nothing runs */
 static bool open_failed;
-static struct jhp_fd wake = { -1, 0, 0 };
-static pthread_t thread;
-static bool running;
-static atomic_bool stopping;
-static bool debug;
+static pid_t root;              /* JITHERALD_RUN_ROOT */
+static struct jh__lock ann = JH__LOCK_INIT("run announcements");
 
-/*
- * At exit the thread reads what the VM wrote before it, for at most DRAIN_MS: the lines
- * of the last functions a short run compiled reach the audit log (and its counts), and a
- * VM that writes a huge map and exits does not wait for all of it to be announced.
- * JITHERALD_RUN_DRAIN=1 waits for all of it (tests that count), =0 stops at once.
- */
-#define DRAIN_MS 250
-static enum { DRAIN_NONE, DRAIN_SOME, DRAIN_ALL } drain = DRAIN_SOME;
-static _Atomic uint64_t drain_until;    /* jh__now_ns(), set with stopping */
-
-bool jhp_stopping(void)
-{
-    if (!atomic_load_explicit(&stopping, memory_order_acquire) || drain == DRAIN_ALL)
-        return false;
-    return drain == DRAIN_NONE || jh__now_ns() > atomic_load(&drain_until);
-}
+void jhp_lock(void) { jh__lock(&ann); }
+void jhp_unlock(void) { jh__unlock(&ann); }
 
 void jhp_warn(const char *fmt, ...)
 {
@@ -74,48 +64,6 @@ void jhp_warn(const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     fprintf(stderr, "jitherald run[%d]: %s\n", (int)getpid(), msg);
-}
-
-void jhp_fd_take(struct jhp_fd *f, int fd)
-{
-    f->fd = -1;
-    if (fd < 0)
-        return;
-    int hi = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
-    if (hi >= 0) {
-        close(fd);
-        fd = hi;
-    }
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        close(fd);
-        return;
-    }
-    f->fd = fd, f->dev = st.st_dev, f->ino = st.st_ino;
-}
-
-bool jhp_fd_ours(const struct jhp_fd *f)
-{
-    struct stat st;
-    return f->fd >= 0 && fstat(f->fd, &st) == 0 && st.st_dev == f->dev && st.st_ino == f->ino;
-}
-
-void jhp_fd_close(struct jhp_fd *f)
-{
-    if (jhp_fd_ours(f))
-        close(f->fd);
-    f->fd = -1;
-}
-
-void jhp_wake(void)
-{
-    /* still our eventfd, not a number the process closed and reused for a file of its own
-     * (an eventfd takes 8 bytes or fails: nothing else) */
-    if (jhp_fd_ours(&wake)) {
-        uint64_t one = 1;
-        ssize_t n = write(wake.fd, &one, sizeof one);
-        (void)n;
-    }
 }
 
 static unsigned parse_channels(const char *s)
@@ -142,172 +90,102 @@ static unsigned parse_channels(const char *s)
 static void log_fn(void *arg, int level, const char *msg)
 {
     (void)arg;
-    if (level <= JH_LOG_WARN || debug)
+    if (level <= JH_LOG_WARN || jhp_cfg.debug)
         jhp_warn("%s", msg);
 }
 
-/*
- * The contexts, opened by the first announcement. With the audit log and another channel,
- * two: the tools' (jhp_ctx) and the record's (jhp_rec, the audit log alone), so that at
- * exit the record can be closed, which writes its `close` record (`jitherald log` then
- * says the process ended, not that it was cut), while the tools' stays open: a debugger,
- * callgrind's last dump and the unwinder still need the code named as long as the
- * process has threads (jhp_fini). With JITHERALD set, the library's own rule chooses the
- * channels: one context.
- */
-static bool open_one(jh_ctx **ctx, unsigned bits)
+static jh_ctx *open_one(unsigned bits)
 {
-    /* Debuggers hear of new code once per batch read (jh_flush in follower()), not once per
-     * function: with gdb attached each registration is a stop, and a VM announces its
-     * thousands of builtins at start (node: 2,400). */
+    if (!bits && !jhp_cfg.library_rule)
+        return NULL;
+    /* Debuggers hear of new code when announce.c flushes: before the VM can run it, but
+     * code the process already has a file for (V8's 2,400 builtins in node's own text,
+     * listed at start) in batches, not one debugger stop per function. */
     struct jh_options o = { .sz = sizeof o, .channels = bits, .engine = "run",
                             .log = log_fn, .gdb_batch = JH_GDB_DEFER };
-    if (jh_open(ctx, &o) < 0 || !jh_channels(*ctx)) {
-        jh_close(*ctx);
-        *ctx = NULL;
+    jh_ctx *ctx = NULL;
+    if (jh_open(&ctx, &o) < 0 || !jh_channels(ctx)) {
+        jh_close(ctx);
+        ctx = NULL;
     }
-    return *ctx != NULL;
+    return ctx;
 }
 
+/*
+ * The contexts, opened by the first announcement: a wrapper, a shell or a helper that never
+ * writes a map opens no file of the library's. Three, by what each needs (preload.h): the
+ * tools' (stay open to the end: a debugger, callgrind's last dump and the unwinder need
+ * the code named as long as the process has threads), elfmap's (the only one that touches
+ * pages) and the record's (closed at exit, which writes its `close` record: `jitherald log`
+ * then says the process ended, not that it was cut). With JITHERALD set, the library's
+ * own rule chooses, in one context.
+ */
 bool jhp_open(void)
 {
-    if (jhp_ctx || open_failed)
-        return jhp_ctx != NULL;
-    const char *env = getenv("JITHERALD");
-    unsigned tools = channels & ~(unsigned)JH_AUDITLOG;
-    bool split = !(env && *env) && tools && (channels & JH_AUDITLOG);
-    if (!open_one(&jhp_ctx, split ? tools : channels)) {
-        open_failed = true;
-        return false;
+    if (jhp_tools || jhp_elf || jhp_rec || open_failed)
+        return !open_failed;
+    unsigned ch = jhp_cfg.channels;
+    if (jhp_cfg.library_rule) {
+        jhp_tools = open_one(ch);
+    } else {
+        jhp_tools = open_one(ch & (JH_GDB | JH_UNWIND));
+        jhp_elf = open_one(ch & JH_ELFMAP);
+        jhp_rec = open_one(ch & JH_AUDITLOG);
+        atomic_store(&jhp_rec_live, jhp_rec != NULL);
     }
-    if (split && !open_one(&jhp_rec, JH_AUDITLOG))
-        jhp_warn("the audit log could not be opened: the other channels carry on");
-    return true;
+    open_failed = !jhp_tools && !jhp_elf && !jhp_rec;
+    if (open_failed)
+        jhp_warn("no channel could be opened: nothing is announced");
+    atomic_store(&jhp_guard_on, jh_channels(jhp_tools) & JH_ELFMAP || jhp_elf != NULL);
+    return !open_failed;
 }
 
-static void flush(void)
+/* Fork: the announcement lock is taken first (prepare handlers run in the reverse order of
+ * their registration: ours after the library's, see jhp_init), so a child never inherits
+ * it held, and the order is the announcements' own (ours, then the library's). */
+static void fork_prepare(void) { jh__lock(&ann); }
+static void fork_parent(void) { jh__unlock(&ann); }
+static void fork_child(void)
 {
-    if (jhp_ctx)
-        jh_flush(jhp_ctx);
-    if (jhp_rec)
-        jh_flush(jhp_rec);
-}
-
-/* A jitdump the VM has just mapped (guard.c): followed from now on. */
-static void follow_new_dump(void)
-{
-    char path[4096];
-    if (jhp_take_dump_path(path, sizeof path))
-        jhp_follow_dump(path);
-}
-
-static void *follower(void *arg)
-{
-    (void)arg;
-    jhp_guard_thread_is_follower();
-    jhp_follow_all();                   /* what the file held before we watched it */
-    flush();
-    while (!atomic_load(&stopping)) {
-        struct pollfd p[2] = { { wake.fd, POLLIN, 0 }, { jhp_follow_inotify_fd(), POLLIN, 0 } };
-        /* Events wake us; the timeout is only for liveness. A descriptor another thread
-         * closes while we poll it does not wake poll() (the kernel keeps the file until
-         * poll returns), and nobody can write to it any more: without a timeout, a VM that
-         * closed every descriptor (close_range) while we waited hung at exit, in jhp_fini's
-         * join, until something happened in /tmp (tests/run/sanitize.sh: 1 run in 6). */
-        int r = poll(p, p[1].fd >= 0 ? 2 : 1, 250);
-        if (r < 0 && errno != EINTR)
-            break;
-        /* the process closed our descriptors (a helper cleaning up before its work, as
-         * Erlang's erl_child_setup does): it is not a VM, or it does not want us */
-        if ((p[0].revents & POLLNVAL) || !jhp_fd_ours(&wake)) {
-            if (debug)
-                jhp_warn("the process closed jitherald run's descriptors: no longer following");
-            wake.fd = -1;
-            break;
-        }
-        if (r == 0)
-            continue;
-        if (p[0].revents) {
-            uint64_t v;
-            ssize_t n = read(wake.fd, &v, sizeof v);
-            (void)n;
-            follow_new_dump();
-        }
-        uint64_t before = jhp_st.announced + jhp_st.moved;
-        jhp_follow_events();
-        if (jhp_st.announced + jhp_st.moved != before)
-            flush();
-    }
-    if (drain != DRAIN_NONE) {          /* what was written before exit (jhp_stopping) */
-        follow_new_dump();
-        jhp_follow_events();
-        flush();
-    }
-    return NULL;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void start(double t0)
-{
-    jhp_fd_take(&wake, eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    jhp_follow_init(getpid(), t0);
-    atomic_store(&stopping, false);
-    /* Signals are the VM's business: a process-directed one (kill, a profiler's timer)
-     * must never land on this thread, whose handlers the VM did not expect to run here. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    running = wake.fd >= 0 && pthread_create(&thread, NULL, follower, NULL) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (!running)
-        jhp_warn("cannot start the follower thread: nothing is announced");
-}
-
-/* The child of a fork: the thread is the parent's, and so are the files; the code the
- * parent announced is inherited as the library says (jitherald.h, fork). A child that
- * writes its own map or dump gets them followed under its own pid. */
-static void child(void)
-{
-    jhp_fd_close(&wake);
-    jhp_follow_forget();
+    jh__unlock(&ann);
+    jhp_pid = getpid();
+    jhp_guard_child();
     memset(&jhp_st, 0, sizeof jhp_st);
-    running = false;
-    start(now());
 }
 
 static void stats_line(void)
 {
-    const char *path = getenv("JITHERALD_RUN_STATS");
-    if (!(path && *path) && !debug)
+    if (!jhp_cfg.stats[0] && !jhp_cfg.debug)
         return;
     char exe[256] = "?";
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 1] = 0;
-    char line[1024];
+    char line[1536];
     const struct jhp_stats *s = &jhp_st;
     snprintf(line, sizeof line, "pid=%d exe=%s map_lines=%llu dump_loads=%llu dump_moves=%llu "
-             "dump_debug=%llu announced=%llu with_lines=%llu with_cfi=%llu cfi_refused=%llu "
-             "replaced=%llu same=%llu "
-             "moved=%llu unreadable=%llu malformed=%llu failed=%llu partial=%llu "
-             "truncations=%llu\n", (int)getpid(), exe,
+             "dump_debug=%llu announced=%llu with_lines=%llu realigned=%llu with_cfi=%llu "
+             "cfi_refused=%llu replaced=%llu same=%llu moved=%llu unreadable=%llu "
+             "malformed=%llu failed=%llu forgotten=%llu no_swap=%llu flushes=%llu "
+             "in_jh_p50_ns=%llu in_jh_p99_ns=%llu in_jh_max_ns=%llu vm_write_p50_ns=%llu "
+             "vm_write_p99_ns=%llu vm_write_max_ns=%llu\n", (int)getpid(), exe,
              (unsigned long long)s->map_lines, (unsigned long long)s->dump_loads,
              (unsigned long long)s->dump_moves, (unsigned long long)s->dump_debug,
              (unsigned long long)s->announced, (unsigned long long)s->with_lines,
-             (unsigned long long)s->with_cfi, (unsigned long long)s->cfi_refused,
-             (unsigned long long)s->replaced, (unsigned long long)s->same,
-             (unsigned long long)s->moved, (unsigned long long)s->unreadable,
-             (unsigned long long)s->malformed, (unsigned long long)s->failed,
-             (unsigned long long)s->partial, (unsigned long long)s->truncations);
-    if (debug)
+             (unsigned long long)s->realigned, (unsigned long long)s->with_cfi,
+             (unsigned long long)s->cfi_refused, (unsigned long long)s->replaced,
+             (unsigned long long)s->same, (unsigned long long)s->moved,
+             (unsigned long long)s->unreadable, (unsigned long long)s->malformed,
+             (unsigned long long)s->failed, (unsigned long long)s->forgotten,
+             (unsigned long long)s->no_swap, (unsigned long long)s->flushes,
+             (unsigned long long)jhp_hist_pct(&s->in_jh, 50),
+             (unsigned long long)jhp_hist_pct(&s->in_jh, 99), (unsigned long long)s->in_jh.max,
+             (unsigned long long)jhp_hist_pct(&s->vm_write, 50),
+             (unsigned long long)jhp_hist_pct(&s->vm_write, 99),
+             (unsigned long long)s->vm_write.max);
+    if (jhp_cfg.debug)
         fprintf(stderr, "jitherald run: %s", line);
-    if (path && *path) {
-        int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (jhp_cfg.stats[0]) {
+        int fd = open(jhp_cfg.stats, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd >= 0) {
             ssize_t w = write(fd, line, strlen(line));     /* one write: lines never tear */
             (void)w;
@@ -316,66 +194,115 @@ static void stats_line(void)
     }
 }
 
+/*
+ * A run in which no process wrote a map ends with one line saying so, from the process
+ * `jitherald run` exec'd (the others may be wrappers, shells, helpers that never write
+ * one). Each process that heard a map or dump leaves a mark in the jitherald directory,
+ * named by that root's pid; the root looks for it at exit.
+ */
+static void mark_path(char *buf, size_t len)
+{
+    char dir[512];
+    const char *d = getenv("JITHERALD_DIR");
+    if (d && *d)
+        snprintf(dir, sizeof dir, "%s", d);
+    else
+        jh__default_dir(dir, sizeof dir);
+    snprintf(buf, len, "%s/run-%d.heard", dir, (int)root);
+}
+
+static char mark[600];
+static bool marked;
+
+void jhp_heard_something(void)
+{
+    if (marked || !root || !mark[0])
+        return;
+    marked = true;
+    if (jhp_pid == root)
+        return;
+    char dir[sizeof mark];
+    snprintf(dir, sizeof dir, "%s", mark);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    jh__ensure_dir(dir);
+    int fd = jh__open_private(mark, O_WRONLY | O_CREAT | O_APPEND, 0);
+    if (fd >= 0)
+        close(fd);
+}
+
+static void say_if_silent(void)
+{
+    if (!root || jhp_pid != root || !mark[0])
+        return;
+    bool others = jh__unlink_private(mark) == 0;
+    bool heard = marked || others;
+    if (!heard)
+        jhp_warn("no process of this run wrote a perf map or a jitdump, so nothing was "
+                 "announced: switch the VM's on (node --perf-basic-prof, MVM_JIT_PERF_MAP=1 "
+                 "rakudo, erl +JPperf true, mono --jitmap, php -d opcache.jit_debug=0x10, "
+                 "java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, python3 -X "
+                 "perf, wasmtime --profile=perfmap); docs/run.md");
+}
+
 __attribute__((constructor)) static void jhp_init(void)
 {
     const char *ch = getenv("JITHERALD_RUN");
     const char *d = getenv("JITHERALD_DEBUG");
-    debug = d && *d && strcmp(d, "0");
+    jhp_cfg.debug = d && *d && strcmp(d, "0");
     if (!ch || !*ch)
         return;
     unsigned bits = parse_channels(ch);
     if (!bits)
         return;
-    channels = bits;
-    const char *dr = getenv("JITHERALD_RUN_DRAIN");
-    drain = dr && !strcmp(dr, "1") ? DRAIN_ALL : dr && !strcmp(dr, "0") ? DRAIN_NONE : DRAIN_SOME;
     const char *fp = getenv("JITHERALD_RUN_FP");
-    jhp_guess_fp = !(fp && !strcmp(fp, "0"));
-    double t0 = now();
-    /* The context is opened by the first announcement (jhp_open): a wrapper, a shell or a
-     * helper that never writes a map opens no file of the library's. But the library's
-     * fork handler is installed now, by a context with no channel, so that ours comes
-     * after it: prepare handlers run last-registered first, so a fork takes the guard and
-     * then the library's locks, the order the follower takes them in (found by TSan: the
-     * other order deadlocks a fork against an announcement). */
+    jhp_cfg.guess_fp = !(fp && !strcmp(fp, "0"));
+    const char *lib = getenv("JITHERALD");
+    jhp_cfg.library_rule = lib && *lib;
+    const char *st = getenv("JITHERALD_RUN_STATS");
+    if (st && strlen(st) < sizeof jhp_cfg.stats)
+        snprintf(jhp_cfg.stats, sizeof jhp_cfg.stats, "%s", st);
+    const char *r = getenv("JITHERALD_RUN_ROOT");
+    root = r ? (pid_t)atoi(r) : 0;
+    jhp_pid = getpid();
+    if (root)
+        mark_path(mark, sizeof mark);
+    /* The library's fork handler is installed first, by a context with no channel, so that
+     * ours runs before it at fork: the announcement lock, then the library's locks, the
+     * order in which an announcement takes them. */
     jh_ctx *none;
     struct jh_options no = { .sz = sizeof no, .flags = JH_OPT_IGNORE_ENV };
     if (jh_open(&none, &no) == 0)
         jh_close(none);
-    jhp_guard_atfork();
-    pthread_atfork(NULL, NULL, child);
-    if (bits & JH_ELFMAP)
-        atomic_store(&jhp_guard_on, true);
-    start(t0);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    jhp_cfg.channels = bits;       /* from here on, what the VM writes is heard */
 }
 
 __attribute__((destructor)) static void jhp_fini(void)
 {
-    if (!channels)
+    if (!jhp_cfg.channels)
         return;
-    if (running) {
-        atomic_store(&drain_until, jh__now_ns() + (uint64_t)DRAIN_MS * 1000000);
-        atomic_store_explicit(&stopping, true, memory_order_release);
-        jhp_wake();
-        pthread_join(thread, NULL);
-        running = false;
-    }
-    stats_line();
-    /* The record closes: nothing is added to it after the follower stopped. The tools'
-     * context stays open: the VM's other threads may still run (exit runs destructors
-     * while they do), and a debugger, callgrind's dump at exit and the unwinder still need
-     * the code named; its files are closed by the kernel, its images stay for perf report.
-     * A context with the audit log alone is a record too. The guard goes first: nothing
-     * announces any more, and closing unmaps the log under the library's lock, which must
-     * not then wait for the guard (the follower takes them in the other order: TSan). */
+    /* The record closes; nothing is added to it from now on (the VM's other threads may
+     * still write: they reach the tools' and elfmap's contexts, which stay open with their
+     * files, for perf report). The guard first: closing unmaps the log, which must not wait
+     * for it. */
+    jhp_lock();
+    jhp_flush_all();
     atomic_store(&jhp_guard_on, false);
-    if (jhp_rec) {
-        jh_close(jhp_rec);
-        jhp_rec = NULL;
+    atomic_store(&jhp_rec_live, false);
+    while (atomic_load(&jhp_rec_users))
+        sched_yield();
+    jh_ctx *rec = jhp_rec;
+    jhp_rec = NULL;
+    if (jhp_tools && jh_channels(jhp_tools) == JH_AUDITLOG) {
+        rec = jhp_tools;
+        jhp_tools = NULL;
     }
-    if (jhp_ctx && jh_channels(jhp_ctx) == JH_AUDITLOG) {
-        jh_close(jhp_ctx);
-        jhp_ctx = NULL;
-    }
-    jhp_follow_fini();
+    jhp_inside++;
+    jh_close(rec);
+    jhp_inside--;
+    stats_line();
+    jhp_unlock();
+    say_if_silent();
 }

@@ -1,12 +1,20 @@
 /*
- * preload.h — libjitherald-run.so, the preload library behind `jitherald run` (see
- * preload.c for the session it makes work). Three parts:
- *   preload.c  loading, configuration, the follower thread, fork and exit;
- *   follow.c   reading the VM's perf map and jitdump as they grow, and announcing what
- *              they say through the public API;
- *   guard.c    the VM's mmap/munmap/mremap/mprotect/pkey_mprotect, interposed: serialised
- *              with the page swaps of announcements, and the jitdump found as perf finds
- *              it (the VM maps it executable).
+ * preload.h — libjitherald-run.so, the preload library behind `jitherald run` (preload.c
+ * has the session it makes work). The VM is heard in its own threads, as it writes: no
+ * thread of ours, no descriptor of ours, nothing read after the fact.
+ *   preload.c   loading, configuration (read once, at start), the contexts, fork, exit;
+ *   hear.c      the VM's calls that open and write files, interposed: the bytes it hands
+ *               to its perf map or jitdump, through write(2) or through stdio before any
+ *               flush, reach stream.c before the call returns;
+ *   stream.c    a heard file's bytes as they come: complete perf-map lines and jitdump
+ *               records, each an announcement;
+ *   announce.c  announcing through the public API, in the writing thread: readable first,
+ *               old code in the way removed, the frame guess, debuggers told before the
+ *               code can run; signals blocked and protection keys opened for reading
+ *               while it runs;
+ *   guard.c     the VM's mmap/munmap/mremap/mprotect/pkey_mprotect/madvise, interposed:
+ *               kept apart from elfmap's page swaps without a lock held across the VM's
+ *               call; code the VM unmaps or frees is removed.
  * Names here start with jhp_.
  */
 #ifndef JHP_PRELOAD_H
@@ -20,64 +28,128 @@
 
 #include "jitherald.h"
 
-/* What a run did, for JITHERALD_RUN_STATS and the debug summary. Updated by the follower
- * thread only, read at exit. */
+#define JHP_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Times, in a histogram of powers of two of nanoseconds: p50, p99 and max at exit. */
+struct jhp_hist {
+    uint64_t n, max, bucket[40];
+};
+void jhp_hist_add(struct jhp_hist *h, uint64_t ns);
+uint64_t jhp_hist_pct(const struct jhp_hist *h, unsigned pct);   /* upper bound, ns */
+
+/* What a run did, for JITHERALD_RUN_STATS and the debug summary. Updated under the
+ * announcement lock (jhp_lock), read at exit. */
 struct jhp_stats {
     uint64_t map_lines, dump_loads, dump_moves, dump_debug;
-    uint64_t announced, replaced, same, moved, with_lines, with_cfi;
+    uint64_t announced, replaced, same, moved, with_lines, with_cfi, realigned;
     uint64_t cfi_refused;       /* unwinding info that could not be handed on */
-    uint64_t unreadable;        /* code no longer mapped readable when its line was read */
+    uint64_t unreadable;        /* code not mapped readable when its line was heard */
     uint64_t malformed;         /* lines and records that could not be read */
     uint64_t failed;            /* jh_code_add refused the description */
-    uint64_t partial;           /* waits for the rest of a line or record */
-    uint64_t truncations;       /* files that shrank: read again from the start */
+    uint64_t forgotten;         /* functions removed because the VM unmapped or freed them */
+    uint64_t no_swap;           /* elfmap skipped: a VM call on those pages did not end */
+    uint64_t flushes;           /* debugger registrations */
+    struct jhp_hist in_jh;      /* per announcement: time the VM's thread spent in us */
+    struct jhp_hist vm_write;   /* the VM's own call that wrote it (write, fprintf...) */
 };
 
-/* preload.c */
-extern jh_ctx *jhp_ctx;                 /* opened on the first announcement: jhp_open() */
-extern jh_ctx *jhp_rec;                 /* the audit log's own, beside other channels */
-bool jhp_open(void);
+/* ---- preload.c ---- */
+struct jhp_config {
+    unsigned channels;          /* JITHERALD_RUN; 0: nothing is heard */
+    bool debug;                 /* JITHERALD_DEBUG */
+    bool guess_fp;              /* JITHERALD_RUN_FP != 0 */
+    bool library_rule;          /* JITHERALD is set: the library chooses, one context */
+    char stats[1024];           /* JITHERALD_RUN_STATS, or "" */
+};
+extern struct jhp_config jhp_cfg;
 extern struct jhp_stats jhp_st;
-void jhp_wake(void);                    /* make the follower thread look again */
-bool jhp_stopping(void);                /* the process is exiting: stop reading */
+extern pid_t jhp_pid;           /* getpid(), kept current across fork */
+/* The contexts, opened by the first announcement (jhp_open): the tools that need no page
+ * touched (gdb, unwind), elfmap alone (its calls are the ones the guard keeps apart from
+ * the VM's page changes, and can be skipped one at a time), the audit log alone (closed
+ * at exit). With JITHERALD set, one context: tools. Any may be NULL. */
+extern jh_ctx *jhp_tools, *jhp_elf, *jhp_rec;
+/* The record is closed at exit while VM threads may still forget code (jhp_forget holds no
+ * lock of ours): it is used only while jhp_rec_live, under jhp_rec_users. */
+extern atomic_bool jhp_rec_live;
+extern atomic_int jhp_rec_users;
+bool jhp_open(void);
 __attribute__((format(printf, 1, 2))) void jhp_warn(const char *fmt, ...);
+/* The announcement lock: one announcement, one stream's bytes at a time. Taken by hear.c
+ * around feeding a stream, and by fork (preload.c). */
+void jhp_lock(void);
+void jhp_unlock(void);
+/* This thread is inside jitherald: the interposed calls it makes (the library's own
+ * mmap, write...) go straight to libc. */
+extern JHP_TLS unsigned jhp_inside;
 
-/* guard.c: the lock that keeps the VM from changing page mappings or protections while
- * an announcement reads and swaps its code. The follower thread takes it around every
- * jitherald call; the VM's calls take it only while jhp_guard_on is set. */
-extern atomic_bool jhp_guard_on;
-void jhp_guard_lock(void);
-void jhp_guard_unlock(void);
-void jhp_guard_thread_is_follower(void);   /* this thread's own mmap calls pass through */
-void jhp_guard_atfork(void);
-/* Is [start, start+size) mapped readable right now? (process_vm_readv: an error, never a
- * fault.) Call with the guard held, so that it stays so. */
-bool jhp_readable(uint64_t start, uint64_t size);
-/* A jitdump the VM mapped (PROT_EXEC, as perf wants): its path, or "" (taken once). */
-bool jhp_take_dump_path(char *path, size_t len);
+/* This process heard a map or a jitdump (preload.c: said at the run's end if none did). */
+void jhp_heard_something(void);
 
-/* A descriptor of ours, moved out of the VM's way (>= 1000: helpers such as Erlang's
- * erl_child_setup close every descriptor above 3 and open their own pipes, which get the
- * lowest numbers), and how to tell it is still ours: a VM may close it, and the number
- * may come back as the VM's. */
-struct jhp_fd {
-    int fd;
-    dev_t dev;
-    ino_t ino;
+/* ---- announce.c ---- */
+struct jhp_fn {
+    const char *name;           /* name_len bytes, not NUL-terminated */
+    size_t name_len;
+    uint64_t start, size;
+    const struct jh_line *lines;
+    uint32_t nlines;
+    const char *const *files;
+    uint32_t nfiles;
+    const uint8_t *cfi;         /* jh_code.cfi, or NULL */
+    size_t cfi_len;
 };
-void jhp_fd_take(struct jhp_fd *f, int fd);     /* fd < 0: f->fd = -1 */
-bool jhp_fd_ours(const struct jhp_fd *f);
-void jhp_fd_close(struct jhp_fd *f);            /* closes it only if still ours */
+/* Announce f to every context (jhp_lock held): the VM has just written it. */
+void jhp_announce(const struct jhp_fn *f);
+/* A jitdump MOVE (jhp_lock held). */
+void jhp_announce_move(uint64_t old_start, uint64_t new_start, uint64_t size);
+/* The VM is unmapping, replacing or freeing [start, start+len): what was announced there
+ * goes. Any thread; takes no lock of ours. */
+void jhp_forget(uint64_t start, uint64_t len);
+/* Could [start, start+len) hold announced code? (A cheap test on the range every
+ * announcement so far spans.) */
+bool jhp_maybe_code(uint64_t start, uint64_t len);
+/* Pending debugger work out (at exit). */
+void jhp_flush_all(void);
 
-/* follow.c */
-extern bool jhp_guess_fp;               /* JITHERALD_RUN_FP=0: no frame-pointer guess */
-struct jhp_follow;
-void jhp_follow_init(pid_t pid, double start_time);
-int jhp_follow_inotify_fd(void);       /* -1 when there is none, or it is gone */
-void jhp_follow_events(void);           /* inotify said something: read what is new */
-void jhp_follow_dump(const char *path); /* start following this jitdump */
-void jhp_follow_all(void);              /* read every followed file to its end */
-void jhp_follow_fini(void);
-void jhp_follow_forget(void);          /* fork child: drop the parent's descriptors */
+/* ---- stream.c ---- */
+enum jhp_kind { JHP_MAP = 1, JHP_DUMP = 2 };
+struct jhp_stream;
+/* The stream of a file the VM opened (JHP_MAP, JHP_DUMP), with no state yet; NULL when
+ * all are taken (reported once). */
+struct jhp_stream *jhp_stream_get(enum jhp_kind kind, const char *path);
+/* The file starts again (opened with truncation, or shrunk): state from the start. */
+void jhp_stream_reset(struct jhp_stream *s);
+/* n more bytes the VM wrote to it (jhp_lock held). */
+void jhp_stream_feed(struct jhp_stream *s, const void *p, size_t n);
+/* Bytes the file held before it was heard (a jitdump found by its mmap): read once. */
+void jhp_stream_catch_up(struct jhp_stream *s, int fd);
+const char *jhp_stream_path(const struct jhp_stream *s);
+/* Does the file end at off, as far as what was heard tells? (pwrite at its end) */
+bool jhp_stream_at(const struct jhp_stream *s, uint64_t off);
+
+/* ---- hear.c ---- */
+/* Is basename(path) perf-<pid>.map or jit-<pid>.dump of this process? The kind, or 0. */
+enum jhp_kind jhp_kind_of(const char *path);
+/* A descriptor the VM mapped PROT_EXEC (perf's way of finding a jitdump): heard from now
+ * on if it is our jitdump and was not already. */
+void jhp_hear_mapped(int fd);
+
+/* ---- guard.c ---- */
+extern atomic_bool jhp_guard_on;    /* elfmap is on: the VM's page calls are kept apart */
+/* Around an elfmap call that may replace or restore pages in [lo, hi): waits for the VM's
+ * page calls in flight there to end (bounded); false if they did not (skip elfmap). */
+bool jhp_swap_begin(uint64_t lo, uint64_t hi);
+void jhp_swap_end(void);
+void jhp_guard_child(void);     /* fork child: the other threads' calls are gone */
+/* Is [start, start+size) mapped readable right now? One system call per 1024 pages
+ * (process_vm_readv: an error, never a fault). */
+bool jhp_readable(uint64_t start, uint64_t size);
+/* Protection keys: while jitherald reads the VM's code in the VM's thread, that thread may
+ * read pages of every key (x86 PKRU: access-disable bits cleared, write-disable kept), then
+ * its own rights come back. No-ops where the CPU or kernel has no protection keys. */
+uint32_t jhp_pkeys_open(void);
+void jhp_pkeys_close(uint32_t saved);
+/* The PKRU value that lets a thread holding `pkru` read every key (pure: tested). */
+uint32_t jhp_pkru_readable(uint32_t pkru);
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "fmt/func.h"
+#include "fmt/symbol.h"
 
 /* The few DWARF constants used (DWARF 4, sections 7.5 and 7.22). */
 enum {
@@ -98,7 +99,7 @@ static inline void wsleb(struct jh__buf *b, int64_t v)
 }
 
 /* Abbreviation codes: one shared table at offset 0 serves every unit. */
-enum { AB_CU = 1, AB_CU_DIR = 2, AB_SUB_DECL = 3, AB_SUB = 4 };
+enum { AB_CU = 1, AB_CU_DIR = 2, AB_SUB_DECL = 3, AB_SUB = 4, AB_CU_NOLINE = 5 };
 
 /* Line program parameters: gcc's choice, which keeps typical rows in one special opcode. */
 #define LINE_BASE (-5)
@@ -150,6 +151,10 @@ static void abbrevs(struct jh__buf *b)
             DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
             DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
             DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
+        AB_CU_NOLINE, DW_TAG_compile_unit, DW_CHILDREN_yes,
+            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+            DW_AT_name, DW_FORM_strp,
+            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
         0
     };
     jh__buf_put(b, tab, sizeof tab);
@@ -357,15 +362,11 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
     return err;
 }
 
-static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
-                      const struct ftab *ft, uint32_t producer, int64_t comp_dir,
-                      uint32_t stmt_list)
+/* The unit's address ranges: functions that touch merged into one. */
+static uint32_t unit_ranges(struct jh__dwarf *d, const struct item *items, size_t n)
 {
-    struct jh__buf *b = &d->info;
-    size_t start = b->len;
     uint32_t ranges = (uint32_t)d->ranges.len;
-
-    for (size_t i = 0; i < n;) {        /* merge functions that touch into one range */
+    for (size_t i = 0; i < n;) {
         uint64_t lo = items[i].e->start, hi = lo + items[i].e->size;
         for (i++; i < n && items[i].e->start == hi; i++)
             hi += items[i].e->size;
@@ -374,6 +375,16 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
     }
     w64(&d->ranges, 0);
     w64(&d->ranges, 0);
+    return ranges;
+}
+
+static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
+                      const struct ftab *ft, uint32_t producer, int64_t comp_dir,
+                      uint32_t stmt_list)
+{
+    struct jh__buf *b = &d->info;
+    size_t start = b->len;
+    uint32_t ranges = unit_ranges(d, items, n);
 
     w32(b, 0);                  /* unit_length, patched below */
     w16(b, 4);
@@ -410,6 +421,45 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
     }
     w8(b, 0);                   /* end of the unit's children */
     jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+}
+
+/* Functions with no source file whose name is not a symbol (V8's "JS:*f app.js:2:15"):
+ * one unit without a line program, so that a debugger's backtrace shows the name (gdb
+ * takes it from DWARF before the symbol table, which holds the sanitised symbol `break`
+ * takes: fmt/symbol.h). */
+static void noline_unit(struct jh__dwarf *d, const struct item *items, size_t n)
+{
+    struct jh__buf *b = &d->info;
+    size_t start = b->len;
+    uint32_t ranges = unit_ranges(d, items, n);
+    w32(b, 0);                  /* unit_length, patched below */
+    w16(b, 4);
+    w32(b, 0);                  /* debug_abbrev_offset */
+    w8(b, 8);
+    wuleb(b, AB_CU_NOLINE);
+    w32(b, d->producer);
+    w16(b, DW_LANG_C99);
+    w32(b, put_str(&d->str, "<jit code with no source file>"));
+    w64(b, 0);
+    w32(b, ranges);
+    for (size_t i = 0; i < n; i++) {
+        const struct jh__func *e = items[i].e;
+        wuleb(b, AB_SUB);
+        w32(b, put_str(&d->str, e->name));
+        w64(b, e->start);
+        w64(b, e->size);
+        wuleb(b, 1);
+        w8(b, DW_OP_call_frame_cfa);
+    }
+    w8(b, 0);
+    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+}
+
+/* Does a function with no file need a unit to be shown by its name? */
+static bool needs_name(const struct jh__func *e)
+{
+    return !unit_file(e) && (e->symbol ? strcmp(e->symbol, e->name) != 0 :
+                             !jh__symbol_is_safe(e->name));
 }
 
 void jh__dwarf_free(struct jh__dwarf *d)
@@ -486,17 +536,25 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
         if (!items)
             return -ENOMEM;
     }
+    size_t nnamed = 0;
     for (size_t i = 0; i < n; i++) {
         const char *f = unit_file(fns[i]);
         if (f)
             items[ni++] = (struct item){ f, fns[i] };
+        else if (needs_name(fns[i]))
+            items[n - ++nnamed] = (struct item){ NULL, fns[i] };   /* from the end */
     }
-    if (ni == 0)
+    if (ni == 0 && nnamed == 0)
         goto out;
     qsort(items, ni, sizeof *items, cmp_item);
+    qsort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
 
     if ((err = jh__dwarf_begin(d, o)))
         goto out;
+    if (nnamed) {
+        noline_unit(d, items + n - nnamed, nnamed);
+        err = sections_ok(d);
+    }
     for (size_t i = 0; i < ni && !err;) {
         size_t j = i + 1;
         while (j < ni && (items[j].file == items[i].file || !strcmp(items[j].file, items[i].file)))

@@ -8,8 +8,11 @@
  * buys nothing here: no split DWARF, no string offsets tables, no MD5 checksums we could fill.
  *
  * What is emitted: one compile unit per source file. A function belongs to the unit of the
- * file of its first line row (or of files[0] when it has files but no rows); functions with
- * no file at all get no DWARF (their ELF symbol still names them). Each unit has
+ * file of its first line row (or of files[0] when it has files but no rows). Functions with
+ * no file at all get no DWARF from jh__dwarf_add (their ELF symbol names them); from
+ * jh__dwarf_build, the debuggers' images, those whose name is not a symbol (V8's
+ * "JS:*f app.js:2:15", sanitised to JS_f_app_js_2_15 for the symbol table) go into one
+ * unit without a line program, so a backtrace shows the name the JIT gave. Each unit has
  *   DW_TAG_compile_unit  producer, language C99, name, [comp_dir], stmt_list, low_pc 0 +
  *                        ranges (the unit's functions are not contiguous in general:
  *                        another file's functions may sit in between)

@@ -202,6 +202,13 @@ int jhr_jd_next(struct jhr_jd *r, struct jhr_jd_rec *rec)
     return 1;
 }
 
+void jhr_jd_debug_fixed(const struct jhr_jd *r, const uint8_t *p, struct jhr_jd_line *out)
+{
+    out->addr = rd64(r, p);
+    out->lineno = (int32_t)rd32(r, p + 8);
+    out->discrim = (int32_t)rd32(r, p + 12);
+}
+
 int jhr_jd_debug_entry(const struct jhr_jd *r, const struct jhr_jd_rec *rec, size_t *pos,
                        struct jhr_jd_line *out)
 {
@@ -210,9 +217,7 @@ int jhr_jd_debug_entry(const struct jhr_jd *r, const struct jhr_jd_rec *rec, siz
     if (*pos > len || len - *pos < JH__JD_DEBUG_ENTRY_FIXED + 1)
         return JH_EFORMAT;
     const uint8_t *p = e + *pos;
-    out->addr = rd64(r, p);
-    out->lineno = (int32_t)rd32(r, p + 8);
-    out->discrim = (int32_t)rd32(r, p + 12);
+    jhr_jd_debug_fixed(r, p, out);
     const uint8_t *name = p + 16;
     size_t room = len - *pos - 16;
     const uint8_t *nul = memchr(name, 0, room);

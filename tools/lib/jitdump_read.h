@@ -94,6 +94,11 @@ int jhr_jd_next(struct jhr_jd *r, struct jhr_jd_rec *rec);
 int jhr_jd_debug_entry(const struct jhr_jd *r, const struct jhr_jd_rec *rec, size_t *pos,
                        struct jhr_jd_line *out);
 
+/* The fixed part of a DEBUG_INFO entry at p (16 bytes the caller checked are there): addr,
+ * lineno, discrim; out->name and name_len are left alone. For walks that cannot trust the
+ * names' terminators (jitdump_lines.h). */
+void jhr_jd_debug_fixed(const struct jhr_jd *r, const uint8_t *p, struct jhr_jd_line *out);
+
 /* Do line entries from lo to hi, for the code [a, a + s), follow the old convention of
  * V8 and LLVM 14 (addresses 0x40 past where they belong)? Current perf reads them as they
  * are: every row 0x40 bytes late. Judged on the table's range: it starts at a + 0x40 or

@@ -1,0 +1,299 @@
+/*
+ * announce.c — see preload.h. One function the VM just described, told to every context in
+ * the VM's own thread, before the VM's write returns (and so before the code runs):
+ *
+ *   1. readable: every page of the range (the VM may describe code it already freed, or
+ *      a range far past its stub): one process_vm_readv per 1024 pages, never a fault;
+ *   2. said again (a map line and a jitdump LOAD for the same code, a file read again):
+ *      nothing to do; with lines or CFI, the new description replaces the old;
+ *   3. old code in the range (the VM reused the addresses, and perf maps have no
+ *      removal): removed, in O(k log n) (jh_code_remove_range);
+ *   4. no CFI: the frame-pointer guess (tools/lib/prologue.h), where the bytes are there;
+ *   5. the contexts: the tools' (gdb, unwind), elfmap's inside the guard's swap window
+ *      (guard.c: the VM's page calls on those pages wait, or the swap is skipped), the
+ *      record's;
+ *   6. debuggers told now (jh_flush) when the code is in anonymous memory, so a stop in
+ *      it names it; code the process already has a file for (V8's builtins in node's own
+ *      text, 2,400 listed at start) goes in batches: it ran before it was listed anyway.
+ * While this runs the thread's signals are blocked (hear.c) and its protection keys let it
+ * read every page (node tags wasm code with a key of its own).
+ */
+#include "preload.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "lib/prologue.h"
+
+/* Functions whose code the process has a file for, waiting for a debugger registration. */
+#define PENDING_MAX 1024
+static unsigned pending;
+
+/* The range every announcement so far spans: a munmap elsewhere (the VM's heap) costs no
+ * lookup. */
+static _Atomic uint64_t code_lo = UINT64_MAX, code_hi;
+
+bool jhp_maybe_code(uint64_t start, uint64_t len)
+{
+    return start < atomic_load_explicit(&code_hi, memory_order_acquire) &&
+           start + len > atomic_load_explicit(&code_lo, memory_order_acquire);
+}
+
+static void spans(uint64_t start, uint64_t size)
+{
+    if (start < atomic_load(&code_lo))
+        atomic_store(&code_lo, start);
+    if (start + size > atomic_load(&code_hi))
+        atomic_store(&code_hi, start + size);
+}
+
+void jhp_hist_add(struct jhp_hist *h, uint64_t ns)
+{
+    unsigned b = 0;
+    while (b + 1 < sizeof h->bucket / sizeof h->bucket[0] && (ns >> b) > 1)
+        b++;
+    h->bucket[b]++;
+    h->n++;
+    if (ns > h->max)
+        h->max = ns;
+}
+
+uint64_t jhp_hist_pct(const struct jhp_hist *h, unsigned pct)
+{
+    uint64_t want = (h->n * pct + 99) / 100, seen = 0;
+    for (unsigned b = 0; b < sizeof h->bucket / sizeof h->bucket[0]; b++) {
+        seen += h->bucket[b];
+        if (want && seen >= want) {
+            uint64_t top = (uint64_t)2 << b;
+            return top < h->max ? top : h->max;
+        }
+    }
+    return 0;
+}
+
+/* In a file the dynamic loader mapped (the executable, a library)? _dl_find_object is
+ * lock-free (glibc 2.35), for unwinders; where it is missing, every code counts as JIT
+ * code (flushed at once). */
+static bool in_loaded_object(uint64_t a)
+{
+#ifdef DLFO_STRUCT_HAS_EH_DBASE
+    struct dl_find_object r;
+    return _dl_find_object((void *)(uintptr_t)a, &r) == 0;
+#else
+    (void)a;
+    return false;
+#endif
+}
+
+/* c into ctx, over the code it replaces (that code is gone: the VM reused the addresses),
+ * and without its CFI if the library refuses that. */
+static int add_to(jh_ctx *ctx, struct jh_code *c, unsigned *replaced)
+{
+    int n = jh_code_remove_range(ctx, c->start, c->size);
+    if (replaced && n > 0)
+        *replaced += (unsigned)n;
+    int rc = jh_code_add(ctx, c, NULL);
+    if (rc == -EINVAL && c->unwind == JH_UNWIND_CFI) {
+        /* instructions the library does not take (it validates every one): the name
+         * and the lines are worth more than the CFI */
+        jhp_st.with_cfi--, jhp_st.cfi_refused++;
+        c->unwind = JH_UNWIND_NONE, c->cfi = NULL, c->cfi_len = 0;
+        if (jhp_cfg.guess_fp &&
+            jhr_prologue_fp(c->start, c->size, &c->fp_push_end, &c->fp_set_end))
+            c->unwind = JH_UNWIND_FRAME_POINTER;
+        rc = jh_code_add(ctx, c, NULL);
+    }
+    return rc;
+}
+
+/* The pages elfmap may touch for code at [start, end): its image window (3 MiB at most,
+ * elfmap.h) around it, and old code in the way. */
+static void swap_window(jh_ctx *ctx, uint64_t start, uint64_t end, uint64_t *lo, uint64_t *hi)
+{
+    const void *s;
+    size_t sz;
+    if (jh_lookup(ctx, (const void *)(uintptr_t)start, NULL, &s, &sz, NULL, 0) == 0)
+        start = (uint64_t)(uintptr_t)s;
+    if (jh_lookup(ctx, (const void *)(uintptr_t)(end - 1), NULL, &s, &sz, NULL, 0) == 0)
+        end = (uint64_t)(uintptr_t)s + sz;
+    const uint64_t margin = 3u << 20;
+    *lo = start > margin ? start - margin : 0;
+    *hi = end + margin > end ? end + margin : UINT64_MAX;
+}
+
+/* Is ctx's code at start the same function, said again? */
+static bool same(jh_ctx *ctx, const char *name, uint64_t start, uint64_t size)
+{
+    char old[1024];
+    const void *s;
+    size_t sz;
+    return ctx && jh_lookup(ctx, (const void *)(uintptr_t)start, NULL, &s, &sz, old,
+                            sizeof old) == 0 && (uint64_t)(uintptr_t)s == start &&
+           sz == size && !strcmp(old, name);
+}
+
+void jhp_flush_all(void)
+{
+    if (pending && jhp_tools) {
+        jhp_inside++;
+        jh_flush(jhp_tools);
+        jhp_inside--;
+        jhp_st.flushes++;
+        pending = 0;
+    }
+}
+
+void jhp_announce(const struct jhp_fn *f)
+{
+    if (!f->name_len || !f->size || f->start + f->size < f->start || !f->start) {
+        jhp_st.malformed++;
+        return;
+    }
+    if (!jhp_open())
+        return;
+    char name[1024];
+    size_t n = f->name_len < sizeof name - 1 ? f->name_len : sizeof name - 1;
+    memcpy(name, f->name, n);
+    name[n] = 0;                /* a name is any bytes but NUL: V8 and Erlang write some */
+    if (memchr(name, 0, n))
+        n = strlen(name);
+    uint32_t keys = jhp_pkeys_open();
+    jh_ctx *first = jhp_tools ? jhp_tools : jhp_elf ? jhp_elf : jhp_rec;
+    if (!jhp_readable(f->start, f->size)) {
+        jhp_st.unreadable++;    /* freed before it was described, or never there */
+    } else if (!f->nlines && !f->cfi_len && same(first, name, f->start, f->size)) {
+        jhp_st.same++;          /* said again: nothing new */
+    } else {
+        const void *at = (const void *)(uintptr_t)f->start;
+        struct jh_code c = { .sz = sizeof c, .name = name, .start = at, .size = f->size };
+        if (f->nlines) {
+            c.lines = f->lines, c.nlines = f->nlines;
+            c.files = f->files, c.nfiles = f->nfiles;
+        }
+        if (f->cfi_len) {
+            c.unwind = JH_UNWIND_CFI, c.cfi = f->cfi, c.cfi_len = f->cfi_len;
+            jhp_st.with_cfi++;
+        } else if (jhp_cfg.guess_fp &&
+                   jhr_prologue_fp(at, f->size, &c.fp_push_end, &c.fp_set_end)) {
+            c.unwind = JH_UNWIND_FRAME_POINTER;
+        }
+        spans(f->start, f->size);
+        unsigned replaced = 0;
+        int rc = 0;
+        bool guarded = jhp_cfg.library_rule && atomic_load(&jhp_guard_on);
+        uint64_t lo = 0, hi = 0;
+        if (jhp_tools) {
+            if (guarded)
+                swap_window(jhp_tools, f->start, f->start + f->size, &lo, &hi);
+            bool in = !guarded || jhp_swap_begin(lo, hi);
+            rc = add_to(jhp_tools, &c, &replaced);
+            if (guarded && in)
+                jhp_swap_end();
+        }
+        if (jhp_elf && rc >= 0) {
+            swap_window(jhp_elf, f->start, f->start + f->size, &lo, &hi);
+            if (jhp_swap_begin(lo, hi)) {
+                int erc = add_to(jhp_elf, &c, jhp_tools ? NULL : &replaced);
+                jhp_swap_end();
+                if (!jhp_tools)
+                    rc = erc;
+            } else {
+                jhp_st.no_swap++;
+            }
+        }
+        if (jhp_rec && rc >= 0)
+            add_to(jhp_rec, &c, jhp_tools || jhp_elf ? NULL : &replaced);
+        jhp_st.replaced += replaced;
+        if (rc < 0) {
+            jhp_st.failed++;
+        } else {
+            jhp_st.announced++;
+            jhp_st.with_lines += f->nlines != 0;
+            if (!in_loaded_object(f->start) || ++pending >= PENDING_MAX) {
+                pending = 1;
+                jhp_flush_all();
+            }
+        }
+    }
+    jhp_pkeys_close(keys);
+}
+
+/* The function ctx has at old, moved to new (over what was there); 0 or < 0. */
+static int move_in(jh_ctx *ctx, uint64_t old, uint64_t new, uint64_t size)
+{
+    uint64_t id;
+    const void *s;
+    if (!ctx || jh_lookup(ctx, (const void *)(uintptr_t)old, &id, &s, NULL, NULL, 0) != 0 ||
+        (uint64_t)(uintptr_t)s != old)
+        return -ENOENT;
+    int n = jh_code_remove_range(ctx, (const void *)(uintptr_t)new, size);
+    if (ctx == jhp_tools && n > 0)
+        jhp_st.replaced += (unsigned)n;
+    /* (a range overlapping the function itself is its own: moved within its old place) */
+    int rc = jh_code_move(ctx, id, (const void *)(uintptr_t)new);
+    return rc;
+}
+
+void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
+{
+    if (!size || new + size < new || !jhp_open())
+        return;
+    uint32_t keys = jhp_pkeys_open();
+    if (jhp_readable(new, size)) {
+        spans(new, size);
+        int rc = move_in(jhp_tools, old, new, size);
+        if (jhp_elf) {
+            uint64_t lo, hi;
+            swap_window(jhp_elf, new < old ? new : old, (new > old ? new : old) + size, &lo, &hi);
+            if (jhp_swap_begin(lo, hi)) {
+                int erc = move_in(jhp_elf, old, new, size);
+                rc = jhp_tools ? rc : erc;
+                jhp_swap_end();
+            } else {
+                jhp_st.no_swap++;
+            }
+        }
+        if (jhp_rec)
+            move_in(jhp_rec, old, new, size);
+        if (rc == 0) {
+            jhp_st.moved++;
+            if (!in_loaded_object(new)) {
+                pending = 1;
+                jhp_flush_all();
+            }
+        }
+    }
+    jhp_pkeys_close(keys);
+}
+
+/* The record may be closed at exit while a VM thread forgets code (guard.c, which holds no
+ * lock of ours): it is used under a count that jhp_fini waits to reach zero. */
+atomic_int jhp_rec_users;
+
+void jhp_forget(uint64_t start, uint64_t len)
+{
+    if (!len || !jhp_maybe_code(start, len))
+        return;
+    jhp_inside++;
+    const void *at = (const void *)(uintptr_t)start;
+    int n = 0;
+    if (jhp_tools)
+        n = jh_code_remove_range(jhp_tools, at, len);
+    if (jhp_elf) {
+        int k = jh_code_remove_range(jhp_elf, at, len);
+        n = jhp_tools ? n : k;
+    }
+    atomic_fetch_add(&jhp_rec_users, 1);
+    jh_ctx *rec = atomic_load(&jhp_rec_live) ? jhp_rec : NULL;
+    if (rec) {
+        int k = jh_code_remove_range(rec, at, len);
+        n = jhp_tools || jhp_elf ? n : k;
+    }
+    atomic_fetch_sub(&jhp_rec_users, 1);
+    if (n > 0)
+        __atomic_fetch_add(&jhp_st.forgotten, (uint64_t)n, __ATOMIC_RELAXED);
+    jhp_inside--;
+}

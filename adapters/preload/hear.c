@@ -1,0 +1,759 @@
+/*
+ * hear.c — see preload.h. The VM's calls that open and write its perf map and jitdump,
+ * interposed, so that what it writes is announced in its own thread before the call
+ * returns (the code it describes has not run yet: VMs write the line first):
+ *
+ *     VM thread:  fprintf(map, "%lx %lx %s\n", ...)    (V8: vfprintf; MoarVM: __fprintf_chk)
+ *                   -> the real call, unchanged        (the file gets exactly its bytes)
+ *                   -> stream.c: a complete line       -> announce.c: gdb, unwind, elfmap...
+ *                   <- returns to the VM, which runs the code
+ *
+ * What each VM calls, measured here with a tracing preload: node 20 opens the map with
+ * fopen64 and writes it with vfprintf, opens the jitdump with open64 + fdopen and writes it
+ * with fwrite and fputc (through a 4 KiB stdio buffer: heard at fwrite, not at the flush);
+ * rakudo's MoarVM fopen64 + __fprintf_chk + fflush; Erlang fopen + fprintf for the map,
+ * fwrite for the dump. stdio's own flushes reach the kernel through libc's internal write,
+ * which no preload sees: nothing is heard twice.
+ *
+ * A file is heard when it is opened for writing under the name perf tools look for:
+ * perf-<pid>.map or jit-<pid>.dump, <pid> this process (jhp_kind_of), and when a
+ * jitdump is mapped executable (perf's own way of finding one: guard.c). Its descriptor and
+ * FILE go into a small table; every other write pays a load and a compare.
+ * Not heard: writes by raw system calls, by statically linked code, by libraries bound
+ * to libc directly (RTLD_DEEPBIND, as PHP's opcache), stdio's inlined putc_unlocked, and
+ * files written through a mapping (docs/run.md says which VMs).
+ */
+#include "preload.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+
+/* stdio.h may define these as macros writing into the FILE's buffer directly: the functions
+ * are what a VM that does not inline them calls. */
+#undef fwrite_unlocked
+#undef fputs_unlocked
+#undef fputc_unlocked
+#undef putc_unlocked
+#undef putc
+
+#define JHP_EXPORT __attribute__((visibility("default")))
+
+/* ---- the next definition of each call (libc's) -------------------------------------- */
+
+static void *next_fn(void *_Atomic *slot, const char *name)
+{
+    void *p = atomic_load_explicit(slot, memory_order_relaxed);
+    if (!p) {
+        p = dlsym(RTLD_NEXT, name);
+        atomic_store_explicit(slot, p, memory_order_relaxed);
+    }
+    return p;
+}
+#define NEXT_DECL(fn) static void *_Atomic next_##fn
+#define NEXT(fn) ((__typeof__(&fn))next_fn(&next_##fn, #fn))
+
+/* ---- the table of heard files ------------------------------------------------------- */
+
+#define SLOTS 32
+struct watch {
+    _Atomic int fd1;            /* the descriptor + 1; 0: none */
+    FILE *_Atomic file;         /* NULL: none */
+    struct jhp_stream *stream;
+    bool append;                /* O_APPEND: pwrite appends too (Linux) */
+};
+static struct watch watches[SLOTS];
+static atomic_int nwatch;       /* slots in use: 0 and every call goes straight on */
+
+static struct watch *by_fd(int fd)
+{
+    if (fd < 0 || !atomic_load_explicit(&nwatch, memory_order_acquire) || jhp_inside)
+        return NULL;
+    for (int i = 0; i < SLOTS; i++)
+        if (atomic_load_explicit(&watches[i].fd1, memory_order_acquire) == fd + 1)
+            return &watches[i];
+    return NULL;
+}
+
+static struct watch *by_file(FILE *f)
+{
+    if (!f || !atomic_load_explicit(&nwatch, memory_order_acquire) || jhp_inside)
+        return NULL;
+    for (int i = 0; i < SLOTS; i++)
+        if (atomic_load_explicit(&watches[i].file, memory_order_acquire) == f)
+            return &watches[i];
+    return NULL;
+}
+
+/* jhp_lock held. */
+static void watch_add(int fd, FILE *f, struct jhp_stream *s, bool append)
+{
+    for (int i = 0; i < SLOTS; i++) {
+        struct watch *w = &watches[i];
+        if (atomic_load(&w->fd1) || atomic_load(&w->file))
+            continue;
+        w->stream = s;
+        w->append = append;
+        atomic_store(&w->file, f);
+        atomic_store(&w->fd1, fd + 1);
+        atomic_fetch_add(&nwatch, 1);
+        return;
+    }
+    jhp_warn("%s: more than %d descriptors of heard files: not heard", jhp_stream_path(s), SLOTS);
+}
+
+/* jhp_lock held. The descriptor or FILE is closed (or replaced). */
+static void watch_drop(int fd, FILE *f)
+{
+    for (int i = 0; i < SLOTS; i++) {
+        struct watch *w = &watches[i];
+        bool hit = (fd >= 0 && atomic_load(&w->fd1) == fd + 1 && !atomic_load(&w->file)) ||
+                   (f && atomic_load(&w->file) == f);
+        if (!hit)
+            continue;
+        atomic_store(&w->fd1, 0);
+        atomic_store(&w->file, NULL);
+        atomic_fetch_sub(&nwatch, 1);
+    }
+}
+
+/* A vfork child (no fork handlers ran: jhp_pid is the parent's) shares our memory: its
+ * close() of a heard descriptor must not change the parent's table. */
+static bool in_owner(void)
+{
+    return getpid() == jhp_pid;
+}
+
+/* ---- hearing ------------------------------------------------------------------------ */
+
+static uint64_t now_ns(void) { return jh__now_ns(); }
+
+/* n bytes the VM just wrote to w's file, its call having taken since t0. Signals are
+ * blocked meanwhile: a handler writing to the same file would otherwise wait for the
+ * lock this thread holds. */
+static void hear(struct watch *w, const void *p, size_t n, uint64_t t0)
+{
+    uint64_t t1 = now_ns();
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    jhp_inside++;
+    jhp_lock();
+    if (w->stream)
+        jhp_stream_feed(w->stream, p, n);
+    jhp_hist_add(&jhp_st.vm_write, t1 - t0);
+    jhp_hist_add(&jhp_st.in_jh, now_ns() - t1);
+    jhp_unlock();
+    jhp_inside--;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+enum jhp_kind jhp_kind_of(const char *path)
+{
+    if (!path || !jhp_cfg.channels)
+        return 0;
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    char want[48];
+    snprintf(want, sizeof want, "perf-%d.map", (int)jhp_pid);
+    if (!strcmp(b, want))
+        return JHP_MAP;
+    snprintf(want, sizeof want, "jit-%d.dump", (int)jhp_pid);
+    return strcmp(b, want) ? 0 : JHP_DUMP;
+}
+
+/* The VM opened path (fd, and the FILE f if through stdio) for writing. */
+static void opened(const char *path, int fd, FILE *f, bool trunc, bool append)
+{
+    enum jhp_kind k = jhp_inside ? 0 : jhp_kind_of(path);
+    struct stat st;
+    if (!k || fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    jhp_inside++;
+    jhp_lock();
+    struct jhp_stream *s = jhp_stream_get(k, path);
+    if (s) {
+        if (trunc || st.st_size == 0)
+            jhp_stream_reset(s);
+        watch_add(fd, f, s, append);
+    }
+    jhp_unlock();
+    jhp_inside--;
+}
+
+static bool writes(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
+
+void jhp_hear_mapped(int fd)
+{
+    if (jhp_inside || !jhp_cfg.channels || by_fd(fd))
+        return;
+    char link[64], path[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0)
+        return;
+    path[n] = 0;
+    if (jhp_kind_of(path) != JHP_DUMP)
+        return;
+    /* Opened by a call we did not see: what it holds so far is read once, from now on it
+     * is heard. (Its descriptor, not a new one: nothing of ours stays open.) */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || !writes(fl))
+        return;
+    jhp_inside++;
+    jhp_lock();
+    struct jhp_stream *s = jhp_stream_get(JHP_DUMP, path);
+    if (s) {
+        jhp_stream_reset(s);
+        jhp_stream_catch_up(s, fd);
+        watch_add(fd, NULL, s, fl & O_APPEND);
+    }
+    jhp_unlock();
+    jhp_inside--;
+}
+
+/* ---- open ----------------------------------------------------------------------------- */
+
+NEXT_DECL(open);
+NEXT_DECL(open64);
+NEXT_DECL(openat);
+NEXT_DECL(openat64);
+NEXT_DECL(__open_2);
+NEXT_DECL(__open64_2);
+NEXT_DECL(__openat_2);
+NEXT_DECL(__openat64_2);
+NEXT_DECL(creat);
+NEXT_DECL(creat64);
+
+static mode_t mode_arg(int flags, va_list ap)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
+}
+
+static int after_open(const char *path, int flags, int fd)
+{
+    if (fd >= 0 && writes(flags))
+        opened(path, fd, NULL, flags & O_TRUNC, flags & O_APPEND);
+    return fd;
+}
+
+JHP_EXPORT int open(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t m = mode_arg(flags, ap);
+    va_end(ap);
+    return after_open(path, flags, NEXT(open)(path, flags, m));
+}
+
+JHP_EXPORT int open64(const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t m = mode_arg(flags, ap);
+    va_end(ap);
+    return after_open(path, flags, NEXT(open64)(path, flags, m));
+}
+
+JHP_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t m = mode_arg(flags, ap);
+    va_end(ap);
+    return after_open(path, flags, NEXT(openat)(dirfd, path, flags, m));
+}
+
+JHP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+    va_list ap;
+    va_start(ap, flags);
+    mode_t m = mode_arg(flags, ap);
+    va_end(ap);
+    return after_open(path, flags, NEXT(openat64)(dirfd, path, flags, m));
+}
+
+/* _FORTIFY_SOURCE's checked forms. */
+JHP_EXPORT int __open_2(const char *path, int flags)
+{
+    return after_open(path, flags, NEXT(__open_2)(path, flags));
+}
+JHP_EXPORT int __open64_2(const char *path, int flags)
+{
+    return after_open(path, flags, NEXT(__open64_2)(path, flags));
+}
+JHP_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+    return after_open(path, flags, NEXT(__openat_2)(dirfd, path, flags));
+}
+JHP_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+    return after_open(path, flags, NEXT(__openat64_2)(dirfd, path, flags));
+}
+
+JHP_EXPORT int creat(const char *path, mode_t m)
+{
+    return after_open(path, O_WRONLY | O_CREAT | O_TRUNC, NEXT(creat)(path, m));
+}
+JHP_EXPORT int creat64(const char *path, mode_t m)
+{
+    return after_open(path, O_WRONLY | O_CREAT | O_TRUNC, NEXT(creat64)(path, m));
+}
+
+/* ---- stdio opens and closes ------------------------------------------------------------- */
+
+NEXT_DECL(fopen);
+NEXT_DECL(fopen64);
+NEXT_DECL(freopen);
+NEXT_DECL(freopen64);
+NEXT_DECL(fdopen);
+NEXT_DECL(fclose);
+
+/* "w": truncated; "a": appended to; "r" alone: not written. */
+static void fopened(const char *path, const char *mode, FILE *f)
+{
+    if (f && mode && (mode[0] == 'w' || mode[0] == 'a' || strchr(mode, '+')))
+        opened(path, fileno(f), f, mode[0] == 'w', mode[0] == 'a');
+}
+
+JHP_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+    FILE *f = NEXT(fopen)(path, mode);
+    fopened(path, mode, f);
+    return f;
+}
+
+JHP_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    FILE *f = NEXT(fopen64)(path, mode);
+    fopened(path, mode, f);
+    return f;
+}
+
+static void closing(int fd, FILE *f)
+{
+    if (!(f ? by_file(f) : by_fd(fd)) || !in_owner())
+        return;
+    jhp_inside++;
+    jhp_lock();
+    watch_drop(f ? fileno(f) : fd, f);
+    jhp_unlock();
+    jhp_inside--;
+}
+
+JHP_EXPORT FILE *freopen(const char *path, const char *mode, FILE *f)
+{
+    closing(-1, f);
+    FILE *g = NEXT(freopen)(path, mode, f);
+    if (path)
+        fopened(path, mode, g);
+    return g;
+}
+
+JHP_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *f)
+{
+    closing(-1, f);
+    FILE *g = NEXT(freopen64)(path, mode, f);
+    if (path)
+        fopened(path, mode, g);
+    return g;
+}
+
+JHP_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+    FILE *f = NEXT(fdopen)(fd, mode);
+    struct watch *w = f ? by_fd(fd) : NULL;
+    if (w) {
+        jhp_inside++;
+        jhp_lock();
+        if (atomic_load(&w->fd1) == fd + 1)
+            watch_add(fd, f, w->stream, w->append);
+        jhp_unlock();
+        jhp_inside--;
+    }
+    return f;
+}
+
+JHP_EXPORT int fclose(FILE *f)
+{
+    closing(-1, f);
+    return NEXT(fclose)(f);
+}
+
+/* ---- descriptors closed or replaced --------------------------------------------------- */
+
+NEXT_DECL(close);
+NEXT_DECL(dup);
+NEXT_DECL(dup2);
+NEXT_DECL(dup3);
+NEXT_DECL(close_range);
+
+JHP_EXPORT int close(int fd)
+{
+    closing(fd, NULL);
+    return NEXT(close)(fd);
+}
+
+JHP_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
+{
+    if (atomic_load(&nwatch) && !jhp_inside && in_owner() && !(flags & CLOSE_RANGE_CLOEXEC)) {
+        jhp_inside++;
+        jhp_lock();
+        for (int i = 0; i < SLOTS; i++) {
+            int fd = atomic_load(&watches[i].fd1) - 1;
+            if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi)
+                watch_drop(fd, atomic_load(&watches[i].file));
+        }
+        jhp_unlock();
+        jhp_inside--;
+    }
+    return NEXT(close_range)(lo, hi, flags);
+}
+
+/* new names old's file: heard too; new's previous file, if heard, no longer under new. */
+static int duped(int old, int new)
+{
+    if (new < 0 || old == new)
+        return new;
+    struct watch *was = by_fd(new), *w = by_fd(old);
+    if (!was && !w)
+        return new;
+    jhp_inside++;
+    jhp_lock();
+    if (was)
+        watch_drop(new, NULL);
+    if (w && atomic_load(&w->fd1) == old + 1)
+        watch_add(new, NULL, w->stream, w->append);
+    jhp_unlock();
+    jhp_inside--;
+    return new;
+}
+
+JHP_EXPORT int dup(int old) { return duped(old, NEXT(dup)(old)); }
+JHP_EXPORT int dup2(int old, int new)
+{
+    int r = NEXT(dup2)(old, new);
+    return r < 0 ? r : duped(old, r);
+}
+JHP_EXPORT int dup3(int old, int new, int flags)
+{
+    int r = NEXT(dup3)(old, new, flags);
+    return r < 0 ? r : duped(old, r);
+}
+
+/* ---- writes through descriptors ------------------------------------------------------- */
+
+NEXT_DECL(write);
+NEXT_DECL(writev);
+NEXT_DECL(pwrite);
+NEXT_DECL(pwrite64);
+NEXT_DECL(pwritev);
+NEXT_DECL(pwritev64);
+NEXT_DECL(pwritev2);
+
+JHP_EXPORT ssize_t write(int fd, const void *p, size_t n)
+{
+    struct watch *w = by_fd(fd);
+    if (!w)
+        return NEXT(write)(fd, p, n);
+    uint64_t t0 = now_ns();
+    ssize_t r = NEXT(write)(fd, p, n);
+    if (r > 0)
+        hear(w, p, (size_t)r, t0);
+    return r;
+}
+
+static void hear_iov(struct watch *w, const struct iovec *iov, int cnt, ssize_t r, uint64_t t0)
+{
+    size_t left = r > 0 ? (size_t)r : 0;
+    for (int i = 0; i < cnt && left; i++) {
+        size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+        hear(w, iov[i].iov_base, k, i ? now_ns() : t0);
+        left -= k;
+    }
+}
+
+JHP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+    struct watch *w = by_fd(fd);
+    if (!w)
+        return NEXT(writev)(fd, iov, cnt);
+    uint64_t t0 = now_ns();
+    ssize_t r = NEXT(writev)(fd, iov, cnt);
+    hear_iov(w, iov, cnt, r, t0);
+    return r;
+}
+
+/* A write at an offset is heard when it lands where the file ends (what was heard so
+ * far), or on an O_APPEND descriptor (where Linux appends whatever the offset); one that
+ * rewrites earlier bytes (a header patched in place) changes nothing announced. */
+static struct watch *at_end(int fd, off_t off)
+{
+    struct watch *w = by_fd(fd);
+    return w && (w->append || jhp_stream_at(w->stream, (uint64_t)off)) ? w : NULL;
+}
+
+JHP_EXPORT ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
+{
+    struct watch *w = at_end(fd, off);
+    uint64_t t0 = w ? now_ns() : 0;
+    ssize_t r = NEXT(pwrite)(fd, p, n, off);
+    if (w && r > 0)
+        hear(w, p, (size_t)r, t0);
+    return r;
+}
+
+JHP_EXPORT ssize_t pwrite64(int fd, const void *p, size_t n, off_t off)
+{
+    struct watch *w = at_end(fd, off);
+    uint64_t t0 = w ? now_ns() : 0;
+    ssize_t r = NEXT(pwrite64)(fd, p, n, off);
+    if (w && r > 0)
+        hear(w, p, (size_t)r, t0);
+    return r;
+}
+
+JHP_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    struct watch *w = at_end(fd, off);
+    uint64_t t0 = w ? now_ns() : 0;
+    ssize_t r = NEXT(pwritev)(fd, iov, cnt, off);
+    if (w)
+        hear_iov(w, iov, cnt, r, t0);
+    return r;
+}
+
+JHP_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    struct watch *w = at_end(fd, off);
+    uint64_t t0 = w ? now_ns() : 0;
+    ssize_t r = NEXT(pwritev64)(fd, iov, cnt, off);
+    if (w)
+        hear_iov(w, iov, cnt, r, t0);
+    return r;
+}
+
+JHP_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+    struct watch *w = off == -1 ? by_fd(fd) : at_end(fd, off);
+    uint64_t t0 = w ? now_ns() : 0;
+    ssize_t r = NEXT(pwritev2)(fd, iov, cnt, off, flags);
+    if (w)
+        hear_iov(w, iov, cnt, r, t0);
+    return r;
+}
+
+/* ---- writes through stdio (heard before any flush) -------------------------------------- */
+
+NEXT_DECL(fwrite);
+NEXT_DECL(fwrite_unlocked);
+NEXT_DECL(fputs);
+NEXT_DECL(fputs_unlocked);
+NEXT_DECL(fputc);
+NEXT_DECL(fputc_unlocked);
+NEXT_DECL(putc);
+NEXT_DECL(putc_unlocked);
+NEXT_DECL(_IO_putc);
+
+JHP_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
+{
+    struct watch *w = by_file(f);
+    if (!w)
+        return NEXT(fwrite)(p, size, n, f);
+    uint64_t t0 = now_ns();
+    size_t r = NEXT(fwrite)(p, size, n, f);
+    if (r && size)
+        hear(w, p, r * size, t0);
+    return r;
+}
+
+JHP_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
+{
+    struct watch *w = by_file(f);
+    if (!w)
+        return NEXT(fwrite_unlocked)(p, size, n, f);
+    uint64_t t0 = now_ns();
+    size_t r = NEXT(fwrite_unlocked)(p, size, n, f);
+    if (r && size)
+        hear(w, p, r * size, t0);
+    return r;
+}
+
+JHP_EXPORT int fputs(const char *s, FILE *f)
+{
+    struct watch *w = by_file(f);
+    if (!w)
+        return NEXT(fputs)(s, f);
+    uint64_t t0 = now_ns();
+    int r = NEXT(fputs)(s, f);
+    if (r >= 0)
+        hear(w, s, strlen(s), t0);
+    return r;
+}
+
+JHP_EXPORT int fputs_unlocked(const char *s, FILE *f)
+{
+    struct watch *w = by_file(f);
+    if (!w)
+        return NEXT(fputs_unlocked)(s, f);
+    uint64_t t0 = now_ns();
+    int r = NEXT(fputs_unlocked)(s, f);
+    if (r >= 0)
+        hear(w, s, strlen(s), t0);
+    return r;
+}
+
+static int putc_heard(struct watch *w, int c, int r, uint64_t t0)
+{
+    if (r != EOF) {
+        unsigned char b = (unsigned char)c;
+        hear(w, &b, 1, t0);
+    }
+    return r;
+}
+
+#define PUTC(fn)                                                                       \
+    JHP_EXPORT int fn(int c, FILE *f)                                                  \
+    {                                                                                  \
+        struct watch *w = by_file(f);                                                  \
+        if (!w)                                                                        \
+            return NEXT(fn)(c, f);                                                     \
+        uint64_t t0 = now_ns();                                                        \
+        return putc_heard(w, c, NEXT(fn)(c, f), t0);                                   \
+    }
+PUTC(fputc)
+PUTC(fputc_unlocked)
+PUTC(putc)
+PUTC(putc_unlocked)
+PUTC(_IO_putc)
+
+/* The printf family on a heard FILE: formatted here and handed to the real fwrite, so the
+ * text heard is the text written, byte for byte, formatted once. */
+static int vprint_heard(struct watch *w, FILE *f, const char *fmt, va_list ap)
+{
+    uint64_t t0 = now_ns();
+    char small[1024], *buf = small;
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(small, sizeof small, fmt, copy);
+    va_end(copy);
+    if (n < 0)
+        return n;
+    if ((size_t)n >= sizeof small) {
+        if (!(buf = malloc((size_t)n + 1))) {
+            errno = ENOMEM;
+            return -1;
+        }
+        vsnprintf(buf, (size_t)n + 1, fmt, ap);
+    }
+    size_t r = NEXT(fwrite)(buf, 1, (size_t)n, f);
+    if (r)
+        hear(w, buf, r, t0);
+    if (buf != small)
+        free(buf);
+    return r == (size_t)n ? n : -1;
+}
+
+NEXT_DECL(vfprintf);
+NEXT_DECL(__vfprintf_chk);
+
+JHP_EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+    struct watch *w = by_file(f);
+    return w ? vprint_heard(w, f, fmt, ap) : NEXT(vfprintf)(f, fmt, ap);
+}
+
+JHP_EXPORT int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
+{
+    struct watch *w = by_file(f);
+    return w ? vprint_heard(w, f, fmt, ap) : NEXT(__vfprintf_chk)(f, flag, fmt, ap);
+}
+
+JHP_EXPORT int fprintf(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vfprintf(f, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+JHP_EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vfprintf_chk(f, flag, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* dprintf: formatted here, written with the real write. */
+static int vdprint_heard(struct watch *w, int fd, const char *fmt, va_list ap)
+{
+    uint64_t t0 = now_ns();
+    char small[1024], *buf = small;
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(small, sizeof small, fmt, copy);
+    va_end(copy);
+    if (n < 0)
+        return n;
+    if ((size_t)n >= sizeof small) {
+        if (!(buf = malloc((size_t)n + 1))) {
+            errno = ENOMEM;
+            return -1;
+        }
+        vsnprintf(buf, (size_t)n + 1, fmt, ap);
+    }
+    ssize_t r = NEXT(write)(fd, buf, (size_t)n);
+    if (r > 0)
+        hear(w, buf, (size_t)r, t0);
+    if (buf != small)
+        free(buf);
+    return r < 0 ? -1 : (int)r;
+}
+
+NEXT_DECL(vdprintf);
+NEXT_DECL(__vdprintf_chk);
+
+JHP_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
+{
+    struct watch *w = by_fd(fd);
+    return w ? vdprint_heard(w, fd, fmt, ap) : NEXT(vdprintf)(fd, fmt, ap);
+}
+
+JHP_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+    struct watch *w = by_fd(fd);
+    return w ? vdprint_heard(w, fd, fmt, ap) : NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
+}
+
+JHP_EXPORT int dprintf(int fd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vdprintf(fd, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+JHP_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vdprintf_chk(fd, flag, fmt, ap);
+    va_end(ap);
+    return r;
+}
