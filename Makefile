@@ -176,6 +176,14 @@ $(SUPPORT_A): $(SUPPORT_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+# The preload's parts that interpose nothing, tested alone (the rest: tests/integration/run_*).
+$(BUILD)/tests/test_run_pkeys: tests/unit/test_run_pkeys.c adapters/preload/pkeys.c \
+    adapters/preload/preload.h tests/unit/check.h
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CPPFLAGS) -Iadapters/preload $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    adapters/preload/pkeys.c
+
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(READ_A) $(MJ_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)

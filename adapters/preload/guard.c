@@ -137,10 +137,31 @@ void jhp_guard_child(void)
     atomic_store(&swap_hi, 0);
 }
 
+/*
+ * Pages found readable, until the VM's next page call: every interposed call that could
+ * take a page away counts itself here before its system call, so a page found readable at
+ * the count of now has not been unmapped or protected since (what another thread does
+ * meanwhile, the probe could not have seen either). VMs put many functions on a page:
+ * Erlang's 16,575 functions cost a probe (a process_vm_readv) each, 10% of its run.
+ */
+static _Atomic uint64_t page_calls;
+#define KNOWN 256
+static struct { _Atomic uint64_t page, calls; } known[KNOWN];
+
+static void page_call(void) { atomic_fetch_add(&page_calls, 1); }
+
 bool jhp_readable(uint64_t start, uint64_t size)
 {
     long pg = sysconf(_SC_PAGESIZE);
-    uint64_t a = start & ~(uint64_t)(pg - 1), end = start + size;
+    uint64_t first = start / (uint64_t)pg, last = (start + size - 1) / (uint64_t)pg;
+    uint64_t now = atomic_load(&page_calls) + 1;    /* + 1: 0 means never */
+    bool all_known = last - first < KNOWN;
+    for (uint64_t p = first; p <= last && all_known; p++)
+        all_known = atomic_load(&known[p % KNOWN].page) == p &&
+                    atomic_load(&known[p % KNOWN].calls) == now;
+    if (all_known)
+        return true;
+    uint64_t a = first * (uint64_t)pg, end = start + size;
     uint8_t sink[1024];
     struct iovec local[1024], remote[1024];
     while (a < end) {
@@ -152,6 +173,11 @@ bool jhp_readable(uint64_t start, uint64_t size)
         /* reads up to the first page that cannot be read */
         if (process_vm_readv(jhp_pid, local, (unsigned long)n, remote, (unsigned long)n, 0) != n)
             return false;
+    }
+    for (uint64_t p = first; p <= last && last - first < KNOWN; p++) {
+        atomic_store(&known[p % KNOWN].calls, 0);
+        atomic_store(&known[p % KNOWN].page, p);
+        atomic_store(&known[p % KNOWN].calls, now);
     }
     return true;
 }
@@ -171,6 +197,8 @@ JHP_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t
 {
     /* Only a fixed mapping can replace code; a new one lands where nothing is. */
     bool over = (flags & MAP_FIXED) && !jhp_inside && jhp_cfg.channels;
+    if (flags & MAP_FIXED)
+        page_call();
     int slot = over ? intent_begin(u(addr), u(addr) + len) : -1;
     if (over && slot < 0)
         jhp_forget(u(addr), len);
@@ -190,6 +218,7 @@ JHP_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 
 JHP_EXPORT int munmap(void *addr, size_t len)
 {
+    page_call();
     bool mine = !jhp_inside && jhp_cfg.channels;
     int slot = mine ? intent_begin(u(addr), u(addr) + len) : -1;
     if (mine && slot < 0)
@@ -210,6 +239,7 @@ JHP_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ..
         new_addr = va_arg(ap, void *);
         va_end(ap);
     }
+    page_call();
     bool mine = !jhp_inside && jhp_cfg.channels;
     int a = mine ? intent_begin(u(old), u(old) + old_len) : -1;
     int b = mine && new_addr ? intent_begin(u(new_addr), u(new_addr) + new_len) : -1;
@@ -243,6 +273,7 @@ static void after_protect(void *addr, size_t len, int prot, int rc)
 
 JHP_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
+    page_call();
     int slot = intent_begin(u(addr), u(addr) + len);
     int rc = (int)syscall(SYS_mprotect, addr, len, prot);
     intent_end(slot);
@@ -250,11 +281,48 @@ JHP_EXPORT int mprotect(void *addr, size_t len, int prot)
     return rc;
 }
 
+/* Ranges the VM tagged with a protection key other than 0: elfmap's swap maps a file
+ * there, whose pages carry key 0, and would take the VM's protection off (announce.c
+ * leaves them to the other channels). A few ranges at most in practice (node: its wasm
+ * code space); past KEYED, any range counts as tagged. */
+#define KEYED 32
+static struct { _Atomic uint64_t lo, hi; } keyed[KEYED];
+static atomic_bool keyed_full;
+
+bool jhp_keyed(uint64_t lo, uint64_t hi)
+{
+    if (atomic_load_explicit(&keyed_full, memory_order_relaxed))
+        return true;
+    for (int i = 0; i < KEYED; i++)
+        if (meets(lo, hi, atomic_load(&keyed[i].lo), atomic_load(&keyed[i].hi)))
+            return true;
+    return false;
+}
+
+static void tag(uint64_t lo, uint64_t hi, int pkey)
+{
+    for (int i = 0; i < KEYED && !pkey; i++)        /* key 0 again: no longer tagged there */
+        if (atomic_load(&keyed[i].lo) >= lo && atomic_load(&keyed[i].hi) <= hi)
+            atomic_store(&keyed[i].hi, 0);
+    for (int i = 0; i < KEYED && pkey; i++) {
+        uint64_t zero = 0;
+        if (atomic_compare_exchange_strong(&keyed[i].hi, &zero, hi)) {
+            atomic_store(&keyed[i].lo, lo);
+            return;
+        }
+    }
+    if (pkey)
+        atomic_store(&keyed_full, true);
+}
+
 #ifdef SYS_pkey_mprotect
 JHP_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 {
+    page_call();
     int slot = intent_begin(u(addr), u(addr) + len);
     int rc = (int)syscall(SYS_pkey_mprotect, addr, len, prot, pkey);
+    if (rc == 0)
+        tag(u(addr), u(addr) + len, pkey);
     intent_end(slot);
     after_protect(addr, len, prot, rc);
     return rc;
@@ -275,6 +343,8 @@ static bool frees(int advice)
 
 JHP_EXPORT int madvise(void *addr, size_t len, int advice)
 {
+    if (frees(advice))
+        page_call();
     bool mine = frees(advice) && !jhp_inside && jhp_cfg.channels;
     int slot = mine ? intent_begin(u(addr), u(addr) + len) : -1;
     if (mine)

@@ -15,6 +15,8 @@
  * fwrite for the dump. stdio's own flushes reach the kernel through libc's internal write,
  * which no preload sees: nothing is heard twice.
  *
+ * This file holds the table of heard files and the calls that open, duplicate, close and
+ * cut them; writes.c the calls that write them.
  * A file is heard when it is opened for writing under the name perf tools look for:
  * perf-<pid>.map or jit-<pid>.dump, <pid> this process (jhp_kind_of), and when a
  * jitdump is mapped executable (perf's own way of finding one: guard.c). Its descriptor and
@@ -23,75 +25,42 @@
  * to libc directly (RTLD_DEEPBIND, as PHP's opcache), stdio's inlined putc_unlocked, and
  * files written through a mapping (docs/run.md says which VMs).
  */
-#include "preload.h"
+#include "hear.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 
-/* stdio.h may define these as macros writing into the FILE's buffer directly: the functions
- * are what a VM that does not inline them calls. */
-#undef fwrite_unlocked
-#undef fputs_unlocked
-#undef fputc_unlocked
-#undef putc_unlocked
-#undef putc
-
-#define JHP_EXPORT __attribute__((visibility("default")))
-
-/* ---- the next definition of each call (libc's) -------------------------------------- */
-
-static void *next_fn(void *_Atomic *slot, const char *name)
-{
-    void *p = atomic_load_explicit(slot, memory_order_relaxed);
-    if (!p) {
-        p = dlsym(RTLD_NEXT, name);
-        atomic_store_explicit(slot, p, memory_order_relaxed);
-    }
-    return p;
-}
-#define NEXT_DECL(fn) static void *_Atomic next_##fn
-#define NEXT(fn) ((__typeof__(&fn))next_fn(&next_##fn, #fn))
 
 /* ---- the table of heard files ------------------------------------------------------- */
 
-#define SLOTS 32
-struct watch {
-    _Atomic int fd1;            /* the descriptor + 1; 0: none */
-    FILE *_Atomic file;         /* NULL: none */
-    struct jhp_stream *stream;
-    bool append;                /* O_APPEND: pwrite appends too (Linux) */
-};
-static struct watch watches[SLOTS];
+static struct watch watches[JHP_SLOTS];
 static atomic_int nwatch;       /* slots in use: 0 and every call goes straight on */
 
-static struct watch *by_fd(int fd)
+struct watch *jhp_by_fd(int fd)
 {
     if (fd < 0 || !atomic_load_explicit(&nwatch, memory_order_acquire) || jhp_inside)
         return NULL;
-    for (int i = 0; i < SLOTS; i++)
+    for (int i = 0; i < JHP_SLOTS; i++)
         if (atomic_load_explicit(&watches[i].fd1, memory_order_acquire) == fd + 1)
             return &watches[i];
     return NULL;
 }
 
-static struct watch *by_file(FILE *f)
+struct watch *jhp_by_file(FILE *f)
 {
     if (!f || !atomic_load_explicit(&nwatch, memory_order_acquire) || jhp_inside)
         return NULL;
-    for (int i = 0; i < SLOTS; i++)
+    for (int i = 0; i < JHP_SLOTS; i++)
         if (atomic_load_explicit(&watches[i].file, memory_order_acquire) == f)
             return &watches[i];
     return NULL;
@@ -100,7 +69,7 @@ static struct watch *by_file(FILE *f)
 /* jhp_lock held. */
 static void watch_add(int fd, FILE *f, struct jhp_stream *s, bool append)
 {
-    for (int i = 0; i < SLOTS; i++) {
+    for (int i = 0; i < JHP_SLOTS; i++) {
         struct watch *w = &watches[i];
         if (atomic_load(&w->fd1) || atomic_load(&w->file))
             continue;
@@ -111,13 +80,13 @@ static void watch_add(int fd, FILE *f, struct jhp_stream *s, bool append)
         atomic_fetch_add(&nwatch, 1);
         return;
     }
-    jhp_warn("%s: more than %d descriptors of heard files: not heard", jhp_stream_path(s), SLOTS);
+    jhp_warn("%s: more than %d descriptors of heard files: not heard", jhp_stream_path(s), JHP_SLOTS);
 }
 
 /* jhp_lock held. The descriptor or FILE is closed (or replaced). */
 static void watch_drop(int fd, FILE *f)
 {
-    for (int i = 0; i < SLOTS; i++) {
+    for (int i = 0; i < JHP_SLOTS; i++) {
         struct watch *w = &watches[i];
         bool hit = (fd >= 0 && atomic_load(&w->fd1) == fd + 1 && !atomic_load(&w->file)) ||
                    (f && atomic_load(&w->file) == f);
@@ -138,26 +107,22 @@ static bool in_owner(void)
 
 /* ---- hearing ------------------------------------------------------------------------ */
 
-static uint64_t now_ns(void) { return jh__now_ns(); }
-
-/* n bytes the VM just wrote to w's file, its call having taken since t0. Signals are
- * blocked meanwhile: a handler writing to the same file would otherwise wait for the
- * lock this thread holds. */
-static void hear(struct watch *w, const void *p, size_t n, uint64_t t0)
+/* n bytes the VM just wrote to w's file, its call having taken since t0. Meanwhile this
+ * thread is inside jitherald: a signal handler running on it calls libc straight through
+ * (its writes are not heard, its page calls neither wait nor forget), so it can never wait
+ * for a lock this thread holds. (Blocking signals instead cost two system calls per
+ * write: 13% of an Erlang run, which writes each jitdump record in pieces.) */
+void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0)
 {
-    uint64_t t1 = now_ns();
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
+    uint64_t t1 = jh__now_ns();
     jhp_inside++;
     jhp_lock();
     if (w->stream)
         jhp_stream_feed(w->stream, p, n);
     jhp_hist_add(&jhp_st.vm_write, t1 - t0);
-    jhp_hist_add(&jhp_st.in_jh, now_ns() - t1);
+    jhp_hist_add(&jhp_st.in_jh, jh__now_ns() - t1);
     jhp_unlock();
     jhp_inside--;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 enum jhp_kind jhp_kind_of(const char *path)
@@ -185,8 +150,10 @@ static void opened(const char *path, int fd, FILE *f, bool trunc, bool append)
     jhp_lock();
     struct jhp_stream *s = jhp_stream_get(k, path);
     if (s) {
-        if (trunc || st.st_size == 0)
+        if (trunc || st.st_size == 0) {
+            jhp_st.rewrites += jhp_stream_at(s, 0) ? 0 : 1;
             jhp_stream_reset(s);
+        }
         watch_add(fd, f, s, append);
     }
     jhp_unlock();
@@ -197,7 +164,7 @@ static bool writes(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
 
 void jhp_hear_mapped(int fd)
 {
-    if (jhp_inside || !jhp_cfg.channels || by_fd(fd))
+    if (jhp_inside || !jhp_cfg.channels || jhp_by_fd(fd))
         return;
     char link[64], path[PATH_MAX];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -344,7 +311,7 @@ JHP_EXPORT FILE *fopen64(const char *path, const char *mode)
 
 static void closing(int fd, FILE *f)
 {
-    if (!(f ? by_file(f) : by_fd(fd)) || !in_owner())
+    if (!(f ? jhp_by_file(f) : jhp_by_fd(fd)) || !in_owner())
         return;
     jhp_inside++;
     jhp_lock();
@@ -374,7 +341,7 @@ JHP_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *f)
 JHP_EXPORT FILE *fdopen(int fd, const char *mode)
 {
     FILE *f = NEXT(fdopen)(fd, mode);
-    struct watch *w = f ? by_fd(fd) : NULL;
+    struct watch *w = f ? jhp_by_fd(fd) : NULL;
     if (w) {
         jhp_inside++;
         jhp_lock();
@@ -411,7 +378,7 @@ JHP_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
     if (atomic_load(&nwatch) && !jhp_inside && in_owner() && !(flags & CLOSE_RANGE_CLOEXEC)) {
         jhp_inside++;
         jhp_lock();
-        for (int i = 0; i < SLOTS; i++) {
+        for (int i = 0; i < JHP_SLOTS; i++) {
             int fd = atomic_load(&watches[i].fd1) - 1;
             if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi)
                 watch_drop(fd, atomic_load(&watches[i].file));
@@ -427,7 +394,7 @@ static int duped(int old, int new)
 {
     if (new < 0 || old == new)
         return new;
-    struct watch *was = by_fd(new), *w = by_fd(old);
+    struct watch *was = jhp_by_fd(new), *w = jhp_by_fd(old);
     if (!was && !w)
         return new;
     jhp_inside++;
@@ -453,307 +420,29 @@ JHP_EXPORT int dup3(int old, int new, int flags)
     return r < 0 ? r : duped(old, r);
 }
 
-/* ---- writes through descriptors ------------------------------------------------------- */
+/* A heard file cut to nothing is written again from its start (a VM restarting its map, a
+ * JVM's second `jcmd Compiler.perfmap`): what it says again about code already announced
+ * changes nothing (announce.c). */
+NEXT_DECL(ftruncate);
+NEXT_DECL(ftruncate64);
 
-NEXT_DECL(write);
-NEXT_DECL(writev);
-NEXT_DECL(pwrite);
-NEXT_DECL(pwrite64);
-NEXT_DECL(pwritev);
-NEXT_DECL(pwritev64);
-NEXT_DECL(pwritev2);
-
-JHP_EXPORT ssize_t write(int fd, const void *p, size_t n)
+static int truncated(int fd, off_t len, int rc)
 {
-    struct watch *w = by_fd(fd);
-    if (!w)
-        return NEXT(write)(fd, p, n);
-    uint64_t t0 = now_ns();
-    ssize_t r = NEXT(write)(fd, p, n);
-    if (r > 0)
-        hear(w, p, (size_t)r, t0);
-    return r;
-}
-
-static void hear_iov(struct watch *w, const struct iovec *iov, int cnt, ssize_t r, uint64_t t0)
-{
-    size_t left = r > 0 ? (size_t)r : 0;
-    for (int i = 0; i < cnt && left; i++) {
-        size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
-        hear(w, iov[i].iov_base, k, i ? now_ns() : t0);
-        left -= k;
+    struct watch *w = rc == 0 && len == 0 ? jhp_by_fd(fd) : NULL;
+    if (w) {
+        jhp_inside++;
+        jhp_lock();
+        jhp_stream_reset(w->stream);
+        jhp_st.rewrites++;
+        jhp_unlock();
+        jhp_inside--;
     }
+    return rc;
 }
 
-JHP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+JHP_EXPORT int ftruncate(int fd, off_t len) { return truncated(fd, len, NEXT(ftruncate)(fd, len)); }
+JHP_EXPORT int ftruncate64(int fd, off_t len)
 {
-    struct watch *w = by_fd(fd);
-    if (!w)
-        return NEXT(writev)(fd, iov, cnt);
-    uint64_t t0 = now_ns();
-    ssize_t r = NEXT(writev)(fd, iov, cnt);
-    hear_iov(w, iov, cnt, r, t0);
-    return r;
+    return truncated(fd, len, NEXT(ftruncate64)(fd, len));
 }
 
-/* A write at an offset is heard when it lands where the file ends (what was heard so
- * far), or on an O_APPEND descriptor (where Linux appends whatever the offset); one that
- * rewrites earlier bytes (a header patched in place) changes nothing announced. */
-static struct watch *at_end(int fd, off_t off)
-{
-    struct watch *w = by_fd(fd);
-    return w && (w->append || jhp_stream_at(w->stream, (uint64_t)off)) ? w : NULL;
-}
-
-JHP_EXPORT ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
-{
-    struct watch *w = at_end(fd, off);
-    uint64_t t0 = w ? now_ns() : 0;
-    ssize_t r = NEXT(pwrite)(fd, p, n, off);
-    if (w && r > 0)
-        hear(w, p, (size_t)r, t0);
-    return r;
-}
-
-JHP_EXPORT ssize_t pwrite64(int fd, const void *p, size_t n, off_t off)
-{
-    struct watch *w = at_end(fd, off);
-    uint64_t t0 = w ? now_ns() : 0;
-    ssize_t r = NEXT(pwrite64)(fd, p, n, off);
-    if (w && r > 0)
-        hear(w, p, (size_t)r, t0);
-    return r;
-}
-
-JHP_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    struct watch *w = at_end(fd, off);
-    uint64_t t0 = w ? now_ns() : 0;
-    ssize_t r = NEXT(pwritev)(fd, iov, cnt, off);
-    if (w)
-        hear_iov(w, iov, cnt, r, t0);
-    return r;
-}
-
-JHP_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-    struct watch *w = at_end(fd, off);
-    uint64_t t0 = w ? now_ns() : 0;
-    ssize_t r = NEXT(pwritev64)(fd, iov, cnt, off);
-    if (w)
-        hear_iov(w, iov, cnt, r, t0);
-    return r;
-}
-
-JHP_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
-{
-    struct watch *w = off == -1 ? by_fd(fd) : at_end(fd, off);
-    uint64_t t0 = w ? now_ns() : 0;
-    ssize_t r = NEXT(pwritev2)(fd, iov, cnt, off, flags);
-    if (w)
-        hear_iov(w, iov, cnt, r, t0);
-    return r;
-}
-
-/* ---- writes through stdio (heard before any flush) -------------------------------------- */
-
-NEXT_DECL(fwrite);
-NEXT_DECL(fwrite_unlocked);
-NEXT_DECL(fputs);
-NEXT_DECL(fputs_unlocked);
-NEXT_DECL(fputc);
-NEXT_DECL(fputc_unlocked);
-NEXT_DECL(putc);
-NEXT_DECL(putc_unlocked);
-NEXT_DECL(_IO_putc);
-
-JHP_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
-{
-    struct watch *w = by_file(f);
-    if (!w)
-        return NEXT(fwrite)(p, size, n, f);
-    uint64_t t0 = now_ns();
-    size_t r = NEXT(fwrite)(p, size, n, f);
-    if (r && size)
-        hear(w, p, r * size, t0);
-    return r;
-}
-
-JHP_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
-{
-    struct watch *w = by_file(f);
-    if (!w)
-        return NEXT(fwrite_unlocked)(p, size, n, f);
-    uint64_t t0 = now_ns();
-    size_t r = NEXT(fwrite_unlocked)(p, size, n, f);
-    if (r && size)
-        hear(w, p, r * size, t0);
-    return r;
-}
-
-JHP_EXPORT int fputs(const char *s, FILE *f)
-{
-    struct watch *w = by_file(f);
-    if (!w)
-        return NEXT(fputs)(s, f);
-    uint64_t t0 = now_ns();
-    int r = NEXT(fputs)(s, f);
-    if (r >= 0)
-        hear(w, s, strlen(s), t0);
-    return r;
-}
-
-JHP_EXPORT int fputs_unlocked(const char *s, FILE *f)
-{
-    struct watch *w = by_file(f);
-    if (!w)
-        return NEXT(fputs_unlocked)(s, f);
-    uint64_t t0 = now_ns();
-    int r = NEXT(fputs_unlocked)(s, f);
-    if (r >= 0)
-        hear(w, s, strlen(s), t0);
-    return r;
-}
-
-static int putc_heard(struct watch *w, int c, int r, uint64_t t0)
-{
-    if (r != EOF) {
-        unsigned char b = (unsigned char)c;
-        hear(w, &b, 1, t0);
-    }
-    return r;
-}
-
-#define PUTC(fn)                                                                       \
-    JHP_EXPORT int fn(int c, FILE *f)                                                  \
-    {                                                                                  \
-        struct watch *w = by_file(f);                                                  \
-        if (!w)                                                                        \
-            return NEXT(fn)(c, f);                                                     \
-        uint64_t t0 = now_ns();                                                        \
-        return putc_heard(w, c, NEXT(fn)(c, f), t0);                                   \
-    }
-PUTC(fputc)
-PUTC(fputc_unlocked)
-PUTC(putc)
-PUTC(putc_unlocked)
-PUTC(_IO_putc)
-
-/* The printf family on a heard FILE: formatted here and handed to the real fwrite, so the
- * text heard is the text written, byte for byte, formatted once. */
-static int vprint_heard(struct watch *w, FILE *f, const char *fmt, va_list ap)
-{
-    uint64_t t0 = now_ns();
-    char small[1024], *buf = small;
-    va_list copy;
-    va_copy(copy, ap);
-    int n = vsnprintf(small, sizeof small, fmt, copy);
-    va_end(copy);
-    if (n < 0)
-        return n;
-    if ((size_t)n >= sizeof small) {
-        if (!(buf = malloc((size_t)n + 1))) {
-            errno = ENOMEM;
-            return -1;
-        }
-        vsnprintf(buf, (size_t)n + 1, fmt, ap);
-    }
-    size_t r = NEXT(fwrite)(buf, 1, (size_t)n, f);
-    if (r)
-        hear(w, buf, r, t0);
-    if (buf != small)
-        free(buf);
-    return r == (size_t)n ? n : -1;
-}
-
-NEXT_DECL(vfprintf);
-NEXT_DECL(__vfprintf_chk);
-
-JHP_EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap)
-{
-    struct watch *w = by_file(f);
-    return w ? vprint_heard(w, f, fmt, ap) : NEXT(vfprintf)(f, fmt, ap);
-}
-
-JHP_EXPORT int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
-{
-    struct watch *w = by_file(f);
-    return w ? vprint_heard(w, f, fmt, ap) : NEXT(__vfprintf_chk)(f, flag, fmt, ap);
-}
-
-JHP_EXPORT int fprintf(FILE *f, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vfprintf(f, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-JHP_EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = __vfprintf_chk(f, flag, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-/* dprintf: formatted here, written with the real write. */
-static int vdprint_heard(struct watch *w, int fd, const char *fmt, va_list ap)
-{
-    uint64_t t0 = now_ns();
-    char small[1024], *buf = small;
-    va_list copy;
-    va_copy(copy, ap);
-    int n = vsnprintf(small, sizeof small, fmt, copy);
-    va_end(copy);
-    if (n < 0)
-        return n;
-    if ((size_t)n >= sizeof small) {
-        if (!(buf = malloc((size_t)n + 1))) {
-            errno = ENOMEM;
-            return -1;
-        }
-        vsnprintf(buf, (size_t)n + 1, fmt, ap);
-    }
-    ssize_t r = NEXT(write)(fd, buf, (size_t)n);
-    if (r > 0)
-        hear(w, buf, (size_t)r, t0);
-    if (buf != small)
-        free(buf);
-    return r < 0 ? -1 : (int)r;
-}
-
-NEXT_DECL(vdprintf);
-NEXT_DECL(__vdprintf_chk);
-
-JHP_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
-{
-    struct watch *w = by_fd(fd);
-    return w ? vdprint_heard(w, fd, fmt, ap) : NEXT(vdprintf)(fd, fmt, ap);
-}
-
-JHP_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
-{
-    struct watch *w = by_fd(fd);
-    return w ? vdprint_heard(w, fd, fmt, ap) : NEXT(__vdprintf_chk)(fd, flag, fmt, ap);
-}
-
-JHP_EXPORT int dprintf(int fd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vdprintf(fd, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
-JHP_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = __vdprintf_chk(fd, flag, fmt, ap);
-    va_end(ap);
-    return r;
-}

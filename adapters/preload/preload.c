@@ -165,7 +165,8 @@ static void stats_line(void)
     snprintf(line, sizeof line, "pid=%d exe=%s map_lines=%llu dump_loads=%llu dump_moves=%llu "
              "dump_debug=%llu announced=%llu with_lines=%llu realigned=%llu with_cfi=%llu "
              "cfi_refused=%llu replaced=%llu same=%llu moved=%llu unreadable=%llu "
-             "malformed=%llu failed=%llu forgotten=%llu no_swap=%llu flushes=%llu "
+             "malformed=%llu rewrites=%llu failed=%llu forgotten=%llu no_swap=%llu keyed=%llu "
+             "flushes=%llu "
              "in_jh_p50_ns=%llu in_jh_p99_ns=%llu in_jh_max_ns=%llu vm_write_p50_ns=%llu "
              "vm_write_p99_ns=%llu vm_write_max_ns=%llu\n", (int)getpid(), exe,
              (unsigned long long)s->map_lines, (unsigned long long)s->dump_loads,
@@ -175,8 +176,10 @@ static void stats_line(void)
              (unsigned long long)s->cfi_refused, (unsigned long long)s->replaced,
              (unsigned long long)s->same, (unsigned long long)s->moved,
              (unsigned long long)s->unreadable, (unsigned long long)s->malformed,
-             (unsigned long long)s->failed, (unsigned long long)s->forgotten,
-             (unsigned long long)s->no_swap, (unsigned long long)s->flushes,
+             (unsigned long long)s->rewrites, (unsigned long long)s->failed,
+             (unsigned long long)__atomic_load_n(&s->forgotten, __ATOMIC_RELAXED),
+             (unsigned long long)s->no_swap, (unsigned long long)s->keyed,
+             (unsigned long long)s->flushes,
              (unsigned long long)jhp_hist_pct(&s->in_jh, 50),
              (unsigned long long)jhp_hist_pct(&s->in_jh, 99), (unsigned long long)s->in_jh.max,
              (unsigned long long)jhp_hist_pct(&s->vm_write, 50),
@@ -281,7 +284,9 @@ __attribute__((constructor)) static void jhp_init(void)
 
 __attribute__((destructor)) static void jhp_fini(void)
 {
-    if (!jhp_cfg.channels)
+    /* exit() from a signal handler that interrupted this thread inside jitherald: the lock
+     * is this thread's own, the work is left as it is */
+    if (!jhp_cfg.channels || jhp_inside)
         return;
     /* The record closes; nothing is added to it from now on (the VM's other threads may
      * still write: they reach the tools' and elfmap's contexts, which stay open with their

@@ -3,15 +3,16 @@
  * has the session it makes work). The VM is heard in its own threads, as it writes: no
  * thread of ours, no descriptor of ours, nothing read after the fact.
  *   preload.c   loading, configuration (read once, at start), the contexts, fork, exit;
- *   hear.c      the VM's calls that open and write files, interposed: the bytes it hands
- *               to its perf map or jitdump, through write(2) or through stdio before any
- *               flush, reach stream.c before the call returns;
+ *   hear.c      the VM's calls that open, close and cut files, interposed: which files are
+ *               its perf map and jitdump (hear.h: what it shares with writes.c);
+ *   writes.c    the VM's calls that write them, interposed: the bytes it hands them,
+ *               through write(2) or through stdio before any flush, reach stream.c
+ *               before the call returns;
  *   stream.c    a heard file's bytes as they come: complete perf-map lines and jitdump
  *               records, each an announcement;
  *   announce.c  announcing through the public API, in the writing thread: readable first,
  *               old code in the way removed, the frame guess, debuggers told before the
- *               code can run; signals blocked and protection keys opened for reading
- *               while it runs;
+ *               code can run; protection keys opened for reading while it runs;
  *   guard.c     the VM's mmap/munmap/mremap/mprotect/pkey_mprotect/madvise, interposed:
  *               kept apart from elfmap's page swaps without a lock held across the VM's
  *               call; code the VM unmaps or frees is removed.
@@ -45,9 +46,11 @@ struct jhp_stats {
     uint64_t cfi_refused;       /* unwinding info that could not be handed on */
     uint64_t unreadable;        /* code not mapped readable when its line was heard */
     uint64_t malformed;         /* lines and records that could not be read */
+    uint64_t rewrites;          /* a heard file started again (truncated, opened anew) */
     uint64_t failed;            /* jh_code_add refused the description */
     uint64_t forgotten;         /* functions removed because the VM unmapped or freed them */
     uint64_t no_swap;           /* elfmap skipped: a VM call on those pages did not end */
+    uint64_t keyed;             /* elfmap skipped: the VM tagged the pages with a pkey */
     uint64_t flushes;           /* debugger registrations */
     struct jhp_hist in_jh;      /* per announcement: time the VM's thread spent in us */
     struct jhp_hist vm_write;   /* the VM's own call that wrote it (write, fprintf...) */
@@ -97,6 +100,7 @@ struct jhp_fn {
     uint32_t nfiles;
     const uint8_t *cfi;         /* jh_code.cfi, or NULL */
     size_t cfi_len;
+    bool from_map;              /* a perf-map line (a jitdump LOAD may follow: announce.c) */
 };
 /* Announce f to every context (jhp_lock held): the VM has just written it. */
 void jhp_announce(const struct jhp_fn *f);
@@ -126,6 +130,8 @@ void jhp_stream_catch_up(struct jhp_stream *s, int fd);
 const char *jhp_stream_path(const struct jhp_stream *s);
 /* Does the file end at off, as far as what was heard tells? (pwrite at its end) */
 bool jhp_stream_at(const struct jhp_stream *s, uint64_t off);
+/* Is a jitdump of this process heard, and readable so far? */
+bool jhp_dump_heard(void);
 
 /* ---- hear.c ---- */
 /* Is basename(path) perf-<pid>.map or jit-<pid>.dump of this process? The kind, or 0. */
@@ -141,8 +147,11 @@ extern atomic_bool jhp_guard_on;    /* elfmap is on: the VM's page calls are kep
 bool jhp_swap_begin(uint64_t lo, uint64_t hi);
 void jhp_swap_end(void);
 void jhp_guard_child(void);     /* fork child: the other threads' calls are gone */
+/* Did the VM tag pages of [lo, hi) with a protection key (pkey_mprotect)? */
+bool jhp_keyed(uint64_t lo, uint64_t hi);
 /* Is [start, start+size) mapped readable right now? One system call per 1024 pages
- * (process_vm_readv: an error, never a fault). */
+ * (process_vm_readv: an error, never a fault), none for pages found readable since the
+ * VM's last page call. */
 bool jhp_readable(uint64_t start, uint64_t size);
 /* Protection keys: while jitherald reads the VM's code in the VM's thread, that thread may
  * read pages of every key (x86 PKRU: access-disable bits cleared, write-disable kept), then

@@ -74,6 +74,14 @@ struct jhp_stream *jhp_stream_get(enum jhp_kind kind, const char *path)
 
 const char *jhp_stream_path(const struct jhp_stream *s) { return s->path; }
 
+bool jhp_dump_heard(void)
+{
+    for (int i = 0; i < STREAMS; i++)
+        if (streams[i].kind == JHP_DUMP && streams[i].have_hdr && !streams[i].broken)
+            return true;
+    return false;
+}
+
 bool jhp_stream_at(const struct jhp_stream *s, uint64_t off)
 {
     return atomic_load_explicit(&s->pos, memory_order_relaxed) == off;
@@ -126,7 +134,7 @@ static size_t map_lines(const uint8_t *data, size_t end)
         if (!l.size)
             continue;           /* perf ignores them too */
         struct jhp_fn f = { .name = l.name, .name_len = l.name_len, .start = l.start,
-                            .size = l.size };
+                            .size = l.size, .from_map = true };
         jhp_announce(&f);
     }
     return off;

@@ -152,12 +152,20 @@ static struct region *window_for(struct elfmap *m, const struct jh__entry *e, in
 static int image(struct elfmap *m, struct jh__entry *e)
 {
     int err;
+    uintptr_t pl = pg_down(m, e->node.start), ph = pg_up(m, e->node.start + e->node.size);
+    /* Pages that cannot be swapped (writable, shared, someone else's file) are said once
+     * and left at the cost of one look at the mappings: a VM whose code stays RWX
+     * announces all of it there (Erlang: 16,575 functions, each a whole attempt at a new
+     * file before). */
+    if (ph > pl && jh__em_eligible(m, pl, ph) != JH__VMA_OK) {
+        m->fallbacks++;
+        return 0;
+    }
     struct region *r = window_for(m, e, &err);
     if (!r)
         return err;
     struct jh__entry *one[1] = { e }, **es = one;
     size_t n = 1;
-    uintptr_t pl = pg_down(m, e->node.start), ph = pg_up(m, e->node.start + e->node.size);
     bool fresh = false;
     for (uintptr_t a = pl; a < ph && !fresh; a += m->page)
         fresh = !jh__em_region_maps(m, r, a);
@@ -216,6 +224,7 @@ static int elfmap_open(const struct jh__chan_env *env, void **state)
 
 static int elfmap_add(void *state, struct jh__entry *e)
 {
+    ((struct elfmap *)state)->maps_checked = false;
     /* Nothing ran there yet by the API's contract, but a JIT reusing addresses without
      * jh_code_remove would leave valgrind running stale translations. Cheap when not
      * under valgrind (a few instructions). */
@@ -225,6 +234,7 @@ static int elfmap_add(void *state, struct jh__entry *e)
 
 static int elfmap_remove(void *state, struct jh__entry *e)
 {
+    ((struct elfmap *)state)->maps_checked = false;
     /* What valgrind translated there must go: new code written over a file-backed page is
      * not noticed. The code itself is not read: it may be unmapped already. */
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
@@ -234,6 +244,7 @@ static int elfmap_remove(void *state, struct jh__entry *e)
 
 static int elfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
+    ((struct elfmap *)state)->maps_checked = false;
     VALGRIND_DISCARD_TRANSLATIONS(old_start, e->node.size);
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
     forget(state, e, old_start);
@@ -243,6 +254,7 @@ static int elfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
 static int elfmap_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
 {
     struct elfmap *m = state;
+    m->maps_checked = false;
     /* The JIT wrote through a copy-on-write page of our file mapping: valgrind must drop
      * what it translated (it does not watch file-backed code), and the file follows, so
      * that perf annotate shows the new bytes. */

@@ -97,6 +97,7 @@ struct elfmap {
     const struct jh__chan_env *env;
     size_t page;
     struct jh__kfd maps;        /* /proc/self/maps: jh__em_maps() before each use */
+    bool maps_checked;          /* proven ours in this hook already (reset by each hook) */
     bool valgrind;              /* running under valgrind: see elfmap_region.c, publish() */
     struct region **reg;        /* sorted by lo, windows disjoint */
     size_t nreg, capreg;

@@ -90,11 +90,15 @@ pid_t jh__em_pid(struct elfmap *m)
     return m->pid;
 }
 
+/* Proven once per hook: a hook looks at the mappings up to five times. */
 int jh__em_maps(struct elfmap *m)
 {
+    if (m->maps_checked && m->maps.fd >= 0)
+        return m->maps.fd;
     int fd = jh__kfd_get(&m->maps, NULL, 0);
     if (fd < 0)     /* not opened yet, or closed by the program: this process's, anew */
         fd = jh__kfd_keep(&m->maps, open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
+    m->maps_checked = fd >= 0;
     return fd;
 }
 

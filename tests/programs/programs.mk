@@ -31,6 +31,7 @@ $(eval $(call program,churn_rows,yes))
 $(eval $(call program,jitdump_move,yes))
 $(eval $(call program,cg_invariants,yes))
 $(eval $(call program,run_vm,yes))
+$(eval $(call program,run_harm,yes))
 $(eval $(call program,unwind_asan,yes))
 $(eval $(call program,auditlog_msgpack_walk,$(MSGPACK_PKG),msgpack-c missing (Debian package libmsgpack-dev)))
 $(eval $(call program,unwind_libunwind,$(LIBUNWIND_PKG),libunwind.h missing (Debian package libunwind-dev)))
@@ -52,11 +53,11 @@ $(PROG_DIR)/jitdump_move: tests/programs/jitdump_move.c $(LIB_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
-# A VM that knows nothing of jitherald: links neither library (the preload brings them).
-$(PROG_DIR)/run_vm: tests/programs/run_vm.c
+# VMs that know nothing of jitherald: they link neither library (the preload brings them).
+$(PROG_DIR)/run_vm $(PROG_DIR)/run_harm: $(PROG_DIR)/%: tests/programs/%.c
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -lpthread -ldl -lgcc_s
+	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -lpthread -ldl -lgcc_s -Wno-unused-result
 
 # A callgrind reader of its own and the reader library's symbol table (tools/lib).
 $(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c $(READ_A) $(LIB_A)
