@@ -82,8 +82,9 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: jitherald %s [-q] [--strict] FILE\n", cmd);
-        return 2;
+        char line[64];
+        snprintf(line, sizeof line, "usage: jitherald %s [-q] [--strict] FILE", cmd);
+        return jhc_usage_error(cmd, line);
     }
     uint8_t *data;
     size_t len;
