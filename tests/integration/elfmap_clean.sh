@@ -56,12 +56,15 @@ JITHERALD_DIR=$T/nonexistent "$CLI" clean --dry-run | grep -q 'nothing to clean'
 # Without DIR, /tmp's perf maps (and the jitdumps and jitted-PID-N.so other VMs leave
 # there) are cleaned too, our own only. Listed with --dry-run: removing for real would take
 # other runs' files from the shared /tmp.
-tmpmap=/tmp/perf-$dead.map
-[ ! -e "$tmpmap" ] || fail "$tmpmap exists before the test"
-at_exit "rm -f $tmpmap /tmp/jitted-$dead-7.so"
-touch "$tmpmap" "/tmp/jitted-$dead-7.so"
+while :; do    # a gone pid whose names in /tmp are free (stale maps of others abound)
+    true & tdead=$!; wait $tdead
+    [ -e "/tmp/perf-$tdead.map" ] || [ -e "/tmp/jitted-$tdead-7.so" ] || break
+done
+tmpmap=/tmp/perf-$tdead.map
+at_exit "rm -f $tmpmap /tmp/jitted-$tdead-7.so"
+touch "$tmpmap" "/tmp/jitted-$tdead-7.so"
 JITHERALD_DIR=$T/d "$CLI" clean --dry-run > out
-grep -qx "would remove $tmpmap" out && grep -qx "would remove /tmp/jitted-$dead-7.so" out ||
+grep -qx "would remove $tmpmap" out && grep -qx "would remove /tmp/jitted-$tdead-7.so" out ||
     fail "clean does not list /tmp's files of a gone process: $(cat out)"
 if [ "$(id -u)" = 0 ]; then
     chown nobody "$tmpmap"
