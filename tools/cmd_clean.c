@@ -22,9 +22,10 @@
  *     process started before the file was last written (else the pid was reused);
  *   - a file some live process maps is kept, whatever its name says: a fork child runs on
  *     in its exited parent's image (jit-PARENT-N.elf), and perf could no longer name that
- *     code once the file is gone. Mappings are read from /proc/PID/maps (device and inode,
- *     and the path); a process of this user whose mappings cannot be read might map any of
- *     the files, so they are all kept and the command says so;
+ *     code once the file is gone. Mappings are read from /proc/PID/maps (procs.c); a
+ *     process of this user that started after the file was made and whose mappings cannot
+ *     be read (it is not dumpable) might map it, so the file is kept and the command names
+ *     that process;
  *   - with --age SECONDS, files written less than that ago are kept too (a profile taken
  *     today may still be reported); by default there is no such grace.
  * The size counted is what a file takes on disk (images are sparse).
