@@ -98,12 +98,15 @@ all: lib cli examples man
 
 lib: $(LIB_A) $(LIB_SO) $(BUILD)/jitherald.pc $(RUN_SO)
 cli: $(CLI)
-# The man pages are made from the CLI's --help and the header (scripts/mkman.sh), never
-# written by hand, so they cannot drift from either.
-man: $(BUILD)/man/jitherald.1
-$(BUILD)/man/jitherald.1: $(CLI) include/jitherald.h scripts/mkman.sh
+# The man pages are written by hand (docs/man/): tests/integration/man_pages.sh lints them
+# and fails when the header or the CLI has a function, constant, command, option or
+# variable they lack. $(BUILD)/man/ holds them and a link jh_NAME.3 -> jitherald.3 per
+# function (scripts/mkman.sh), which `man -l` follows from anywhere.
+MAN_SRC := docs/man/jitherald.1 docs/man/jitherald.3
+man: $(BUILD)/man/jitherald.3
+$(BUILD)/man/jitherald.3: $(MAN_SRC) scripts/mkman.sh
 	$(call msg,MAN,$(@D))
-	$(Q)rm -rf $(@D) && scripts/mkman.sh $(CLI) include/jitherald.h $(@D)
+	$(Q)rm -rf $(@D) && scripts/mkman.sh docs/man $(@D)
 examples: $(EXAMPLES)
 tests: $(UNIT_BIN) $(FUZZ_BIN) all
 
@@ -295,7 +298,9 @@ install: all install-llvm
 	install -m 755 $(CLI) $(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3
 	install -m 644 $(BUILD)/man/jitherald.1 $(DESTDIR)$(MANDIR)/man1/
-	install -m 644 $(BUILD)/man/*.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 644 $(BUILD)/man/jitherald.3 $(DESTDIR)$(MANDIR)/man3/
+	for f in $(BUILD)/man/jh_*.3; do \
+	    ln -sf jitherald.3 $(DESTDIR)$(MANDIR)/man3/$${f##*/} || exit 1; done
 	install -d $(DESTDIR)$(LUADIR)
 	sed -e 's|@LIBDIR@|$(LIBDIR)|' adapters/luajit/jitherald.lua > $(DESTDIR)$(LUADIR)/jitherald.lua
 	chmod 644 $(DESTDIR)$(LUADIR)/jitherald.lua

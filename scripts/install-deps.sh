@@ -12,7 +12,7 @@ SUDO=
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-    build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db \
+    build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db mandoc \
     gdb lldb valgrind linux-perf \
     llvm-14 llvm-14-dev clang-14 libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev \
     chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2 \

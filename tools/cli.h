@@ -29,6 +29,11 @@ int jhc_cmd_run(int argc, char **argv);       /* cmd_run.c: a command with the p
  * too (inspect). */
 int jhc_check_file(const char *cmd, int argc, char **argv, bool print);
 
+/* main.c: the end of every usage error (after the line saying what was wrong): the
+ * command's one usage line and "see 'jitherald CMD --help'" (cmd NULL: jitherald's own).
+ * Returns 2, the exit status of a usage error. */
+int jhc_usage_error(const char *cmd, const char *usage_line);
+
 /* main.c: "jitherald CMD: PATH: not WANT: it is <kind> (read it with `...`)", the kind
  * found from the file's first bytes p[0..n). */
 void jhc_wrong_kind(const char *cmd, const char *path, const char *want, const uint8_t *p,

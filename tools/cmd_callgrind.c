@@ -26,10 +26,11 @@
 #include "lib/filekind.h"
 #include "lib/files.h"
 
-static int usage(FILE *f)
+#define USAGE "usage: jitherald callgrind [--jitdump FILE]... [--map FILE]... IN... OUT|DIR"
+
+static int help(void)
 {
-    fprintf(f,
-            "usage: jitherald callgrind [--jitdump FILE]... [--map FILE]... IN OUT\n"
+    printf("usage: jitherald callgrind [--jitdump FILE]... [--map FILE]... IN OUT\n"
             "       jitherald callgrind [--jitdump FILE]... [--map FILE]... IN... DIR\n"
             "Name JIT code in a callgrind.out (or cachegrind.out) file: functions callgrind\n"
             "shows as bare addresses get their name, source file and lines from the jitdump\n"
@@ -38,10 +39,11 @@ static int usage(FILE *f)
             "else /tmp/perf-PID.map, PID being the one recorded in IN; a file found that way\n"
             "is read only if it is yours, not a symbolic link, and at most 1 GiB. Several INs\n"
             "(the parts of callgrind.out.PID.N, the threads of --separate-threads=yes): each is\n"
-            "written to DIR under its own name. Every call and cost is kept.\n"
+            "written to DIR under its own name. Every call and cost is kept. OUT - is\n"
+            "standard output.\n"
             "Exit 1 when IN is not a callgrind/cachegrind profile or a file given is\n"
             "malformed, 2 when a file cannot be read or written.\n");
-    return f == stdout ? 0 : 2;
+    return 0;
 }
 
 /* Files found by the profile's pid, in places other users can write to: at most this big
@@ -109,6 +111,23 @@ static int guess_syms(struct jhr_syms *s, const char *in, const uint8_t *text, s
     return 0;
 }
 
+/* OUT "-" is standard output, as everywhere in the CLI. */
+static bool is_stdout(const char *path) { return !strcmp(path, "-"); }
+
+/* Write n bytes to OUT; 0, or errno (with the message printed). */
+static int write_out(const char *outp, const void *p, size_t n)
+{
+    errno = 0;
+    FILE *f = is_stdout(outp) ? stdout : fopen(outp, "w");
+    int err = !f ? errno : fwrite(p, 1, n, f) != n ? (errno ? errno : EIO) : 0;
+    if (f && (f == stdout ? fflush(f) : fclose(f)) != 0 && !err)
+        err = errno ? errno : EIO;
+    if (err)
+        fprintf(stderr, "jitherald callgrind: %s: %s\n",
+                is_stdout(outp) ? "standard output" : outp, strerror(err));
+    return err;
+}
+
 /* Rewrite IN into OUT with the given symbols (or, when given is NULL, those its process
  * left). An exit status. */
 static int rewrite(const struct jhr_syms *given, const char *in, const char *outp)
@@ -122,11 +141,8 @@ static int rewrite(const struct jhr_syms *given, const char *in, const char *out
     }
     if (len == 0) {         /* the base file --separate-threads=yes leaves empty */
         free(text);
-        FILE *f = fopen(outp, "w");
-        if (!f || fclose(f) != 0) {
-            fprintf(stderr, "jitherald callgrind: %s: %s\n", outp, strerror(errno));
+        if (write_out(outp, "", 0))
             return 2;
-        }
         fprintf(stderr, "jitherald callgrind: %s: empty, as callgrind leaves the base file "
                 "with --separate-threads=yes\n", in);
         return 0;
@@ -162,14 +178,11 @@ static int rewrite(const struct jhr_syms *given, const char *in, const char *out
     free(text);
     jhr_syms_free(&guessed);
     int rc = 0;
-    FILE *f = NULL;
     if (err) {
         fprintf(stderr, "jitherald callgrind: %s: %s\n", in,
                 err == JH_EFORMAT ? "not a callgrind/cachegrind profile" : jh_strerror(err));
         rc = err == JH_EFORMAT ? 1 : 2;
-    } else if (!(f = fopen(outp, "w")) || fwrite(ob.p, 1, ob.len, f) != ob.len ||
-               fclose(f) != 0) {
-        fprintf(stderr, "jitherald callgrind: %s: %s\n", outp, strerror(errno));
+    } else if (write_out(outp, ob.p, ob.len)) {
         rc = 2;
     } else {
         fprintf(stderr, "jitherald callgrind: %s: %zu address-named blocks named, %zu calls "
@@ -196,7 +209,7 @@ int jhc_cmd_callgrind(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if ((!strcmp(argv[i], "--jitdump") || !strcmp(argv[i], "--map")) && i + 1 == argc) {
             fprintf(stderr, "jitherald callgrind: %s needs a FILE\n", argv[i]);
-            rc = usage(stderr);
+            rc = jhc_usage_error("callgrind", USAGE);
             goto out;
         } else if (!strcmp(argv[i], "--jitdump") || !strcmp(argv[i], "--map")) {
             /* a file given and unusable ends the command: naming nothing would pass for
@@ -209,23 +222,25 @@ int jhc_cmd_callgrind(int argc, char **argv)
             explicit_src = true;
             i++;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            rc = usage(stdout);
+            rc = help();
             goto out;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "jitherald callgrind: unknown option %s\n", argv[i]);
-            rc = usage(stderr);
+            rc = jhc_usage_error("callgrind", USAGE);
             goto out;
         } else {
             pos[npos++] = argv[i];
         }
     }
     if (npos < 2) {
-        rc = usage(stderr);
+        if (npos == 1)
+            fprintf(stderr, "jitherald callgrind: no OUT after %s\n", pos[0]);
+        rc = jhc_usage_error("callgrind", USAGE);
         goto out;
     }
     const char *dest = pos[npos - 1];
-    bool to_dir = npos > 2 || is_dir(dest);
-    if (npos > 2 && !is_dir(dest)) {
+    bool to_dir = npos > 2 || (!is_stdout(dest) && is_dir(dest));
+    if (npos > 2 && (is_stdout(dest) || !is_dir(dest))) {
         fprintf(stderr, "jitherald callgrind: %s: not a directory (several inputs go to a "
                 "directory, each under its own name)\n", dest);
         goto out;

@@ -65,7 +65,9 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
             printf("usage: jitherald %s [-q] [--strict] FILE\n%s\n  FILE: a jitdump "
                    "(jit-<pid>.dump) or a perf map (perf-<pid>.map)\n  -q: no warnings, no "
                    "summary\n  --strict: the quirks perf accepts are errors too\nExit 1 at "
-                   "the first problem perf would have with the file, named on stderr.\n", cmd,
+                   "the first problem perf would have with the file, named on stderr. A\n"
+                   "jitdump cut short in its last record (its writer stopped) is a warning\n"
+                   "naming the records perf can use.\n", cmd,
                    print ? "Print a jitdump or perf map record by record, checked as perf "
                            "reads it." :
                            "Check a jitdump or perf map as perf reads it.");
@@ -82,8 +84,9 @@ int jhc_check_file(const char *cmd, int argc, char **argv, bool print)
         }
     }
     if (!path) {
-        fprintf(stderr, "usage: jitherald %s [-q] [--strict] FILE\n", cmd);
-        return 2;
+        char line[64];
+        snprintf(line, sizeof line, "usage: jitherald %s [-q] [--strict] FILE", cmd);
+        return jhc_usage_error(cmd, line);
     }
     uint8_t *data;
     size_t len;

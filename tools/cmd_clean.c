@@ -1,27 +1,39 @@
 /*
- * cmd_clean.c — `jitherald clean [DIR]`: remove the elfmap images (jit-PID-N.elf, and older
- * generations in jit-PID-gK/ directories), jitdump files (jit-PID.dump) and audit logs
- * (ENGINE-PID.jhlog, ENGINE-PID-N.jhlog) of processes that are gone, once nobody is likely
- * to need them:
+ * cmd_clean.c — `jitherald clean [DIR]`: remove the files that JIT tools leave behind about
+ * processes of this user that are gone:
  *
- *     $ jitherald clean                  # $JITHERALD_DIR, else /tmp/jitherald-UID
- *     removed 412 files (9.8 MiB); kept 20 of running processes, 2 younger than 86400s
+ *     $ jitherald clean                  # $JITHERALD_DIR (else /tmp/jitherald-UID), and /tmp
+ *     kept /tmp/jitherald-1000/jit-4242-1.elf: process 4250 maps it
+ *     removed 412 files (9.8 MiB); kept 20 of running processes, 1 mapped by a running process
  *
- * Why files outlive their process: `perf report` opens jit-PID-N.elf (the mapping's path
- * in perf.data) and `perf inject --jit` reads jit-PID.dump long after the run, so the
- * channels never delete them. The policy, in this order:
- *   - only regular files of ours with those name patterns (never symlinks), in a
- *     directory of ours, or in a generation directory of ours (jit-PID-gK, removed once
- *     empty); an image's size is what it takes on disk (they are sparse);
+ * What: in jitherald's directory (or DIR), elfmap images (jit-PID-N.elf, older
+ * generations in jit-PID-gK/ directories), jitdump files (jit-PID.dump), audit logs
+ * (ENGINE-PID.jhlog, ENGINE-PID-N.jhlog), the jitted-PID-N.so files `perf inject --jit`
+ * writes beside a jitdump, and perf maps (perf-PID.map); in /tmp, when no DIR is given,
+ * the perf maps (perf-PID.map: every VM writes its own there, and perf looks for it there),
+ * and the jitdumps some VMs write there (PHP) with their jitted-PID-N.so.
+ *
+ * Why files outlive their process: `perf report` opens jit-PID-N.elf and the perf map,
+ * and `perf inject --jit` reads jit-PID.dump, long after the run, so nothing deletes them
+ * at exit; this command is how they go. The policy, in this order:
+ *   - only regular files of ours (never symlinks) with those names, in a directory of ours
+ *     or in a sticky one (/tmp), or in a generation directory of ours (removed once empty);
  *   - a file whose process still runs is kept. "Still runs" means the pid exists and that
  *     process started before the file was last written (else the pid was reused);
- *   - of the others, files written less than --age ago (default 1 day) are kept, so a
- *     profile taken today still reports; --all removes them whatever their age.
+ *   - a file some live process maps is kept, whatever its name says: a fork child runs on
+ *     in its exited parent's image (jit-PARENT-N.elf), and perf could no longer name that
+ *     code once the file is gone. Mappings are read from /proc/PID/maps (procs.c); a
+ *     process of this user that started after the file was made and whose mappings cannot
+ *     be read (it is not dumpable) might map it, so the file is kept and the command names
+ *     that process;
+ *   - with --age SECONDS, files written less than that ago are kept too (a profile taken
+ *     today may still be reported); by default there is no such grace.
+ * The size counted is what a file takes on disk (images are sparse).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,29 +45,41 @@
 
 #include "cli.h"
 #include "lib/files.h"
+#include "procs.h"
 
-/* "jit-PID-N.elf" (also ".elf.valgrind", a copy elfmap deletes at once unless it died),
- * "jit-PID.dump", or with dirs "jit-PID-gK" (a generation directory): the pid, or 0. */
-static long pid_of(const char *name, bool dirs)
+#define USAGE "usage: jitherald clean [--dry-run] [--age SECONDS] [DIR]"
+
+/* The kinds of files, and which of them a directory may hold. */
+enum {
+    K_IMAGE = 1 << 0,           /* jit-PID-N.elf, jit-PID-N.elf.valgrind */
+    K_DUMP = 1 << 1,            /* jit-PID.dump */
+    K_LOG = 1 << 2,             /* ENGINE-PID.jhlog, ENGINE-PID-N.jhlog */
+    K_JITTED = 1 << 3,          /* jitted-PID-N.so (perf inject --jit) */
+    K_MAP = 1 << 4,             /* perf-PID.map */
+    K_ALL = 0x1f,
+    K_TMP = K_DUMP | K_JITTED | K_MAP,  /* what /tmp holds */
+};
+
+/* "PREFIX<digits>" at s: the number, *end after it; 0 if none (or not a pid). */
+static long num_after(const char *s, const char *prefix, const char **end)
 {
-    if (strncmp(name, "jit-", 4))
+    size_t n = strlen(prefix);
+    if (strncmp(s, prefix, n) || s[n] < '0' || s[n] > '9')
         return 0;
-    char *end;
-    long pid = strtol(name + 4, &end, 10);
-    if (pid <= 0 || end == name + 4)
-        return 0;
-    if (dirs) {
-        if (end[0] != '-' || end[1] != 'g' || end[2] < '0' || end[2] > '9')
-            return 0;
-        strtoull(end + 2, &end, 10);
-        return *end ? 0 : pid;
-    }
-    if (!strcmp(end, ".dump"))
-        return pid;
-    if (*end != '-' || end[1] < '0' || end[1] > '9')
-        return 0;
-    strtoull(end + 1, &end, 10);
-    return !strcmp(end, ".elf") || !strcmp(end, ".elf.valgrind") ? pid : 0;
+    char *e;
+    long v = strtol(s + n, &e, 10);
+    *end = e;
+    return v > 0 && v <= INT_MAX ? v : 0;
+}
+
+/* "-<digits>" at s followed by exactly tail: true. */
+static bool dash_num_then(const char *s, const char *tail)
+{
+    if (s[0] != '-' || s[1] < '0' || s[1] > '9')
+        return false;
+    char *e;
+    strtoull(s + 1, &e, 10);
+    return !strcmp(e, tail);
 }
 
 /* "ENGINE-PID.jhlog" or "ENGINE-PID-N.jhlog" (src/channels/auditlog.c): the engine name
@@ -83,68 +107,79 @@ static long jhlog_pids(const char *name, long *b)
     return num[0];
 }
 
-static time_t boot_time(void)
+/* The kind of a file name among kinds, its pid (and a second candidate, for logs); 0. */
+static int kind_of(const char *name, int kinds, long *pid, long *pid2)
 {
-    FILE *f = fopen("/proc/stat", "r");
-    char line[256];
-    long long bt = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "btime %lld", &bt) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return (time_t)bt;
+    const char *e;
+    *pid2 = 0;
+    if ((*pid = num_after(name, "jit-", &e))) {
+        if ((kinds & K_DUMP) && !strcmp(e, ".dump"))
+            return K_DUMP;
+        if ((kinds & K_IMAGE) && (dash_num_then(e, ".elf") || dash_num_then(e, ".elf.valgrind")))
+            return K_IMAGE;
+    } else if ((*pid = num_after(name, "jitted-", &e))) {
+        if ((kinds & K_JITTED) && dash_num_then(e, ".so"))
+            return K_JITTED;
+    } else if ((*pid = num_after(name, "perf-", &e))) {
+        if ((kinds & K_MAP) && !strcmp(e, ".map"))
+            return K_MAP;
+    } else if ((kinds & K_LOG) && (*pid = jhlog_pids(name, pid2))) {
+        return K_LOG;
+    }
+    return 0;
 }
 
-/* When did process pid start (seconds since the epoch)? 0 if unknown. */
-static time_t start_time(long pid, time_t btime)
+/* A name this command may remove (a mapping's path is worth keeping for it). */
+static bool any_kind(const char *name)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = 0;
-    /* Field 22, counted after the ")" that ends the command name (which may hold spaces). */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    unsigned long long ticks = 0;
-    int field = 2;
-    for (char *tok = strtok(p + 1, " "); tok; tok = strtok(NULL, " "))
-        if (++field == 22) {
-            ticks = strtoull(tok, NULL, 10);
-            break;
-        }
-    long hz = sysconf(_SC_CLK_TCK);
-    return btime && hz > 0 ? btime + (time_t)(ticks / (unsigned long long)hz) : 0;
+    long pid, pid2;
+    return kind_of(name, K_ALL, &pid, &pid2) != 0;
 }
 
-/* Is the process that wrote a file at mtime still running? */
-static bool running(long pid, time_t mtime, time_t btime)
+/* "jit-PID-gK", a directory of older image generations: the pid, or 0. */
+static long generation_dir(const char *name)
 {
-    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
-        return false;
-    time_t st = start_time(pid, btime);
-    /* started after the file was last written: the pid was reused (1 s of slack for the
-     * coarse clocks) */
-    return !(st && st > mtime + 1);
+    const char *e;
+    long pid = num_after(name, "jit-", &e);
+    if (!pid || e[0] != '-' || e[1] != 'g' || e[2] < '0' || e[2] > '9')
+        return 0;
+    char *end;
+    strtoull(e + 2, &end, 10);
+    return *end ? 0 : pid;
+}
+
+/* When was the file made (statx's birth time)? 0 if the file system does not say. */
+static time_t birth_time(int dfd, const char *name)
+{
+    struct statx sx;
+    if (statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx) != 0 ||
+        !(sx.stx_mask & STATX_BTIME))
+        return 0;
+    return (time_t)sx.stx_btime.tv_sec;
 }
 
 struct tally {
     time_t now, btime;
     long long age;
     bool dry;
-    size_t removed, kept_running, kept_recent, failed;
+    struct jhc_mapped maps;
+    bool scanned;               /* maps read (once, when the first file may go) */
+    size_t removed, kept_running, kept_recent, kept_mapped, kept_unknown, failed;
+    long unknown_pid;           /* one process that kept files kept_unknown */
     unsigned long long bytes;
 };
 
-/* The files of one directory (only pid's if pid). */
-static void sweep(struct tally *t, int dfd, const char *dir, long only)
+/* Is DIR one we may clean in: ours, or sticky (others' files there are not ours to
+ * remove, and ours cannot be swapped behind our back)? */
+static bool may_clean_in(const struct stat *st)
+{
+    return st->st_uid == geteuid() || (st->st_mode & S_ISVTX);
+}
+
+/* The files of one directory (dfd, shown as dir; real: its absolute path, for
+ * comparing with mapped paths) of the given kinds; only pid's if only. */
+static void sweep(struct tally *t, int dfd, const char *dir, const char *real, int kinds,
+                  long only)
 {
     int fd = dup(dfd);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -155,21 +190,38 @@ static void sweep(struct tally *t, int dfd, const char *dir, long only)
     }
     struct dirent *de;
     while ((de = readdir(d))) {
-        long pid = pid_of(de->d_name, false), pid2 = 0;
-        if (!pid && !only)
-            pid = jhlog_pids(de->d_name, &pid2);
+        long pid, pid2;
         struct stat st;
-        if (!pid || (only && pid != only) ||
+        if (!kind_of(de->d_name, kinds, &pid, &pid2) || (only && pid != only) ||
             fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISREG(st.st_mode) || st.st_uid != geteuid())
             continue;
-        if (running(pid, st.st_mtime, t->btime) ||
-            (pid2 && running(pid2, st.st_mtime, t->btime))) {
+        if (jhc_running(pid, st.st_mtime, t->btime) ||
+            (pid2 && jhc_running(pid2, st.st_mtime, t->btime))) {
             t->kept_running++;
             continue;
         }
         if (t->now - st.st_mtime < t->age) {
             t->kept_recent++;
+            continue;
+        }
+        char path[PATH_MAX + 256];
+        snprintf(path, sizeof path, "%s/%s", real, de->d_name);
+        if (!t->scanned)
+            jhc_mapped_scan(&t->maps, t->btime, any_kind);
+        t->scanned = true;
+        long by = jhc_mapped_by(&t->maps, &st, path);
+        if (by) {
+            printf("kept %s/%s: process %ld maps it\n", dir, de->d_name, by);
+            t->kept_mapped++;
+            continue;
+        }
+        if ((by = jhc_unread_may_map(&t->maps, birth_time(dfd, de->d_name)))) {
+            if (by > 0)
+                printf("kept %s/%s: process %ld may map it (its mappings cannot be read)\n",
+                       dir, de->d_name, by);
+            t->kept_unknown++;
+            t->unknown_pid = by;
             continue;
         }
         if (t->dry) {
@@ -185,84 +237,27 @@ static void sweep(struct tally *t, int dfd, const char *dir, long only)
     closedir(d);
 }
 
-static int usage(FILE *f)
+/* One directory: its files, then its generation directories (jit-PID-gK). dfd is
+ * consumed. */
+static void clean_dir(struct tally *t, int dfd, const char *dir, int kinds)
 {
-    fprintf(f, "usage: jitherald clean [--dry-run] [--all | --age SECONDS] [DIR]\n"
-            "Remove elfmap images (jit-PID-N.elf, jit-PID-gK/), jitdump files (jit-PID.dump)\n"
-            "and audit logs (ENGINE-PID.jhlog) of processes that are gone and that were last\n"
-            "written more than --age seconds ago (default 86400; --all: any age). Only your\n"
-            "own regular files in your own DIR. DIR: $JITHERALD_DIR, else /tmp/jitherald-UID;\n"
-            "when that default does not exist there is nothing to clean (exit 0), a DIR\n"
-            "given that does not exist is an error (exit 2).\n"
-            "  -n, --dry-run     list what would be removed\n");
-    return f == stdout ? 0 : 2;
-}
-
-int jhc_cmd_clean(int argc, char **argv)
-{
-    const char *dir = NULL;
-    bool dry = false;
-    long long age = 86400;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--dry-run") || !strcmp(argv[i], "-n")) {
-            dry = true;
-        } else if (!strcmp(argv[i], "--all")) {
-            age = 0;
-        } else if (!strcmp(argv[i], "--age")) {
-            if (i + 1 == argc) {
-                fprintf(stderr, "jitherald clean: --age needs a number of seconds\n");
-                return usage(stderr);
-            }
-            char *end;
-            age = strtoll(argv[++i], &end, 10);
-            if (*end || age < 0) {
-                fprintf(stderr, "jitherald clean: --age %s: not a number of seconds\n", argv[i]);
-                return usage(stderr);
-            }
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            return usage(stdout);
-        } else if (argv[i][0] == '-') {
-            fprintf(stderr, "jitherald clean: unknown option %s\n", argv[i]);
-            return usage(stderr);
-        } else if (dir) {
-            fprintf(stderr, "jitherald clean: one DIR at a time (%s and %s)\n", dir, argv[i]);
-            return usage(stderr);
-        } else {
-            dir = argv[i];
-        }
-    }
-    char def[4096];
-    bool given = dir != NULL;
-    if (!dir) {
-        jhr_dir(def, sizeof def);
-        dir = def;
-    }
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat dst;
-    if (dfd < 0 || fstat(dfd, &dst) != 0) {
-        if (errno == ENOENT && !given) {
-            printf("%s: nothing to clean\n", dir);
-            return 0;
-        }
-        fprintf(stderr, "jitherald clean: %s: %s\n", dir, strerror(errno));
-        return 2;
-    }
-    if (dst.st_uid != geteuid()) {
-        fprintf(stderr, "jitherald clean: %s is not ours; not touching it\n", dir);
-        close(dfd);
-        return 2;
-    }
-    DIR *d = fdopendir(dfd);
+    char real[PATH_MAX], fdpath[64];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", dfd);
+    ssize_t n = readlink(fdpath, real, sizeof real - 1);
+    if (n <= 0)
+        snprintf(real, sizeof real, "%s", dir);
+    else
+        real[n] = 0;
+    sweep(t, dfd, dir, real, kinds, 0);
+    DIR *d = (kinds & K_IMAGE) ? fdopendir(dfd) : NULL;
     if (!d) {
         close(dfd);
-        return 2;
+        return;
     }
-    struct tally t = { .now = time(NULL), .btime = boot_time(), .age = age, .dry = dry };
-    sweep(&t, dfd, dir, 0);
-    rewinddir(d);
+    rewinddir(d);               /* sweep read it through a dup, which shares the offset */
     struct dirent *de;
     while ((de = readdir(d))) {
-        long pid = pid_of(de->d_name, true);
+        long pid = generation_dir(de->d_name);
         struct stat st;
         if (!pid || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
             !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
@@ -270,16 +265,132 @@ int jhc_cmd_clean(int argc, char **argv)
         int gfd = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (gfd < 0)
             continue;
-        char sub[8192];
+        char sub[PATH_MAX + 256], realsub[PATH_MAX + 256];
         snprintf(sub, sizeof sub, "%s/%s", dir, de->d_name);
-        sweep(&t, gfd, sub, pid);
+        snprintf(realsub, sizeof realsub, "%s/%s", real, de->d_name);
+        sweep(t, gfd, sub, realsub, K_IMAGE, pid);
         close(gfd);
-        if (!dry)
+        if (!t->dry)
             unlinkat(dfd, de->d_name, AT_REMOVEDIR);    /* once empty */
     }
     closedir(d);
-    printf("%s %zu files (%.1f MiB); kept %zu of running processes, %zu younger than %llds\n",
-           dry ? "would remove" : "removed", t.removed, (double)t.bytes / 1048576.0,
-           t.kept_running, t.kept_recent, age);
+}
+
+/* Open dir for cleaning: an fd, or -errno (said on stderr, except a missing directory
+ * when missing_ok). *st is its. */
+static int open_dir(const char *dir, struct stat *st, bool missing_ok)
+{
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0 || fstat(dfd, st) != 0) {
+        int err = errno;
+        if (!(missing_ok && err == ENOENT))
+            fprintf(stderr, "jitherald clean: %s: %s\n", dir, strerror(err));
+        if (dfd >= 0)
+            close(dfd);
+        return -err;
+    }
+    if (!may_clean_in(st)) {
+        fprintf(stderr, "jitherald clean: %s is not ours; not touching it\n", dir);
+        close(dfd);
+        return -EPERM;
+    }
+    return dfd;
+}
+
+static int help(void)
+{
+    printf(USAGE "\n"
+           "Remove the files JIT tools leave about processes of yours that are gone: elfmap\n"
+           "images (jit-PID-N.elf, jit-PID-gK/), jitdump files (jit-PID.dump), audit logs\n"
+           "(ENGINE-PID.jhlog), the jitted-PID-N.so files perf inject --jit writes beside a\n"
+           "jitdump, and perf maps (perf-PID.map). A file that a live process still maps (a\n"
+           "fork child running in its parent's image) is kept. Only your own regular files.\n"
+           "DIR: where to clean (a directory of yours, or a sticky one such as /tmp); by\n"
+           "default $JITHERALD_DIR, else /tmp/jitherald-UID, and in /tmp the perf maps,\n"
+           "jitdumps and jitted-PID-N.so. A default directory that does not exist has nothing\n"
+           "to clean (exit 0); a DIR given that does not exist is an error (exit 2).\n"
+           "  -n, --dry-run     list what would be removed\n"
+           "  --age SECONDS     keep files written less than SECONDS ago (default 0)\n"
+           "  --all             the default: any age (for scripts written for --age)\n");
+    return 0;
+}
+
+static int bad_usage(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "jitherald clean: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+    return jhc_usage_error("clean", USAGE);
+}
+
+int jhc_cmd_clean(int argc, char **argv)
+{
+    const char *dir = NULL;
+    bool dry = false;
+    long long age = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--dry-run") || !strcmp(argv[i], "-n")) {
+            dry = true;
+        } else if (!strcmp(argv[i], "--all")) {
+            age = 0;
+        } else if (!strcmp(argv[i], "--age")) {
+            if (i + 1 == argc)
+                return bad_usage("--age needs a number of seconds%s%s", "", "");
+            char *end;
+            age = strtoll(argv[++i], &end, 10);
+            if (*end || !*argv[i] || age < 0)
+                return bad_usage("--age %s: not a number of seconds%s", argv[i], "");
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            return help();
+        } else if (argv[i][0] == '-') {
+            return bad_usage("unknown option %s%s", argv[i], "");
+        } else if (dir) {
+            return bad_usage("one DIR at a time (%s and %s)", dir, argv[i]);
+        } else {
+            dir = argv[i];
+        }
+    }
+    struct tally t = { .now = time(NULL), .btime = jhc_boot_time(), .age = age, .dry = dry };
+    struct stat dst, tst;
+    if (dir) {
+        int dfd = open_dir(dir, &dst, false);
+        if (dfd < 0)
+            return 2;
+        clean_dir(&t, dfd, dir, K_ALL);
+    } else {
+        char def[PATH_MAX];
+        jhr_dir(def, sizeof def);
+        int dfd = open_dir(def, &dst, true);
+        if (dfd == -ENOENT)
+            printf("%s: nothing to clean\n", def);
+        else if (dfd < 0)
+            return 2;
+        else
+            clean_dir(&t, dfd, def, K_ALL);
+        /* and the perf maps (and others' jitdumps) in /tmp, unless that is jitherald's
+         * directory itself; sticky as it is, only our own files there are touched */
+        int tfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (tfd >= 0 && (fstat(tfd, &tst) != 0 || !may_clean_in(&tst) ||
+                         (dfd >= 0 && tst.st_dev == dst.st_dev && tst.st_ino == dst.st_ino)))
+            close(tfd);
+        else if (tfd >= 0)
+            clean_dir(&t, tfd, "/tmp", K_TMP);
+    }
+    if (t.kept_unknown && t.unknown_pid < 0)
+        fprintf(stderr, "jitherald clean: out of memory reading which files processes map: "
+                "kept %zu files\n", t.kept_unknown);
+    else if (t.kept_unknown)
+        fprintf(stderr, "jitherald clean: kept %zu files that process %ld%s may map: "
+                "/proc/%ld/maps cannot be read\n", t.kept_unknown, t.unknown_pid,
+                t.maps.nunread > 1 ? " (or another)" : "", t.unknown_pid);
+    printf("%s %zu files (%.1f MiB); kept %zu of running processes, %zu mapped by a running "
+           "process", dry ? "would remove" : "removed", t.removed, (double)t.bytes / 1048576.0,
+           t.kept_running, t.kept_mapped);
+    if (age)
+        printf(", %zu younger than %llds", t.kept_recent, age);
+    if (t.kept_unknown)
+        printf(", %zu that a process may map", t.kept_unknown);
+    printf("\n");
+    jhc_mapped_free(&t.maps);
     return t.failed ? 1 : 0;
 }

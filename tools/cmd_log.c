@@ -25,10 +25,11 @@
 #include "lib/filekind.h"
 #include "log_present.h"
 
-static int usage(FILE *f)
+#define USAGE "usage: jitherald log FILE [COMMAND [ARG]] [options]"
+
+static int help(void)
 {
-    fprintf(f,
-        "usage: jitherald log FILE [COMMAND] [options]\n"
+    printf(USAGE "\n"
         "commands:\n"
         "  info              what the log holds, and whether it was closed or cut by a crash\n"
         "                    (the default)\n"
@@ -53,10 +54,10 @@ static int usage(FILE *f)
         "  --no-source       do not read the source files the line tables name\n"
         "  --source-dir DIR  read the sources the log names under DIR (repeatable; default:\n"
         "                    the current directory only, whatever else the log names)\n"
-        "  -o FILE           output file (default: standard output)\n"
+        "  -o FILE           output file (default, and -o -: standard output)\n"
         "exit status: 1 when NAME or ADDR matches nothing in the log, or FILE is not an\n"
         "audit log; 2 for a usage error or a file that cannot be read or written.\n");
-    return f == stdout ? 0 : 2;
+    return 0;
 }
 
 /* The commands, and how many arguments each takes: 0 none, 1 one, -1 one or none. */
@@ -73,7 +74,32 @@ static int bad_usage(const char *fmt, const char *a)
     fprintf(stderr, "jitherald log: ");
     fprintf(stderr, fmt, a);
     fprintf(stderr, "\n");
-    return usage(stderr);
+    return jhc_usage_error("log", USAGE);
+}
+
+/* cmds[] index of name, or -1. */
+static int find_cmd(const char *name)
+{
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++)
+        if (!strcmp(name, cmds[k].name))
+            return (int)k;
+    return -1;
+}
+
+/* `jitherald log report x.jhlog`, perf's order (`perf report -i FILE`): the command came
+ * first and no file has its name. One line with the order that works; exit 2. */
+static int wrong_order(const char *const *pos, int npos)
+{
+    if (npos == 1) {
+        fprintf(stderr, "jitherald log: the audit log comes first: jitherald log FILE %s\n",
+                pos[0]);
+        return 2;
+    }
+    fprintf(stderr, "jitherald log: the audit log comes first: jitherald log %s", pos[npos - 1]);
+    for (int k = 0; k < npos - 1; k++)
+        fprintf(stderr, " %s", pos[k]);
+    fprintf(stderr, "\n");
+    return 2;
 }
 
 /* Open FILE as an audit log; an exit status when it is not one (said on stderr). */
@@ -113,12 +139,13 @@ static int open_log(struct jhr_al *lf, const char *file)
 int jhc_cmd_log(int argc, char **argv)
 {
     const char *file = NULL, *cmd = NULL, *arg = NULL, *vm = NULL, *type = NULL, *outpath = NULL;
+    const char *pos[8];                 /* FILE COMMAND ARG, or perf's order */
+    int npos = 0;
     size_t at = SIZE_MAX;
-    int nargs = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help"))
-            return usage(stdout);
+            return help();
         if (!strcmp(a, "--no-source")) {
             jhc_disasm_source = false;
             continue;
@@ -145,27 +172,26 @@ int jhc_cmd_log(int argc, char **argv)
                 return bad_usage("--at %s: not a record number", v);
         } else if (a[0] == '-' && a[1]) {
             return bad_usage("unknown option %s", a);
-        } else if (!file) {
-            file = a;
-        } else if (!cmd) {
-            cmd = a;
-            size_t k = 0, n = sizeof cmds / sizeof cmds[0];
-            while (k < n && strcmp(cmd, cmds[k].name))
-                k++;
-            if (k == n)
-                return bad_usage("unknown command '%s'", cmd);
-            nargs = cmds[k].nargs;
-        } else if (!arg && nargs) {
-            arg = a;
+        } else if (npos < (int)(sizeof pos / sizeof pos[0])) {
+            pos[npos++] = a;
         } else {
             return bad_usage("unexpected argument '%s'", a);
         }
     }
-    if (!file)
-        return usage(stderr);
-    if (!cmd)
-        cmd = "info";
-    if (nargs == 1 && !arg)
+    if (!npos)
+        return bad_usage("no FILE%s", "");
+    if (find_cmd(pos[0]) >= 0 && access(pos[0], F_OK) != 0)
+        return wrong_order(pos, npos);
+    file = pos[0];
+    int k = npos > 1 ? find_cmd(pos[1]) : find_cmd("info");
+    if (k < 0)
+        return bad_usage("unknown command '%s'", pos[1]);
+    cmd = cmds[k].name;
+    int allowed = 2 + (cmds[k].nargs != 0);
+    if (npos > allowed)
+        return bad_usage("unexpected argument '%s'", pos[allowed]);
+    arg = npos > 2 ? pos[2] : NULL;
+    if (cmds[k].nargs == 1 && !arg)
         return bad_usage("%s needs an argument", cmd);
     struct jhr_al lf;
     int orc = open_log(&lf, file);
@@ -174,6 +200,8 @@ int jhc_cmd_log(int argc, char **argv)
     if (!vm && lf.exe && lf.exe[0] && access(lf.exe, R_OK) == 0)
         vm = lf.exe;
     FILE *out = stdout;
+    if (outpath && !strcmp(outpath, "-"))
+        outpath = NULL;                 /* -o -: standard output */
     if (outpath && !(out = fopen(outpath, "w"))) {
         fprintf(stderr, "jitherald log: %s: %s\n", outpath, strerror(errno));
         jhr_al_free(&lf);
@@ -199,29 +227,35 @@ int jhc_cmd_log(int argc, char **argv)
     } else if (!strcmp(cmd, "show")) {
         rc = jhc_log_show(out, &lf, arg, vm, type, at);
     } else if (!strcmp(cmd, "to-perfmap")) {
-        rc = jhc_export_perfmap(&lf, out) < 0 ? 1 : 0;
+        jhc_export_perfmap(&lf, out);           /* fails only writing: see below */
     } else if (!strcmp(cmd, "to-jitdump")) {
         if (out == stdout && isatty(1)) {
             fprintf(stderr, "jitherald log: to-jitdump writes binary: give -o jit-PID.dump\n");
             rc = 2;
         } else {
-            rc = jhc_export_jitdump(&lf, out) < 0 ? 1 : 0;
+            jhc_export_jitdump(&lf, out);
         }
     } else if (!strcmp(cmd, "to-elf")) {
-        rc = jhc_export_elf(&lf, arg, out) < 0 ? 1 : 0;
+        /* DIR or an image in it that cannot be made or written: exit 2, as for -o FILE */
+        rc = jhc_export_elf(&lf, arg, out) < 0 ? 2 : 0;
     } else if (!strcmp(cmd, "report")) {
         char err[512];
         struct jhc_types *dt = vm ? jhc_types_open(vm, err, sizeof err) : NULL;
         if (vm && !dt)
             fprintf(stderr, "jitherald log: %s (structs shown as bytes)\n", err);
-        rc = jhc_report_html(&lf, dt, out) < 0 ? 1 : 0;
+        jhc_report_html(&lf, dt, out);
         jhc_types_close(dt);
     }
-    if (out != stdout && fclose(out) != 0) {
-        fprintf(stderr, "jitherald log: %s: %s\n", outpath, strerror(errno));
+    /* Every view's only failure is a write error, named here: a full disk or a closed
+     * pipe is "a file that cannot be written", exit 2. */
+    errno = 0;
+    int werr = fflush(out) != 0 || ferror(out) ? (errno ? errno : EIO) : 0;
+    if (out != stdout && fclose(out) != 0 && !werr)
+        werr = errno ? errno : EIO;
+    if (werr) {
+        fprintf(stderr, "jitherald log: %s: %s\n", outpath ? outpath : "standard output",
+                strerror(werr));
         rc = 2;
-    } else if (out == stdout) {
-        fflush(stdout);
     }
     jhr_al_free(&lf);
     return rc;

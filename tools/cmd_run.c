@@ -32,17 +32,28 @@
 #endif
 #define RUN_LIB "libjitherald-run.so"
 
-static int usage(FILE *f)
+#define USAGE "usage: jitherald run [-c CHANNELS] -- COMMAND [ARGS...]"
+
+static int help(void)
 {
-    fprintf(f, "usage: jitherald run [-c CHANNELS] -- COMMAND [ARGS...]\n"
+    printf(USAGE "\n"
             "  Runs COMMAND (and every process it starts) with the channels CHANNELS (default\n"
             "  gdb,unwind,elfmap; also auditlog, all) fed from the perf map and the jitdump\n"
             "  the VM writes: /tmp/perf-PID.map, and the jit-PID.dump it maps as perf wants.\n"
             "  Switch those files on with the VM's own option (MVM_JIT_PERF_MAP=1,\n"
             "  node --perf-basic-prof or --perf-prof, erl +JPperf true, ...). Under valgrind\n"
             "  it asks for valgrind's fair thread lock (VALGRIND_OPTS=--fair-sched=try ...), so\n"
-            "  that the thread reading those files is not kept waiting. docs/run.md.\n");
-    return f == stdout ? 0 : 2;
+            "  that the thread reading those files is not kept waiting. docs/run.md.\n"
+            "  -c, --channels=CHANNELS  the channels, comma-separated\n"
+            "Exit status: COMMAND's; 2 for a usage error, 126 or 127 when COMMAND cannot\n"
+            "be run or is not found.\n");
+    return 0;
+}
+
+static int bad_usage(const char *what, const char *arg)
+{
+    fprintf(stderr, "jitherald run: %s%s\n", what, arg);
+    return jhc_usage_error("run", USAGE);
 }
 
 static bool check_channels(const char *s)
@@ -127,18 +138,24 @@ int jhc_cmd_run(int argc, char **argv)
             break;
         }
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
-            return usage(stdout);
-        if (!strcmp(argv[i], "-c") && i + 1 < argc)
+            return help();
+        if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--channels")) && i + 1 < argc)
             channels = argv[++i];
         else if (!strncmp(argv[i], "--channels=", 11))
             channels = argv[i] + 11;
+        else if (!strcmp(argv[i], "-c") || !strcmp(argv[i], "--channels"))
+            return bad_usage(argv[i], " needs CHANNELS");
         else if (argv[i][0] == '-')
-            return usage(stderr);
+            return bad_usage("unknown option ", argv[i]);
         else
             break;              /* the command, without "--" */
     }
-    if (i >= argc || !check_channels(channels) || !*channels)
-        return usage(stderr);
+    if (!*channels)
+        return bad_usage("no channel given", "");
+    if (!check_channels(channels))
+        return jhc_usage_error("run", USAGE);
+    if (i >= argc)
+        return bad_usage("no COMMAND to run", "");
     char lib[PATH_MAX];
     if (!find_lib(lib, sizeof lib)) {
         fprintf(stderr, "jitherald run: %s not found (set JITHERALD_PRELOAD to it)\n", RUN_LIB);

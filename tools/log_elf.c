@@ -71,6 +71,7 @@ struct st {
     struct jh_line *lines;
     size_t lines_cap;
     int err;
+    bool said;                  /* a failure was already named on stderr */
 };
 
 static uint64_t pg_down(uint64_t a) { return a & ~(PAGE - 1); }
@@ -136,8 +137,10 @@ static int write_image(struct st *s, struct win *w)
     }
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
-        fprintf(stderr, "jitherald log: %s: %s\n", path, strerror(errno));
-        return -errno;
+        int e = errno;
+        fprintf(stderr, "jitherald log: %s: %s\n", path, strerror(e));
+        s->said = true;
+        return -e;
     }
     int err = 0;
     for (size_t k = 0; k < w->nmembers && !err; k++) {
@@ -158,6 +161,7 @@ static int write_image(struct st *s, struct win *w)
         err = -errno;
     if (err) {
         fprintf(stderr, "jitherald log: %s: %s\n", path, strerror(-err));
+        s->said = true;
         return err;
     }
     uint8_t id[JH__BUILD_ID_SIZE];
@@ -379,7 +383,7 @@ int jhc_export_elf(const struct jhr_al *lf, const char *dir, FILE *out)
             err = write_image(&s, &s.w[k]);
         win_free(&s.w[k]);
     }
-    if (err && err != -1)
+    if (err && !s.said)
         fprintf(stderr, "jitherald log: to-elf %s: %s\n", dir, strerror(-err));
     for (size_t i = 0; s.fbytes && i < lf->nfns; i++)
         free(s.fbytes[i]);

@@ -48,7 +48,8 @@ struct jh_line;
 void jhc_func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_line *lines);
 
 /* log_elf.c: the elfmap channel's image files, rebuilt into dir with their build-ids;
- * their paths and ids are listed on f. 0, or -1 (message printed). */
+ * their paths and ids are listed on f. 0, or -1 when dir or a file in it could not be
+ * made or written, or memory ran out (message printed). */
 int jhc_export_elf(const struct jhr_al *lf, const char *dir, FILE *f);
 
 /* log_report.c: one self-contained HTML page; dt may be NULL (structs shown as bytes). */

@@ -1,6 +1,7 @@
 /* main.c — `jitherald`: the offline tools. One subcommand per file (cmd_*.c); see cli.h.
- * The table below is the only list of commands: `jitherald --help` prints it, and the man
- * page (scripts/mkman.sh) is made from that output and each command's --help. */
+ * The table below is the only list of commands: `jitherald --help` prints it, and
+ * tests/integration/man_pages.sh fails when jitherald(1) (docs/man/jitherald.1) misses one
+ * of them or an option of one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +22,26 @@ static const struct {
     { "run", "-c CH CMD", "run a VM: its perf map and jitdump feed channels CH", jhc_cmd_run },
 };
 
-static int usage(FILE *f)
+#define USAGE "usage: jitherald COMMAND [ARGS]"
+
+static int help(void)
 {
-    fprintf(f, "usage: jitherald COMMAND [ARGS]\n"
+    FILE *f = stdout;
+    fprintf(f, USAGE "\n"
             "       jitherald COMMAND --help\n"
             "       jitherald --version\n\ncommands:\n");
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         fprintf(f, "  %-9s %-11s %s\n", cmds[i].name, cmds[i].args, cmds[i].help);
     fprintf(f, "\nexit status: 0 success; 1 the input has a problem (named on stderr); "
             "2 usage error,\nor a file that cannot be read or written.\n");
-    return f == stdout ? 0 : 2;
+    return 0;
+}
+
+int jhc_usage_error(const char *cmd, const char *usage_line)
+{
+    fprintf(stderr, "%s\nsee 'jitherald %s%s--help'\n", usage_line, cmd ? cmd : "",
+            cmd ? " " : "");
+    return 2;
 }
 
 void jhc_wrong_kind(const char *cmd, const char *path, const char *want, const uint8_t *p,
@@ -50,7 +61,7 @@ void jhc_wrong_kind(const char *cmd, const char *path, const char *want, const u
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        return usage(stderr);
+        return jhc_usage_error(NULL, USAGE);
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V") ||
         !strcmp(argv[1], "version")) {
         printf("jitherald %s\n", jh_version());
@@ -64,13 +75,13 @@ int main(int argc, char **argv)
                 if (!strcmp(argv[2], cmds[i].name))
                     return cmds[i].fn(2, sub);
             fprintf(stderr, "jitherald: unknown command '%s'\n", argv[2]);
-            return usage(stderr);
+            return jhc_usage_error(NULL, USAGE);
         }
-        return usage(stdout);
+        return help();
     }
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (!strcmp(argv[1], cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "jitherald: unknown command '%s'\n", argv[1]);
-    return usage(stderr);
+    return jhc_usage_error(NULL, USAGE);
 }

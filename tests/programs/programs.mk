@@ -33,6 +33,7 @@ $(eval $(call program,cg_invariants,yes))
 $(eval $(call program,run_vm,yes))
 $(eval $(call program,run_harm,yes))
 $(eval $(call program,unwind_asan,yes))
+$(eval $(call program,clean_fork,yes))
 $(eval $(call program,auditlog_msgpack_walk,$(MSGPACK_PKG),msgpack-c missing (Debian package libmsgpack-dev)))
 $(eval $(call program,unwind_libunwind,$(LIBUNWIND_PKG),libunwind.h missing (Debian package libunwind-dev)))
 $(eval $(call program,unwind_llvm,$(LLVM_LIBUNWIND),LLVM libunwind missing (Debian package libunwind-14)))
@@ -52,6 +53,12 @@ $(PROG_DIR)/jitdump_move: tests/programs/jitdump_move.c $(LIB_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
+
+# A fork child running in its exited parent's elfmap image (elfmap_clean.sh).
+$(PROG_DIR)/clean_fork: tests/programs/clean_fork.c $(LIB_A) $(MJ_A)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
 
 # VMs that know nothing of jitherald: they link neither library (the preload brings them).
 $(PROG_DIR)/run_vm $(PROG_DIR)/run_harm: $(PROG_DIR)/%: tests/programs/%.c

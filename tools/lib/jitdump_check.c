@@ -114,6 +114,9 @@ static const struct { const char *name; bool warns; const char *effect; } quirk[
     [JHR_JDQ_UNWIND_UNMAPPED] = { "unwind-unmapped", true, "perf maps only mapped_size bytes "
                                   "after the code: its DWARF unwinder cannot read the rest" },
     [JHR_JDQ_UNWIND_PAD] = { "unwind-padding", false, "perf ignores them" },
+    [JHR_JDQ_CUT] = { "truncated", true, "perf reads them and stops there (the writer "
+                      "stopped mid-record: V8 buffers its jitdump, so a node run ended by exit "
+                      "or Ctrl-C leaves it so)" },
 };
 
 const char *jhr_jd_quirk_name(enum jhr_jd_quirk q)
@@ -449,6 +452,59 @@ static int record(struct check *k, const struct jhr_jd_rec *rec)
     }
 }
 
+static uint32_t rd32(const struct jhr_jd *r, const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return r->swap ? __builtin_bswap32(v) : v;
+}
+
+/* jhr_jd_next refused the record at r->off: is it the last one, cut short by a writer
+ * that stopped (its prefix cut, or a known record whose size runs past the end), rather
+ * than a malformed one? A LOAD whose fixed part is there must also have room for its code
+ * and a name, so a garbage size is not taken for a cut (r->err then says so). Sets *what
+ * to describe the cut. */
+static bool cut_short(struct jhr_jd *r, char *what, size_t len)
+{
+    size_t left = r->len - r->off;
+    const uint8_t *p = r->data + r->off;
+    if (left < JH__JD_PREFIX_SIZE) {
+        snprintf(what, len, "the file ends %zu bytes into a record's 16-byte prefix", left);
+        return true;
+    }
+    uint32_t id = rd32(r, p), size = rd32(r, p + 4);
+    if (id >= JH__JD_CODE_MAX || size <= left || size > (1u << 30))
+        return false;
+    if (id == JH__JD_CODE_LOAD && left >= JH__JD_LOAD_FIXED) {
+        uint64_t code_size;
+        memcpy(&code_size, p + 40, 8);
+        if (r->swap)
+            code_size = __builtin_bswap64(code_size);
+        if (code_size > size || size - code_size < JH__JD_LOAD_FIXED + 2) {
+            jhr_jd_fail(r, r->off, "LOAD of %" PRIu32 " bytes has code_size "
+                        "%" PRIu64 ", which leaves no room for a name, and runs past the end "
+                        "of the file: malformed", size, code_size);
+            return false;
+        }
+    }
+    snprintf(what, len, "the last record, a %s of %" PRIu32 " bytes, is cut after %zu",
+             rec_name(id), size, left);
+    return true;
+}
+
+/* The file ends inside a record (cut_short): what came before is usable, except a
+ * DEBUG_INFO or UNWINDING_INFO waiting for the LOAD that was cut. */
+static void cut(struct check *k, const char *what)
+{
+    size_t usable = k->st.records - k->have_dbg - k->have_unw;
+    note(k, JHR_JDQ_CUT, k->r->off, "%s: %zu record%s (%zu LOAD)%s usable%s", what, usable,
+         usable == 1 ? "" : "s", k->st.loads, usable == 1 ? " is" : " are",
+         k->have_dbg || k->have_unw ? ", not the DEBUG_INFO or UNWINDING_INFO before it, whose "
+         "LOAD is cut" : "");
+    k->have_dbg = k->have_unw = false;
+    k->closed = true;           /* not a file without CLOSE: a file cut short */
+}
+
 static int walk(struct check *k)
 {
     struct jhr_jd_rec rec;
@@ -467,8 +523,11 @@ static int walk(struct check *k)
         if ((rc = record(k, &rec)))
             return rc;
     }
-    if (rc < 0)
+    char what[160];
+    if (rc < 0 && !cut_short(k->r, what, sizeof what))
         return rc;
+    if (rc < 0)
+        cut(k, what);
     if (k->have_dbg || k->have_unw)
         return jhr_jd_fail(k->r, k->have_dbg ? k->dbg.off : k->unw.off, "%s at the end of the "
                            "file with no LOAD after it", k->have_dbg ? "DEBUG_INFO" :

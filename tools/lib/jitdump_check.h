@@ -14,6 +14,12 @@
  * the same. With JHR_JD_STRICT every quirk, including those that hurt nobody (padding,
  * version 0, Erlang's first line in the prologue), is an error: the specification, not
  * perf's tolerance. docs/interop.md has the table of quirks and who writes them.
+ *
+ * A file whose last record is cut short after a valid prefix of whole records is such a
+ * quirk (JHR_JDQ_CUT), not an error: V8 writes its jitdump through a 4 KiB stdio buffer,
+ * so a node run ended by exit or Ctrl-C leaves one, and perf reads the records before the
+ * cut and stops there. A header cut short, or a malformed record with bytes after it, is
+ * still an error.
  */
 #ifndef JHR_JITDUMP_CHECK_H
 #define JHR_JITDUMP_CHECK_H
@@ -45,6 +51,7 @@ enum jhr_jd_quirk {
     JHR_JDQ_UNWIND_EMPTY,       /* UNWINDING_INFO with no .eh_frame (V8) */
     JHR_JDQ_UNWIND_UNMAPPED,    /* mapped_size smaller than the .eh_frame it maps */
     JHR_JDQ_UNWIND_PAD,         /* UNWINDING_INFO bytes after unwinding_size (V8) */
+    JHR_JDQ_CUT,                /* the last record cut short: the writer stopped (V8) */
     JHR_JDQ_COUNT
 };
 
