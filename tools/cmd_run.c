@@ -6,17 +6,13 @@
  *     $ MVM_JIT_PERF_MAP=1 jitherald run -c elfmap -- valgrind --tool=callgrind rakudo x.raku
  *
  * It only sets the environment and execs: LD_PRELOAD (the library first, what was there
- * after it), JITHERALD_RUN (the channels), and VALGRIND_OPTS (--fair-sched=try first, what
- * was there after it, so that an option the user gives wins). Why the last: valgrind runs
- * one thread at a time, and its default lock between them is not fair on a multicore
- * machine (valgrind's coregrind/m_scheduler/sched-lock-generic.c says so): a thread that
- * gives the lock up at a system call, as the follower does a few dozen times per function
- * it announces, waits while the VM's busy threads take it back again and again. Measured
- * with rakudo under callgrind (docs/run.md): 2 to 10 of 11 to 13 map lines announced before
- * exit, and in 4 of 6 runs most JIT instructions left as addresses; with the ticket lock
- * every line, and 98-99.5% of them named. The library is looked for in
- * $JITHERALD_PRELOAD, beside this program (a build tree), in ../lib from it (an install)
- * and in the LIBDIR it was built for.
+ * after it), JITHERALD_RUN (the channels) and JITHERALD_RUN_ROOT (this pid, which the
+ * command keeps: at its exit it says when no process of the run wrote a map). Nothing
+ * else of the command's environment changes: the library hears the VM in the VM's own
+ * threads, so it needs no thread of its own scheduled (it used to ask valgrind for its
+ * fair lock for one). The library is looked for in $JITHERALD_PRELOAD, beside this
+ * program (a build tree), in ../lib from it (an install) and in the LIBDIR it was built
+ * for.
  */
 #include <errno.h>
 #include <limits.h>
@@ -41,9 +37,8 @@ static int help(void)
             "  gdb,unwind,elfmap; also auditlog, all) fed from the perf map and the jitdump\n"
             "  the VM writes: /tmp/perf-PID.map, and the jit-PID.dump it maps as perf wants.\n"
             "  Switch those files on with the VM's own option (MVM_JIT_PERF_MAP=1,\n"
-            "  node --perf-basic-prof or --perf-prof, erl +JPperf true, ...). Under valgrind\n"
-            "  it asks for valgrind's fair thread lock (VALGRIND_OPTS=--fair-sched=try ...), so\n"
-            "  that the thread reading those files is not kept waiting. docs/run.md.\n"
+            "  node --perf-basic-prof or --perf-prof, erl +JPperf true, ...). Each function\n"
+            "  is announced as the VM writes it, before the VM's write returns. docs/run.md.\n"
             "  -c, --channels=CHANNELS  the channels, comma-separated\n"
             "Exit status: COMMAND's; 2 for a usage error, 126 or 127 when COMMAND cannot\n"
             "be run or is not found.\n");
@@ -167,9 +162,13 @@ int jhc_cmd_run(int argc, char **argv)
         return 2;
     }
     int err = prepend_env("LD_PRELOAD", lib, ':');
-    if (!err)
-        err = prepend_env("VALGRIND_OPTS", "--fair-sched=try", ' ');
     if (!err && setenv("JITHERALD_RUN", channels, 1))
+        err = -errno;
+    /* The process the command becomes: it says at its exit when no process of the run
+     * wrote a map or jitdump (the others may be wrappers that never do). */
+    char root[32];
+    snprintf(root, sizeof root, "%d", (int)getpid());
+    if (!err && setenv("JITHERALD_RUN_ROOT", root, 1))
         err = -errno;
     if (err) {
         fprintf(stderr, "jitherald run: setting the environment: %s\n", strerror(-err));
