@@ -14,11 +14,10 @@
  *      record's;
  *   6. debuggers told now (jh_flush) when the code is in anonymous memory, so a stop in
  *      it names it; code the process already has a file for (V8's builtins in node's own
- *      text, 2,400 listed at start) goes in batches: it ran before it was listed anyway;
- *      and a map line when the process writes a jitdump too waits for its LOAD, which
- *      node and Erlang write right after it, before the code runs, with lines and CFI
- *      (registered alone, the line made the LOAD a replacement of code a debugger already
- *      holds: an image rebuilt per function, Erlang 8.6 s against 0.6 s).
+ *      text, 2,400 listed at start) goes in batches: it ran before it was listed anyway.
+ *      (node and Erlang describe code twice, a map line then a jitdump LOAD with lines:
+ *      the LOAD replaces the function the line announced; the gdb channel keeps the
+ *      newest image out of merges, so that costs a one-function image.)
  * While this runs the thread is inside jitherald (hear.c) and its protection keys let it
  * read every page (node tags wasm code with a key of its own).
  */
@@ -128,15 +127,32 @@ static void swap_window(jh_ctx *ctx, uint64_t start, uint64_t end, uint64_t *lo,
     *hi = end + margin > end ? end + margin : UINT64_MAX;
 }
 
-/* Is ctx's code at start the same function, said again? */
-static bool same(jh_ctx *ctx, const char *name, uint64_t start, uint64_t size)
+/*
+ * Which file announced the code at a start address, for the last announcements (direct
+ * mapped: a collision only costs the shortcut below). node and Erlang describe each
+ * function in both files, one after the other, and Erlang spells the names differently
+ * ("$global::apply_fun_shared" in its map, "global::apply_fun_shared" in its jitdump):
+ * the second description of exactly the same range, from the other file, adding no line
+ * and no CFI, is the same function said again, not new code over old.
+ */
+#define SAID 4096
+static struct { uint64_t start, size; int from; } said[SAID];
+
+static unsigned said_slot(uint64_t start) { return (unsigned)((start >> 4) % SAID); }
+
+/* Is ctx's code at f's place the same function, said again? */
+static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
 {
     char old[1024];
     const void *s;
     size_t sz;
-    return ctx && jh_lookup(ctx, (const void *)(uintptr_t)start, NULL, &s, &sz, old,
-                            sizeof old) == 0 && (uint64_t)(uintptr_t)s == start &&
-           sz == size && !strcmp(old, name);
+    if (f->nlines || f->cfi_len || !ctx ||
+        jh_lookup(ctx, (const void *)(uintptr_t)f->start, NULL, &s, &sz, old, sizeof old) ||
+        (uint64_t)(uintptr_t)s != f->start || sz != f->size)
+        return false;
+    unsigned k = said_slot(f->start);
+    return !strcmp(old, name) || (said[k].start == f->start && said[k].size == f->size &&
+                                  said[k].from && said[k].from != f->from);
 }
 
 void jhp_flush_all(void)
@@ -168,7 +184,7 @@ void jhp_announce(const struct jhp_fn *f)
     jh_ctx *first = jhp_tools ? jhp_tools : jhp_elf ? jhp_elf : jhp_rec;
     if (!jhp_readable(f->start, f->size)) {
         jhp_st.unreadable++;    /* freed before it was described, or never there */
-    } else if (!f->nlines && !f->cfi_len && same(first, name, f->start, f->size)) {
+    } else if (same(first, f, name)) {
         jhp_st.same++;          /* said again: nothing new */
     } else {
         const void *at = (const void *)(uintptr_t)f->start;
@@ -219,10 +235,11 @@ void jhp_announce(const struct jhp_fn *f)
         if (rc < 0) {
             jhp_st.failed++;
         } else {
+            unsigned k = said_slot(f->start);
+            said[k].start = f->start, said[k].size = f->size, said[k].from = f->from;
             jhp_st.announced++;
             jhp_st.with_lines += f->nlines != 0;
-            bool later = in_loaded_object(f->start) || (f->from_map && jhp_dump_heard());
-            if (!later || ++pending >= PENDING_MAX) {
+            if (!in_loaded_object(f->start) || ++pending >= PENDING_MAX) {
                 pending = 1;
                 jhp_flush_all();
             }

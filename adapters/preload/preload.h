@@ -90,6 +90,7 @@ extern JHP_TLS unsigned jhp_inside;
 void jhp_heard_something(void);
 
 /* ---- announce.c ---- */
+enum jhp_kind { JHP_MAP = 1, JHP_DUMP = 2 };
 struct jhp_fn {
     const char *name;           /* name_len bytes, not NUL-terminated */
     size_t name_len;
@@ -100,7 +101,7 @@ struct jhp_fn {
     uint32_t nfiles;
     const uint8_t *cfi;         /* jh_code.cfi, or NULL */
     size_t cfi_len;
-    bool from_map;              /* a perf-map line (a jitdump LOAD may follow: announce.c) */
+    int from;                   /* JHP_MAP or JHP_DUMP: the file that said it */
 };
 /* Announce f to every context (jhp_lock held): the VM has just written it. */
 void jhp_announce(const struct jhp_fn *f);
@@ -116,7 +117,6 @@ bool jhp_maybe_code(uint64_t start, uint64_t len);
 void jhp_flush_all(void);
 
 /* ---- stream.c ---- */
-enum jhp_kind { JHP_MAP = 1, JHP_DUMP = 2 };
 struct jhp_stream;
 /* The stream of a file the VM opened (JHP_MAP, JHP_DUMP), with no state yet; NULL when
  * all are taken (reported once). */
@@ -130,8 +130,7 @@ void jhp_stream_catch_up(struct jhp_stream *s, int fd);
 const char *jhp_stream_path(const struct jhp_stream *s);
 /* Does the file end at off, as far as what was heard tells? (pwrite at its end) */
 bool jhp_stream_at(const struct jhp_stream *s, uint64_t off);
-/* Is a jitdump of this process heard, and readable so far? */
-bool jhp_dump_heard(void);
+
 
 /* ---- hear.c ---- */
 /* Is basename(path) perf-<pid>.map or jit-<pid>.dump of this process? The kind, or 0. */

@@ -74,13 +74,6 @@ struct jhp_stream *jhp_stream_get(enum jhp_kind kind, const char *path)
 
 const char *jhp_stream_path(const struct jhp_stream *s) { return s->path; }
 
-bool jhp_dump_heard(void)
-{
-    for (int i = 0; i < STREAMS; i++)
-        if (streams[i].kind == JHP_DUMP && streams[i].have_hdr && !streams[i].broken)
-            return true;
-    return false;
-}
 
 bool jhp_stream_at(const struct jhp_stream *s, uint64_t off)
 {
@@ -134,7 +127,7 @@ static size_t map_lines(const uint8_t *data, size_t end)
         if (!l.size)
             continue;           /* perf ignores them too */
         struct jhp_fn f = { .name = l.name, .name_len = l.name_len, .start = l.start,
-                            .size = l.size, .from_map = true };
+                            .size = l.size, .from = JHP_MAP };
         jhp_announce(&f);
     }
     return off;
@@ -219,7 +212,8 @@ static void dump_load(struct jhp_stream *s, const struct jhr_jd *r, const struct
     jhp_st.realigned += ln.realigned && ln.n;
     struct jhp_fn f = { .name = rec->u.load.name, .name_len = rec->u.load.name_len,
         .start = rec->u.load.code_addr, .size = rec->u.load.code_size,
-        .lines = ln.n ? rows : NULL, .nlines = ln.n, .files = ln.files, .nfiles = ln.nfiles };
+        .lines = ln.n ? rows : NULL, .nlines = ln.n, .files = ln.files, .nfiles = ln.nfiles,
+        .from = JHP_DUMP };
     f.cfi_len = load_cfi(s, rec->u.load.code_size, cfi, sizeof cfi);
     f.cfi = f.cfi_len ? cfi : NULL;
     jhp_announce(&f);

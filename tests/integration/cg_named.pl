@@ -3,11 +3,12 @@
 # counted in the ranges a perf map lists, how many are attributed to a name in one of
 # elfmap's images and how many are left as addresses (`???:0x…`). Prints
 #     JIT instructions: N named, M by address (P% named)
-# and exits 0 when most are named. Used by run_rakudo_callgrind.sh and bench/preload.sh.
+# and exits 0 when most are named (at least MIN_PERCENT, if given). Used by
+# run_rakudo_callgrind.sh and bench/preload.sh.
 use strict;
 use warnings;
-my ($mapf, $annf) = @ARGV;
-die "usage: cg_named.pl MAP ANNOTATION\n" unless defined $annf;
+my ($mapf, $annf, $min) = @ARGV;
+die "usage: cg_named.pl MAP ANNOTATION [MIN_PERCENT]\n" unless defined $annf;
 open my $m, '<', $mapf or die "$mapf: $!\n";
 my @r;
 while (<$m>) {
@@ -29,4 +30,5 @@ while (my $l = <$a>) {
 }
 printf "JIT instructions: %d named, %d by address (%.1f%% named)\n", $named, $bare,
     100 * $named / (($named + $bare) || 1);
-exit($named > $bare ? 0 : 1);
+exit(defined $min ? (100 * $named >= $min * ($named + $bare) && $named ? 0 : 1)
+                  : ($named > $bare ? 0 : 1));
