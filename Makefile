@@ -255,7 +255,9 @@ fuzz-run: fuzz
 bench: all $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh
 
-demo: all
+# The demo needs only the library and the demo JIT: a compiler, make and perf
+# (scripts/install-deps.sh demo), not LLVM nor the CLI's libraries.
+demo: $(LIB_SO) $(BUILD)/examples/minijit
 	@BUILD=$(BUILD) examples/demo.sh
 
 # Screenshot of the audit log's HTML report for the README (generated, not committed).
