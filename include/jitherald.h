@@ -26,9 +26,10 @@
  *     caller memory except the code itself (which it reads, and never writes, except the
  *     elfmap channel's documented page swap).
  *   - A channel that fails (cannot create its file, disk full, debugger interface taken)
- *     is reported once through the log callback (or stderr with JITHERALD_DEBUG=1), switched
- *     off, and the other channels carry on; the JIT's call still succeeds. jh_channels()
- *     tells which channels are live.
+ *     is reported once, naming the cause and the fix, through the log callback (else on
+ *     stderr), switched off, and the other channels carry on; the JIT's call still
+ *     succeeds. A channel that leaves code out (elfmap and writable pages) says so the same
+ *     way. jh_channels() tells which channels are live.
  *   - Thread safety: every function may be called from any thread at any time on the same
  *     context, except jh_close(), which must not race with other calls on that context.
  *   - fork(): a child inherits the context. On its first jitherald call the child's
@@ -118,11 +119,13 @@ struct jh_options {
     /* Name of the JIT engine, used in file names and logs ("jit" if NULL). */
     const char *engine;
     unsigned flags;         /* JH_OPT_* */
-    /* Where jitherald's diagnostics go. NULL: stderr, for every level when
-     * JITHERALD_DEBUG=1, for errors only when the channels were chosen through JITHERALD
-     * (the user asked for those tools: an unknown channel name or a channel that cannot
-     * start deserves a line), else nowhere. Called from inside jitherald calls, with a
-     * context lock held: it must not call jitherald. */
+    /* Where jitherald's diagnostics go: every level to this callback when set. NULL:
+     * stderr, for JH_LOG_ERROR (a channel cannot serve: it cannot start, or stops) and
+     * JH_LOG_WARN (a channel leaves something out: code it skips, a file it cannot make),
+     * each said once per cause with the fix ("set JITHERALD_DIR to a directory you can
+     * write", "mprotect them PROT_READ|PROT_EXEC"); info and debug too when
+     * JITHERALD_DEBUG=1. Called from inside jitherald calls, with a context lock held: it
+     * must not call jitherald. */
     jh_log_fn *log;
     void *log_arg;
     /* GDB channel: functions per in-memory image (0: default 1024; $JITHERALD_GDB_BATCH

@@ -235,9 +235,9 @@ enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t h
 {
     enum jh__vma_verdict v = jh__vma_check(m->maps_fd, lo, hi, jh__em_own_file, m);
     if (v != JH__VMA_OK)
-        jh__em_report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left as it is (perf "
-                           "map/jitdump still name it): %s", (unsigned long)lo,
-                           (unsigned long)hi, jh__vma_verdict_str(v));
+        jh__em_report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left anonymous, so "
+                           "valgrind (and perf, without perfmap or jitdump) shows it as ???: %s",
+                           (unsigned long)lo, (unsigned long)hi, jh__vma_verdict_str(v));
     return v;
 }
 
@@ -444,6 +444,7 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     qsort(m->fns, nf, sizeof *m->fns, cmp_fn);
 
     char path[4096];
+    path[0] = '\0';                     /* stays empty when the directory failed */
     int err = make_path(m, &nr, path, sizeof path);
     int fd = err ? err : jh__open_private(path, O_RDWR | O_CREAT | O_EXCL, 0);
     /* Left by a dead process that had our pid: ours to replace, but only if it is ours. */
@@ -458,7 +459,9 @@ int jh__em_publish(struct elfmap *m, struct region *r, struct jh__entry *const *
             jh__unlink_private(path);
         }
         free(want);
-        jh__em_report_once(m, R_FILE, "cannot create %s: %s", path, jh__file_error(err));
+        jh__em_report_once(m, R_FILE, "cannot create %s: %s: code left anonymous, so perf and "
+                           "valgrind show it as ???%s", *path ? path : "an image file",
+                           jh__file_error(err), jh__diag_file_fix(err, 1));
         m->fallbacks++;
         return 1;
     }
@@ -568,7 +571,9 @@ int jh__em_bounce(struct elfmap *m, struct region *r)
     if (fd < 0 || fstat(fd, &st) != 0 || JH__VEC_RESERVE(m->own, m->capown, m->nown + 1)) {
         if (fd >= 0)
             close(fd);
-        jh__em_report_once(m, R_FILE, "cannot create %s: %s", path, jh__file_error(fd < 0 ? fd : -errno));
+        int err = fd < 0 ? fd : -errno;
+        jh__em_report_once(m, R_FILE, "cannot create %s: %s: valgrind will not name new "
+                           "code%s", path, jh__file_error(err), jh__diag_file_fix(err, 1));
         return 1;
     }
     m->own[m->nown++] = (struct own_file){ st.st_dev, st.st_ino };

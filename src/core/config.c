@@ -97,17 +97,14 @@ int jh__config_load(struct jh__config *c, const struct jh_options *opts)
         return -EINVAL;
     c->flags = o.flags;
     c->channels = o.channels;
-    c->diag = (struct jh__diag){ .fn = o.log, .arg = o.log_arg, .stderr_level = -1 };
-    const char *dbg = getenv("JITHERALD_DEBUG");
-    if (dbg && *dbg && strcmp(dbg, "0"))
-        c->diag.stderr_level = JH_LOG_DEBUG;
+    /* One rule for every channel (diag.h): without a log callback, what the user must act
+     * on reaches stderr, said once per cause; JITHERALD_DEBUG=1 adds the rest. */
+    c->diag = (struct jh__diag){ .fn = o.log, .arg = o.log_arg,
+                                 .stderr_level = jh__diag_stderr_level(getenv("JITHERALD_DEBUG")) };
 
     const char *chan = env(c, "JITHERALD");
-    if (chan) {
-        if (c->diag.stderr_level < JH_LOG_ERROR)
-            c->diag.stderr_level = JH_LOG_ERROR;    /* the user asked for these tools */
+    if (chan)
         c->channels = parse_channels(&c->diag, chan);
-    }
     char defdir[64];
     const char *dir = env(c, "JITHERALD_DIR");
     if (!dir)

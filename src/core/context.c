@@ -42,14 +42,24 @@ static const char *why(int err)
     return err > JH_EOVERLAP ? jh__file_error(err) : jh_strerror(err);
 }
 
+/* And what fixes it, for a file that failed after it was made (a channel that cannot
+ * start has said why, and the fix, itself): the perf map's file is in /tmp, the others'
+ * in JITHERALD_DIR; the unwinder and the debugger interface have none. */
+static const char *fix(const struct jh__channel_ops *ops, int err)
+{
+    if (err <= JH_EOVERLAP || ops->bit == JH_UNWIND || ops->bit == JH_GDB)
+        return "";
+    return jh__diag_file_fix(err, ops->bit != JH_PERFMAP);
+}
+
 /* A channel failed: say so once, switch it off, carry on without it. Lock held. A channel
  * with lock-free entry points is closed only by jh_close: a jh_log_* call that saw it live
  * an instant ago may still be using its state. */
 static void channel_failed(jh_ctx *ctx, int i, const char *what, int err)
 {
     const struct jh__channel_ops *ops = ctx->chan[i].ops;
-    jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: %s failed: %s; channel switched off, others "
-             "carry on", ops->name, what, why(err));
+    jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: %s failed: %s%s; channel switched off, others "
+             "carry on", ops->name, what, why(err), fix(ops, err));
     atomic_fetch_and(&ctx->live, ~ops->bit);
     if (lockfree(ops))
         return;
