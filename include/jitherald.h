@@ -304,7 +304,10 @@ JH_API unsigned jh_channels(const jh_ctx *ctx);
  * code still registered on this context. *id (if id is not NULL) receives an identifier
  * never reused by this context. Returns -EINVAL for a malformed description (NULL or empty
  * name, NULL start, size 0 or wrapping, a line out of range or out of order, a file index
- * >= nfiles, bad unwind description), JH_EOVERLAP, -ENOMEM.
+ * >= nfiles, bad unwind description), JH_EOVERLAP, -ENOMEM. Which field of which function
+ * and why ("jh_code_add("fib"): -EINVAL: lines[3].offset 0x10 comes before lines[2].offset
+ * 0x20") goes to the log callback at JH_LOG_INFO, or to stderr with JITHERALD_DEBUG=1;
+ * jh_open says the same of a refused jh_options.
  * With no channel live, the description is validated but not stored, and ranges are not
  * checked for overlap. Thread-safe.
  * elfmap: the code's pages (if private, r-x: W^X; a mapping of up to 1 MiB whole) may be

@@ -7,7 +7,8 @@
  *   JH_LOG_ERROR  a channel cannot serve (it cannot start, or stops): once, when it happens;
  *   JH_LOG_WARN   a channel leaves something out (code it skips, a file it cannot make):
  *                 once per cause (jh__diag_once), later cases of the same cause at INFO;
- *   JH_LOG_INFO, JH_LOG_DEBUG  what it does; per-function notes.
+ *   JH_LOG_INFO, JH_LOG_DEBUG  what it does; per-function notes; why a call was refused
+ *                 (-EINVAL: which field of which function), which its return value says.
  * Errors and warnings name the cause and what fixes it (the directory to change, the
  * protection the pages need). Without a callback, stderr gets errors and warnings always
  * and the rest with JITHERALD_DEBUG=1.
