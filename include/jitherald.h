@@ -140,7 +140,12 @@ struct jh_options {
 };
 
 /* One row of a line table: code at `offset` (bytes from the start of the code) and
- * following, up to the next row, comes from files[file]:line:column (column 0: unknown). */
+ * following, up to the next row, comes from files[file]:line:column (column 0: unknown).
+ * A return address points after its call, so for every frame but the innermost, debuggers
+ * and unwinders (gdb, lldb, libgcc's and libunwind's FDE lookup) look up the return
+ * address minus 1: the line a backtrace shows for a caller is the row covering the call
+ * instruction's last byte. Start a call's row at or before the call; a row that begins
+ * exactly at the return address describes the code after the call, not the call. */
 struct jh_line {
     uint32_t offset;
     uint32_t line;
@@ -205,9 +210,20 @@ struct jh_epilogue {
 struct jh_code {
     size_t sz;
     const char *name;           /* any bytes but NUL; sanitised per channel as needed */
-    const void *start;          /* first byte of the code, already written */
+    /* First byte of the code, already written. elfmap re-maps the code's pages from a file
+     * only if, when announced, they are private, readable and executable and not writable
+     * (W^X: r-x); code on writable+executable pages (as HotSpot, Mono and node keep theirs)
+     * or shared ones is left anonymous, said once per cause (the warning names the fix):
+     * valgrind then shows it as ???, and perf names it only through perfmap or jitdump. */
+    const void *start;
     size_t size;                /* bytes, > 0 */
-    const char *const *files;   /* source file names, referred to by jh_line.file */
+    /* Source file names, referred to by jh_line.file; copied. Used as given: an absolute
+     * path is found by every tool from anywhere; a relative one is shown as it is and
+     * resolved by each tool against its own current directory (gdb's `list`: its source
+     * path, `directory DIR` adds one; perf annotate's source view; jitherald writes no
+     * DW_AT_comp_dir, as it cannot know what the JIT meant it relative to). Pass absolute
+     * paths, or names relative to where the user runs the tools. */
+    const char *const *files;
     uint32_t nfiles;
     const struct jh_line *lines; /* sorted by offset (non-decreasing), offsets < size */
     uint32_t nlines;
