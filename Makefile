@@ -67,8 +67,8 @@ RUN_READ := tools/lib/jitdump_read.c tools/lib/jitdump_lines.c tools/lib/perfmap
 RUN_OBJ  := $(RUN_SRC:%.c=$(BUILD)/pic/%.o) $(RUN_READ:%.c=$(BUILD)/pic/%.o)
 RUN_SO   := $(BUILD)/libjitherald-run.so
 
-# Examples: one program per directory under examples/.
-EXAMPLES := $(patsubst examples/%/,$(BUILD)/examples/%,$(sort $(dir $(wildcard examples/*/*.c))))
+# Examples: one program per directory under examples/ (examples/win64: Windows, win64.mk).
+EXAMPLES := $(patsubst examples/%/,$(BUILD)/examples/%,$(filter-out examples/win64/,$(sort $(dir $(wildcard examples/*/*.c)))))
 
 # The demo JIT's compiler as a library, so tests can compile code and call it.
 MJ_SRC   := $(filter-out examples/minijit/main.c,$(sort $(wildcard examples/minijit/*.c)))
@@ -267,7 +267,9 @@ fuzz-run: fuzz
 bench: all $(BENCH_BIN)
 	@BUILD=$(BUILD) bench/run.sh
 
-demo: all
+# The demo needs only the library and the demo JIT: a compiler, make and perf
+# (scripts/install-deps.sh demo), not LLVM nor the CLI's libraries.
+demo: $(LIB_SO) $(BUILD)/examples/minijit
 	@BUILD=$(BUILD) examples/demo.sh
 
 # Screenshot of the audit log's HTML report for the README (generated, not committed).
@@ -329,6 +331,7 @@ help:
 	@echo "make fuzz-run      each target FUZZ_SECONDS (60) under libFuzzer, a table of executions"
 	@echo "make win64         Windows x64 build with mingw-w64 in build-win64/ (docs/windows.md)"
 	@echo "make win64-tests   the Windows programs make test runs under Wine"
+	@echo "make win64-examples  examples/win64 (longjmp through JIT frames) in build-win64/examples"
 	@echo "make bench-win64   the Windows unwind benchmark under Wine"
 	@echo "make report-demo   the audit log HTML report of the demo, and its screenshot"
 	@echo "make install PREFIX=/usr/local   (LuaJIT adapter: \$$PREFIX/share/lua/5.1/jitherald.lua;"

@@ -79,8 +79,9 @@ WIN_TEST_DIR := $(WIN_BUILD)/tests
 WIN_TESTS := $(WIN_TEST_DIR)/unwind_test.exe $(WIN_TEST_DIR)/dll_test.exe \
              $(WIN_TEST_DIR)/auditlog_test.exe $(WIN_TEST_DIR)/jitherald.dll
 WIN_TEST_FLAGS := $(WIN_CPPFLAGS) -Itests/win64
+WIN_EXAMPLES := $(WIN_BUILD)/examples/longjmp_vm.exe $(WIN_BUILD)/examples/jitherald.dll
 
-win64-tests: win64 $(WIN_TESTS)
+win64-tests: win64 $(WIN_TESTS) $(WIN_EXAMPLES)
 
 $(WIN_TEST_DIR)/wjit.o: tests/win64/wjit.c tests/win64/wjit.h include/jitherald.h
 	$(call msg,WINCC,$<)
@@ -104,6 +105,19 @@ $(WIN_IMPLIB): $(WIN_DLL)
 
 # Windows finds a program's DLLs next to it.
 $(WIN_TEST_DIR)/jitherald.dll: $(WIN_DLL)
+	@mkdir -p $(@D)
+	$(Q)cp $< $@
+
+# ---- the Windows example (examples/win64), linked with the DLL as a user's program is ----
+.PHONY: win64-examples
+win64-examples: $(WIN_EXAMPLES)
+
+$(WIN_BUILD)/examples/%.exe: examples/win64/%.c include/jitherald.h $(WIN_IMPLIB)
+	$(call msg,WINCC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(WIN_CC) -Iinclude $(WIN_CFLAGS) -fomit-frame-pointer -o $@ $< -L$(WIN_BUILD) -ljitherald
+
+$(WIN_BUILD)/examples/jitherald.dll: $(WIN_DLL)
 	@mkdir -p $(@D)
 	$(Q)cp $< $@
 

@@ -54,12 +54,21 @@ perf report --stdio -i "$tmp/perf.data" --no-children --sort dso,sym -g none 2>/
     grep -v '^#' | grep -v '^$' | head -8 | tee "$tmp/report"
 
 say "5. ... and by call chain: JIT frames between C frames, walked through frame pointers"
-echo "\$ perf report --stdio --children --sort dso,sym -g none"
-perf report --stdio -i "$tmp/perf.data" --children --sort dso,sym -g none 2>/dev/null |
-    grep -v '^#' | grep -v '^$' | head -8
+# perf record -g walks frame pointers, which every function minijit emits keeps. The caller
+# graph of fib's samples starts at libc and goes through minijit's C frames (file:line) into
+# the JIT's main and fib (symbol+offset: the perf map has names, no lines).
+echo "\$ perf report --stdio --no-children --sort dso,sym --symbols fib -g caller,0.5,caller,address"
+perf report --stdio -i "$tmp/perf.data" --no-children --sort dso,sym --symbols fib \
+        -g caller,0.5,caller,address 2>/dev/null | grep -v '^#' | grep -v '^[ |]*$' | head -14
+echo "   ... (one fib frame per level of recursion)"
+perf report --stdio -i "$tmp/perf.data" --no-children --sort sym -g folded,0,caller \
+    2>/dev/null >"$tmp/chains"
 
 if ! grep -q '\[\.\] fib' "$tmp/report"; then
     die "perf did not name 'fib': the perf map was not used (see above)"
+fi
+if ! grep -Eq '(^|;)mj_call;main;fib;fib(;|$)' "$tmp/chains"; then
+    die "no call chain mj_call -> main -> fib -> fib: perf did not walk the JIT frames (see above)"
 fi
 
 say "6. For comparison, the same program without jitherald (JITHERALD=none)"
@@ -77,8 +86,9 @@ ${bold}== What you see${plain}
  - perf found the names in $map, written by jitherald's perfmap channel as
    minijit announced each function with jh_code_add(). The map stays in /tmp after the
    process exits (perf reads it at report time); delete it when you are done.
- - The call chains pass through JIT frames (fib -> fib -> ... -> main -> mj_call -> main)
-   because every function minijit emits keeps the standard frame-pointer prologue.
+ - The call chains (step 5) go from C (main.c, minijit.c) into the JIT's main and on through
+   fib calling fib, because every function minijit emits keeps the standard frame-pointer
+   prologue, which perf record -g walks.
 
 Other channels, same binary, no rebuild (JITHERALD=a,b,... or JITHERALD=all):
   JITHERALD=jitdump   perf record -k 1 ...; perf inject --jit: names + source lines + annotate

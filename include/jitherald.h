@@ -26,9 +26,10 @@
  *     caller memory except the code itself (which it reads, and never writes, except the
  *     elfmap channel's documented page swap).
  *   - A channel that fails (cannot create its file, disk full, debugger interface taken)
- *     is reported once through the log callback (or stderr with JITHERALD_DEBUG=1), switched
- *     off, and the other channels carry on; the JIT's call still succeeds. jh_channels()
- *     tells which channels are live.
+ *     is reported once, naming the cause and the fix, through the log callback (else on
+ *     stderr), switched off, and the other channels carry on; the JIT's call still
+ *     succeeds. A channel that leaves code out (elfmap and writable pages) says so the same
+ *     way. jh_channels() tells which channels are live.
  *   - Thread safety: every function may be called from any thread at any time on the same
  *     context, except jh_close(), which must not race with other calls on that context.
  *   - fork(): a child inherits the context. On its first jitherald call the child's
@@ -118,11 +119,13 @@ struct jh_options {
     /* Name of the JIT engine, used in file names and logs ("jit" if NULL). */
     const char *engine;
     unsigned flags;         /* JH_OPT_* */
-    /* Where jitherald's diagnostics go. NULL: stderr, for every level when
-     * JITHERALD_DEBUG=1, for errors only when the channels were chosen through JITHERALD
-     * (the user asked for those tools: an unknown channel name or a channel that cannot
-     * start deserves a line), else nowhere. Called from inside jitherald calls, with a
-     * context lock held: it must not call jitherald. */
+    /* Where jitherald's diagnostics go: every level to this callback when set. NULL:
+     * stderr, for JH_LOG_ERROR (a channel cannot serve: it cannot start, or stops) and
+     * JH_LOG_WARN (a channel leaves something out: code it skips, a file it cannot make),
+     * each said once per cause with the fix ("set JITHERALD_DIR to a directory you can
+     * write", "mprotect them PROT_READ|PROT_EXEC"); info and debug too when
+     * JITHERALD_DEBUG=1. Called from inside jitherald calls, with a context lock held: it
+     * must not call jitherald. */
     jh_log_fn *log;
     void *log_arg;
     /* GDB channel: functions per in-memory image (0: default 1024; $JITHERALD_GDB_BATCH
@@ -137,7 +140,12 @@ struct jh_options {
 };
 
 /* One row of a line table: code at `offset` (bytes from the start of the code) and
- * following, up to the next row, comes from files[file]:line:column (column 0: unknown). */
+ * following, up to the next row, comes from files[file]:line:column (column 0: unknown).
+ * A return address points after its call, so for every frame but the innermost, debuggers
+ * and unwinders (gdb, lldb, libgcc's and libunwind's FDE lookup) look up the return
+ * address minus 1: the line a backtrace shows for a caller is the row covering the call
+ * instruction's last byte. Start a call's row at or before the call; a row that begins
+ * exactly at the return address describes the code after the call, not the call. */
 struct jh_line {
     uint32_t offset;
     uint32_t line;
@@ -202,9 +210,20 @@ struct jh_epilogue {
 struct jh_code {
     size_t sz;
     const char *name;           /* any bytes but NUL; sanitised per channel as needed */
-    const void *start;          /* first byte of the code, already written */
+    /* First byte of the code, already written. elfmap re-maps the code's pages from a file
+     * only if, when announced, they are private, readable and executable and not writable
+     * (W^X: r-x); code on writable+executable pages (as HotSpot, Mono and node keep theirs)
+     * or shared ones is left anonymous, said once per cause (the warning names the fix):
+     * valgrind then shows it as ???, and perf names it only through perfmap or jitdump. */
+    const void *start;
     size_t size;                /* bytes, > 0 */
-    const char *const *files;   /* source file names, referred to by jh_line.file */
+    /* Source file names, referred to by jh_line.file; copied. Used as given: an absolute
+     * path is found by every tool from anywhere; a relative one is shown as it is and
+     * resolved by each tool against its own current directory (gdb's `list`: its source
+     * path, `directory DIR` adds one; perf annotate's source view; jitherald writes no
+     * DW_AT_comp_dir, as it cannot know what the JIT meant it relative to). Pass absolute
+     * paths, or names relative to where the user runs the tools. */
+    const char *const *files;
     uint32_t nfiles;
     const struct jh_line *lines; /* sorted by offset (non-decreasing), offsets < size */
     uint32_t nlines;
@@ -301,7 +320,10 @@ JH_API unsigned jh_channels(const jh_ctx *ctx);
  * code still registered on this context. *id (if id is not NULL) receives an identifier
  * never reused by this context. Returns -EINVAL for a malformed description (NULL or empty
  * name, NULL start, size 0 or wrapping, a line out of range or out of order, a file index
- * >= nfiles, bad unwind description), JH_EOVERLAP, -ENOMEM.
+ * >= nfiles, bad unwind description), JH_EOVERLAP, -ENOMEM. Which field of which function
+ * and why ("jh_code_add("fib"): -EINVAL: lines[3].offset 0x10 comes before lines[2].offset
+ * 0x20") goes to the log callback at JH_LOG_INFO, or to stderr with JITHERALD_DEBUG=1;
+ * jh_open says the same of a refused jh_options.
  * With no channel live, the description is validated but not stored, and ranges are not
  * checked for overlap. Thread-safe.
  * elfmap: the code's pages (if private, r-x: W^X; a mapping of up to 1 MiB whole) may be

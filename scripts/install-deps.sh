@@ -1,16 +1,55 @@
 #!/usr/bin/env bash
-# Installs what building and testing jitherald needs on Debian 12 (run as root or via sudo).
-# The library itself needs only libc; the rest is the tools we test against (perf, gdb,
-# lldb, valgrind, libunwind, Chromium for the audit log's HTML report, mingw-w64 and Wine
-# for the Windows build and its tests, LuaJIT for its adapter; other JITs whose files the
-# CLI must read: node, Erlang, rakudo, Mono; debuginfod and elfutils for the build-id
-# tests), LLVM 14 and clang-14 (the LLVM adapter, the C and C++ its tests JIT-compile, the
-# GDB benchmark's peer) and the libraries the offline CLI uses (libdw, capstone, msgpack-c).
+# install-deps.sh [demo|test] — installs Debian 12's packages for what the caller will run,
+# as root directly or through sudo, which it calls itself.
+#   demo        what `make demo` needs: a C compiler, make and perf (about 320 MiB
+#               installed on a bare Debian 12, most of it gcc and perf's Python).
+#   test (or no argument)
+#               what `make test` needs (about 3.4 GiB installed): the tools we test against (perf, gdb,
+#               lldb, valgrind, libunwind, Chromium for the audit log's HTML report,
+#               mingw-w64 and Wine for the Windows build and its tests, LuaJIT for its
+#               adapter; other JITs whose files the CLI must read: node, Erlang, rakudo,
+#               Mono; debuginfod and elfutils for the build-id tests), LLVM 14 and clang-14
+#               (the LLVM adapter, the C and C++ its tests JIT-compile, the GDB benchmark's
+#               peer) and the libraries the offline CLI uses (libdw, capstone, msgpack-c).
+#               .ci/run uses this one.
+# The library itself needs only libc.
 set -euo pipefail
+
+demo_pkgs="gcc libc6-dev make linux-perf"
+test_pkgs="build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db
+    gdb lldb valgrind linux-perf
+    llvm-14 llvm-14-dev clang-14 libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev
+    chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2
+    g++-mingw-w64-x86-64-win32 wine wine64
+    nodejs erlang-base rakudo mono-runtime mono-4.0-gac"
+
+case ${1:-test} in
+    demo) pkgs=$demo_pkgs ;;
+    test) pkgs=$test_pkgs ;;
+    *) echo "usage: $0 [demo|test]   (demo: what 'make demo' needs; test, the default: everything)" >&2
+       exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "usage: $0 [demo|test]" >&2; exit 2; }
+pkgs=$(echo $pkgs)   # one line, for the messages below
+
+# Checked before anything is run, so a user who cannot install gets one line that says what
+# to ask for, not apt-get's permission errors.
 SUDO=
-[ "$(id -u)" = 0 ] || SUDO=sudo
+if [ "$(id -u)" != 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "install-deps.sh: not root and no sudo: as root, run: apt-get install $pkgs" >&2
+        exit 1
+    fi
+    SUDO=sudo
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps.sh: no apt-get (this script knows Debian 12): install the equivalents of: $pkgs" >&2
+    exit 1
+fi
+
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+<<<<<<< HEAD
 $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db mandoc \
     gdb lldb valgrind linux-perf \
@@ -18,9 +57,13 @@ $SUDO apt-get install -y -qq --no-install-recommends \
     chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2 \
     g++-mingw-w64-x86-64-win32 wine wine64 \
     nodejs erlang-base rakudo mono-runtime mono-4.0-gac >/dev/null
+=======
+# shellcheck disable=SC2086 # one word per package
+$SUDO apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+>>>>>>> first
 # perf record as a normal user needs perf_event_paranoid <= 2 (Debian ships 3).
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 0)" -gt 2 ]; then
     echo "lowering kernel.perf_event_paranoid to 2 so perf record works for this user"
     $SUDO sysctl -q kernel.perf_event_paranoid=2 || true
 fi
-echo "dependencies installed"
+echo "dependencies installed (${1:-test})"

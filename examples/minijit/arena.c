@@ -55,6 +55,7 @@ static struct hole *holes;      /* sorted by address, coalesced */
 static size_t nholes, capholes;
 static size_t used_bytes;
 static size_t page_size;
+static int keep_rwx;            /* mj_set_code_rwx: published pages stay RWX */
 
 static size_t round_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
@@ -214,15 +215,16 @@ static int cmp_page(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Everything opened goes to RX, in as few mprotect calls as contiguous runs allow. */
+/* Everything opened goes to RX (RWX with mj_set_code_rwx), in as few mprotect calls as
+ * contiguous runs allow. */
 static int close_pages(struct opened *o)
 {
-    int rc = 0;
+    int rc = 0, prot = PROT_READ | PROT_EXEC | (keep_rwx ? PROT_WRITE : 0);
     qsort(o->pages, o->n, sizeof *o->pages, cmp_page);
     for (size_t i = 0, j; i < o->n; i = j) {
         for (j = i + 1; j < o->n && o->pages[j] == o->pages[j - 1] + page_size; j++)
             ;
-        if (mprotect((void *)o->pages[i], (j - i) * page_size, PROT_READ | PROT_EXEC) < 0 && !rc)
+        if (mprotect((void *)o->pages[i], (j - i) * page_size, prot) < 0 && !rc)
             rc = -errno;
         for (size_t k = i; k < j; k++) {
             struct chunk *c = chunk_of((uint8_t *)o->pages[k]);
@@ -301,4 +303,11 @@ size_t mj_arena_used(void)
     size_t n = used_bytes;
     pthread_mutex_unlock(&lock);
     return n;
+}
+
+void mj_set_code_rwx(int on)
+{
+    pthread_mutex_lock(&lock);
+    keep_rwx = on != 0;
+    pthread_mutex_unlock(&lock);
 }

@@ -37,6 +37,8 @@ static const char usage[] =
     "  --log-structs      audit log: log each function's struct mj_function and a\n"
     "                     'compile' event (no-op unless JITHERALD includes auditlog)\n"
     "  --print-result     print 'main returned R' after running\n"
+    "  --rwx              keep code pages writable and executable (as HotSpot, Mono and\n"
+    "                     node do) instead of read+exec once written (W^X)\n"
     "  --help             this text\n"
     "\n"
     "Exit status: 0 on success, 1 on a compile or run error, 2 on a usage error.\n";
@@ -198,6 +200,8 @@ int main(int argc, char **argv)
             cfg.log_structs = 1;
         } else if (!strcmp(o, "--print-result")) {
             cfg.print_result = 1;
+        } else if (!strcmp(o, "--rwx")) {
+            mj_set_code_rwx(1);
         } else {
             fprintf(stderr, "minijit: unknown option %s\n%s", o, usage);
             return 2;

@@ -133,6 +133,11 @@ char *mj_read_file(const char *path, char *err, size_t errlen);
 /* Bytes of code currently allocated in the arena (for tests of reuse). */
 size_t mj_arena_used(void);
 
+/* on: code published from now on stays writable and executable (RWX), as HotSpot, Mono and
+ * node keep theirs; off (the default): read+exec once published (W^X). For tests of what
+ * tools do with RWX code (elfmap leaves it anonymous, and says so). */
+void mj_set_code_rwx(int on);
+
 #ifdef __cplusplus
 }
 #endif

@@ -162,9 +162,11 @@ int jh__dir_get(struct jh__dir *d, const struct jh__diag *diag, const char **pat
     if (d->err > 0) {
         d->err = jh__ensure_dir(d->path);
         if (d->err < 0)
-            jh__diag(diag, JH_LOG_ERROR, "directory %s: %s", d->path, d->err == -EPERM ?
+            jh__diag(diag, JH_LOG_ERROR, "directory %s: %s%s", d->path, d->err == -EPERM ?
                      "refused: owned by another user, or writable by others without the "
-                     "sticky bit" : jh__file_error(d->err));
+                     "sticky bit" : jh__file_error(d->err), d->err == -EPERM ?
+                     "; set JITHERALD_DIR to a directory of your own" :
+                     jh__diag_file_fix(d->err, 1));
     }
     *path = d->path;
     return d->err;

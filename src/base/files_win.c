@@ -125,7 +125,8 @@ int jh__dir_get(struct jh__dir *d, const struct jh__diag *diag, const char **pat
     if (d->err > 0) {
         d->err = jh__ensure_dir(d->path);
         if (d->err < 0)
-            jh__diag(diag, JH_LOG_ERROR, "directory %s: %s", d->path, jh__file_error(d->err));
+            jh__diag(diag, JH_LOG_ERROR, "directory %s: %s%s", d->path, jh__file_error(d->err),
+                     jh__diag_file_fix(d->err, 1));
     }
     *path = d->path;
     return d->err;

@@ -119,7 +119,8 @@ int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
         return -ENOMEM;
     int fd = jh__open_private(path, O_RDWR | O_CREAT, JH__OPEN_TRUNCATE);
     if (fd < 0) {
-        jh__diag(st->env->diag, JH_LOG_ERROR, "auditlog: %s: %s", path, jh__file_error(fd));
+        jh__diag(st->env->diag, JH_LOG_ERROR, "auditlog: %s: %s%s", path, jh__file_error(fd),
+                 jh__diag_file_fix(fd, 1));
         jh__al_file_close(st);
         return fd;
     }

@@ -155,7 +155,9 @@ int jh__em_create(struct elfmap *m, const char *path, struct jh__kfd *k)
         fd = -ENOMEM;
     }
     if (fd < 0) {
-        jh__em_report_once(m, R_FILE, "cannot create %s: %s", path, jh__file_error(fd));
+        jh__em_report_once(m, R_FILE, "cannot create %s: %s: code left anonymous, so perf and "
+                           "valgrind show it as ???%s", path, jh__file_error(fd),
+                           jh__diag_file_fix(fd, 1));
         return fd;
     }
     m->own[m->nown++] = (struct own_file){ k->dev, k->ino };
@@ -243,9 +245,9 @@ enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t h
 {
     enum jh__vma_verdict v = jh__vma_check(jh__em_maps(m), lo, hi, jh__em_own_file, m);
     if (v != JH__VMA_OK)
-        jh__em_report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left as it is (perf "
-                           "map/jitdump still name it): %s", (unsigned long)lo,
-                           (unsigned long)hi, jh__vma_verdict_str(v));
+        jh__em_report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left anonymous, so "
+                           "valgrind (and perf, without perfmap or jitdump) shows it as ???: %s",
+                           (unsigned long)lo, (unsigned long)hi, jh__vma_verdict_str(v));
     return v;
 }
 

@@ -185,9 +185,12 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
 
     char path[4096];
     struct jh__kfd kfd;
+    path[0] = '\0';                     /* stays empty when the directory failed */
     int err = jh__em_path(m, nr.pid, nr.gen, nr.id, path, sizeof path);
     if (err)
-        jh__em_report_once(m, R_FILE, "cannot create %s: %s", path, jh__file_error(err));
+        jh__em_report_once(m, R_FILE, "cannot create %s: %s: code left anonymous, so perf and "
+                           "valgrind show it as ???%s", *path ? path : "an image file",
+                           jh__file_error(err), jh__diag_file_fix(err, 1));
     int fd = err ? err : jh__em_create(m, path, &kfd);
     if (fd < 0) {
         free(want);

@@ -78,7 +78,8 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
     int fd = jh__kfd_keep(&k, jh__open_private(f->path, O_RDWR | O_CREAT | O_APPEND,
                                                 JH__OPEN_TRUNCATE));
     if (fd < 0) {
-        jh__diag(env->diag, JH_LOG_ERROR, "jitdump: %s: %s", f->path, jh__file_error(fd));
+        jh__diag(env->diag, JH_LOG_ERROR, "jitdump: %s: %s%s", f->path, jh__file_error(fd),
+                 jh__diag_file_fix(fd, 1));
         return fd;
     }
     struct jh__buf h = { 0 };
@@ -95,7 +96,10 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
             err = -errno;
     }
     if (err) {
-        jh__diag(env->diag, JH_LOG_ERROR, "jitdump: %s: %s", f->path, jh__file_error(err));
+        jh__diag(env->diag, JH_LOG_ERROR, "jitdump: %s: %s%s", f->path, jh__file_error(err),
+                 err == -EPERM || err == -EACCES ? "; perf needs it mapped executable: is "
+                 "JITHERALD_DIR on a noexec file system? set JITHERALD_DIR elsewhere" :
+                 jh__diag_file_fix(err, 1));
         close(fd);
         jh__unlink_private(f->path);
         return err;

@@ -53,13 +53,17 @@ const char *jh__vma_verdict_str(enum jh__vma_verdict v)
 {
     switch (v) {
     case JH__VMA_OK: return "ok";
-    case JH__VMA_UNMAPPED: return "part of the range is not mapped";
-    case JH__VMA_WRITABLE: return "the pages are writable (elfmap swaps only pages the JIT "
-                                 "has made read+exec, W^X)";
-    case JH_VMA_NOT_RX: return "the pages are not readable and executable";
-    case JH__VMA_SHARED: return "the pages are a shared mapping (a double-mapped code buffer?)";
+    case JH__VMA_UNMAPPED: return "part of the range is not mapped (announce code once it "
+                                  "is mapped)";
+    case JH__VMA_WRITABLE: return "the pages are writable: elfmap maps only pages the JIT has "
+                                  "made read+exec (W^X); mprotect them PROT_READ|PROT_EXEC "
+                                  "before jh_code_add";
+    case JH_VMA_NOT_RX: return "the pages are not readable and executable (announce code "
+                               "once its pages are PROT_READ|PROT_EXEC)";
+    case JH__VMA_SHARED: return "the pages are a shared mapping (a double-mapped code "
+                                "buffer?), which elfmap cannot replace";
     case JH__VMA_FOREIGN: return "the pages belong to a file or named mapping that is not ours";
-    case JH__VMA_ERROR: return "cannot read /proc/self/maps";
+    case JH__VMA_ERROR: return "cannot read /proc/self/maps (is /proc mounted?)";
     }
     return "?";
 }

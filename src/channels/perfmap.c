@@ -79,8 +79,8 @@ static int perfmap_open(const struct jh__chan_env *env, void **state)
         pm_refs++;
     jh__unlock(&pm_lock);
     if (fd < 0) {
-        jh__diag(env->diag, JH_LOG_ERROR, "perfmap: /tmp/perf-%d.map: %s", (int)getpid(),
-                 jh__file_error(fd));
+        jh__diag(env->diag, JH_LOG_ERROR, "perfmap: /tmp/perf-%d.map: %s%s", (int)getpid(),
+                 jh__file_error(fd), jh__diag_file_fix(fd, 0));
         return fd;
     }
     *state = (void *)env;

@@ -262,12 +262,15 @@ static int unwind_add(void *state, struct jh__entry *e)
         jh__diag(c->env->diag, JH_LOG_WARN, "unwind: could not place unwind tables within 2 GiB of "
                 "code at %p: libunwind will not see it", (void *)e->node.start);
     if (err == -EINVAL) {       /* one bad CFI description: skip it, keep the channel */
-        jh__diag(c->env->diag, JH_LOG_WARN, "unwind: %s: CFI rejected by the encoder, no unwind "
-                "info registered for it", e->fn.name);
+        jh__diag_once(c->env->diag, &c->said, 0, JH_LOG_WARN, "unwind: %s: CFI rejected by the "
+                      "encoder, no unwind info registered for it (exceptions and backtraces "
+                      "stop at it); check its jh_code.cfi", e->fn.name);
         err = 0;
     } else if (err == JH_EOVERLAP) {
-        jh__diag(c->env->diag, JH_LOG_WARN, "unwind: %s at %p overlaps live code of another "
-                "context: no unwind info registered for it", e->fn.name, (void *)e->node.start);
+        jh__diag_once(c->env->diag, &c->said, 1, JH_LOG_WARN, "unwind: %s at %p overlaps live "
+                      "code of another context: no unwind info registered for it; remove the "
+                      "old code (jh_code_remove) before reusing its memory", e->fn.name,
+                      (void *)e->node.start);
         err = 0;
     }
     return err;

@@ -90,6 +90,7 @@ struct uw_ctx {
     const struct jh__chan_env *env;
     struct uw_fn *live;
     bool told_shadow;           /* the diagnostic about code left to another's FDE, once */
+    _Atomic unsigned said;      /* per-function warnings said once (jh__diag_once) */
 };
 
 struct uw_retired {

@@ -216,6 +216,7 @@ static void fn_remove(struct wu_fn *fn)
 struct wu_ctx_said {
     struct wu_ctx c;
     bool said[NWHY];
+    _Atomic unsigned said_cfi;  /* refused CFI: the first at WARN (jh__diag_once) */
 };
 
 static int unwind_open(const struct jh__chan_env *env, void **state)
@@ -246,9 +247,10 @@ static int unwind_add(void *state, struct jh__entry *e)
     if (n <= 0) {
         jh__buf_free(&b);
         if (n == -ENOTSUP)
-            jh__diag(s->c.env->diag, JH_LOG_WARN, "unwind: %s: its CFI row at +0x%llx (byte %zu "
-                     "of the CFI) has no Windows unwind code: %s; no unwind info for it",
-                     e->fn.name, (unsigned long long)bad.pc, bad.at, bad.why);
+            jh__diag_once(s->c.env->diag, &s->said_cfi, 0, JH_LOG_WARN, "unwind: %s: its CFI "
+                          "row at +0x%llx (byte %zu of the CFI) has no Windows unwind code: %s; "
+                          "no unwind info for it", e->fn.name, (unsigned long long)bad.pc,
+                          bad.at, bad.why);
         return n == -ENOMEM ? n : 0;    /* one function undescribed, the channel goes on */
     }
     jh__lock(&jh__wu_lock);

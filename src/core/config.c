@@ -2,6 +2,7 @@
 #include "core/config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,34 +81,62 @@ static unsigned long long env_num(const struct jh__config *c, const char *name,
     return n;
 }
 
+/* jh_open refused its options: -EINVAL, and which field and why, at info (the return
+ * value says it failed): to the JIT's callback when the caller's struct reaches it, else
+ * to stderr with JITHERALD_DEBUG=1. No context exists yet. */
+static int refused(const struct jh_options *opts, const char *fmt, ...)
+    __attribute__((format(JH__PRINTF, 2, 3)));
+static int refused(const struct jh_options *opts, const char *fmt, ...)
+{
+    struct jh__diag d = { .stderr_level = jh__diag_stderr_level(getenv("JITHERALD_DEBUG")) };
+    if (opts->sz >= offsetof(struct jh_options, log_arg) + sizeof opts->log_arg) {
+        d.fn = opts->log;
+        d.arg = opts->log_arg;
+    }
+    char why[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    jh__diag(&d, JH_LOG_INFO, "jh_open: -EINVAL: %s", why);
+    return -EINVAL;
+}
+
 int jh__config_load(struct jh__config *c, const struct jh_options *opts)
 {
     struct jh_options o = { .sz = sizeof o };
     memset(c, 0, sizeof *c);
     if (opts) {
-        if (opts->sz < offsetof(struct jh_options, flags) ||
-            !jh__tail_is_zero(opts, sizeof o, opts->sz))
-            return -EINVAL;
+        if (opts->sz < offsetof(struct jh_options, flags))
+            return refused(opts, "jh_options.sz is %zu, less than the %zu bytes up to .flags: "
+                           "set .sz = sizeof(struct jh_options)", opts->sz,
+                           offsetof(struct jh_options, flags));
+        if (!jh__tail_is_zero(opts, sizeof o, opts->sz))
+            return refused(opts, "jh_options.sz is %zu, more than this library's %zu, and the "
+                           "bytes past %zu are not zero: fields of a newer header this library "
+                           "does not know", opts->sz, sizeof o, sizeof o);
         memcpy(&o, opts, opts->sz < sizeof o ? opts->sz : sizeof o);
         o.sz = sizeof o;        /* fields past the caller's struct read as zero */
         if (opts->sz < sizeof o)
             memset((char *)&o + opts->sz, 0, sizeof o - opts->sz);
     }
-    if (o.channels & ~(unsigned)JH_ALL || o.flags & ~(unsigned)(JH_OPT_IGNORE_ENV | JH_OPT_STRICT))
-        return -EINVAL;
+    if (o.channels & ~(unsigned)JH_ALL)
+        return refused(opts, "jh_options.channels %#x has bits no channel has (JH_ALL is %#x)",
+                       o.channels, (unsigned)JH_ALL);
+    if (o.flags & ~(unsigned)(JH_OPT_IGNORE_ENV | JH_OPT_STRICT))
+        return refused(opts, "jh_options.flags %#x has bits that are not JH_OPT_* flags "
+                       "(JH_OPT_IGNORE_ENV | JH_OPT_STRICT is %#x)", o.flags,
+                       (unsigned)(JH_OPT_IGNORE_ENV | JH_OPT_STRICT));
     c->flags = o.flags;
     c->channels = o.channels;
-    c->diag = (struct jh__diag){ .fn = o.log, .arg = o.log_arg, .stderr_level = -1 };
-    const char *dbg = getenv("JITHERALD_DEBUG");
-    if (dbg && *dbg && strcmp(dbg, "0"))
-        c->diag.stderr_level = JH_LOG_DEBUG;
+    /* One rule for every channel (diag.h): without a log callback, what the user must act
+     * on reaches stderr, said once per cause; JITHERALD_DEBUG=1 adds the rest. */
+    c->diag = (struct jh__diag){ .fn = o.log, .arg = o.log_arg,
+                                 .stderr_level = jh__diag_stderr_level(getenv("JITHERALD_DEBUG")) };
 
     const char *chan = env(c, "JITHERALD");
-    if (chan) {
-        if (c->diag.stderr_level < JH_LOG_ERROR)
-            c->diag.stderr_level = JH_LOG_ERROR;    /* the user asked for these tools */
+    if (chan)
         c->channels = parse_channels(&c->diag, chan);
-    }
     char defdir[64];
     const char *dir = env(c, "JITHERALD_DIR");
     if (!dir)

@@ -6,9 +6,9 @@
  *   JITHERALD_GDB_BATCH        functions per debugger image
  *   JITHERALD_GDB_DEFER        1: new code reaches debuggers at jh_flush
  *   JITHERALD_AUDITLOG_HELPER  0: no helper thread allocating the audit log ahead
- * JITHERALD_DEBUG=1 (read even then: it changes nothing but what is printed) sends every
- * diagnostic to stderr when the JIT gave no callback. Without it, errors still reach stderr
- * when the user chose the channels through JITHERALD: they asked for those tools.
+ * Without a log callback, errors and warnings reach stderr (base/diag.h: once per cause,
+ * with the fix); JITHERALD_DEBUG=1 (read even then: it changes nothing but what is printed)
+ * adds info and debug.
  */
 #ifndef JH__CORE_CONFIG_H
 #define JH__CORE_CONFIG_H

@@ -43,14 +43,24 @@ static const char *why(int err)
     return err > JH_EOVERLAP ? jh__file_error(err) : jh_strerror(err);
 }
 
+/* And what fixes it, for a file that failed after it was made (a channel that cannot
+ * start has said why, and the fix, itself): the perf map's file is in /tmp, the others'
+ * in JITHERALD_DIR; the unwinder and the debugger interface have none. */
+static const char *fix(const struct jh__channel_ops *ops, int err)
+{
+    if (err <= JH_EOVERLAP || ops->bit == JH_UNWIND || ops->bit == JH_GDB)
+        return "";
+    return jh__diag_file_fix(err, ops->bit != JH_PERFMAP);
+}
+
 /* A channel failed: say so once, switch it off, carry on without it. Lock held. A channel
  * with lock-free entry points is closed only by jh_close: a jh_log_* call that saw it live
  * an instant ago may still be using its state. */
 static void channel_failed(jh_ctx *ctx, int i, const char *what, int err)
 {
     const struct jh__channel_ops *ops = ctx->chan[i].ops;
-    jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: %s failed: %s; channel switched off, others "
-             "carry on", ops->name, what, why(err));
+    jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: %s failed: %s%s; channel switched off, others "
+             "carry on", ops->name, what, why(err), fix(ops, err));
     atomic_fetch_and(&ctx->live, ~ops->bit);
     if (lockfree(ops))
         return;
@@ -191,20 +201,31 @@ void jh_close(jh_ctx *ctx)
 }
 
 /* ---- the calls ------------------------------------------------------------------------- */
+/* A description refused: -EINVAL, and which field and why to the JIT's callback (or
+ * stderr with JITHERALD_DEBUG=1), at info: the return value already says it failed. name:
+ * the function's, when the struct could be read that far. */
+static int refused(jh_ctx *ctx, const char *name, const char *why)
+{
+    jh__diag(&ctx->cfg.diag, JH_LOG_INFO, "jh_code_add%s%.80s%s: -EINVAL: %s",
+             name ? "(\"" : "", name ? name : "", name ? "\")" : "", why);
+    return -EINVAL;
+}
+
 int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
 {
     if (!ctx || !code)
         return -EINVAL;
     struct jh_code tmp;
     const struct jh_code *c = code;
+    char why[320];
     if (code->sz != sizeof *code) {     /* an older or newer caller: read field by field */
-        if (jh__code_read(&tmp, code) < 0)
-            return -EINVAL;
+        if (jh__code_read(&tmp, code, why, sizeof why) < 0)   /* the name, if that far */
+            return refused(ctx, code->sz > sizeof *code ? code->name : NULL, why);
         c = &tmp;
     }
-    int err = jh__code_validate(c);
+    int err = jh__code_validate(c, why, sizeof why);
     if (err)
-        return err;
+        return refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
     if (!atomic_load_explicit(&ctx->live, memory_order_relaxed)) {
         uint64_t n = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
         uint64_t u = atomic_load_explicit(&ctx->unstored_from, memory_order_relaxed);

@@ -2,21 +2,45 @@
 #include "core/describe.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/config.h"
+#include "fmt/cfa.h"
 #include "fmt/cfi.h"
 #include "fmt/symbol.h"
 
+/* A refusal: why, into the caller's buffer (see describe.h), and -EINVAL. */
+static int bad(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(JH__PRINTF, 3, 4)));
+static int bad(char *why, size_t len, const char *fmt, ...)
+{
+    if (why && len) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, len, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
 /* An old caller's struct ends somewhere in ours: what it has is read, the rest is zero.
  * Only name, start and size are required. */
-int jh__code_read(struct jh_code *out, const struct jh_code *c)
+int jh__code_read(struct jh_code *out, const struct jh_code *c, char *why, size_t len)
 {
-    if (!c || c->sz < offsetof(struct jh_code, size) + sizeof c->size ||
-        !jh__tail_is_zero(c, sizeof *out, c->sz))
-        return -EINVAL;
+    size_t need = offsetof(struct jh_code, size) + sizeof c->size;
+    if (!c)
+        return bad(why, len, "the struct jh_code pointer is NULL");
+    if (c->sz < need)
+        return bad(why, len, ".sz is %zu, less than the %zu bytes up to .size: set "
+                   ".sz = sizeof(struct jh_code)", c->sz, need);
+    if (!jh__tail_is_zero(c, sizeof *out, c->sz))
+        return bad(why, len, ".sz is %zu, more than this library's %zu, and the bytes past "
+                   "%zu are not zero: fields of a newer header this library does not know",
+                   c->sz, sizeof *out, sizeof *out);
     size_t n = c->sz < sizeof *out ? c->sz : sizeof *out;
     memcpy(out, c, n);
     memset((char *)out + n, 0, sizeof *out - n);
@@ -30,82 +54,163 @@ int jh__code_read(struct jh_code *out, const struct jh_code *c)
 #define MAX_REGS 256u
 #define MAX_REG 255u
 
-static int validate_frameless(const struct jh_code *c)
+static int validate_frameless(const struct jh_code *c, char *why, size_t len)
 {
-    if ((c->ncfa_steps && !c->cfa_steps) || c->ncfa_steps > MAX_STEPS ||
-        (c->nsaved_regs && !c->saved_regs) || c->nsaved_regs > MAX_REGS)
-        return -EINVAL;
-    for (uint32_t i = 0; i < c->ncfa_steps; i++)
-        if (c->cfa_steps[i].offset >= c->size ||
-            (i && c->cfa_steps[i].offset <= c->cfa_steps[i - 1].offset))
-            return -EINVAL;
+    if (c->ncfa_steps && !c->cfa_steps)
+        return bad(why, len, "JH_UNWIND_FRAMELESS: .ncfa_steps is %u but .cfa_steps is NULL",
+                   c->ncfa_steps);
+    if (c->ncfa_steps > MAX_STEPS)
+        return bad(why, len, "JH_UNWIND_FRAMELESS: .ncfa_steps %u is more than %u",
+                   c->ncfa_steps, MAX_STEPS);
+    if (c->nsaved_regs && !c->saved_regs)
+        return bad(why, len, "JH_UNWIND_FRAMELESS: .nsaved_regs is %u but .saved_regs is NULL",
+                   c->nsaved_regs);
+    if (c->nsaved_regs > MAX_REGS)
+        return bad(why, len, "JH_UNWIND_FRAMELESS: .nsaved_regs %u is more than %u",
+                   c->nsaved_regs, MAX_REGS);
+    for (uint32_t i = 0; i < c->ncfa_steps; i++) {
+        uint32_t off = c->cfa_steps[i].offset;
+        if (off >= c->size)
+            return bad(why, len, "cfa_steps[%u].offset %#x is not inside the code (size %#zx)",
+                       i, off, c->size);
+        if (i && off <= c->cfa_steps[i - 1].offset)
+            return bad(why, len, "cfa_steps[%u].offset %#x is not after cfa_steps[%u].offset "
+                       "%#x: steps must be sorted, one per offset", i, off, i - 1,
+                       c->cfa_steps[i - 1].offset);
+    }
     for (uint32_t i = 0; i < c->nsaved_regs; i++) {
         const struct jh_saved_reg *r = &c->saved_regs[i];
-        if (r->reg > MAX_REG || r->cfa_offset >= 0 || r->cfa_offset % 8)
-            return -EINVAL;
+        if (r->reg > MAX_REG)
+            return bad(why, len, "saved_regs[%u].reg %u is not a DWARF register number "
+                       "(0-%u)", i, (unsigned)r->reg, MAX_REG);
+        if (r->cfa_offset >= 0 || r->cfa_offset % 8)
+            return bad(why, len, "saved_regs[%u].cfa_offset %d: a register is saved below "
+                       "the CFA, at a negative multiple of 8", i, (int)r->cfa_offset);
     }
     return 0;
 }
 
-static int validate_frame_pointer(const struct jh_code *c)
+static int validate_frame_pointer(const struct jh_code *c, char *why, size_t len)
 {
-    if (c->fp_push_end == 0 || c->fp_push_end > c->fp_set_end || c->fp_set_end > c->size)
-        return -EINVAL;
-    if ((c->nepilogues && !c->epilogues) || c->nepilogues > MAX_STEPS)
-        return -EINVAL;
+    if (c->fp_push_end == 0)
+        return bad(why, len, "JH_UNWIND_FRAME_POINTER: .fp_push_end is 0: it is the offset "
+                   "just after `push rbp` (1 when the code starts with it), and .fp_set_end "
+                   "the offset just after `mov rbp,rsp` (4)");
+    if (c->fp_push_end > c->fp_set_end)
+        return bad(why, len, "JH_UNWIND_FRAME_POINTER: .fp_push_end %u is after .fp_set_end "
+                   "%u: `push rbp` comes before `mov rbp,rsp`", c->fp_push_end, c->fp_set_end);
+    if (c->fp_set_end > c->size)
+        return bad(why, len, "JH_UNWIND_FRAME_POINTER: .fp_set_end %u is past the end of the "
+                   "code (size %#zx)", c->fp_set_end, c->size);
+    if (c->nepilogues && !c->epilogues)
+        return bad(why, len, ".nepilogues is %u but .epilogues is NULL", c->nepilogues);
+    if (c->nepilogues > MAX_STEPS)
+        return bad(why, len, ".nepilogues %u is more than %u", c->nepilogues, MAX_STEPS);
     uint64_t from = c->fp_set_end;
     for (uint32_t i = 0; i < c->nepilogues; i++) {
         const struct jh_epilogue *e = &c->epilogues[i];
-        if (e->start < from || e->start >= e->end || e->end > c->size)
-            return -EINVAL;
+        if (e->start < from)
+            return bad(why, len, "epilogues[%u].start %#x is before %#llx (.fp_set_end or the "
+                       "end of the epilogue before it): sorted, not overlapping", i, e->start,
+                       (unsigned long long)from);
+        if (e->start >= e->end || e->end > c->size)
+            return bad(why, len, "epilogues[%u] [%#x, %#x) is empty or not inside the code "
+                       "(size %#zx)", i, e->start, e->end, c->size);
         from = e->end;
     }
     return 0;
 }
 
-static int validate_unwind(const struct jh_code *c)
+/* Where and why jh__cfi_validate refused c->cfi (it says only that it did). */
+static int explain_cfi(const struct jh_code *c, char *why, size_t len)
+{
+    const uint8_t *p = c->cfi, *end = c->cfi + c->cfi_len;
+    struct jh__cfa_insn in;
+    uint64_t loc = 0;
+    for (;;) {
+        size_t at = (size_t)(p - c->cfi);
+        int r = jh__cfa_next(&p, end, &in);
+        if (r == 0)
+            break;
+        if (r == -ENOTSUP)
+            return bad(why, len, "cfi byte %zu: opcode %#x is not one this library reads "
+                       "(DW_CFA_set_loc needs a CIE's pointer encoding: use advance_loc)",
+                       at, in.op);
+        if (r < 0)
+            return bad(why, len, "cfi byte %zu: the instruction is cut short or an operand "
+                       "is out of range", at);
+        if (in.advance > c->size - loc)
+            return bad(why, len, "cfi byte %zu: advances to offset %#llx, past the end of the "
+                       "code (size %#zx)", at, (unsigned long long)(loc + in.advance), c->size);
+        loc += in.advance;
+    }
+    return bad(why, len, "cfi: refused (%zu bytes)", c->cfi_len);
+}
+
+static int validate_unwind(const struct jh_code *c, char *why, size_t len)
 {
     switch (c->unwind) {
     case JH_UNWIND_NONE:
-        return c->personality ? -EINVAL : 0;    /* no FDE to carry it */
+        if (c->personality)         /* no FDE to carry it */
+            return bad(why, len, ".personality is set but .unwind is JH_UNWIND_NONE: no "
+                       "unwind information to carry it");
+        return 0;
     case JH_UNWIND_FRAME_POINTER:
-        return validate_frame_pointer(c);
+        return validate_frame_pointer(c, why, len);
     case JH_UNWIND_CFI:
         /* Checked here, once: a description a channel's encoder would refuse later would
          * switch that channel off for all the code after it. */
-        if (!c->cfi || c->cfi_len == 0 || c->cfi_len > (1u << 20))
-            return -EINVAL;
-        return jh__cfi_validate(c->cfi, c->cfi_len, c->size);
+        if (!c->cfi || c->cfi_len == 0)
+            return bad(why, len, "JH_UNWIND_CFI: .cfi is %s", c->cfi ? "empty (.cfi_len 0)"
+                       : "NULL");
+        if (c->cfi_len > (1u << 20))
+            return bad(why, len, "JH_UNWIND_CFI: .cfi_len %zu is more than 1 MiB", c->cfi_len);
+        return jh__cfi_validate(c->cfi, c->cfi_len, c->size) ? explain_cfi(c, why, len) : 0;
     case JH_UNWIND_FRAMELESS:
-        return validate_frameless(c);
+        return validate_frameless(c, why, len);
     }
-    return -EINVAL;
+    return bad(why, len, ".unwind %d is not a jh_unwind_kind", (int)c->unwind);
 }
 
-int jh__code_validate(const struct jh_code *c)
+int jh__code_validate(const struct jh_code *c, char *why, size_t len)
 {
-    if (!c->name || !c->name[0] || !c->start || c->size == 0 ||
-        (uintptr_t)c->start + (c->size - 1) < (uintptr_t)c->start)
-        return -EINVAL;
+    if (!c->name || !c->name[0])
+        return bad(why, len, ".name is %s", c->name ? "empty" : "NULL");
+    if (!c->start)
+        return bad(why, len, ".start is NULL");
+    if (c->size == 0)
+        return bad(why, len, ".size is 0");
+    if ((uintptr_t)c->start + (c->size - 1) < (uintptr_t)c->start)
+        return bad(why, len, ".start %p + .size %#zx wraps around the address space",
+                   c->start, c->size);
     if (c->symbol && !c->symbol[0])
-        return -EINVAL;
+        return bad(why, len, ".symbol is empty (NULL derives one from .name)");
     if (c->nfiles && !c->files)
-        return -EINVAL;
+        return bad(why, len, ".nfiles is %u but .files is NULL", c->nfiles);
     for (uint32_t i = 0; i < c->nfiles; i++)
         if (!c->files[i])
-            return -EINVAL;
+            return bad(why, len, "files[%u] is NULL", i);
     if (c->nlines && !c->lines)
-        return -EINVAL;
+        return bad(why, len, ".nlines is %u but .lines is NULL", c->nlines);
     for (uint32_t i = 0; i < c->nlines; i++) {
         const struct jh_line *l = &c->lines[i];
-        if (l->offset >= c->size || l->file >= c->nfiles)
-            return -EINVAL;
+        if (l->offset >= c->size)
+            return bad(why, len, "lines[%u].offset %#x is not inside the code (size %#zx)",
+                       i, l->offset, c->size);
+        if (l->file >= c->nfiles)
+            return bad(why, len, "lines[%u].file %u is not an index into .files (.nfiles %u)",
+                       i, l->file, c->nfiles);
         if (i && l->offset < c->lines[i - 1].offset)
-            return -EINVAL;
+            return bad(why, len, "lines[%u].offset %#x comes before lines[%u].offset %#x: "
+                       "rows are sorted by offset", i, l->offset, i - 1,
+                       c->lines[i - 1].offset);
     }
-    if (c->prologue_end >= c->size || (c->lsda && !c->personality))
-        return -EINVAL;
-    return validate_unwind(c);
+    if (c->prologue_end >= c->size)
+        return bad(why, len, ".prologue_end %#x is not inside the code (size %#zx)",
+                   c->prologue_end, c->size);
+    if (c->lsda && !c->personality)
+        return bad(why, len, ".lsda is set without a .personality to read it");
+    return validate_unwind(c, why, len);
 }
 
 /* ---- interning ------------------------------------------------------------------------ */

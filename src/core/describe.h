@@ -12,11 +12,14 @@
 #include "jitherald.h"
 
 /* The caller's description as this library's struct: fields past c->sz read as zero.
- * -EINVAL when sz does not reach `size` or the bytes past what we know are not zero. */
-int jh__code_read(struct jh_code *out, const struct jh_code *c);
+ * -EINVAL when sz does not reach `size` or the bytes past what we know are not zero.
+ * On -EINVAL, why (len bytes, may be NULL) says which field and why, for the diagnostic:
+ * ".sz is 0, less than the 24 bytes up to .size: set .sz = sizeof(struct jh_code)". */
+int jh__code_read(struct jh_code *out, const struct jh_code *c, char *why, size_t len);
 
-/* 0, or -EINVAL for a malformed description (see jh_code_add in jitherald.h). */
-int jh__code_validate(const struct jh_code *c);
+/* 0, or -EINVAL for a malformed description (see jh_code_add in jitherald.h), with why
+ * as above ("lines[3].offset 0x10 comes before lines[2].offset 0x20: ..."). */
+int jh__code_validate(const struct jh_code *c, char *why, size_t len);
 
 /* Interned strings, owned by a context. */
 struct jh__strings {
