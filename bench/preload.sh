@@ -1,107 +1,152 @@
 #!/usr/bin/env bash
-# preload.sh (bench) — `jitherald run` (the preload library, adapters/preload):
-#   latency   from a VM's write() of a perf-map line to the tools being told: the GDB JIT
-#             interface's descriptor changes (gdb), the page is mapped from an image
-#             (elfmap), one function at a time (tests/programs/run_vm latency;
-#             JH_BENCH_LAT_N functions, default 300)
-#   callgrind the share of rakudo's JIT instructions callgrind attributes to a name, with
-#             valgrind's default (generic) scheduler lock and with the fair one jitherald
-#             run asks for (--fair-sched=try): the follower's latency as a user meets it
-#             (JH_BENCH_RUNS runs each)
-#   overhead  a VM's wall time with each channel beside the same VM writing the same files
-#             without jitherald run (median of JH_BENCH_RUNS runs, default 5): rakudo with
-#             MVM_JIT_PERF_MAP=1, node with --perf-basic-prof --perf-prof
+# preload.sh (bench) — `jitherald run` (the preload library, adapters/preload), idle and with
+# both cores kept busy by two other jobs (busy loops):
+#   in the VM  per announcement, the time the VM's thread spends inside jitherald (from its
+#              own write returning to our return: p50, p99, max), beside the VM's own call
+#              that wrote the line or record (write, fprintf, fwrite...), from the
+#              JITHERALD_RUN_STATS line of the process that wrote the map: tests/programs/
+#              run_vm latency (one function at a time), node, rakudo and Erlang with the
+#              default channels and with all
+#   callgrind  the share of rakudo's JIT instructions callgrind attributes to a name, under
+#              jitherald run -c elfmap, beside a plain callgrind run (JH_BENCH_RUNS runs)
+#   overhead   each VM's wall time with each channel beside the same VM writing the same
+#              files without jitherald run (median of JH_BENCH_RUNS runs, default 5)
+# A benchmark, not a test: it prints tables and never fails on a number.
 set -u
 B=$(cd "${JH_BUILD:-build}" && pwd)
 R=$(cd "$(dirname "$0")/.." && pwd)
 CLI=$B/jitherald
 V=$B/tests/programs/run_vm
 runs=${JH_BENCH_RUNS:-5}
-T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+T=$(mktemp -d)
+spinners=()
+load() { # on|off: two busy loops, one per core of this machine's two
+    if [ "$1" = on ]; then
+        for _ in 1 2; do sh -c 'while :; do :; done' & spinners+=($!); done
+    else
+        [ ${#spinners[@]} -gt 0 ] && kill "${spinners[@]}" 2>/dev/null
+        wait "${spinners[@]}" 2>/dev/null
+        spinners=()
+    fi
+}
+trap 'load off; rm -rf "$T"' EXIT
 export JITHERALD_DIR=$T/d
 [ -x "$CLI" ] && [ -e "$B/libjitherald-run.so" ] || { echo "$CLI not built (make)"; exit 0; }
-
-echo "Latency: write() of a perf-map line -> what the tool sees changes (ms): gdb, the JIT"
-echo "interface's descriptor (a debugger is told); elfmap, the page is mapped from an image"
-if [ -x "$V" ]; then
-    printf '%-8s %s\n' channel distribution
-    out=$("$CLI" run -c gdb -- "$V" latency "${JH_BENCH_LAT_N:-300}" gdb 2>/dev/null)
-    printf '%-8s %s\n' gdb "${out#latency_ms }"
-    out=$("$CLI" run -c elfmap -- "$V" latency "${JH_BENCH_LAT_N:-300}" 2>/dev/null)
-    printf '%-8s %s\n' elfmap "${out#latency_ms }"
-else
-    echo "  $V not built (make programs)"
-fi
-echo
+cd "$T"
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# CMD... run with its pid known (every wrapper here, jitherald run included, execs), its
+# perf map and jitdump in /tmp removed afterwards: only this run's, other jobs share /tmp.
+pidrun() {
+    sh -c 'echo $$ > "$0"; exec "$@"' "$T/pid" "$@" > /dev/null 2>&1
+    local p
+    p=$(cat "$T/pid" 2>/dev/null)
+    [ -n "$p" ] && rm -f "/tmp/perf-$p.map" "/tmp/jit-$p.dump"
+}
+field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
+us() { awk -v n="${1:-0}" 'BEGIN { printf "%.1f", n / 1000 }'; }
 
-echo "Callgrind: rakudo's JIT instructions named (in an image) against left as addresses,"
-echo "with valgrind's default scheduler lock and the fair one jitherald run asks for ($runs runs)"
-if command -v rakudo > /dev/null && command -v valgrind > /dev/null; then
-    printf '%-34s %-16s %-30s\n' "valgrind lock" "lines announced" "% named: min / median / max"
-    prog='sub f($n) { $n < 2 ?? $n !! f($n - 1) + f($n - 2) }; say f(16);
-          say (1..2000).map(* * 2).sum'
-    for lock in no try; do
-        : > "$T/cg.stats"
+# The stats line of the process that wrote the most lines and records.
+heaviest() {
+    awk '{ n = 0; for (i = 1; i <= NF; i++) if ($i ~ /^(map_lines|dump_loads)=/) {
+           split($i, kv, "="); n += kv[2] } if (n >= best) { best = n; line = $0 } }
+         END { print line }' "$1"
+}
+
+in_vm_row() { # LOAD NAME CHANNELS CMD...: one run, one row
+    local ld=$1 name=$2 ch=$3; shift 3
+    : > "$T/stats"
+    JITHERALD_RUN_STATS=$T/stats pidrun "$CLI" run -c "$ch" -- "$@"
+    local s
+    s=$(heaviest "$T/stats")
+    [ -n "$s" ] || { printf '%-6s %-8s %-18s (no stats)\n' "$ld" "$name" "$ch"; return; }
+    printf '%-6s %-8s %-18s %7s %9s %9s %9s   %9s %9s %9s\n' "$ld" "$name" "$ch" \
+        "$(echo "$s" | field announced)" \
+        "$(us "$(echo "$s" | field in_jh_p50_ns)")" "$(us "$(echo "$s" | field in_jh_p99_ns)")" \
+        "$(us "$(echo "$s" | field in_jh_max_ns)")" \
+        "$(us "$(echo "$s" | field vm_write_p50_ns)")" \
+        "$(us "$(echo "$s" | field vm_write_p99_ns)")" \
+        "$(us "$(echo "$s" | field vm_write_max_ns)")"
+}
+
+RAKU='sub f($n) { $n < 2 ?? $n !! f($n - 1) + f($n - 2) }; say f(24); say (1..50000).map(* * 2).sum'
+NODE='function f(n) { return n < 2 ? n : f(n - 1) + f(n - 2) } console.log(f(30));
+      let a = []; for (let i = 0; i < 2e5; i++) a.push({ i, s: "x" + i }); console.log(a.length)'
+ERL='io:format("~p~n", [lists:sum([X * X || X <- lists:seq(1, 200000)])]), halt().'
+have() { command -v "$1" > /dev/null; }
+
+echo "In the VM: per announcement, the time the VM's thread spends inside jitherald, beside"
+echo "the VM's own call that wrote the line or record (microseconds)"
+printf '%-6s %-8s %-18s %7s %9s %9s %9s   %9s %9s %9s\n' load vm channels announced \
+    "in p50" "in p99" "in max" "own p50" "own p99" "own max"
+for ld in idle busy; do
+    [ $ld = busy ] && load on
+    if [ -x "$V" ]; then
+        for ch in gdb elfmap all; do in_vm_row $ld run_vm $ch "$V" latency 300; done
+    fi
+    for ch in gdb,unwind,elfmap all; do
+        have node && in_vm_row $ld node $ch node --perf-basic-prof --perf-prof -e "$NODE"
+        have rakudo && MVM_JIT_PERF_MAP=1 in_vm_row $ld rakudo $ch rakudo -e "$RAKU"
+        have erl && in_vm_row $ld erlang $ch erl +JPperf true -noshell -eval "$ERL"
+    done
+    load off
+done
+echo
+
+echo "Callgrind: rakudo's JIT instructions attributed to a name, under jitherald run -c elfmap"
+echo "and in a plain callgrind run ($runs runs each; the perf map says which are JIT code)"
+if have rakudo && have valgrind; then
+    prog='sub f($n) { $n < 2 ?? $n !! f($n - 1) + f($n - 2) }; say f(14); say (1..500).map(* * 2).sum'
+    printf '%-22s %s\n' run "% named: min / median / max"
+    for how in run plain; do
         pcts=$(for i in $(seq "$runs"); do
-            rm -f "$T"/cg.out
-            MVM_JIT_PERF_MAP=1 JITHERALD_RUN_STATS=$T/cg.stats "$CLI" run -c elfmap -- \
-                valgrind -q --fair-sched=$lock --tool=callgrind --callgrind-out-file="$T/cg.out" \
-                rakudo -e "$prog" > /dev/null 2>&1
-            pid=$(sed -n 's/^pid: //p' "$T/cg.out")
-            callgrind_annotate --threshold=100 "$T/cg.out" > "$T/cg.ann" 2> /dev/null
-            perl "$R/tests/integration/cg_named.pl" "/tmp/perf-$pid.map" \
-                "$T/cg.ann" | sed -n 's/.*(\(.*\)% named)/\1/p'
-            wc -l < "/tmp/perf-$pid.map" >> "$T/cg.lines"
+            rm -f cg.out
+            pre=()
+            [ $how = run ] && pre=("$CLI" run -c elfmap --)
+            MVM_JIT_PERF_MAP=1 "${pre[@]}" valgrind -q --tool=callgrind \
+                --callgrind-out-file=cg.out rakudo -e "$prog" > /dev/null 2>&1
+            pid=$(sed -n 's/^pid: //p' cg.out)
+            callgrind_annotate --threshold=100 cg.out > cg.ann 2> /dev/null
+            perl "$R/tests/integration/cg_named.pl" "/tmp/perf-$pid.map" cg.ann |
+                sed -n 's/.*(\(.*\)% named)/\1/p'
             rm -f "/tmp/perf-$pid.map"
         done | sort -n)
-        seen=$(sed -n 's/.*map_lines=\([0-9]*\).*/\1/p' "$T/cg.stats" |
-            awk '{ s += $1 } END { print s + 0 }')
-        written=$(awk '{ s += $1 } END { print s + 0 }' "$T/cg.lines")
-        rm -f "$T/cg.lines"
-        name="ticket (jitherald run's default)"
-        [ $lock = no ] && name="generic (--fair-sched=no)"
-        printf '%-34s %-16s %s / %s / %s\n' "$name" \
-            "$seen of $written" "$(echo "$pcts" | head -1)" "$(echo "$pcts" | median)" \
-            "$(echo "$pcts" | tail -1)"
+        name="jitherald run"
+        [ $how = plain ] && name="plain (no jitherald)"
+        printf '%-22s %s / %s / %s\n' "$name" "$(echo "$pcts" | head -1)" \
+            "$(echo "$pcts" | median)" "$(echo "$pcts" | tail -1)"
     done
 else
     echo "  rakudo or valgrind not installed"
 fi
 echo
-time_ms() { # CMD...: wall ms of one run
+
+time_ms() { # CMD...: wall ms of one run (the VM's files in /tmp removed after it)
     local s e
     s=$(date +%s%N)
-    "$@" > /dev/null 2>&1
+    pidrun "$@"
     e=$(date +%s%N)
     echo $(( (e - s) / 1000000 ))
 }
-bench_vm() { # NAME CMD...
-    local name=$1; shift
+bench_vm() { # LOAD NAME CMD...
+    local ld=$1 name=$2; shift 2
     local base ch m
     base=$(for i in $(seq "$runs"); do time_ms "$@"; done | median)
-    printf '%-8s %-12s %8s %8s\n' "$name" "plain" "$base" "1.00"
+    printf '%-6s %-8s %-10s %8s %8s\n' "$ld" "$name" "plain" "$base" "1.00"
     for ch in gdb unwind elfmap auditlog all; do
         m=$(for i in $(seq "$runs"); do time_ms "$CLI" run -c "$ch" -- "$@"; done | median)
-        printf '%-8s %-12s %8s %8s\n' "$name" "$ch" "$m" \
+        printf '%-6s %-8s %-10s %8s %8s\n' "$ld" "$name" "$ch" "$m" \
             "$(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
     done
 }
 echo "Overhead: wall time of the VM with jitherald run -c CHANNEL, beside the same run without"
 echo "(both write the VM's own perf map / jitdump; median of $runs runs)"
-printf '%-8s %-12s %8s %8s\n' vm channel ms ratio
-cd "$T"
-if command -v rakudo > /dev/null; then
-    MVM_JIT_PERF_MAP=1 bench_vm rakudo rakudo -e \
-        'sub f($n) { $n < 2 ?? $n !! f($n - 1) + f($n - 2) }; say f(24); say (1..50000).map(* * 2).sum'
-else
-    echo "rakudo not installed"
-fi
-if command -v node > /dev/null; then
-    bench_vm node node --perf-basic-prof --perf-prof -e \
-        'function f(n) { return n < 2 ? n : f(n - 1) + f(n - 2) } console.log(f(30));
-         let a = []; for (let i = 0; i < 2e5; i++) a.push({ i, s: "x" + i }); console.log(a.length)'
-else
-    echo "node not installed"
-fi
+printf '%-6s %-8s %-10s %8s %8s\n' load vm channel ms ratio
+for ld in idle busy; do
+    [ $ld = busy ] && load on
+    have rakudo && MVM_JIT_PERF_MAP=1 bench_vm $ld rakudo rakudo -e "$RAKU"
+    have node && bench_vm $ld node node --perf-basic-prof --perf-prof -e "$NODE"
+    have erl && bench_vm $ld erlang erl +JPperf true -noshell -eval "$ERL"
+    load off
+done
+exit 0

@@ -9,15 +9,13 @@
  *   3. old code in the range (the VM reused the addresses, and perf maps have no
  *      removal): removed, in O(k log n) (jh_code_remove_range);
  *   4. no CFI: the frame-pointer guess (tools/lib/prologue.h), where the bytes are there;
- *   5. the contexts: the tools' (gdb, unwind), elfmap's inside the guard's swap window
- *      (guard.c: the VM's page calls on those pages wait, or the swap is skipped), the
- *      record's;
- *   6. debuggers told now (jh_flush) when the code is in anonymous memory, so a stop in
- *      it names it; code the process already has a file for (V8's builtins in node's own
- *      text, 2,400 listed at start) goes in batches: it ran before it was listed anyway.
- *      (node and Erlang describe code twice, a map line then a jitdump LOAD with lines:
- *      the LOAD replaces the function the line announced; the gdb channel keeps the
- *      newest image out of merges, so that costs a one-function image.)
+ *   5. the contexts (preload.c): the tools' (gdb, unwind) for JIT code, debuggers told
+ *      before jh_code_add returns, so a stop in it names it; the tools' for code the
+ *      process already has a file for (V8's builtins in node's own text, 2,400 listed at
+ *      start: unwinding through them needs our description), debuggers told in batches
+ *      (it ran before it was listed anyway; one at a time under gdb, node took 2.7 s to
+ *      start instead of 0.9 s); elfmap's inside the guard's swap window (guard.c: the VM's
+ *      page calls on those pages wait, or the swap is skipped); the record's.
  * While this runs the thread is inside jitherald (hear.c) and its protection keys let it
  * read every page (node tags wasm code with a key of its own).
  */
@@ -31,8 +29,8 @@
 #include "base/clock.h"
 #include "lib/prologue.h"
 
-/* Functions whose code the process has a file for, waiting for a debugger registration. */
-#define PENDING_MAX 1024
+/* Functions in jhp_files waiting for a debugger registration, at most. */
+#define PENDING_MAX 256
 static unsigned pending;
 
 /* The range every announcement so far spans: a munmap elsewhere (the VM's heap) costs no
@@ -53,12 +51,26 @@ static void spans(uint64_t start, uint64_t size)
         atomic_store(&code_hi, start + size);
 }
 
+/* Bucket b covers [lo(b), lo(b + 1)): below 8 ns one per value, then 8 per octave. */
+static uint64_t bucket_lo(unsigned b)
+{
+    if (b < 8)
+        return b;
+    unsigned oct = b / 8, k = b % 8;
+    return (uint64_t)(8 + k) << (oct - 1);
+}
+
 void jhp_hist_add(struct jhp_hist *h, uint64_t ns)
 {
-    unsigned b = 0;
-    while (b + 1 < sizeof h->bucket / sizeof h->bucket[0] && (ns >> b) > 1)
-        b++;
-    h->bucket[b]++;
+    unsigned b;
+    if (ns < 8) {
+        b = (unsigned)ns;
+    } else {
+        unsigned msb = 63 - (unsigned)__builtin_clzll(ns);     /* >= 3 */
+        b = (msb - 2) * 8 + (unsigned)((ns >> (msb - 3)) & 7);
+    }
+    unsigned last = sizeof h->bucket / sizeof h->bucket[0] - 1;
+    h->bucket[b < last ? b : last]++;
     h->n++;
     if (ns > h->max)
         h->max = ns;
@@ -67,10 +79,11 @@ void jhp_hist_add(struct jhp_hist *h, uint64_t ns)
 uint64_t jhp_hist_pct(const struct jhp_hist *h, unsigned pct)
 {
     uint64_t want = (h->n * pct + 99) / 100, seen = 0;
-    for (unsigned b = 0; b < sizeof h->bucket / sizeof h->bucket[0]; b++) {
+    unsigned nb = sizeof h->bucket / sizeof h->bucket[0];
+    for (unsigned b = 0; b < nb; b++) {
         seen += h->bucket[b];
         if (want && seen >= want) {
-            uint64_t top = (uint64_t)2 << b;
+            uint64_t top = b + 1 < nb ? bucket_lo(b + 1) : h->max;
             return top < h->max ? top : h->max;
         }
     }
@@ -157,13 +170,19 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
 
 void jhp_flush_all(void)
 {
-    if (pending && jhp_tools) {
+    if (pending && jhp_files) {
         jhp_inside++;
-        jh_flush(jhp_tools);
+        jh_flush(jhp_files);
         jhp_inside--;
         jhp_st.flushes++;
-        pending = 0;
     }
+    pending = 0;
+}
+
+/* The tools' context for code at a: code the process has a file for, or JIT code. */
+static jh_ctx *tools_for(uint64_t a)
+{
+    return jhp_files && in_loaded_object(a) ? jhp_files : jhp_tools;
 }
 
 void jhp_announce(const struct jhp_fn *f)
@@ -181,7 +200,8 @@ void jhp_announce(const struct jhp_fn *f)
     if (memchr(name, 0, n))
         n = strlen(name);
     uint32_t keys = jhp_pkeys_open();
-    jh_ctx *first = jhp_tools ? jhp_tools : jhp_elf ? jhp_elf : jhp_rec;
+    jh_ctx *tools = tools_for(f->start);
+    jh_ctx *first = tools ? tools : jhp_elf ? jhp_elf : jhp_rec;
     if (!jhp_readable(f->start, f->size)) {
         jhp_st.unreadable++;    /* freed before it was described, or never there */
     } else if (same(first, f, name)) {
@@ -205,11 +225,13 @@ void jhp_announce(const struct jhp_fn *f)
         int rc = 0;
         bool guarded = jhp_cfg.library_rule && atomic_load(&jhp_guard_on);
         uint64_t lo = 0, hi = 0;
-        if (jhp_tools) {
+        if (tools == jhp_tools && pending)
+            jhp_flush_all();    /* the builtins before the JIT code that will call them */
+        if (tools) {
             if (guarded)
-                swap_window(jhp_tools, f->start, f->start + f->size, &lo, &hi);
+                swap_window(tools, f->start, f->start + f->size, &lo, &hi);
             bool in = !guarded || jhp_swap_begin(lo, hi);
-            rc = add_to(jhp_tools, &c, &replaced);
+            rc = add_to(tools, &c, &replaced);
             if (guarded && in)
                 jhp_swap_end();
         }
@@ -221,16 +243,16 @@ void jhp_announce(const struct jhp_fn *f)
         } else if (jhp_elf && rc >= 0) {
             swap_window(jhp_elf, f->start, f->start + f->size, &lo, &hi);
             if (jhp_swap_begin(lo, hi)) {
-                int erc = add_to(jhp_elf, &c, jhp_tools ? NULL : &replaced);
+                int erc = add_to(jhp_elf, &c, tools ? NULL : &replaced);
                 jhp_swap_end();
-                if (!jhp_tools)
+                if (!tools)
                     rc = erc;
             } else {
                 jhp_st.no_swap++;
             }
         }
         if (jhp_rec && rc >= 0)
-            add_to(jhp_rec, &c, jhp_tools || jhp_elf ? NULL : &replaced);
+            add_to(jhp_rec, &c, tools || jhp_elf ? NULL : &replaced);
         jhp_st.replaced += replaced;
         if (rc < 0) {
             jhp_st.failed++;
@@ -239,10 +261,8 @@ void jhp_announce(const struct jhp_fn *f)
             said[k].start = f->start, said[k].size = f->size, said[k].from = f->from;
             jhp_st.announced++;
             jhp_st.with_lines += f->nlines != 0;
-            if (!in_loaded_object(f->start) || ++pending >= PENDING_MAX) {
-                pending = 1;
+            if (tools == jhp_files && ++pending >= PENDING_MAX)
                 jhp_flush_all();
-            }
         }
     }
     jhp_pkeys_close(keys);
@@ -271,13 +291,14 @@ void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
     uint32_t keys = jhp_pkeys_open();
     if (jhp_readable(new, size)) {
         spans(new, size);
-        int rc = move_in(jhp_tools, old, new, size);
+        jh_ctx *tools = tools_for(old);
+        int rc = move_in(tools, old, new, size);
         if (jhp_elf) {
             uint64_t lo, hi;
             swap_window(jhp_elf, new < old ? new : old, (new > old ? new : old) + size, &lo, &hi);
             if (jhp_swap_begin(lo, hi)) {
                 int erc = move_in(jhp_elf, old, new, size);
-                rc = jhp_tools ? rc : erc;
+                rc = tools ? rc : erc;
                 jhp_swap_end();
             } else {
                 jhp_st.no_swap++;
@@ -285,13 +306,8 @@ void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
         }
         if (jhp_rec)
             move_in(jhp_rec, old, new, size);
-        if (rc == 0) {
+        if (rc == 0)
             jhp_st.moved++;
-            if (!in_loaded_object(new)) {
-                pending = 1;
-                jhp_flush_all();
-            }
-        }
     }
     jhp_pkeys_close(keys);
 }
@@ -309,6 +325,8 @@ void jhp_forget(uint64_t start, uint64_t len)
     int n = 0;
     if (jhp_tools)
         n = jh_code_remove_range(jhp_tools, at, len);
+    if (jhp_files)
+        n += jh_code_remove_range(jhp_files, at, len);
     if (jhp_elf) {
         int k = jh_code_remove_range(jhp_elf, at, len);
         n = jhp_tools ? n : k;

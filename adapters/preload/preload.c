@@ -45,7 +45,7 @@
 struct jhp_config jhp_cfg;
 struct jhp_stats jhp_st;
 pid_t jhp_pid;
-jh_ctx *jhp_tools, *jhp_elf, *jhp_rec;
+jh_ctx *jhp_tools, *jhp_files, *jhp_elf, *jhp_rec;
 atomic_bool jhp_rec_live;
 JHP_TLS unsigned jhp_inside;
 
@@ -94,15 +94,13 @@ static void log_fn(void *arg, int level, const char *msg)
         jhp_warn("%s", msg);
 }
 
-static jh_ctx *open_one(unsigned bits)
+/* batch: debuggers hear of new code at jh_flush (announce.c), not at each function */
+static jh_ctx *open_one(unsigned bits, bool batch)
 {
     if (!bits && !jhp_cfg.library_rule)
         return NULL;
-    /* Debuggers hear of new code when announce.c flushes: before the VM can run it, but
-     * code the process already has a file for (V8's 2,400 builtins in node's own text,
-     * listed at start) in batches, not one debugger stop per function. */
     struct jh_options o = { .sz = sizeof o, .channels = bits, .engine = "run",
-                            .log = log_fn, .gdb_batch = JH_GDB_DEFER };
+                            .log = log_fn, .gdb_batch = batch ? JH_GDB_DEFER : 0 };
     jh_ctx *ctx = NULL;
     if (jh_open(&ctx, &o) < 0 || !jh_channels(ctx)) {
         jh_close(ctx);
@@ -122,18 +120,19 @@ static jh_ctx *open_one(unsigned bits)
  */
 bool jhp_open(void)
 {
-    if (jhp_tools || jhp_elf || jhp_rec || open_failed)
+    if (jhp_tools || jhp_files || jhp_elf || jhp_rec || open_failed)
         return !open_failed;
     unsigned ch = jhp_cfg.channels;
     if (jhp_cfg.library_rule) {
-        jhp_tools = open_one(ch);
+        jhp_tools = open_one(ch, false);
     } else {
-        jhp_tools = open_one(ch & (JH_GDB | JH_UNWIND));
-        jhp_elf = open_one(ch & JH_ELFMAP);
-        jhp_rec = open_one(ch & JH_AUDITLOG);
+        jhp_tools = open_one(ch & (JH_GDB | JH_UNWIND), false);
+        jhp_files = open_one(ch & (JH_GDB | JH_UNWIND), true);
+        jhp_elf = open_one(ch & JH_ELFMAP, false);
+        jhp_rec = open_one(ch & JH_AUDITLOG, false);
         atomic_store(&jhp_rec_live, jhp_rec != NULL);
     }
-    open_failed = !jhp_tools && !jhp_elf && !jhp_rec;
+    open_failed = !jhp_tools && !jhp_files && !jhp_elf && !jhp_rec;
     if (open_failed)
         jhp_warn("no channel could be opened: nothing is announced");
     atomic_store(&jhp_guard_on, jh_channels(jhp_tools) & JH_ELFMAP || jhp_elf != NULL);

@@ -31,9 +31,10 @@
 
 #define JHP_TLS __thread __attribute__((tls_model("initial-exec")))
 
-/* Times, in a histogram of powers of two of nanoseconds: p50, p99 and max at exit. */
+/* Times in nanoseconds, in a histogram of eighths of powers of two (values within 9%):
+ * p50, p99 and max at exit. */
 struct jhp_hist {
-    uint64_t n, max, bucket[40];
+    uint64_t n, max, bucket[48 * 8];
 };
 void jhp_hist_add(struct jhp_hist *h, uint64_t ns);
 uint64_t jhp_hist_pct(const struct jhp_hist *h, unsigned pct);   /* upper bound, ns */
@@ -67,11 +68,13 @@ struct jhp_config {
 extern struct jhp_config jhp_cfg;
 extern struct jhp_stats jhp_st;
 extern pid_t jhp_pid;           /* getpid(), kept current across fork */
-/* The contexts, opened by the first announcement (jhp_open): the tools that need no page
- * touched (gdb, unwind), elfmap alone (its calls are the ones the guard keeps apart from
- * the VM's page changes, and can be skipped one at a time), the audit log alone (closed
- * at exit). With JITHERALD set, one context: tools. Any may be NULL. */
-extern jh_ctx *jhp_tools, *jhp_elf, *jhp_rec;
+/* The contexts, opened when the VM opens its map or jitdump (jhp_open): the tools that
+ * need no page touched (gdb, unwind), for JIT code (debuggers told at once) and for code
+ * in a file the loader mapped (jhp_files: debuggers told in batches, announce.c); elfmap
+ * alone (its calls are the ones the guard keeps apart from the VM's page changes, and can
+ * be skipped one at a time); the audit log alone (closed at exit). With JITHERALD set,
+ * one context: tools. Any may be NULL. */
+extern jh_ctx *jhp_tools, *jhp_files, *jhp_elf, *jhp_rec;
 /* The record is closed at exit while VM threads may still forget code (jhp_forget holds no
  * lock of ours): it is used only while jhp_rec_live, under jhp_rec_users. */
 extern atomic_bool jhp_rec_live;

@@ -77,6 +77,7 @@ struct img {
     int cls;                    /* size class; NCLASS: full (n >= cap); BIG: merged full */
     bool dirty;                 /* fns changed since pub was built (see img_changed) */
     size_t ndead;               /* functions removed since then */
+    uintptr_t dead_lo, dead_hi; /* covers them: what pub still claims that is gone */
     struct img *prev, *next;    /* in its class list */
 };
 
@@ -230,6 +231,7 @@ static int img_rebuild(struct gdb_state *st, struct img *im)
         st->ndirty--;
     }
     im->ndead = 0;
+    im->dead_lo = im->dead_hi = 0;
     if (!im->n) {
         class_unlink(st, im);
         img_free(st, im);
@@ -361,6 +363,10 @@ static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool 
                 st->dead_lo = lo;
             if (hi > st->dead_hi)
                 st->dead_hi = hi;
+            if (im->dead_hi <= im->dead_lo || lo < im->dead_lo)
+                im->dead_lo = lo;
+            if (hi > im->dead_hi)
+                im->dead_hi = hi;
         }
         if (st->defer || im->ndead * 4 < n + im->ndead)
             return 0;
@@ -389,13 +395,30 @@ static int rebuild_dirty(struct gdb_state *st)
 }
 
 /* Images still naming removed code must go before new code takes the addresses: two
- * images claiming one address confuse both debuggers. */
+ * images claiming one address confuse both debuggers. Only those: the others wait, until a
+ * quarter of them is gone (a JIT that frees code as it compiles, Erlang under jitherald run,
+ * rebuilt every image that had lost a function at each new function). */
 static int settle(struct gdb_state *st, uintptr_t lo, uintptr_t hi)
 {
-    if (!st->ndirty || st->defer)
+    if (!st->ndirty || st->defer || !(lo < st->dead_hi && st->dead_lo < hi))
         return 0;
-    if (lo < st->dead_hi && st->dead_lo < hi)
-        return rebuild_dirty(st);
+    bool merged = false;
+    for (int c = 0; c <= BIG && st->ndirty; c++) {
+        for (struct img *im = st->cls[c], *next; im && st->ndirty; im = next) {
+            next = im->next;
+            if (!im->dirty || !(lo < im->dead_hi && im->dead_lo < hi))
+                continue;
+            int err = img_rebuild(st, im);
+            if (err)
+                return err;
+            merged = true;
+        }
+    }
+    for (int c = 0; c < NCLASS && merged; c++) {
+        int err = maybe_merge(st, c);
+        if (err)
+            return err;
+    }
     return 0;
 }
 
@@ -458,6 +481,12 @@ static int unjoin(struct gdb_state *st, const struct jh__entry *e)
         if (!im->dirty)
             st->ndirty++;
         im->dirty = true;
+        /* its section spans e: the flush rebuilds it before e goes in (settle_pending) */
+        uintptr_t lo = e->node.start, hi = lo + e->node.size;
+        if (im->dead_hi <= im->dead_lo || lo < im->dead_lo)
+            im->dead_lo = lo;
+        if (hi > im->dead_hi)
+            im->dead_hi = hi;
         return 0;
     }
     int c = im->cls;

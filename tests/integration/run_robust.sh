@@ -80,6 +80,13 @@ run fork
 CH=all JITHERALD_DIR=$T/none run none
 [ -e "$T/none" ] && fail "none: files were created: $(ls "$T/none")"
 [ "$(stat announced)" = 0 ] || fail "none: $(tail -1 stats)"
+# said once, at the end of the run, naming the VMs' options
+[ "$(grep -c 'no process of this run wrote a perf map or a jitdump' none.err)" = 1 ] &&
+    grep -q 'node --perf-basic-prof' none.err || fail "none: not said once: $(cat none.err)"
+# not said when a process of the run did write one (here a child of the root, a shell)
+"$CLI" run -c gdb -- sh -c '"$0" partial 2; :' "$V" > child.out 2> child.err ||
+    fail "a map written by a child: $(cat child.err)"
+grep -q 'no process of this run' child.err && fail "said though a child wrote a map"
 run closefds
 run huge 100000
 drop_map

@@ -164,16 +164,18 @@ static void test_immediate(void)
     CHECK_EQ(count_named("f2998", 0), 1);
     CHECK_EQ(count_named("f1", (uintptr_t)(code + FN_SIZE)), 1);
 
-    /* move f1 into the hole f0 left: reusing a removed address settles everything first,
-     * and the name follows the code at once */
+    /* move f1 into the hole f0 left: reusing a removed address settles the images that
+     * still claim it first (f0 is gone), and the name follows the code at once; images
+     * that lost code elsewhere stay within the bound above (rebuilding them all made a JIT
+     * that frees code as it compiles pay for every image at every function) */
     CHECK_EQ(jh_code_move(jh, ids[1], code), 0);
     snapshot();
-    CHECK_EQ(nview, N - (N + 2) / 3);
+    CHECK(nview >= N - (N + 2) / 3 && nview <= N - (N + 2) / 3 + N / 4);
     CHECK_EQ(count_named("f0", 0), 0);
-    CHECK_EQ(count_named("f2997", 0), 0);
+    CHECK(count_named("f2997", 0) <= 1);
     CHECK_EQ(count_named("f2998", 0), 1);
     CHECK_EQ(count_named("f1", (uintptr_t)code), 1);
-    CHECK_EQ(count_named("f1", (uintptr_t)(code + FN_SIZE)), 0);
+    CHECK(count_named("f1", (uintptr_t)(code + FN_SIZE)) <= 1);   /* its old copy: freed */
 
     /* a removal then jh_flush: gone */
     CHECK_EQ(jh_code_remove(jh, ids[2]), 0);
