@@ -4,6 +4,7 @@
 # this: JIT frames named from the perf map, entered from MVM_jit_code_enter, every call and
 # cost kept (tests/programs/cg_invariants.c). Default options, then --separate-callers=2
 # with --dump-instr=yes, where context names hold JIT addresses too.
+# tier: slow
 . "$(dirname "$0")/lib.sh"
 require_tool rakudo rakudo
 require_tool valgrind valgrind
