@@ -66,11 +66,11 @@ $(PROG_DIR)/run_vm $(PROG_DIR)/run_harm: $(PROG_DIR)/%: tests/programs/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -lpthread -ldl -lgcc_s -Wno-unused-result
 
-# A callgrind reader of its own and the reader library's symbol table (tools/lib).
-$(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c $(READ_A) $(LIB_A)
+# A callgrind reader and a perf map / jitdump reader of its own: no tools/lib code.
+$(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(PROG_CFLAGS) $(LDFLAGS) -o $@ $< $(READ_A) $(LIB_A) $(LIBS)
+	$(Q)$(CC) $(PROG_CFLAGS) $(LDFLAGS) -o $@ $<
 
 # ASan's fatal report uses the slow unwinder (_Unwind_Backtrace): it must cross JIT frames.
 $(PROG_DIR)/unwind_asan: tests/programs/unwind_asan.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
