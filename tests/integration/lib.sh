@@ -15,6 +15,7 @@
 #   kill_at_exit PID, wait_for_file FILE [SECONDS], wait_gone PID [SECONDS], many_mini FILE,
 #   private_perf_cache
 #   share REPORT PART [WHOLE]   PART's per cent of WHOLE's samples in a perf report
+#   mj_truth_lines PROGRAM FUNCTION, so_lines JITTED.so   line tables to compare exactly
 #   wine_setup      for the Windows tests (win64_*.sh): skips without Wine or mingw-w64,
 #                   sets WIN (the Windows test programs) and a Wine prefix of our own
 #   run_win NAME EXE ARGS...   runs a Windows program under Wine, stdout to $T/NAME.out and
@@ -155,6 +156,24 @@ cg_take_map() { # NAME
     mkdir -p "$1.d"
     mv "/tmp/perf-$pid.map" "$1.d/"
     echo "$1.d/perf-$pid.map" >"$1.mapname"
+}
+
+# The line table of FUNCTION as the demo JIT itself made it, for PROGRAM.mini
+# (tests/programs/mj_lines.c: the compiler alone, no jitherald code), and the line table of
+# perf inject's jitted-*.so built for it (readelf's decoding): both as "OFFSET LINE" rows,
+# decimal offsets from the function's start, only where the line changes, so the two are
+# equal exactly when every address is on the same line (readelf's end-of-sequence row and
+# the rows at the end of the code drop out).
+mj_truth_lines() { # PROGRAM.mini FUNCTION
+    "$(program mj_lines)" "$1" | awk -v f="$2" '$1 == f { print $2, $3 }' | while read -r o l; do
+        echo "$((16#$o)) $l"; done | awk '$2 != last { print; last = $2 }'
+}
+so_lines() { # JITTED.so
+    local text size
+    read -r text size <<<"$(readelf -SW "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == ".text") { print $(i + 2), $(i + 4); exit } }')"
+    readelf -wL "$1" | awk '$2 ~ /^[0-9]+$/ && $3 ~ /^0x[0-9a-f]+$/ { print $3, $2 }' | while read -r a l; do
+        [ $((a - 16#$text)) -lt $((16#$size)) ] && echo "$((a - 16#$text)) $l"; done |
+        awk '$2 != last { print; last = $2 }'
 }
 
 # Other JITs' files (tests/integration/producers_*.sh, docs/interop.md):
