@@ -10,7 +10,7 @@ require_tool gdb gdb
 run_gdb() { # mode-env... -- output file
     env JITHERALD=gdb "$@" timeout 120 gdb -q -nx -batch \
         -ex 'set breakpoint pending on' -ex 'set pagination off' \
-        -ex 'break c' -ex run -ex bt -ex 'info line *$pc' \
+        -ex 'break c' -ex run -ex 'info inferiors' -ex bt -ex 'info line *$pc' \
         -ex 'disassemble a' -ex 'info symbol a' -ex 'list c' \
         -ex 'break mj__builtin_callback' -ex continue -ex bt \
         -ex 'echo @up\n' -ex up -ex 'info frame' -ex 'echo @up2\n' -ex up \
@@ -66,6 +66,9 @@ check "$T/deferred"
 # breakpoints in them, the unwind channel registers the same code with libgcc
 mkdir "$T/dir"
 run_gdb JITHERALD=all JITHERALD_DIR="$T/dir" > "$T/all"
+pid=$(sed -n 's/^\* 1 \+process \([0-9]\+\) .*/\1/p' "$T/all")
+[ -n "$pid" ] || fail "gdb's info inferiors: no pid"
+at_exit "rm -f /tmp/perf-$pid.map"             # the perfmap channel's, of that run
 cat "$T/all"
 check "$T/all"
 echo PASS
