@@ -15,6 +15,7 @@
 #   kill_at_exit PID, wait_for_file FILE [SECONDS], wait_gone PID [SECONDS], many_mini FILE,
 #   private_perf_cache
 #   share REPORT PART [WHOLE]   PART's per cent of WHOLE's samples in a perf report
+#   only REPORT PART WHOLE      every row of WHOLE's in a perf report is PART's
 #   mj_truth_lines PROGRAM FUNCTION, so_lines JITTED.so   line tables to compare exactly
 #   wine_setup      for the Windows tests (win64_*.sh): skips without Wine or mingw-w64,
 #                   sets WIN (the Windows test programs) and a Wine prefix of our own
@@ -90,14 +91,20 @@ many_mini() { # FILE
 
 # share REPORT PART [WHOLE]: the samples of the `perf report --stdio` rows matching the ERE
 # PART, as a whole per cent of those of the rows matching the ERE WHOLE (default: every row).
-# It answers a user's question (how much of the JIT's time is in this function?) where a
+# (Floored, with 1e-9 added so that p = w gives 100, not 99.) It answers a user's question (how much of the JIT's time is in this function?) where a
 # rank would not: on a busy or virtual machine kernel rows (a hypervisor's irq functions)
 # may outrank any function of the program, and change no share of the JIT's own samples.
 share() {
     SHARE_P=$2 SHARE_W=${3:-.} awk '
         /^ +[0-9.]+%/ { v = $1; sub("%", "", v)
                         if ($0 ~ ENVIRON["SHARE_W"]) { w += v; if ($0 ~ ENVIRON["SHARE_P"]) p += v } }
-        END { printf "%d\n", (w > 0 ? 100 * p / w : 0) }' "$1"
+        END { printf "%d\n", (w > 0 ? 100 * p / w + 1e-9 : 0) }' "$1"
+}
+# only REPORT PART WHOLE: true when every row matching WHOLE matches PART (no sample of
+# WHOLE's outside PART; a share computed from rounded per cents cannot say 100 exactly)
+only() {
+    SHARE_P=$2 SHARE_W=$3 awk '/^ +[0-9.]+%/ && $0 ~ ENVIRON["SHARE_W"] && $0 !~ ENVIRON["SHARE_P"] { bad = 1 }
+        END { exit bad }' "$1"
 }
 
 # perf caches every object it reads (each jitted-*.so) under ~/.debug: keep them in $T.
