@@ -13,6 +13,7 @@ require_tool eu-addr2line elfutils
 if [ -z "${JH_IN_NETNS:-}" ]; then
     command -v unshare > /dev/null && unshare -n true 2> /dev/null ||
         skip "cannot make a network namespace (unshare -n: root or user namespaces needed)"
+    rm -rf "$T"                 # (exec: the exit trap that would remove it never runs)
     exec unshare -n env JH_IN_NETNS=1 JH_KEEP=${JH_KEEP:-} bash "$0" "$@"
 fi
 ip link set lo up 2> /dev/null || true
