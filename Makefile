@@ -93,7 +93,7 @@ FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib cli man examples tests programs install uninstall test test-unit asan tsan fuzz bench demo clean help check-exports check-layers
+.PHONY: all lib cli man examples tests programs install uninstall test test-unit test-slow asan tsan fuzz bench demo clean help check-exports check-layers
 all: lib cli examples man
 
 lib: $(LIB_A) $(LIB_SO) $(BUILD)/jitherald.pc $(RUN_SO)
@@ -226,6 +226,12 @@ test: tests programs check-exports check-exports-llvm check-layers
 test-unit: tests
 	@BUILD=$(BUILD) TIERS="unit fuzz" tests/run.sh
 
+# The slow tier: real VMs' JIT code under callgrind (Erlang, node, rakudo), a minute or more
+# each on a busy machine, so `make test` stays short; CI runs both (.ci/run).
+# JH_LOAD=2 (either target): the same tests with both cores kept busy (scripts/busy.sh).
+test-slow: tests programs
+	@BUILD=$(BUILD) TIERS=slow tests/run.sh
+
 # Sanitizer builds run the unit and fuzz tiers (the integration tier drives perf, gdb and
 # valgrind, which do not mix with sanitizer runtimes).
 # Both also run the preload library of `jitherald run`, built with their sanitizer, under
@@ -323,7 +329,8 @@ clean:
 help:
 	@echo "make [all]         library (static + shared), CLI, examples    (V=1: full commands)"
 	@echo "make demo          run the demo JIT and show what the tools see"
-	@echo "make test          every test: unit, fuzz regression, integration with real tools"
+	@echo "make test          unit, fuzz regression, integration with real tools (JH_LOAD=2: busy cores)"
+	@echo "make test-slow     the slow tier: Erlang, node and rakudo JIT code under callgrind"
 	@echo "make asan | tsan   unit + fuzz tiers under ASan+UBSan / TSan"
 	@echo "make programs      the programs the integration tests run (make test builds them)"
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"

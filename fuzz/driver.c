@@ -4,8 +4,11 @@
  * the command line, then -runs=N deterministic mutations of them (bit flips, truncations,
  * byte splices, length fields set to extremes). With clang, `make fuzz` can build the same
  * targets against the real libFuzzer for open-ended runs.
+ * A corpus path that is missing, unreadable or holds no input is an error (exit 2): a
+ * replay of nothing would pass while checking only random bytes.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +21,17 @@ struct input { uint8_t *p; size_t n; };
 static struct input *inputs;
 static size_t ninputs;
 
+static void die(const char *path, const char *why)
+{
+    fprintf(stderr, "fuzz: corpus %s: %s\n", path, why);
+    exit(2);
+}
+
 static void add_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return;
+        die(path, strerror(errno));
     struct input in = { NULL, 0 };
     size_t cap = 0;
     int c;
@@ -30,12 +39,17 @@ static void add_file(const char *path)
         if (in.n == cap) {
             cap = cap ? cap * 2 : 4096;
             in.p = realloc(in.p, cap);
-            if (!in.p) { fclose(f); return; }
+            if (!in.p)
+                die(path, "out of memory");
         }
         in.p[in.n++] = (uint8_t)c;
     }
+    if (ferror(f))
+        die(path, "read error");
     fclose(f);
     inputs = realloc(inputs, (ninputs + 1) * sizeof *inputs);
+    if (!inputs)
+        die(path, "out of memory");
     inputs[ninputs++] = in;
 }
 
@@ -43,14 +57,15 @@ static void add_path(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0)
-        return;
+        die(path, strerror(errno));
     if (!S_ISDIR(st.st_mode)) {
         add_file(path);
         return;
     }
     DIR *d = opendir(path);
     if (!d)
-        return;
+        die(path, strerror(errno));
+    size_t before = ninputs;
     struct dirent *de;
     char buf[4096];
     while ((de = readdir(d))) {
@@ -60,6 +75,8 @@ static void add_path(const char *path)
         add_file(buf);
     }
     closedir(d);
+    if (ninputs == before)
+        die(path, "no input in this directory");
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
-# Runs the test tiers and ends with the line "N passed, N failed, N skipped".
+# Runs the test tiers and ends with the line "N passed, N failed, N skipped" (CI reads it:
+# it stays the last line), after the ten slowest tests with their seconds.
 #   unit:        $BUILD/tests/*          (C and C++ programs; exit 0 = pass, 77 = skip)
 #   fuzz:        $BUILD/fuzz/fuzz_*      (replay fuzz/corpus/<name>/ + bounded mutations)
 #   integration: tests/integration/*.sh  (drive perf, gdb, lldb, valgrind...; 77 = skip;
 #                                         lib.sh is what they share, not a test)
+#   slow:        the integration scripts marked with a line "# tier: slow": real VMs'
+#                code under callgrind, a minute or more each on a busy machine. `make test`
+#                leaves them out (TIERS="unit fuzz integration"); `make test-slow` runs
+#                them (TIERS=slow) and CI runs both.
 # A skip prints its reason. With JH_REQUIRE_ALL=1 (CI) a skip counts as a failure: on CI
 # every tool is installed, so a skip there means a missing install step.
-# ONLY=pattern runs the tests whose name contains pattern.
+# ONLY=pattern runs the tests whose name contains pattern (with the integration tier, the
+# slow ones that match too).
+# JH_LOAD=N runs the tests while N busy processes keep the cores busy (scripts/busy.sh):
+# every test must pass on a loaded machine too.
 # Each test's output goes to a log in a directory of its own under $BUILD (not /tmp, where
 # another run's or another user's cleanup may remove it mid-run): removed when every test
 # passed, kept (and its path printed) when one failed.
 set -u
+if [ "${JH_LOAD:-0}" != 0 ] && [ -z "${JH_LOADED:-}" ]; then
+    JH_LOADED=$JH_LOAD exec "$(dirname "$0")/../scripts/busy.sh" "$JH_LOAD" "$0" "$@"
+fi
 BUILD=${BUILD:-build}
 TIERS=${TIERS:-unit fuzz integration}
 export BUILD
@@ -19,7 +30,8 @@ export JH_ROOT=$ROOT
 export JH_BUILD=$ROOT/$BUILD
 cd "$ROOT"
 pass=0 fail=0 skip=0
-failed=() skipped=()
+failed=() skipped=() times=()
+[ -n "${JH_LOADED:-}" ] && echo "(under load: $JH_LOADED busy processes)"
 mkdir -p "$JH_BUILD"
 logdir=$(mktemp -d "$JH_BUILD/test-logs.XXXXXX")
 
@@ -30,6 +42,7 @@ run_one() { # name timeout cmd...
     timeout -k 10 "$t" "$@" >"$log" 2>&1
     rc=$?
     local dt=$((SECONDS - start))
+    times+=("$dt $name")
     if [ $rc -eq 0 ]; then
         pass=$((pass + 1)); printf 'PASS  %-44s %3ss\n' "$name" "$dt"
     elif [ $rc -eq 77 ]; then
@@ -62,13 +75,24 @@ for tier in $TIERS; do
             n=$(basename "$t")
             run_one "fuzz/$n" 300 "$t" -runs="${JH_FUZZ_RUNS:-20000}" "fuzz/corpus/${n#fuzz_}"
         done ;;
-    integration)
+    integration|slow)
         for t in tests/integration/*.sh; do
             [ -f "$t" ] && [ "$t" != tests/integration/lib.sh ] || continue
+            if grep -qx '# tier: slow' "$t"; then
+                [ $tier = slow ] || { [ -n "${ONLY:-}" ] && [[ " $TIERS " != *" slow "* ]]; } || continue
+            else
+                [ $tier = integration ] || continue
+            fi
             run_one "integration/$(basename "$t" .sh)" 900 bash "$t"
         done ;;
+    *) echo "unknown tier '$tier' (unit fuzz integration slow)"; fail=$((fail + 1)) ;;
     esac
 done
+
+if [ ${#times[@]} -gt 0 ]; then
+    echo; echo "slowest tests:"
+    printf '%s\n' "${times[@]}" | sort -rn | head -10 | awk '{ printf "  %4ss  %s\n", $1, $2 }'
+fi
 
 if [ ${#skipped[@]} -gt 0 ]; then
     echo; echo "!!! ${#skipped[@]} test(s) SKIPPED — these checks did NOT run:"

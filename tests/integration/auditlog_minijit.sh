@@ -2,7 +2,9 @@
 # The demo JIT with the audit log on: the timeline names every function of the program
 # with its source line, the disassembly shows the code with its source lines, the VM's own
 # struct mj_function is decoded from DWARF with the values the program has, and an
-# independent msgpack decoder (msgpack-c) reads every frame of the file.
+# independent msgpack decoder (msgpack-c) reads every frame of the file. Then a program of
+# 1,000 functions: every one of its 1,001 compile events and struct snapshots is in the
+# log, each function's once (a few events would not notice a writer losing one in ten).
 . "$(dirname "$0")/lib.sh"
 prog=$MINI/loops.mini
 JITHERALD=auditlog JITHERALD_DIR=$T "$MINIJIT" --log-structs "$prog" > "$T/out"
@@ -58,4 +60,24 @@ WALK=$(program auditlog_msgpack_walk)
 "$WALK" "$log" | tee "$T/walk.out"
 nrec=$($J list | wc -l)
 grep -q "^$nrec frames, $nrec records$" "$T/walk.out"
+
+# 1,000 functions and main: 1,001 of everything, counted exactly, by name.
+awk 'BEGIN { for (i = 0; i < 1000; i++) printf "fn f%d(x) {\n    return x + %d\n}\n", i, i
+             printf "fn main() {\n    return f999(1)\n}\n" }' > "$T/big.mini"
+mkdir "$T/big"
+JITHERALD=auditlog JITHERALD_DIR=$T/big "$MINIJIT" --log-structs --print-result "$T/big.mini" > "$T/big.out"
+[ "$(cat "$T/big.out")" = "main returned 1000" ] || fail "big.mini printed $(cat "$T/big.out")"
+log=$(ls "$T"/big/minijit-*.jhlog)
+J="$CLI log $log"
+$J info | tee "$T/big.info"
+grep -q "^4006 records: 1001 functions (0 live at the end), 1001 memory snapshots, 1001 events$" "$T/big.info" ||
+    fail "not every function, snapshot and event of 1,001 is in the log"
+grep -q "closed cleanly, nothing dropped" "$T/big.info"
+$J code | grep -q "1001 functions added, 1001 removed, 0 live" || fail "not 1,001 adds and removes"
+$J events | sed -n 's/.* compile name="\([a-z0-9]*\)" code=0x[0-9a-f]*\[\1+0x0\] .*\[struct mj_function, [0-9]* B logged\]$/\1/p' |
+    sort > "$T/big.names"
+{ seq 0 999 | sed 's/^/f/'; echo main; } | sort | diff - "$T/big.names" >/dev/null ||
+    fail "compile events: $(wc -l < "$T/big.names") resolved names, not f0..f999 and main once each"
+"$WALK" "$log" > "$T/big.walk"
+grep -q "^4006 frames, 4006 records$" "$T/big.walk" || fail "msgpack-c: $(cat "$T/big.walk")"
 echo PASS

@@ -13,6 +13,7 @@ require_tool eu-addr2line elfutils
 if [ -z "${JH_IN_NETNS:-}" ]; then
     command -v unshare > /dev/null && unshare -n true 2> /dev/null ||
         skip "cannot make a network namespace (unshare -n: root or user namespaces needed)"
+    rm -rf "$T"                 # (exec: the exit trap that would remove it never runs)
     exec unshare -n env JH_IN_NETNS=1 JH_KEEP=${JH_KEEP:-} bash "$0" "$@"
 fi
 ip link set lo up 2> /dev/null || true
@@ -35,11 +36,14 @@ srv=$!
 kill_at_exit $srv
 export DEBUGINFOD_URLS=http://127.0.0.1:$port DEBUGINFOD_CACHE_PATH=$T/dcache HOME=$T/home2
 mkdir -p "$HOME"
-# the server scans in the background: ask until it knows the image (20 s at most; the
-# client caches a miss, so each early question gets a cache of its own)
-for _ in $(seq 200); do
+# the server scans in the background: ask until it knows the image (120 s at most, a bound
+# for a hang: a busy machine scans late; the client caches a miss, so each early question
+# gets a cache of its own)
+end=$((SECONDS + 120))
+while [ $SECONDS -lt $end ]; do
     rm -rf "$T/poll"
     DEBUGINFOD_CACHE_PATH=$T/poll debuginfod-find executable "$id" > /dev/null 2>&1 && break
+    kill -0 $srv 2>/dev/null || { cat dbg.log; fail "debuginfod exited"; }
     sleep 0.1
 done
 got=$(debuginfod-find executable "$id" 2> /dev/null) || true

@@ -6,6 +6,7 @@
 # edges and counts, identities). Both symbol sources: the perf map Erlang writes with 0x
 # before its numbers, and its jitdump. Default options, then --separate-callers=2 with
 # --dump-instr=yes.
+# tier: slow
 . "$(dirname "$0")/lib.sh"
 require_tool erl erlang-base
 require_tool valgrind valgrind

@@ -4,6 +4,7 @@
 # into the middle of functions and recurses; callgrind records what was a call), with the
 # invariants of tests/programs/cg_invariants.c. Default options, then
 # --separate-callers=2 with --dump-instr=yes.
+# tier: slow
 . "$(dirname "$0")/lib.sh"
 require_tool node nodejs
 require_tool valgrind valgrind

@@ -38,6 +38,14 @@ for instr in yes no; do
     # Line-level costs in fib's body (by instruction; else each block at its first line).
     if [ $instr = yes ]; then grep -E '^ *[1-9][0-9,]* .*if n < 2 \{ return n \}' after
     else grep -E '^ *[1-9][0-9,]* .*fn fib\(n\) \{' after; fi
+    # By instruction, exactly: every position in fib and main (cost lines, call targets) on
+    # the line the demo JIT's own table gives for its offset (mj_lines: the compiler's rows,
+    # no jitherald code), so a line table shifted by an encoder or a reader shows.
+    if [ $instr = yes ]; then
+        "$(program mj_lines)" fib.mini > truth
+        awk -f "$R/tests/integration/cg_lines.awk" truth "/tmp/perf-$pid.map" named.out ||
+            fail "the rewrite puts JIT instructions on the wrong lines"
+    fi
     # Every function that is not JIT code: same inclusive cost before and after.
     costs() { sed -n '/file:function/,/^-- Auto/p' "$1" | grep -vF -f b.jit | grep -v 'fib\.mini:' |
               grep -E '^ *[0-9,]+ \(' | sed -E 's/ +\([ 0-9.]+%\)//' | sort; }
@@ -45,8 +53,16 @@ for instr in yes no; do
     [ "$(wc -l < b.costs)" -gt 20 ]
     diff b.costs a.costs || fail "inclusive costs of other functions changed"
     grep 'PROGRAM TOTALS' before > b.tot; grep 'PROGRAM TOTALS' after > a.tot; diff b.tot a.tot
-    # The JIT entry's inclusive cost is what its C caller spent calling it.
-    callgrind_annotate --tree=calling named.out | grep -A3 -E 'fib\.mini:main \[' > tree || true
+    # The JIT entry's inclusive cost is what its C caller spent calling it: in the caller
+    # tree, the line right above main's is its one caller, mj_call, called once, with
+    # main's inclusive cost.
+    callgrind_annotate --tree=caller --inclusive=yes named.out > tree
+    read -r ccost caller mcost <<<"$(awk '/ \* +.*fib\.mini:main \[jit-[0-9]+\.dump\]/ {
+        split(prev, p, " "); print p[1], (prev ~ / < .*minijit\.c:mj_call \(1x\) /) ? "mj_call" : "other", $1; exit }
+        { prev = $0 }' tree)"
+    [ "${caller:-}" = mj_call ] && [ "$ccost" = "$mcost" ] &&
+        grep -Eq "^ *$mcost \([ 0-9.]+%\) +.*fib\.mini:main \[" after ||
+        { grep -B3 -A1 'fib\.mini:main \[' tree; fail "main's call from mj_call: ${ccost:-none}, caller ${caller:-none}, inclusive ${mcost:-none}"; }
     # Self costs of the address-named blocks add up to the named functions' self costs.
     self() { callgrind_annotate --threshold=100 "$1" | sed -n '/file:function/,/^-- Auto/p' |
              grep "$2" "$3" | sed -E 's/^ *([0-9,]+).*/\1/; s/,//g' | awk '{s+=$1} END {print s+0}'; }

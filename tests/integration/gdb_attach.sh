@@ -20,14 +20,13 @@ attach_once() { # name program defer line-offset
         "$prog" > "$T/$name.vm" 2>&1 &
     local vm=$!
     kill_at_exit $vm
-    wait_for_file "$T/pause" 30 || { cat "$T/$name.vm"; exit 1; }
+    wait_for_file "$T/pause" || { cat "$T/$name.vm"; exit 1; }
     timeout 120 gdb -q -nx -batch -p "$(cat "$T/pause")" \
         -ex 'set pagination off' -ex 'info line c' -ex 'info symbol a' -ex 'info line g2999' \
         -ex 'break mj__builtin_callback' -ex "shell rm -f $T/pause" -ex continue -ex bt \
         -ex detach > "$T/$name" 2>&1 || true
     rm -f "$T/pause"                    # gdb may have stopped early: never leave it waiting
-    for _ in $(seq 100); do kill -0 $vm 2>/dev/null || break; sleep 0.1; done
-    ! kill -0 $vm 2>/dev/null || { cat "$T/$name"; fail "minijit still running"; }
+    wait_gone $vm || { cat "$T/$name"; fail "minijit still running"; }
     wait $vm || { cat "$T/$name" "$T/$name.vm"; fail "minijit exited $?"; }
     cat "$T/$name"
     local o=$T/$name

@@ -10,11 +10,11 @@ require_tool gdb gdb
 run_gdb() { # mode-env... -- output file
     env JITHERALD=gdb "$@" timeout 120 gdb -q -nx -batch \
         -ex 'set breakpoint pending on' -ex 'set pagination off' \
-        -ex 'break c' -ex run -ex bt -ex 'info line *$pc' \
+        -ex 'break c' -ex run -ex 'info inferiors' -ex bt -ex 'info line *$pc' \
         -ex 'disassemble a' -ex 'info symbol a' -ex 'list c' \
-        -ex 'break mj__builtin_callback' -ex continue -ex bt -ex up -ex 'info frame' \
-        -ex up -ex down \
-        -ex finish \
+        -ex 'break mj__builtin_callback' -ex continue -ex bt \
+        -ex 'echo @up\n' -ex up -ex 'info frame' -ex 'echo @up2\n' -ex up \
+        -ex 'echo @down\n' -ex down -ex 'echo @finish\n' -ex finish -ex 'echo @end\n' \
         --args "$MINIJIT" "$MINI/calls.mini" 2>&1
 }
 
@@ -39,11 +39,16 @@ check() { # file
     grep -Eq '^#1  0x[0-9a-f]+ in c \(\) at .*calls\.mini:7$' "$o"
     grep -Eq '^#2  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
     grep -Eq '^#4  0x[0-9a-f]+ in main \(\) at .*calls\.mini:22$' "$o"
-    # `up` into c, source shown from the file; `finish` returns into b
-    grep -Eq '^7\s+return callback\(y \+ 1\)' "$o"
-    grep -Eq '^#2  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"  # `up` twice
-    grep -Eq '^12\s+return c\(t\) \+ 1' "$o"
-    grep -Eq '^0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' "$o"
+    # each command's own output (between the echo markers): `up` into c, its source line
+    # shown from the file; `up` again into b; `down` back into c; `finish` returns into b
+    sect() { sed -n "/^@$1\$/,/^@/p" "$o"; }
+    sect up | grep -Eq '^#1  0x[0-9a-f]+ in c \(\) at .*calls\.mini:7$' || fail "$o: up"
+    sect up | grep -Eq '^7\s+return callback\(y \+ 1\)' || fail "$o: up: no source"
+    sect up | grep -Eq '^Stack level 1, frame at 0x' || fail "$o: info frame"
+    sect up2 | grep -Eq '^#2  0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' || fail "$o: up twice"
+    sect up2 | grep -Eq '^12\s+return c\(t\) \+ 1' || fail "$o: up twice: no source"
+    sect down | grep -Eq '^#1  0x[0-9a-f]+ in c \(\) at .*calls\.mini:7$' || fail "$o: down"
+    sect finish | grep -Eq '^0x[0-9a-f]+ in b \(\) at .*calls\.mini:12$' || fail "$o: finish: not back in b"
     ! grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in \?\? \(\)' "$o" || fail "$o: a frame without a name"
     ! grep -q 'outside of ELF segments' "$o" || fail "$o: outside of ELF segments"
     ! grep -q 'Unable to find JITed code' "$o" || fail "$o: Unable to find JITed code"
@@ -61,6 +66,9 @@ check "$T/deferred"
 # breakpoints in them, the unwind channel registers the same code with libgcc
 mkdir "$T/dir"
 run_gdb JITHERALD=all JITHERALD_DIR="$T/dir" > "$T/all"
+pid=$(sed -n 's/^\* 1 \+process \([0-9]\+\) .*/\1/p' "$T/all")
+[ -n "$pid" ] || fail "gdb's info inferiors: no pid"
+at_exit "rm -f /tmp/perf-$pid.map"             # the perfmap channel's, of that run
 cat "$T/all"
 check "$T/all"
 echo PASS

@@ -12,7 +12,11 @@
 #                   P=$(program NAME): the script skips when make could not build it, for
 #                   want of a library, and fails when it was never built)
 #   at_exit CMD     runs CMD at exit (last registered first), before T is removed
-#   kill_at_exit PID, wait_for_file FILE [SECONDS], many_mini FILE, private_perf_cache
+#   kill_at_exit PID, wait_for_file FILE [SECONDS], wait_gone PID [SECONDS], many_mini FILE,
+#   private_perf_cache
+#   share REPORT PART [WHOLE]   PART's per cent of WHOLE's samples in a perf report
+#   only REPORT PART WHOLE      every row of WHOLE's in a perf report is PART's
+#   mj_truth_lines PROGRAM FUNCTION, so_lines JITTED.so   line tables to compare exactly
 #   wine_setup      for the Windows tests (win64_*.sh): skips without Wine or mingw-w64,
 #                   sets WIN (the Windows test programs) and a Wine prefix of our own
 #   run_win NAME EXE ARGS...   runs a Windows program under Wine, stdout to $T/NAME.out and
@@ -57,12 +61,20 @@ program() { # NAME
 }
 
 # The demo JIT's --pause-file handshake: it writes its pid there once its code is announced.
-# Returns 1 (after a FAIL line) if FILE is still empty after SECONDS (default 10).
+# Returns 1 (after a FAIL line) if FILE is still empty after SECONDS (default 60: a bound for
+# a hang, not a guess at how fast a busy machine starts a program; it returns at once).
 wait_for_file() { # FILE [SECONDS]
-    local n=$(( ${2:-10} * 20 ))
-    while [ "$n" -gt 0 ]; do [ -s "$1" ] && return 0; sleep 0.05; n=$((n - 1)); done
-    echo "FAIL: $1 still empty after ${2:-10} s"
-    return 1
+    local end=$((SECONDS + ${2:-60}))
+    while [ ! -s "$1" ]; do
+        [ $SECONDS -lt $end ] || { echo "FAIL: $1 still empty after ${2:-60} s"; return 1; }
+        sleep 0.05
+    done
+}
+# Waits for PID (a child of this shell, or not) to end; returns 1 if it still runs after
+# SECONDS (default 60, a bound for a hang like wait_for_file's).
+wait_gone() { # PID [SECONDS]
+    local end=$((SECONDS + ${2:-60}))
+    while kill -0 "$1" 2>/dev/null; do [ $SECONDS -lt $end ] || return 1; sleep 0.05; done
 }
 
 # 200 one-line functions and a main calling each: main returns 20100.
@@ -75,6 +87,24 @@ many_mini() { # FILE
         echo "  return r"
         echo "}"
     } >"$1"
+}
+
+# share REPORT PART [WHOLE]: the samples of the `perf report --stdio` rows matching the ERE
+# PART, as a whole per cent of those of the rows matching the ERE WHOLE (default: every row).
+# (Floored, with 1e-9 added so that p = w gives 100, not 99.) It answers a user's question (how much of the JIT's time is in this function?) where a
+# rank would not: on a busy or virtual machine kernel rows (a hypervisor's irq functions)
+# may outrank any function of the program, and change no share of the JIT's own samples.
+share() {
+    SHARE_P=$2 SHARE_W=${3:-.} awk '
+        /^ +[0-9.]+%/ { v = $1; sub("%", "", v)
+                        if ($0 ~ ENVIRON["SHARE_W"]) { w += v; if ($0 ~ ENVIRON["SHARE_P"]) p += v } }
+        END { printf "%d\n", (w > 0 ? 100 * p / w + 1e-9 : 0) }' "$1"
+}
+# only REPORT PART WHOLE: true when every row matching WHOLE matches PART (no sample of
+# WHOLE's outside PART; a share computed from rounded per cents cannot say 100 exactly)
+only() {
+    SHARE_P=$2 SHARE_W=$3 awk '/^ +[0-9.]+%/ && $0 ~ ENVIRON["SHARE_W"] && $0 !~ ENVIRON["SHARE_P"] { bad = 1 }
+        END { exit bad }' "$1"
 }
 
 # perf caches every object it reads (each jitted-*.so) under ~/.debug: keep them in $T.
@@ -133,6 +163,24 @@ cg_take_map() { # NAME
     mkdir -p "$1.d"
     mv "/tmp/perf-$pid.map" "$1.d/"
     echo "$1.d/perf-$pid.map" >"$1.mapname"
+}
+
+# The line table of FUNCTION as the demo JIT itself made it, for PROGRAM.mini
+# (tests/programs/mj_lines.c: the compiler alone, no jitherald code), and the line table of
+# perf inject's jitted-*.so built for it (readelf's decoding): both as "OFFSET LINE" rows,
+# decimal offsets from the function's start, only where the line changes, so the two are
+# equal exactly when every address is on the same line (readelf's end-of-sequence row and
+# the rows at the end of the code drop out).
+mj_truth_lines() { # PROGRAM.mini FUNCTION
+    "$(program mj_lines)" "$1" | awk -v f="$2" '$1 == f { print $2, $3 }' | while read -r o l; do
+        echo "$((16#$o)) $l"; done | awk '$2 != last { print; last = $2 }'
+}
+so_lines() { # JITTED.so
+    local text size
+    read -r text size <<<"$(readelf -SW "$1" | awk '{ for (i = 1; i < NF; i++) if ($i == ".text") { print $(i + 2), $(i + 4); exit } }')"
+    readelf -wL "$1" | awk '$2 ~ /^[0-9]+$/ && $3 ~ /^0x[0-9a-f]+$/ { print $3, $2 }' | while read -r a l; do
+        [ $((a - 16#$text)) -lt $((16#$size)) ] && echo "$((a - 16#$text)) $l"; done |
+        awk '$2 != last { print; last = $2 }'
 }
 
 # Other JITs' files (tests/integration/producers_*.sh, docs/interop.md):

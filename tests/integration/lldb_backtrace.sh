@@ -53,12 +53,12 @@ rm -f "$T/pause"
 JITHERALD=gdb "${MJ[@]}" --remove --pause-file "$T/pause" "$CALLS" > "$T/vm" 2>&1 &
 vm=$!
 kill_at_exit $vm
-wait_for_file "$T/pause" 30
+wait_for_file "$T/pause"
 lldb_b -p "$(cat "$T/pause")" -o 'b jh_code_remove' -o "platform shell rm -f $T/pause" \
     -o continue -o continue -o 'platform shell echo SECOND' -o 'image list' \
     -o 'image lookup -s a' -o detach > "$T/attach"
 rm -f "$T/pause"                        # lldb may have stopped early: never leave it waiting
-for _ in $(seq 100); do kill -0 $vm 2>/dev/null || break; sleep 0.1; done
+wait_gone $vm || true
 kill -9 $vm 2>/dev/null || true; wait $vm 2>/dev/null || true
 cat "$T/attach"
 sed -n '/^SECOND/,$p' "$T/attach" > "$T/second"

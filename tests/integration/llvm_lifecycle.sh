@@ -8,8 +8,10 @@
 JIT=$(program llvm_jit)
 IR=$B/tests/programs/llvm
 for linker in --jitlink --rtdyld --mcjit; do
-    JITHERALD=perfmap,auditlog JITHERALD_DIR=$T/al$linker "$JIT" $linker --remove \
-        "$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 10 > "$T/out$linker" 2>&1
+    JITHERALD=perfmap,auditlog JITHERALD_DIR=$T/al$linker sh -c "$PID_EXEC" "$T/pid$linker" \
+        "$JIT" $linker --remove "$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 10 \
+        > "$T/out$linker" 2>&1
+    at_exit "rm -f /tmp/perf-$(cat "$T/pid$linker").map"
     cat "$T/out$linker"
     grep -qx 'lookup before: jit_entry' "$T/out$linker" || fail "$linker: jit_entry not announced"
     grep -qx 'lookup after: no such code registered' "$T/out$linker" || fail "$linker: jit_entry left announced"
@@ -24,7 +26,8 @@ for linker in --jitlink --rtdyld --mcjit; do
     grep -q '4 functions added, 4 removed, 0 live' "$T/log$linker" || fail "$linker: the tally"
     echo "PASS $linker: announced with file:line, removed with the object"
 done
-JITHERALD=perfmap "$JIT" --jitlink --no-jitherald "$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" \
-    -- jit_entry 10 > "$T/control" 2>&1
+JITHERALD=perfmap sh -c "$PID_EXEC" "$T/pid-control" "$JIT" --jitlink --no-jitherald \
+    "$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 10 > "$T/control" 2>&1
+at_exit "rm -f /tmp/perf-$(cat "$T/pid-control").map"
 grep -qx 'lookup before: no such code registered' "$T/control" || fail "control: $(cat "$T/control")"
 echo "PASS control: without the adapter jitherald never knows jit_entry"

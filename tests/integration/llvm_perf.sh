@@ -14,6 +14,9 @@ private_perf_cache
 JIT=$(program llvm_jit)
 IR=$B/tests/programs/llvm
 RUN=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 100000000)
+# For the line checks, ten times the work (~0.5 s, ~1,000 samples in work): hot.h's rows
+# hold 1-6% of work's samples, and at 1e8 (~110 samples) one run in three had none there.
+LINES=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 1000000000)
 cd "$T"
 
 # "work FILE:LINE" rows of a perf report, and the share of work's samples they hold
@@ -30,7 +33,7 @@ check_lines() { # perf.data what
 
 # 1. jitdump + inject, through the ORC plugin
 JITHERALD=jitdump JITHERALD_DIR=$T/jd perf record -q -k 1 -F 2000 -o jd.data "$JIT" --jitlink \
-    "${RUN[@]}" > out 2>err || { cat err; fail "perf record"; }
+    "${LINES[@]}" > out 2>err || { cat err; fail "perf record"; }
 grep -q '^result ' out || fail "the JIT did not run: $(cat out err)"
 "$CLI" check "$T"/jd/jit-*.dump || fail "jitherald check refuses the dump"
 perf inject --jit -i jd.data -o jd.inj.data 2>/dev/null || fail "perf inject"
@@ -39,7 +42,7 @@ echo "PASS jitdump: work named with work.c and hot.h lines"
 
 # 2. elfmap, no inject, through the listener
 JITHERALD=elfmap JITHERALD_DIR=$T/em perf record -q -F 2000 -o em.data "$JIT" --rtdyld \
-    "${RUN[@]}" > out 2>err || { cat err; fail "perf record"; }
+    "${LINES[@]}" > out 2>err || { cat err; fail "perf record"; }
 check_lines em.data "elfmap (RuntimeDyld)"
 echo "PASS elfmap: work named with work.c and hot.h lines, no inject"
 

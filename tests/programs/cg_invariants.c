@@ -16,6 +16,12 @@
  *      object and file (otherwise callgrind_annotate and KCachegrind show two functions);
  *   5. no address in JIT code is left unnamed in OUT.
  * Prints a one-line summary; exit 0 when all hold, 1 with the first differences otherwise.
+ *
+ * Which addresses are JIT code, and whose, comes from the map or dump read here with code
+ * of its own (no tools/lib: a checker sharing the rewriter's symbol table passed when that
+ * table missed its highest function). The rule is the tools' (perf's, valgrind's): an
+ * address belongs to the function loaded last among those containing it; a jitdump MOVE
+ * loads the function again at its new address.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,8 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/files.h"
-#include "lib/symtab.h"
 
 #define MAXEV 64
 
@@ -98,8 +102,150 @@ struct prof {
     char first_unnamed[200];
 };
 
+/* ---- the JIT's functions, from the perf map or the jitdump ---- */
+struct jfn { uint64_t start, end; size_t seq; char *name; };
+struct syms {
+    struct jfn *f;
+    size_t n, cap;
+    uint64_t *maxend;                   /* after sorting: max end of f[0..i] */
+};
+
+static void sym_add(struct syms *s, uint64_t start, uint64_t size, const char *name, size_t len)
+{
+    if (!size || start + size < start)
+        return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 1024;
+        s->f = xrealloc(s->f, s->cap * sizeof *s->f);
+    }
+    char *nm = xrealloc(NULL, len + 1);
+    for (size_t i = 0; i < len; i++)        /* one name per line in callgrind's format */
+        nm[i] = name[i] == '\n' || name[i] == '\r' || !name[i] ? '?' : name[i];
+    nm[len] = 0;
+    s->f[s->n] = (struct jfn){ start, start + size, s->n, nm };
+    s->n++;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const struct jfn *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void sym_sort(struct syms *s)
+{
+    qsort(s->f, s->n, sizeof *s->f, by_start);
+    s->maxend = xrealloc(NULL, (s->n ? s->n : 1) * sizeof *s->maxend);
+    for (size_t i = 0; i < s->n; i++)
+        s->maxend[i] = i && s->maxend[i - 1] > s->f[i].end ? s->maxend[i - 1] : s->f[i].end;
+}
+
+/* The function loaded last among those containing a: back from the last start <= a for
+ * as long as some function before could still reach a. */
+static const struct jfn *sym_find(const struct syms *s, uint64_t a)
+{
+    size_t lo = 0, hi = s->n;               /* first start > a */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->f[mid].start <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const struct jfn *best = NULL;
+    for (size_t i = lo; i-- > 0 && s->maxend[i] > a;)
+        if (a < s->f[i].end && (!best || s->f[i].seq > best->seq))
+            best = &s->f[i];
+    return best;
+}
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *d = xrealloc(NULL, cap);
+    for (size_t k; (k = fread(d + n, 1, cap - n - 1, f)) > 0;) {
+        n += k;
+        if (cap - n - 1 == 0)
+            d = xrealloc(d, cap *= 2);
+    }
+    bool err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(d);
+        return NULL;
+    }
+    d[n] = 0;
+    *len = n;
+    return d;
+}
+
+/* "START SIZE name" per line, hex, with or without 0x (Erlang writes it), names padded
+ * with spaces to 3 bytes for perf (the padding is not part of them). */
+static void load_perfmap(struct syms *s, char *d)
+{
+    for (char *line = d, *nl; *line; line = nl) {
+        nl = strchr(line, '\n');
+        nl = nl ? nl + 1 : line + strlen(line);
+        char *e1, *e2;
+        uint64_t start = strtoull(line, &e1, 16);
+        if (e1 == line || *e1 != ' ')
+            continue;
+        uint64_t size = strtoull(e1 + 1, &e2, 16);
+        if (e2 == e1 + 1 || *e2 != ' ')
+            continue;
+        const char *name = e2 + 1;
+        size_t len = (size_t)(nl - name);
+        while (len && (name[len - 1] == '\n' || name[len - 1] == '\r'))
+            len--;
+        while (len > 1 && name[len - 1] == ' ')
+            len--;
+        if (len)
+            sym_add(s, start, size, name, len);
+    }
+}
+
+static uint32_t le32(const unsigned char *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t le64(const unsigned char *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+/* perf's jitdump (tools/perf/util/jitdump.h): a header of header_size bytes, then records
+ * {u32 id, u32 total_size, u64 timestamp, body}. LOAD (0): pid, tid, vma, code_addr,
+ * code_size, code_index, name NUL-terminated, code. MOVE (1): pid, tid, vma, old_code_addr,
+ * new_code_addr, code_size, code_index. A file cut short ends where it is cut. */
+static int load_jitdump(struct syms *s, const unsigned char *d, size_t len)
+{
+    if (len < 40 || le32(d) != 0x4A695444)
+        return -1;                          /* (a big-endian file is not for this machine) */
+    size_t p = le32(d + 8);
+    while (p + 16 <= len) {
+        uint32_t id = le32(d + p), sz = le32(d + p + 4);
+        if (sz < 16 || sz > len - p)
+            break;
+        const unsigned char *b = d + p + 16;
+        size_t blen = sz - 16;
+        if (id == 0 && blen > 40) {
+            const unsigned char *name = b + 40, *nul = memchr(name, 0, blen - 40);
+            if (nul)
+                sym_add(s, le64(b + 16), le64(b + 24), (const char *)name, (size_t)(nul - name));
+        } else if (id == 1 && blen >= 48) {
+            uint64_t from = le64(b + 16), to = le64(b + 24), size = le64(b + 32);
+            for (size_t i = s->n; i-- > 0;) {  /* the latest function loaded at from */
+                if (s->f[i].start == from) {
+                    const char *nm = s->f[i].name;  /* (not moved by sym_add's realloc) */
+                    sym_add(s, to, size, nm, strlen(nm));
+                    break;
+                }
+            }
+        }
+        p += sz;
+    }
+    return 0;
+}
+
 /* The name as the rewrite should write it. */
-static void map_name(const struct jhr_syms *s, const char *in, char *out, size_t outlen,
+static void map_name(const struct syms *s, const char *in, char *out, size_t outlen,
                      bool *changed)
 {
     size_t o = 0;
@@ -114,9 +260,9 @@ static void map_name(const struct jhr_syms *s, const char *in, char *out, size_t
             part[n] = 0;
             char *end;
             uint64_t a = strtoull(part + 2, &end, 16);
-            const struct jhr_sym_fn *f = *end ? NULL : jhr_syms_find(s, a);
+            const struct jfn *f = *end ? NULL : sym_find(s, a);
             if (f)
-                rep = s->strs[f->name], *changed = true;
+                rep = f->name, *changed = true;
         }
         const char *src = rep ? rep : p;
         size_t len = rep ? strlen(rep) : n;
@@ -235,17 +381,14 @@ static void costs(char *c, uint64_t *into, int nev)
     }
 }
 
-static int read_prof(const char *path, const struct jhr_syms *s, struct prof *p)
+static int read_prof(const char *path, const struct syms *s, struct prof *p)
 {
-    uint8_t *data;
     size_t len;
-    int err = jhr_read_file(path, &data, &len);
-    if (err) {
-        fprintf(stderr, "%s: %s\n", path, strerror(-err));
+    char *data = read_all(path, &len);
+    if (!data) {
+        fprintf(stderr, "%s: %s\n", path, strerror(errno));
         return -1;
     }
-    data = xrealloc(data, len + 1);
-    data[len] = 0;
     struct names fnn = { 0 }, fln = { 0 }, obn = { 0 };
     struct smap raw = { 0 };            /* every function name as written */
     int npos = 1;
@@ -256,7 +399,7 @@ static int read_prof(const char *path, const struct jhr_syms *s, struct prof *p)
     bool in_call = false;
     char mapped[4096];
     bool changed;
-    for (char *line = (char *)data, *nl; line && *line; line = nl) {
+    for (char *line = data, *nl; line && *line; line = nl) {
         nl = strchr(line, '\n');
         if (nl)
             *nl++ = 0;
@@ -356,19 +499,20 @@ static int read_prof(const char *path, const struct jhr_syms *s, struct prof *p)
 
 int main(int argc, char **argv)
 {
-    struct jhr_syms s = { 0 };
+    struct syms s = { 0 };
     const char *in = NULL, *out = NULL;
     for (int i = 1; i < argc; i++) {
         if ((!strcmp(argv[i], "--map") || !strcmp(argv[i], "--jitdump")) && i + 1 < argc) {
-            uint8_t *d;
             size_t n;
-            if (jhr_read_file(argv[i + 1], &d, &n)) {
+            char *d = read_all(argv[i + 1], &n);
+            if (!d) {
                 perror(argv[i + 1]);
                 return 2;
             }
-            if (argv[i][2] == 'm' ? jhr_syms_load_perfmap(&s, d, n)
-                                  : jhr_syms_load_jitdump(&s, d, n)) {
-                fprintf(stderr, "%s: unreadable\n", argv[i + 1]);
+            if (argv[i][2] == 'm')
+                load_perfmap(&s, d);
+            else if (load_jitdump(&s, (const unsigned char *)d, n)) {
+                fprintf(stderr, "%s: not a jitdump\n", argv[i + 1]);
                 return 2;
             }
             free(d);
@@ -379,11 +523,11 @@ int main(int argc, char **argv)
             out = argv[i];
         }
     }
-    if (!in || !out || !s.nfns) {
+    if (!in || !out || !s.n) {
         fprintf(stderr, "usage: cg_invariants --map MAP | --jitdump DUMP IN OUT\n");
         return 2;
     }
-    jhr_syms_finish(&s);
+    sym_sort(&s);
     static struct prof a, b;
     if (read_prof(in, &s, &a) || read_prof(out, &s, &b))
         return 2;

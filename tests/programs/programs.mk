@@ -30,6 +30,7 @@ $(eval $(call program,luajit_abi,yes))
 $(eval $(call program,churn_rows,yes))
 $(eval $(call program,jitdump_move,yes))
 $(eval $(call program,cg_invariants,yes))
+$(eval $(call program,mj_lines,yes))
 $(eval $(call program,run_vm,yes))
 $(eval $(call program,run_harm,yes))
 $(eval $(call program,unwind_asan,yes))
@@ -66,11 +67,17 @@ $(PROG_DIR)/run_vm $(PROG_DIR)/run_harm: $(PROG_DIR)/%: tests/programs/%.c
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -lpthread -ldl -lgcc_s -Wno-unused-result
 
-# A callgrind reader of its own and the reader library's symbol table (tools/lib).
-$(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c $(READ_A) $(LIB_A)
+# A callgrind reader and a perf map / jitdump reader of its own: no tools/lib code.
+$(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(PROG_CFLAGS) $(LDFLAGS) -o $@ $< $(READ_A) $(LIB_A) $(LIBS)
+	$(Q)$(CC) $(PROG_CFLAGS) $(LDFLAGS) -o $@ $<
+
+# The demo JIT's compiler alone (its line tables, the truth line checks compare with).
+$(PROG_DIR)/mj_lines: tests/programs/mj_lines.c $(MJ_A) $(LIB_A)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
 
 # ASan's fatal report uses the slow unwinder (_Unwind_Backtrace): it must cross JIT frames.
 $(PROG_DIR)/unwind_asan: tests/programs/unwind_asan.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)

@@ -103,6 +103,9 @@ int main(void)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     if (WIFSIGNALED(st))
         fprintf(stderr, "fork child killed by signal %d\n", WTERMSIG(st));
+    char childmap[64];                          /* the child's own perf map */
+    snprintf(childmap, sizeof childmap, "/tmp/perf-%d.map", (int)pid);
+    unlink(childmap);
 
     /* ... and the announcements of its removal after */
     for (int i = 0; i < NFN; i++)
