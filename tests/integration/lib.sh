@@ -51,6 +51,15 @@ require_tool() { # NAME [PACKAGE]
     command -v "$1" >/dev/null 2>&1 || skip "$1 not installed${2:+ (Debian package $2)}"
 }
 
+# For tests whose point is a loaded machine (the VM heard on time while other jobs run):
+# two busy loops for the test's length, unless the whole suite already runs under load
+# (JH_LOAD, tests/run.sh: scripts/busy.sh).
+keep_cores_busy() {
+    [ -n "${JH_LOADED:-}" ] && return 0
+    local i
+    for i in 1 2; do sh -c 'while :; do :; done' & kill_at_exit $!; done
+}
+
 # make builds tests/programs/* when their libraries are there, and otherwise writes
 # NAME.missing saying which library it lacked.
 program() { # NAME

@@ -11,7 +11,7 @@ require_tool node nodejs
 require_tool gdb gdb
 cd "$T"
 cp "$R/tests/run/node_trap.js" .
-for _ in 1 2; do sh -c 'while :; do :; done' & kill_at_exit $!; done   # both cores busy
+keep_cores_busy
 # At the stop: the first DEBUG_INFO of node's own code in the dump written so far, as gdb
 # commands asking for its first row (0x40 before where V8 put it).
 cat > pick.sh <<EOS
