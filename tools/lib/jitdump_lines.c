@@ -103,17 +103,26 @@ void jhr_jd_load_lines(const struct jhr_jd *r, const struct jhr_jd_rec *dbg,
     uint64_t a = load->u.load.code_addr, s = load->u.load.code_size;
     uint64_t n = dbg->u.debug.nr_entry;
 
-    /* First pass, by terminators: the range of addresses (for the skew), and whether the
-     * names can be trusted. */
+    /* First pass, by terminators: whether the names can be trusted. A walk by the script
+     * name's length that holds (realign) wins over one by terminators whose names are not
+     * that script: V8's dangling bytes are sometimes printable ("$Z", and the entries after
+     * it misaligned yet decodable), while a table whose names are all the script's walks the
+     * same both ways. */
     size_t pos = 0, fixed = 0;
     uint64_t lo = UINT64_MAX, hi = 0;
-    bool walked = true;
+    bool walked = true, all_script = true;
     struct jhr_jd_line l;
     for (uint64_t i = 0; i < n && walked; i++) {
-        if (jhr_jd_debug_entry(r, dbg, &pos, &l) || garbage(l.name, l.name_len))
+        if (jhr_jd_debug_entry(r, dbg, &pos, &l) || garbage(l.name, l.name_len)) {
             walked = false;
+            break;
+        }
+        const char *f = jhr_v8_script(load->u.load.name, load->u.load.name_len, l.name_len);
+        all_script &= f && !memcmp(f, l.name, l.name_len);
     }
-    if (!walked && !(ln->realigned = realign(dbg, load, ln, &fixed))) {
+    if ((!walked || !all_script) && realign(dbg, load, ln, &fixed)) {
+        ln->realigned = true;
+    } else if (!walked) {
         ln->dropped = true;     /* the table is noise: no lines rather than wrong ones */
         return;
     }

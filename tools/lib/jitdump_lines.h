@@ -39,7 +39,8 @@ struct jhr_lines {
 
 /*
  * The rows of the DEBUG_INFO dbg (read with r's byte order) for the LOAD load: ln->n rows
- * (0 if dbg is not for load's code), at most ln->cap.
+ * (0 if dbg is not for load's code), at most ln->cap. ln->files point into dbg's bytes or
+ * into ln->file: use ln where it is, while dbg's bytes live.
  */
 void jhr_jd_load_lines(const struct jhr_jd *r, const struct jhr_jd_rec *dbg,
                        const struct jhr_jd_rec *load, struct jhr_lines *ln);
