@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # preload.sh (bench) — `jitherald run` (the preload library, adapters/preload), idle and with
 # both cores kept busy by two other jobs (busy loops):
-#   in the VM  per announcement, the time the VM's thread spends inside jitherald (from its
-#              own write returning to our return: p50, p99, max), beside the VM's own call
-#              that wrote the line or record (write, fprintf, fwrite...), from the
+#   in the VM  per record heard (a map line, a jitdump load with its debug record), the time
+#              the VM's thread spends inside jitherald over the writes that made it (p50,
+#              p99, max), beside the time the VM's own calls took to write it (write,
+#              fprintf, fwrite...), from the
 #              JITHERALD_RUN_STATS line of the process that wrote the map: tests/programs/
 #              run_vm latency (one function at a time), node, rakudo and Erlang with the
 #              default channels and with all
@@ -75,8 +76,8 @@ NODE='function f(n) { return n < 2 ? n : f(n - 1) + f(n - 2) } console.log(f(30)
 ERL='io:format("~p~n", [lists:sum([X * X || X <- lists:seq(1, 200000)])]), halt().'
 have() { command -v "$1" > /dev/null; }
 
-echo "In the VM: per announcement, the time the VM's thread spends inside jitherald, beside"
-echo "the VM's own call that wrote the line or record (microseconds)"
+echo "In the VM: per record heard, the time the VM's thread spends inside jitherald, beside"
+echo "the time the VM's own calls took to write that record (microseconds)"
 printf '%-6s %-8s %-18s %7s %9s %9s %9s   %9s %9s %9s\n' load vm channels announced \
     "in p50" "in p99" "in max" "own p50" "own p99" "own max"
 for ld in idle busy; do

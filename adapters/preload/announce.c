@@ -187,6 +187,7 @@ static jh_ctx *tools_for(uint64_t a)
 
 void jhp_announce(const struct jhp_fn *f)
 {
+    jhp_st.records++;
     if (!f->name_len || !f->size || f->start + f->size < f->start || !f->start) {
         jhp_st.malformed++;
         return;
@@ -286,6 +287,7 @@ static int move_in(jh_ctx *ctx, uint64_t old, uint64_t new, uint64_t size)
 
 void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
 {
+    jhp_st.records++;
     if (!size || new + size < new || !jhp_open())
         return;
     uint32_t keys = jhp_pkeys_open();

@@ -114,13 +114,20 @@ static bool in_owner(void)
  * write: 13% of an Erlang run, which writes each jitdump record in pieces.) */
 void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0)
 {
+    static uint64_t vm_ns, in_ns;       /* since the last announcement; under the lock */
     uint64_t t1 = jh__now_ns();
     jhp_inside++;
     jhp_lock();
+    uint64_t said = jhp_st.records;
     if (w->stream)
         jhp_stream_feed(w->stream, p, n);
-    jhp_hist_add(&jhp_st.vm_write, t1 - t0);
-    jhp_hist_add(&jhp_st.in_jh, jh__now_ns() - t1);
+    vm_ns += t1 - t0;
+    in_ns += jh__now_ns() - t1;
+    if (jhp_st.records != said) {       /* a function described: what its writes cost */
+        jhp_hist_add(&jhp_st.vm_write, vm_ns);
+        jhp_hist_add(&jhp_st.in_jh, in_ns);
+        vm_ns = in_ns = 0;
+    }
     jhp_unlock();
     jhp_inside--;
 }

@@ -53,8 +53,11 @@ struct jhp_stats {
     uint64_t no_swap;           /* elfmap skipped: a VM call on those pages did not end */
     uint64_t keyed;             /* elfmap skipped: the VM tagged the pages with a pkey */
     uint64_t flushes;           /* debugger registrations */
-    struct jhp_hist in_jh;      /* per announcement: time the VM's thread spent in us */
-    struct jhp_hist vm_write;   /* the VM's own call that wrote it (write, fprintf...) */
+    uint64_t records;           /* map lines and jitdump loads/moves handed to announce.c */
+    /* Per record, over the writes that made it (a jitdump record may take several, and
+     * its debug record too): the time the VM's thread spent in us, and in its own calls
+     * (write, fprintf...) that wrote it. */
+    struct jhp_hist in_jh, vm_write;
 };
 
 /* ---- preload.c ---- */

@@ -154,11 +154,14 @@ void jh__gdb_report_foreign(const struct jh__diag *d)
                  "concurrent registrations can corrupt it; link libjitherald.so instead");
 }
 
+/* A fact about the process, not the context: said once (the first context to see it). */
 void jh__gdb_warn_shadowed(const struct jh__diag *d)
 {
+    static atomic_bool told;
     void *first = dlsym(RTLD_DEFAULT, "__jit_debug_descriptor");
     Dl_info other;
-    if (first && first != (void *)&jh__gdb_descriptor && dladdr(first, &other))
+    if (first && first != (void *)&jh__gdb_descriptor && dladdr(first, &other) &&
+        !atomic_exchange(&told, true))
         jh__diag(d, JH_LOG_WARN, "gdb: %s also defines __jit_debug_descriptor and comes "
                  "first: gdb sees both JITs, lldb only that one",
                  other.dli_fname ? other.dli_fname : "another library");

@@ -73,7 +73,7 @@ bool jh__gdb_listening(void);
 void jh__gdb_check_debugger(void);
 /* Say once (through d) that another JIT edits our list, if one was seen doing so. */
 void jh__gdb_report_foreign(const struct jh__diag *d);
-/* Warn (through d) when another library's __jit_debug_descriptor comes first. */
+/* Warn (through d) when another library's __jit_debug_descriptor comes first: once a process. */
 void jh__gdb_warn_shadowed(const struct jh__diag *d);
 
 #endif
