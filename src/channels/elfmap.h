@@ -155,6 +155,20 @@ static inline void set_mapped(const struct elfmap *m, struct region *r, uintptr_
     }
 }
 
+/* The next run of pages r maps from its file, from *a on within its window: [*lo, *a)
+ * (*a left past it); false when no page from *a on is mapped. */
+static inline bool next_run(const struct elfmap *m, const struct region *r, uintptr_t *a,
+                            uintptr_t *lo)
+{
+    uintptr_t end = span_lo(r) + EM_SPAN;
+    while (*a < end && !is_mapped(m, r, *a))
+        *a += m->page;
+    *lo = *a;
+    while (*a < end && is_mapped(m, r, *a))
+        *a += m->page;
+    return *lo < end;
+}
+
 /* Each page a of the functions es[0..n), in order (k: the function's index). */
 #define EACH_PAGE_OF(m, es, n, k, a)                                                     \
     for (size_t k = 0; k < (n); k++)                                                     \

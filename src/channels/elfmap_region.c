@@ -72,6 +72,32 @@ static uint64_t rw_off(const struct elfmap *m)
     return m->page + EM_SPAN + EM_GAP + m->page;
 }
 
+/* The current bytes of the pages r maps from its file, written to fd at their offsets. */
+static int write_runs(struct elfmap *m, const struct region *r, int fd)
+{
+    int err = 0;
+    for (uintptr_t a = span_lo(r), lo; !err && next_run(m, r, &a, &lo);)
+        err = jh__em_write_text(m, fd, lo, a, off_of(m, r, lo));
+    return err;
+}
+
+/* The pages r maps, mapped from fd (path), then its R+W page (valgrind reads the image at
+ * that moment). A run the swap leaves as it was is marked unmapped. 0, or < 0: channel off. */
+static int map_runs(struct elfmap *m, struct region *r, int fd, const char *path)
+{
+    int res = 0;
+    for (uintptr_t a = span_lo(r), lo; res >= 0 && next_run(m, r, &a, &lo);) {
+        res = jh__em_snapshot(m, lo, a);
+        if (!res && (res = jh__em_map_run(m, fd, path, lo, a, off_of(m, r, lo))) == 1) {
+            set_mapped(m, r, lo, a, false);     /* left as they were (restored if need be) */
+            res = 0;
+        }
+    }
+    if (res >= 0)
+        jh__em_map_rw(m, r->rw, fd, path, rw_off(m));
+    return res;
+}
+
 /* The current file is done with: kept for perf (valgrind has read it at its mapping, and
  * its output names it). */
 static void drop_file(struct elfmap *m, struct region *r)
@@ -138,14 +164,7 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     /* Every run to map: eligible? A run that is not, and holds none of the new code, is
      * code the JIT freed before telling us (docs: remove after free): left out. */
     int res = 0;
-    for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && !res;) {
-        if (!is_mapped(m, &nr, a)) {
-            a += m->page;
-            continue;
-        }
-        uintptr_t lo = a;
-        while (a < span_lo(r) + EM_SPAN && is_mapped(m, &nr, a))
-            a += m->page;
+    for (uintptr_t a = span_lo(r), lo; !res && next_run(m, &nr, &a, &lo);) {
         if (jh__vma_check(jh__em_maps(m), lo, a, jh__em_own_file, m) == JH__VMA_OK)
             continue;
         bool ours = false;
@@ -205,9 +224,8 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     err = jh__elfg_init(&img, &spec);
     for (size_t i = 0; i < nf && !err; i++)
         err = jh__em_image_add(&img, m->fns[i]);
-    for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && !err; a += m->page)
-        if (is_mapped(m, &nr, a))
-            err = jh__em_write_text(m, fd, a, a + m->page, off_of(m, &nr, a));
+    if (!err)
+        err = write_runs(m, &nr, fd);
     if (!err)
         err = jh__em_sync(&img, fd);
     if (err) {
@@ -223,25 +241,7 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
         return 1;
     }
 
-    /* Map: the code runs, then the R+W page (valgrind reads the image at that moment). */
-    for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && res >= 0;) {
-        if (!is_mapped(m, &nr, a)) {
-            a += m->page;
-            continue;
-        }
-        uintptr_t lo = a;
-        while (a < span_lo(r) + EM_SPAN && is_mapped(m, &nr, a))
-            a += m->page;
-        res = jh__em_snapshot(m, lo, a);
-        if (!res)
-            res = jh__em_map_run(m, fd, path, lo, a, off_of(m, &nr, lo));
-        if (res == 1) {
-            set_mapped(m, &nr, lo, a, false);   /* left as they were (restored if need be) */
-            res = 0;
-        }
-    }
-    if (res >= 0)
-        jh__em_map_rw(m, nr.rw, fd, path, rw_off(m));
+    res = map_runs(m, &nr, fd, path);
 
     drop_file(m, r);                    /* the previous generation, if any */
     free(r->mapped);
@@ -299,10 +299,7 @@ static int bounce(struct elfmap *m, struct region *r)
     int fd = jh__em_create(m, path, &copy), res = 0;
     if (fd < 0)
         return 1;
-    int err = 0;
-    for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && !err; a += m->page)
-        if (is_mapped(m, r, a))
-            err = jh__em_write_text(m, fd, a, a + m->page, off_of(m, r, a));
+    int err = write_runs(m, r, fd);
     jh__elfg_all_dirty(&r->img);
     if (!err)
         err = jh__em_sync(&r->img, fd);
@@ -311,27 +308,9 @@ static int bounce(struct elfmap *m, struct region *r)
         const char *name = pass ? r->path : path;
         /* The file is mapped nowhere now: every byte of its pages made current (in place,
          * only code bytes were written: the rest of a page may have changed since). */
-        for (uintptr_t a = span_lo(r); pass && a < span_lo(r) + EM_SPAN && !err; a += m->page)
-            if (is_mapped(m, r, a))
-                err = jh__em_write_text(m, rfd, a, a + m->page, off_of(m, r, a));
-        if (err)
+        if (pass && (err = write_runs(m, r, rfd)))
             break;
-        for (uintptr_t a = span_lo(r); a < span_lo(r) + EM_SPAN && res >= 0;) {
-            if (!is_mapped(m, r, a)) {
-                a += m->page;
-                continue;
-            }
-            uintptr_t lo = a;
-            while (a < span_lo(r) + EM_SPAN && is_mapped(m, r, a))
-                a += m->page;
-            res = jh__em_snapshot(m, lo, a);
-            if (!res && (res = jh__em_map_run(m, from, name, lo, a, off_of(m, r, lo))) == 1) {
-                set_mapped(m, r, lo, a, false);
-                res = 0;
-            }
-        }
-        if (res >= 0)
-            jh__em_map_rw(m, r->rw, from, name, rw_off(m));
+        res = map_runs(m, r, from, name);
     }
     jh__kfd_close(&copy);
     jh__unlink_private(path);
