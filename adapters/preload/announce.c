@@ -322,6 +322,7 @@ void jhp_forget(uint64_t start, uint64_t len)
 {
     if (!len || !jhp_maybe_code(start, len))
         return;
+    JHP_KEEP_ERRNO;
     jhp_inside++;
     const void *at = (const void *)(uintptr_t)start;
     int n = 0;

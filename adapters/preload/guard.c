@@ -13,8 +13,12 @@
  *    (Dekker's rule): no VM call and no swap on the same pages can both miss the other.
  *    The waits are short (one system call, one swap); a swap that waited 100 ms for an
  *    intent (a thread stopped in its call, or one a signal handler left by longjmp) is
- *    skipped, the VM's call never. A signal handler in the middle of one of these calls
- *    publishes an intent of its own: nothing is held that it could wait for forever.
+ *    skipped. A VM call waits for a swap 1 s at most: the swapping thread allocates, and
+ *    an allocator that calls madvise under its own lock (tcmalloc) would otherwise wait
+ *    for a swap that waits for that lock. Past that, the call goes on and elfmap swaps no
+ *    more pages in this process (said once). A signal handler in the middle of one of
+ *    these calls publishes an intent of its own: nothing is held that it could wait for
+ *    forever.
  * 2. Code the VM unmaps, maps over, moves or frees (madvise) is gone: what was announced
  *    there is removed (jhp_forget), so a reused page is named again (issue 22, defect 7)
  *    and freed code reads zeros (elfmap gives emptied pages back to anonymous memory
@@ -50,6 +54,7 @@ atomic_bool jhp_guard_on;
 
 #define INTENTS 64
 #define SWAP_WAIT_NS (100ull * 1000 * 1000)
+#define VM_WAIT_NS (1000ull * 1000 * 1000)
 
 /* A VM call's range while it is in flight: hi 0 free, 1 being claimed. */
 struct intent {
@@ -57,6 +62,7 @@ struct intent {
 };
 static struct intent intents[INTENTS];
 static _Atomic uint64_t swap_lo, swap_hi;  /* the swap in progress: hi 0 none */
+static atomic_bool swaps_off;               /* a VM call waited VM_WAIT_NS: no more swaps */
 
 static bool meets(uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
 {
@@ -79,16 +85,25 @@ static int intent_begin(uint64_t lo, uint64_t hi)
     if (jhp_inside || !atomic_load(&jhp_guard_on) || hi <= lo)
         return -1;
     unsigned spins = 0;
+    uint64_t deadline = 0;
     for (;;) {
-        while (meets(lo, hi, atomic_load(&swap_lo), atomic_load(&swap_hi)))
+        while (meets(lo, hi, atomic_load(&swap_lo), atomic_load(&swap_hi)) &&
+               !atomic_load(&swaps_off)) {
+            if (!deadline)
+                deadline = jh__now_ns() + VM_WAIT_NS;
+            else if (jh__now_ns() > deadline && !atomic_exchange(&swaps_off, true))
+                jhp_warn("elfmap: a page call of the VM waited 1 s for a swap (its allocator "
+                         "under a lock the swap needs?): no more pages are swapped here");
             pause_briefly(&spins);
+        }
         for (int i = 0; i < INTENTS; i++) {
             uint64_t zero = 0;
             if (!atomic_compare_exchange_strong(&intents[i].hi, &zero, 1))
                 continue;
             atomic_store(&intents[i].lo, lo);
             atomic_store(&intents[i].hi, hi);
-            if (!meets(lo, hi, atomic_load(&swap_lo), atomic_load(&swap_hi)))
+            if (!meets(lo, hi, atomic_load(&swap_lo), atomic_load(&swap_hi)) ||
+                atomic_load(&swaps_off))
                 return i;
             atomic_store(&intents[i].hi, 0);    /* a swap began meanwhile: after it */
             break;
@@ -105,6 +120,8 @@ static void intent_end(int i)
 
 bool jhp_swap_begin(uint64_t lo, uint64_t hi)
 {
+    if (atomic_load(&swaps_off))
+        return false;
     atomic_store(&swap_lo, lo);
     atomic_store(&swap_hi, hi);
     uint64_t deadline = jh__now_ns() + SWAP_WAIT_NS;
@@ -162,8 +179,8 @@ bool jhp_readable(uint64_t start, uint64_t size)
     if (all_known)
         return true;
     uint64_t a = first * (uint64_t)pg, end = start + size;
-    uint8_t sink[1024];
-    struct iovec local[1024], remote[1024];
+    static uint8_t sink[1024];          /* under the lock: not on the VM thread's stack */
+    static struct iovec local[1024], remote[1024];
     while (a < end) {
         int n = 0;
         for (; n < 1024 && a < end; n++, a += (uint64_t)pg) {

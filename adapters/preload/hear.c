@@ -83,12 +83,13 @@ static void watch_add(int fd, FILE *f, struct jhp_stream *s, bool append)
     jhp_warn("%s: more than %d descriptors of heard files: not heard", jhp_stream_path(s), JHP_SLOTS);
 }
 
-/* jhp_lock held. The descriptor or FILE is closed (or replaced). */
+/* jhp_lock held. The descriptor (and every FILE on it: closed under them, or replaced by
+ * dup2) or the FILE is closed. */
 static void watch_drop(int fd, FILE *f)
 {
     for (int i = 0; i < JHP_SLOTS; i++) {
         struct watch *w = &watches[i];
-        bool hit = (fd >= 0 && atomic_load(&w->fd1) == fd + 1 && !atomic_load(&w->file)) ||
+        bool hit = (fd >= 0 && atomic_load(&w->fd1) == fd + 1) ||
                    (f && atomic_load(&w->file) == f);
         if (!hit)
             continue;
@@ -112,15 +113,19 @@ static bool in_owner(void)
  * (its writes are not heard, its page calls neither wait nor forget), so it can never wait
  * for a lock this thread holds. (Blocking signals instead cost two system calls per
  * write: 13% of an Erlang run, which writes each jitdump record in pieces.) */
-void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0)
+void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, uint64_t t0)
 {
     static uint64_t vm_ns, in_ns;       /* since the last announcement; under the lock */
+    JHP_KEEP_ERRNO;
     uint64_t t1 = jh__now_ns();
     jhp_inside++;
     jhp_lock();
     uint64_t said = jhp_st.records;
-    if (w->stream)
-        jhp_stream_feed(w->stream, p, n);
+    for (int i = 0; i < cnt && n && w->stream; i++) {
+        size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+        jhp_stream_feed(w->stream, iov[i].iov_base, k);
+        n -= k;
+    }
     vm_ns += t1 - t0;
     in_ns += jh__now_ns() - t1;
     if (jhp_st.records != said) {       /* a function described: what its writes cost */
@@ -149,6 +154,7 @@ enum jhp_kind jhp_kind_of(const char *path)
 /* The VM opened path (fd, and the FILE f if through stdio) for writing. */
 static void opened(const char *path, int fd, FILE *f, bool trunc, bool append)
 {
+    JHP_KEEP_ERRNO;
     enum jhp_kind k = jhp_inside ? 0 : jhp_kind_of(path);
     struct stat st;
     if (!k || fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
@@ -174,6 +180,7 @@ static bool writes(int flags) { return (flags & O_ACCMODE) != O_RDONLY; }
 
 void jhp_hear_mapped(int fd)
 {
+    JHP_KEEP_ERRNO;
     if (jhp_inside || !jhp_cfg.channels || jhp_by_fd(fd))
         return;
     char link[64], path[PATH_MAX];
@@ -321,6 +328,7 @@ JHP_EXPORT FILE *fopen64(const char *path, const char *mode)
 
 static void closing(int fd, FILE *f)
 {
+    JHP_KEEP_ERRNO;
     if (!(f ? jhp_by_file(f) : jhp_by_fd(fd)) || !in_owner())
         return;
     jhp_inside++;
@@ -353,6 +361,7 @@ JHP_EXPORT FILE *fdopen(int fd, const char *mode)
     FILE *f = NEXT(fdopen)(fd, mode);
     struct watch *w = f ? jhp_by_fd(fd) : NULL;
     if (w) {
+        JHP_KEEP_ERRNO;
         jhp_inside++;
         jhp_lock();
         if (atomic_load(&w->fd1) == fd + 1)
@@ -376,6 +385,7 @@ NEXT_DECL(dup);
 NEXT_DECL(dup2);
 NEXT_DECL(dup3);
 NEXT_DECL(close_range);
+NEXT_DECL(closefrom);
 
 JHP_EXPORT int close(int fd)
 {
@@ -383,25 +393,43 @@ JHP_EXPORT int close(int fd)
     return NEXT(close)(fd);
 }
 
+/* Every heard descriptor in [lo, hi] is about to close. */
+static void closing_range(unsigned lo, unsigned hi)
+{
+    if (!atomic_load(&nwatch) || jhp_inside || !in_owner())
+        return;
+    JHP_KEEP_ERRNO;
+    jhp_inside++;
+    jhp_lock();
+    for (int i = 0; i < JHP_SLOTS; i++) {
+        int fd = atomic_load(&watches[i].fd1) - 1;
+        if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi)
+            watch_drop(fd, NULL);
+    }
+    jhp_unlock();
+    jhp_inside--;
+}
+
 JHP_EXPORT int close_range(unsigned lo, unsigned hi, int flags)
 {
-    if (atomic_load(&nwatch) && !jhp_inside && in_owner() && !(flags & CLOSE_RANGE_CLOEXEC)) {
-        jhp_inside++;
-        jhp_lock();
-        for (int i = 0; i < JHP_SLOTS; i++) {
-            int fd = atomic_load(&watches[i].fd1) - 1;
-            if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi)
-                watch_drop(fd, atomic_load(&watches[i].file));
-        }
-        jhp_unlock();
-        jhp_inside--;
-    }
+    NEXT_OR_ENOSYS(close_range);
+    if (!(flags & CLOSE_RANGE_CLOEXEC))
+        closing_range(lo, hi);
     return NEXT(close_range)(lo, hi, flags);
+}
+
+JHP_EXPORT void closefrom(int lo)
+{
+    if (!next_fn(&next_closefrom, "closefrom"))
+        return;
+    closing_range(lo < 0 ? 0 : (unsigned)lo, ~0u);
+    NEXT(closefrom)(lo);
 }
 
 /* new names old's file: heard too; new's previous file, if heard, no longer under new. */
 static int duped(int old, int new)
 {
+    JHP_KEEP_ERRNO;
     if (new < 0 || old == new)
         return new;
     struct watch *was = jhp_by_fd(new), *w = jhp_by_fd(old);
@@ -440,6 +468,7 @@ static int truncated(int fd, off_t len, int rc)
 {
     struct watch *w = rc == 0 && len == 0 ? jhp_by_fd(fd) : NULL;
     if (w) {
+        JHP_KEEP_ERRNO;
         jhp_inside++;
         jhp_lock();
         jhp_stream_reset(w->stream);

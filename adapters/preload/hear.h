@@ -6,7 +6,9 @@
 #define JHP_HEAR_H
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
+#include <sys/uio.h>
 
 #include "preload.h"
 
@@ -22,6 +24,15 @@ static inline void *next_fn(void *_Atomic *slot, const char *name)
 }
 #define NEXT_DECL(fn) static void *_Atomic next_##fn
 #define NEXT(fn) ((__typeof__(&fn))next_fn(&next_##fn, #fn))
+/* For a call an older libc lacks (close_range: glibc 2.34, pwritev2: 2.26): a program that
+ * finds ours through dlsym gets what that libc would have said, not a call through NULL. */
+#define NEXT_OR_ENOSYS(fn)                                                               \
+    do {                                                                                 \
+        if (!next_fn(&next_##fn, #fn)) {                                                 \
+            errno = ENOSYS;                                                              \
+            return -1;                                                                   \
+        }                                                                                \
+    } while (0)
 
 /* One descriptor or FILE of a heard file. */
 #define JHP_SLOTS 32
@@ -35,8 +46,15 @@ struct watch {
  * compare; NULL too while this thread is inside jitherald). */
 struct watch *jhp_by_fd(int fd);
 struct watch *jhp_by_file(FILE *f);
-/* n bytes the VM just wrote to w's file; its call began at t0 (jh__now_ns). */
-void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0);
+/* n bytes the VM just wrote to w's file in one call, from the pieces iov[0..cnt); its call
+ * began at t0 (jh__now_ns). The pieces are heard together: another thread's write never
+ * lands between them. */
+void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, uint64_t t0);
+static inline void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0)
+{
+    struct iovec v = { (void *)p, n };
+    jhp_hear_iov(w, &v, 1, n, t0);
+}
 
 #define JHP_EXPORT __attribute__((visibility("default")))
 

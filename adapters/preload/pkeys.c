@@ -4,8 +4,9 @@
  * pages only while its PKRU register allows that key. jitherald reads the code it announces
  * (the frame guess, elfmap's copy, the audit log's bytes) in the VM's thread that wrote the
  * line, whose rights at that moment are the VM's business: for the length of an
- * announcement (signals blocked, so no VM code runs meanwhile in this thread) every key's
- * access-disable bit is cleared — reading only, write-disable bits are kept — and the
+ * announcement (no VM code runs meanwhile in this thread: a signal handler starts with the
+ * kernel's default rights, and sigreturn gives back ours) every key's access-disable bit
+ * is cleared — reading only, write-disable bits are kept — and the
  * thread's own value comes back after. process_vm_readv ignores keys, so the readability
  * probe cannot tell; a thread that could not read the code would fault (issue 22, defect
  * 5: the follower thread of old, created before the VM allocated its key, did).

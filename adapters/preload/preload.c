@@ -125,13 +125,17 @@ bool jhp_open(void)
     unsigned ch = jhp_cfg.channels;
     if (jhp_cfg.library_rule) {
         jhp_tools = open_one(ch, false);
+        if (jh_channels(jhp_tools) == JH_AUDITLOG) {
+            jhp_rec = jhp_tools;        /* the record alone: closed at exit as the record */
+            jhp_tools = NULL;
+        }
     } else {
         jhp_tools = open_one(ch & (JH_GDB | JH_UNWIND), false);
         jhp_files = open_one(ch & (JH_GDB | JH_UNWIND), true);
         jhp_elf = open_one(ch & JH_ELFMAP, false);
         jhp_rec = open_one(ch & JH_AUDITLOG, false);
-        atomic_store(&jhp_rec_live, jhp_rec != NULL);
     }
+    atomic_store(&jhp_rec_live, jhp_rec != NULL);
     open_failed = !jhp_tools && !jhp_files && !jhp_elf && !jhp_rec;
     if (open_failed)
         jhp_warn("no channel could be opened: nothing is announced");
@@ -141,12 +145,30 @@ bool jhp_open(void)
 
 /* Fork: the announcement lock is taken first (prepare handlers run in the reverse order of
  * their registration: ours after the library's, see jhp_init), so a child never inherits
- * it held, and the order is the announcements' own (ours, then the library's). */
-static void fork_prepare(void) { jh__lock(&ann); }
-static void fork_parent(void) { jh__unlock(&ann); }
+ * it held, and the order is the announcements' own (ours, then the library's). While it is
+ * held, this thread counts as inside: a signal handler here passes straight through. A
+ * fork from a handler that interrupted this thread inside jitherald cannot take the lock
+ * (the thread holds it): the child hears nothing (its state may be half updated). */
+static JHP_TLS bool fork_took;
+static void fork_prepare(void)
+{
+    fork_took = !jhp_inside++;
+    if (fork_took)
+        jh__lock(&ann);
+}
+static void fork_parent(void)
+{
+    if (fork_took)
+        jh__unlock(&ann);
+    jhp_inside--;
+}
 static void fork_child(void)
 {
-    jh__unlock(&ann);
+    if (fork_took)
+        jh__unlock(&ann);
+    else
+        jhp_cfg.channels = 0;
+    jhp_inside--;
     jhp_pid = getpid();
     jhp_guard_child();
     memset(&jhp_st, 0, sizeof jhp_st);
@@ -289,24 +311,20 @@ __attribute__((destructor)) static void jhp_fini(void)
         return;
     /* The record closes; nothing is added to it from now on (the VM's other threads may
      * still write: they reach the tools' and elfmap's contexts, which stay open with their
-     * files, for perf report). The guard first: closing unmaps the log, which must not wait
-     * for it. */
+     * files, for perf report, and the guard stays on for elfmap's swaps). This thread is
+     * inside from here: closing unmaps the log without an intent, and a signal handler
+     * here passes straight through instead of waiting for the lock it holds. */
+    jhp_inside++;
     jhp_lock();
     jhp_flush_all();
-    atomic_store(&jhp_guard_on, false);
     atomic_store(&jhp_rec_live, false);
     while (atomic_load(&jhp_rec_users))
         sched_yield();
     jh_ctx *rec = jhp_rec;
     jhp_rec = NULL;
-    if (jhp_tools && jh_channels(jhp_tools) == JH_AUDITLOG) {
-        rec = jhp_tools;
-        jhp_tools = NULL;
-    }
-    jhp_inside++;
     jh_close(rec);
-    jhp_inside--;
     stats_line();
     jhp_unlock();
+    jhp_inside--;
     say_if_silent();
 }

@@ -21,6 +21,7 @@
 #ifndef JHP_PRELOAD_H
 #define JHP_PRELOAD_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,6 +93,11 @@ void jhp_unlock(void);
  * mmap, write...) go straight to libc. */
 extern JHP_TLS unsigned jhp_inside;
 
+/* errno as the VM's call left it, put back when the enclosing block ends: what we do after
+ * the VM's call (a probe, a file of ours) must not change what the VM reads there. */
+static inline void jhp_errno_back(const int *e) { errno = *e; }
+#define JHP_KEEP_ERRNO int jhp_errno_ __attribute__((cleanup(jhp_errno_back))) = errno
+
 /* This process heard a map or a jitdump (preload.c: said at the run's end if none did). */
 void jhp_heard_something(void);
 
@@ -157,7 +163,7 @@ bool jhp_keyed(uint64_t lo, uint64_t hi);
 /* Is [start, start+size) mapped readable right now? One system call per 1024 pages
  * (process_vm_readv: an error, never a fault), none for pages found readable since the
  * VM's last page call. */
-bool jhp_readable(uint64_t start, uint64_t size);
+bool jhp_readable(uint64_t start, uint64_t size);   /* jhp_lock held */
 /* Protection keys: while jitherald reads the VM's code in the VM's thread, that thread may
  * read pages of every key (x86 PKRU: access-disable bits cleared, write-disable kept), then
  * its own rights come back. No-ops where the CPU or kernel has no protection keys. */

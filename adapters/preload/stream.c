@@ -317,7 +317,7 @@ void jhp_stream_feed(struct jhp_stream *s, const void *p, size_t n)
 
 void jhp_stream_catch_up(struct jhp_stream *s, int fd)
 {
-    uint8_t chunk[65536];
+    static uint8_t chunk[65536];        /* under the lock: not on the VM thread's stack */
     uint64_t off = 0;
     for (;;) {
         ssize_t n = pread(fd, chunk, sizeof chunk, (off_t)off);

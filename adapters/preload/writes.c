@@ -49,12 +49,8 @@ JHP_EXPORT ssize_t write(int fd, const void *p, size_t n)
 
 static void hear_iov(struct watch *w, const struct iovec *iov, int cnt, ssize_t r, uint64_t t0)
 {
-    size_t left = r > 0 ? (size_t)r : 0;
-    for (int i = 0; i < cnt && left; i++) {
-        size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
-        jhp_hear(w, iov[i].iov_base, k, i ? jh__now_ns() : t0);
-        left -= k;
-    }
+    if (r > 0)
+        jhp_hear_iov(w, iov, cnt, (size_t)r, t0);
 }
 
 JHP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
@@ -119,6 +115,7 @@ JHP_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off
 
 JHP_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
 {
+    NEXT_OR_ENOSYS(pwritev2);
     struct watch *w = off == -1 ? jhp_by_fd(fd) : at_end(fd, off);
     uint64_t t0 = w ? jh__now_ns() : 0;
     ssize_t r = NEXT(pwritev2)(fd, iov, cnt, off, flags);
@@ -213,23 +210,36 @@ PUTC(_IO_putc)
 
 /* The printf family on a heard FILE: formatted here and handed to the real fwrite, so the
  * text heard is the text written, byte for byte, formatted once. */
+enum { SMALL = 1024 };
+
+/* fmt's text, in small when it fits, else in a buffer malloc'd here (the caller frees what
+ * is not small); its length in *n. NULL (errno set) when it cannot be formatted. */
+static char *format(char small[SMALL], int *n, const char *fmt, va_list ap)
+{
+    va_list copy;
+    va_copy(copy, ap);
+    *n = vsnprintf(small, SMALL, fmt, copy);
+    va_end(copy);
+    if (*n < 0)
+        return NULL;
+    if (*n < SMALL)
+        return small;
+    char *buf = malloc((size_t)*n + 1);
+    if (!buf)
+        errno = ENOMEM;
+    else
+        vsnprintf(buf, (size_t)*n + 1, fmt, ap);
+    return buf;
+}
+
 static int vprint_heard(struct watch *w, FILE *f, const char *fmt, va_list ap)
 {
     uint64_t t0 = jh__now_ns();
-    char small[1024], *buf = small;
-    va_list copy;
-    va_copy(copy, ap);
-    int n = vsnprintf(small, sizeof small, fmt, copy);
-    va_end(copy);
-    if (n < 0)
-        return n;
-    if ((size_t)n >= sizeof small) {
-        if (!(buf = malloc((size_t)n + 1))) {
-            errno = ENOMEM;
-            return -1;
-        }
-        vsnprintf(buf, (size_t)n + 1, fmt, ap);
-    }
+    char small[SMALL];
+    int n;
+    char *buf = format(small, &n, fmt, ap);
+    if (!buf)
+        return -1;
     size_t r = NEXT(fwrite)(buf, 1, (size_t)n, f);
     if (r)
         jhp_hear(w, buf, r, t0);
@@ -275,20 +285,11 @@ JHP_EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
 static int vdprint_heard(struct watch *w, int fd, const char *fmt, va_list ap)
 {
     uint64_t t0 = jh__now_ns();
-    char small[1024], *buf = small;
-    va_list copy;
-    va_copy(copy, ap);
-    int n = vsnprintf(small, sizeof small, fmt, copy);
-    va_end(copy);
-    if (n < 0)
-        return n;
-    if ((size_t)n >= sizeof small) {
-        if (!(buf = malloc((size_t)n + 1))) {
-            errno = ENOMEM;
-            return -1;
-        }
-        vsnprintf(buf, (size_t)n + 1, fmt, ap);
-    }
+    char small[SMALL];
+    int n;
+    char *buf = format(small, &n, fmt, ap);
+    if (!buf)
+        return -1;
     ssize_t r = NEXT(write)(fd, buf, (size_t)n);
     if (r > 0)
         jhp_hear(w, buf, (size_t)r, t0);

@@ -66,6 +66,13 @@ harm elfmap dontneed                                            # 8
 harm elfmap sealed                                              # 9
 grep -q 'sealed (mseal)' sealed.err && ! grep -q noexec sealed.err ||
     grep -q 'NOTE this kernel cannot seal' sealed.out || fail "sealed: $(cat sealed.err)"
+# what jitherald does in the VM's call leaves that call's result as it was
+harm gdb,elfmap errno
+: > stats
+harm gdb writev 5000
+grep -q "exe=[^ ]*run_harm .*dump_loads=10000 .*malformed=0 " stats ||
+    fail "writev: not every record heard whole: $(cat stats)"
+harm elfmap dupover
 harm gdb,unwind,elfmap bigline                                  # 10
 # CPU time is what the old stepping through 64 MiB cost (1.3-1.5 s of it); wall time of the
 # other thread's mprotect is bounded loosely, a loaded machine stretches it: ten times

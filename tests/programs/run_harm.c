@@ -24,6 +24,12 @@
  *   sealed          a sealed code page and an ordinary one: the ordinary one named (9)
  *   bigline         a line naming 64 MiB over an 8-byte stub, over 1,000 earlier lines,
  *                   while a thread calls mprotect: CPU and wall time of both (10)
+ *   errno           errno after a map line jitherald could not read (0, as the VM left
+ *                   it) and after a write the file size limit cut short (EFBIG)
+ *   writev N        two threads append N jitdump records each, one writev of three pieces
+ *                   per record: the script checks every record was heard whole
+ *   dupover         dup2 of a data file over the map's descriptor, a line written there:
+ *                   not heard (it went to the data file)
  *   idle MS         sleeps: a process that never writes a map (11)
  *   inotify         can this process still create an inotify instance? (11)
  */
@@ -40,8 +46,10 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -521,6 +529,94 @@ static int bigline(void)
     return 0;
 }
 
+/* ---- what jitherald does after the VM's call leaves the call's result as it was ---- */
+static int errno_kept(void)
+{
+    uint8_t *c = code_pages(1);
+    open_map();
+    errno = 0;
+    line(c + pg, 6, "on_a_page_no_one_can_read");   /* the probe fails (EFAULT) */
+    int after_ok = errno;
+    signal(SIGXFSZ, SIG_IGN);
+    fflush(map);
+    setvbuf(map, NULL, _IONBF, 0);
+    struct rlimit rl = { (rlim_t)ftell(map) + 40, RLIM_INFINITY };
+    setrlimit(RLIMIT_FSIZE, &rl);
+    errno = 0;
+    int r = fprintf(map, "%lx 6 first_of_two_lines_written_at_once\n%lx 6 second_of_two\n",
+                    (unsigned long)(uintptr_t)c, (unsigned long)(uintptr_t)c);
+    int after_cut = errno;
+    rl.rlim_cur = RLIM_INFINITY;
+    setrlimit(RLIMIT_FSIZE, &rl);
+    printf("errno: after an unreadable line %d (%s); after a write cut short %d (%s)\n",
+           after_ok, strerror(after_ok), after_cut, strerror(after_cut));
+    return after_ok == 0 && r < 0 && after_cut == EFBIG ? 0 : 1;
+}
+
+static int dump_fd;
+struct appender { uint8_t *code; int n, t; };
+
+static void *appender(void *arg)
+{
+    const struct appender *a = arg;
+    for (int i = 0; i < a->n; i++) {
+        char name[32];
+        uint32_t nl = (uint32_t)snprintf(name, sizeof name, "fn_%d_%d", a->t, i) + 1;
+        uint64_t at = (uint64_t)(uintptr_t)(a->code + a->t * 2 * pg + (i % 200) * 16);
+        struct { uint32_t id, total; uint64_t ts; uint32_t pid, tid; uint64_t vma, addr, size, idx; }
+            l = { 0, (uint32_t)(sizeof l + nl + 16), 0, (uint32_t)getpid(), 0, at, at, 16,
+                  (uint64_t)i };
+        struct iovec v[3] = { { &l, sizeof l }, { name, nl }, { (void *)(uintptr_t)at, 16 } };
+        if (writev(dump_fd, v, 3) != (ssize_t)l.total)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static int writev_whole(int n)
+{
+    uint8_t *c = code_pages(2);
+    char path[64];
+    snprintf(path, sizeof path, "jit-%d.dump", (int)getpid());
+    dump_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    struct { uint32_t magic, version, total, mach, pad, pid; uint64_t ts, flags; } h =
+        { 0x4A695444, 1, 40, 62, 0, (uint32_t)getpid(), 0, 0 };
+    if (dump_fd < 0 || write(dump_fd, &h, sizeof h) != sizeof h)
+        return 2;
+    struct appender a[2] = { { c, n, 0 }, { c, n, 1 } };
+    pthread_t t[2];
+    void *r[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, appender, &a[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], &r[i]);
+    close(dump_fd);
+    unlink(path);
+    printf("writev: %d records each from 2 threads, %s\n", n,
+           r[0] || r[1] ? "a write failed" : "written");
+    return r[0] || r[1] ? 2 : 0;
+}
+
+static int dupover(void)
+{
+    uint8_t *c = code_pages(2);
+    open_map();
+    line(c, 6, "before_dup2");
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/jh-data-%d", (int)getpid());
+    int d = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (d < 0 || dup2(d, fileno(map)) < 0)
+        return 2;
+    char l[64];
+    int k = snprintf(l, sizeof l, "%lx 6 intruder\n", (unsigned long)(uintptr_t)(c + 2 * pg));
+    bool wrote = write(fileno(map), l, (size_t)k) == k;
+    unlink(path);
+    bool first = named(c), second = named(c + 2 * pg);
+    printf("dupover: the map's line %s; the data file's line %s\n",
+           first ? "named" : "anonymous", second ? "NAMED" : "not heard");
+    return wrote && first && !second ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     pg = sysconf(_SC_PAGESIZE);
@@ -538,6 +634,9 @@ int main(int argc, char **argv)
     else if (!strcmp(m, "dontneed")) rc = dontneed();
     else if (!strcmp(m, "sealed")) rc = sealed();
     else if (!strcmp(m, "bigline")) rc = bigline();
+    else if (!strcmp(m, "errno")) rc = errno_kept();
+    else if (!strcmp(m, "writev")) rc = writev_whole(n > 0 ? (int)n : 1000);
+    else if (!strcmp(m, "dupover")) rc = dupover();
     else if (!strcmp(m, "idle")) { msleep(n); rc = 0; }
     else if (!strcmp(m, "inotify")) {
         int fd = inotify_init1(0);
