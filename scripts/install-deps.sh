@@ -16,7 +16,7 @@
 set -euo pipefail
 
 demo_pkgs="gcc libc6-dev make linux-perf"
-test_pkgs="build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db
+test_pkgs="build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db mandoc
     gdb lldb valgrind linux-perf
     llvm-14 llvm-14-dev clang-14 libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev
     chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2
@@ -49,18 +49,8 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-<<<<<<< HEAD
-$SUDO apt-get install -y -qq --no-install-recommends \
-    build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db mandoc \
-    gdb lldb valgrind linux-perf \
-    llvm-14 llvm-14-dev clang-14 libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev \
-    chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2 \
-    g++-mingw-w64-x86-64-win32 wine wine64 \
-    nodejs erlang-base rakudo mono-runtime mono-4.0-gac >/dev/null
-=======
 # shellcheck disable=SC2086 # one word per package
 $SUDO apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
->>>>>>> first
 # perf record as a normal user needs perf_event_paranoid <= 2 (Debian ships 3).
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 0)" -gt 2 ]; then
     echo "lowering kernel.perf_event_paranoid to 2 so perf record works for this user"
