@@ -11,7 +11,9 @@
 #   2. no .c file is included by another file (link a library instead);
 #   3. no raw mutex (pthread, or Windows' SRWLOCK and CRITICAL_SECTION) outside
 #      src/base/lock.[ch] and lock_win.c: every lock has a fork path;
-#   4. no file under src/, tools/ or adapters/ holds more than 700 lines.
+#   4. no file under src/, tools/ or adapters/ holds more than 700 lines;
+#   5. no tracked file holds a merge's conflict markers, and every shell script parses
+#      (bash -n): a script that bash refuses fails CI at its first line, with no test run.
 # Prints every violation and exits 1 if there is one.
 set -u
 cd "$(dirname "$0")/.."
@@ -66,6 +68,13 @@ $raw"
 for f in $(git ls-files 'src/*.[ch]' 'tools/*.[ch]' 'adapters/*.[ch]'); do
     n=$(wc -l < "$f")
     [ "$n" -gt 700 ] && say "$f has $n lines (700 at most: one job per file)"
+done
+
+marks=$(git grep -nE '^(<<<<<<<|>>>>>>>) ' -- . ':!*.md' 2>/dev/null)
+[ -n "$marks" ] && say "conflict markers left by a merge:
+$marks"
+for f in $(git ls-files '*.sh' .ci/run); do
+    err=$(bash -n "$f" 2>&1) || say "$f does not parse: $err"
 done
 
 [ $bad = 0 ] && echo "check-layers: ok"
