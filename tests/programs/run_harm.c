@@ -220,16 +220,25 @@ static int forkmap(int n)
 static uint8_t *spare;
 static atomic_ulong handled;
 
+/* A hole at p, then the page back: NOREPLACE, as any other thread's mmap may take a hole
+ * meanwhile (jitherald's own, for one). Then the page is someone else's: false, and the
+ * caller leaves it alone from then on, as a VM leaves memory it no longer owns. */
+static bool hole_and_back(uint8_t *p, int prot)
+{
+    munmap(p, pg);
+    return mmap(p, pg, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == p;
+}
+
+static atomic_bool spare_owned = true;
+
 static void page_handler(int sig)
 {
     (void)sig;
     int e = errno;
     mprotect(spare, pg, PROT_READ);
     mmap(spare, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    /* a hole, then the page back: NOREPLACE, as any other thread's mmap may take a hole */
-    munmap(spare + pg, pg);
-    mmap(spare + pg, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
-         MAP_FIXED_NOREPLACE, -1, 0);
+    if (atomic_exchange(&spare_owned, false))
+        atomic_store(&spare_owned, hole_and_back(spare + pg, PROT_READ | PROT_WRITE));
     mprotect(spare, pg, PROT_READ | PROT_WRITE);
     atomic_fetch_add(&handled, 1);
     errno = e;
@@ -240,13 +249,12 @@ static uint8_t *flip;
 static void *flipper(void *arg)
 {
     (void)arg;
+    bool owned = true;
     while (!atomic_load(&stop)) {
         mprotect(flip, pg, PROT_READ | PROT_WRITE);
         mprotect(flip, pg, PROT_READ | PROT_EXEC);
         mmap(flip + pg, pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-        munmap(flip + 3 * pg, pg);
-        mmap(flip + 3 * pg, pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-             -1, 0);
+        owned = owned && hole_and_back(flip + 3 * pg, PROT_NONE);
     }
     return NULL;
 }
