@@ -12,6 +12,7 @@
 #              jitherald run -c elfmap, beside a plain callgrind run (JH_BENCH_RUNS runs)
 #   overhead   each VM's wall time with each channel beside the same VM writing the same
 #              files without jitherald run (median of JH_BENCH_RUNS runs, default 5)
+# JH_BENCH_PARTS (default "vm callgrind overhead"): which tables.
 # A benchmark, not a test: it prints tables and never fails on a number.
 set -u
 B=$(cd "${JH_BUILD:-build}" && pwd)
@@ -19,6 +20,8 @@ R=$(cd "$(dirname "$0")/.." && pwd)
 CLI=$B/jitherald
 V=$B/tests/programs/run_vm
 runs=${JH_BENCH_RUNS:-5}
+parts=" ${JH_BENCH_PARTS:-vm callgrind overhead} "
+part() { [[ $parts == *" $1 "* ]]; }
 T=$(mktemp -d)
 spinners=()
 load() { # on|off: two busy loops, one per core of this machine's two
@@ -76,6 +79,7 @@ NODE='function f(n) { return n < 2 ? n : f(n - 1) + f(n - 2) } console.log(f(30)
 ERL='io:format("~p~n", [lists:sum([X * X || X <- lists:seq(1, 200000)])]), halt().'
 have() { command -v "$1" > /dev/null; }
 
+if part vm; then
 echo "In the VM: per record heard, the time the VM's thread spends inside jitherald, beside"
 echo "the time the VM's own calls took to write that record (microseconds)"
 printf '%-6s %-8s %-18s %7s %9s %9s %9s   %9s %9s %9s\n' load vm channels announced \
@@ -94,6 +98,8 @@ for ld in idle busy; do
 done
 echo
 
+fi
+if part callgrind; then
 echo "Callgrind: rakudo's JIT instructions attributed to a name, under jitherald run -c elfmap"
 echo "and in a plain callgrind run ($runs runs each; the perf map says which are JIT code)"
 if have rakudo && have valgrind; then
@@ -104,7 +110,8 @@ if have rakudo && have valgrind; then
             rm -f cg.out
             pre=()
             [ $how = run ] && pre=("$CLI" run -c elfmap --)
-            MVM_JIT_PERF_MAP=1 "${pre[@]}" valgrind -q --tool=callgrind \
+            # MVM_SPESH_BLOCKING=1: every run's hot sub is JIT-compiled before it returns
+            MVM_JIT_PERF_MAP=1 MVM_SPESH_BLOCKING=1 "${pre[@]}" valgrind -q --tool=callgrind \
                 --callgrind-out-file=cg.out rakudo -e "$prog" > /dev/null 2>&1
             pid=$(sed -n 's/^pid: //p' cg.out)
             callgrind_annotate --threshold=100 cg.out > cg.ann 2> /dev/null
@@ -140,6 +147,8 @@ bench_vm() { # LOAD NAME CMD...
             "$(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
     done
 }
+fi
+if part overhead; then
 echo "Overhead: wall time of the VM with jitherald run -c CHANNEL, beside the same run without"
 echo "(both write the VM's own perf map / jitdump; median of $runs runs)"
 printf '%-6s %-8s %-10s %8s %8s\n' load vm channel ms ratio
@@ -150,4 +159,5 @@ for ld in idle busy; do
     have erl && bench_vm $ld erlang erl +JPperf true -noshell -eval "$ERL"
     load off
 done
+fi
 exit 0
