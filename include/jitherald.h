@@ -291,7 +291,11 @@ struct jh_code {
      * when it is announced (the JIT registered its own, as LuaJIT does over each machine
      * code area with its personality; a loaded object) is left to it, with one
      * informational diagnostic per context. A JIT that wants jitherald's description to be
-     * the one used registers nothing of its own there and passes its personality here. */
+     * the one used registers nothing of its own there and passes its personality here —
+     * or, where it registered one FDE over a whole region (LuaJIT), passes that FDE's own
+     * personality here: the function is then described by jitherald with it (exceptions
+     * still reach the JIT; backtrace() walks through), and the rest of the region keeps
+     * the JIT's FDE (libgcc up to GCC 12; elsewhere left to the JIT's: docs/unwind.md). */
     const void *personality;
     const void *lsda;
 };

@@ -89,12 +89,12 @@ static int cie_index(const uint8_t *cie, size_t len, uint32_t *k)
 
 /* The function's own run: its CIE (the one run of one function has one), its FDE and the
  * terminator, absolute pointers, personality and LSDA included. */
-static int fn_encode(struct uw_fn *u, const struct jh__entry *e)
+int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
 {
     struct jh__cfi_opts o = { .ptr = JH__CFI_ABS, .personality = true };
     struct jh__cfi_index idx;
     struct jh__buf b = { 0 };
-    int n = jh__cfi_eh_frame(&b, &o, &e->fn, 1, &idx);
+    int n = jh__cfi_eh_frame(&b, &o, f, 1, &idx);
     if (n <= 0) {
         jh__buf_free(&b);
         return n;
@@ -148,13 +148,13 @@ static bool shadows(const struct uw_fn *u)
     return false;
 }
 
-static int fn_register(struct uw_fn *u)
+static int fn_register(struct uw_fn *u, const struct uw_host *h)
 {
     if (jh__uw.mode == JH__UW_PERFN)
         jh__uw.reg_frame(u->run);
     if (jh__uw.llvm)
         jh__uw.llvm_add((uintptr_t)(u->run + u->fde_off));
-    int err = grouped() ? jh__uw_group_add(u) : 0;
+    int err = grouped() ? jh__uw_group_add(u, h) : 0;
     if (err)
         fn_unregister(u);
     return err;
@@ -224,17 +224,25 @@ static int unwind_add(void *state, struct jh__entry *e)
     u->start = e->node.start;
     u->end = e->node.start + e->node.size;
     jh__lock(&jh__uw_lock);
-    int n = fn_encode(u, e);
+    int n = jh__uw_fn_encode(u, &e->fn);
     int err = n < 0 ? n : 0;
     size_t far = jh__uw.far;
-    bool shadow = n == 1 && shadows(u);
-    if (shadow) {
+    struct uw_host host;
+    int hosted = n == 1 ? jh__uw_host_of(u, e->fn.personality, &host) : 0;
+    if (hosted < 0 || (n == 1 && !hosted && shadows(u))) {
         jh__uw.shadowed++;
         err = SHADOWED;
     }
     if (n == 0 && grouped())
         err = jh__uw_group_clear(u->start, u->end);
-    if (n == 1 && !err && !(err = fn_register(u))) {
+    if (n == 1 && !err && !(err = fn_register(u, hosted ? &host : NULL))) {
+        jh__uw.hosted += hosted;
+        if (hosted && !c->told_host)
+            jh__diag(c->env->diag, JH_LOG_INFO, "unwind: %s at %p is inside a region with the "
+                     "JIT's own unwind information and the same personality: described by "
+                     "jitherald, the rest of the region left to the JIT's (docs/unwind.md)",
+                     e->fn.name, (void *)e->node.start);
+        c->told_host |= hosted;
         u->owner = c;
         u->next = c->live;
         if (c->live)
@@ -304,7 +312,7 @@ static int unwind_flush(void *state)
     jh__lock(&jh__uw_lock);
     for (size_t i = jh__uw.nseg; !err && i-- > 0;)
         if (jh__uw.seg[i]->ndead)
-            err = jh__uw_seg_rebuild(i, i + 1, NULL);
+            err = jh__uw_seg_rebuild(i, i + 1, NULL, NULL);
     jh__uw_sweep();
     jh__unlock(&jh__uw_lock);
     return err;

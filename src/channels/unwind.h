@@ -5,6 +5,7 @@
  *   unwind_runs.c     grouping functions into sorted runs over disjoint ranges
  *   unwind_near.c     memory for runs within 2 GiB of their code (libunwind's tables)
  *   unwind_reclaim.c  freeing what an unwinder may still be reading, after a grace period
+ *   unwind_host.c     code inside a region the JIT registered its own FDE over (LuaJIT)
  * State is process-wide, not per context: runs of two JIT engines must not interleave.
  */
 #ifndef JH__CHANNELS_UNWIND_H
@@ -57,6 +58,7 @@ struct uw_fn {
     uint32_t run_len, fde_off, fde_len;
     uint32_t cie;               /* its CIE: index into jh__uw.cies */
     bool dead;
+    bool filler;                /* a hosted run's gap (unwind_host.c): never in a seg */
     struct uw_seg *seg;         /* NULL when runs are not grouped */
     struct uw_ctx *owner;
     struct uw_fn *prev, *next;  /* owner's live functions */
@@ -79,17 +81,29 @@ struct uw_img {
     bool gcc, dyn;
 };
 
+/* A region the JIT registered one FDE of its own over, with its personality (LuaJIT: each
+ * machine-code area), whose functions the JIT asked jitherald to describe by passing that
+ * same personality: unwind_host.c. */
+struct uw_host {
+    uintptr_t lo, hi;           /* the JIT's FDE's range */
+    uint64_t personality;
+};
+
 struct uw_seg {
-    uintptr_t lo, hi;           /* lowest start, highest end, dead functions included */
+    uintptr_t lo, hi;           /* lowest start, highest end, dead functions included
+                                   (a hosted run: up to host.hi) */
     struct uw_fn **fn;          /* sorted by start */
     size_t n, ndead;
     struct uw_img *img;
+    bool hosted;                /* the one run of host's region, gaps filled (see unwind.c) */
+    struct uw_host host;
 };
 
 struct uw_ctx {
     const struct jh__chan_env *env;
     struct uw_fn *live;
     bool told_shadow;           /* the diagnostic about code left to another's FDE, once */
+    bool told_host;             /* the one about code described inside such a region */
     _Atomic unsigned said;      /* per-function warnings said once (jh__diag_once) */
 };
 
@@ -128,6 +142,7 @@ struct jh__uw_state {
     const void *(*find_fde_gcc)(void *pc, void *bases);
     const void *(*find_fde_llvm)(void *pc, void *bases);
     size_t shadowed;            /* functions left to the unwind info already there */
+    size_t hosted;              /* functions described inside such a region, on request */
     size_t max_fdes, max_runs;
     size_t live, dead, far;
     struct uw_chunk *chunk[NCHUNK];     /* open for carving */
@@ -143,6 +158,8 @@ static inline void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static inline bool grouped(void) { return jh__uw.mode == JH__UW_LIST || jh__uw.dyn; }
 static inline bool per_function(void) { return jh__uw.mode == JH__UW_PERFN || jh__uw.llvm; }
 
+/* unwind.c */
+int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f);
 /* unwind_detect.c */
 void jh__uw_detect(void);
 const char *jh__uw_mode_name(int mode);
@@ -154,11 +171,16 @@ bool jh__uw_queue_push(struct uw_queue *q, void *p, bool img);
 void jh__uw_retire(void *p, bool img);
 void jh__uw_sweep(void);
 void jh__uw_img_release(struct uw_img *im);
+/* unwind_host.c */
+int jh__uw_host_of(const struct uw_fn *u, uint64_t personality, struct uw_host *h);
+int jh__uw_host_fill(const struct uw_seg *s, struct uw_fn ***all, size_t *n);
+void jh__uw_host_unfill(struct uw_fn **all, size_t n);
 /* unwind_runs.c */
 struct uw_img *jh__uw_img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintptr_t hi);
 void jh__uw_img_register(struct uw_img *im);
-int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add);
-int jh__uw_group_add(struct uw_fn *u);
+int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add, const struct uw_host *h);
+int jh__uw_group_add(struct uw_fn *u, const struct uw_host *h);
+size_t jh__uw_seg_upper(uintptr_t addr);
 int jh__uw_group_clear(uintptr_t start, uintptr_t end);
 int jh__uw_group_remove(struct uw_fn *u);
 bool jh__uw_run_holds(uintptr_t pc, const void *p);

@@ -87,7 +87,7 @@ void jh__uw_img_register(struct uw_img *im)
 }
 
 /* ---- grouping ------------------------------------------------------------------------- */
-static size_t seg_upper(uintptr_t addr)         /* first run ending after addr */
+size_t jh__uw_seg_upper(uintptr_t addr)         /* first run ending after addr */
 {
     size_t lo = 0, hi = jh__uw.nseg;
     while (lo < hi) {
@@ -111,12 +111,30 @@ static void seg_free(struct uw_seg *s)
     free(s);
 }
 
+/* The image of run s: its functions, and in a hosted run the fillers between them. */
+static struct uw_img *seg_img(const struct uw_seg *s)
+{
+    if (!s->hosted)
+        return jh__uw_img_build(s->fn, s->n, s->lo, s->hi);
+    struct uw_fn **all;
+    size_t n;
+    if (jh__uw_host_fill(s, &all, &n))
+        return NULL;
+    struct uw_img *im = jh__uw_img_build(all, n, s->lo, s->hi);
+    jh__uw_host_unfill(all, n);
+    return im;
+}
+
 /*
  * Replace runs [i0, i1) by one run holding their live functions plus add (if not NULL),
- * registered before the old ones go. i0 == i1 inserts a new run at i0.
+ * registered before the old ones go. i0 == i1 inserts a new run at i0. The run is hosted
+ * (unwind_host.c) when h is given or one of the old runs was.
  */
-int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add)
+int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add, const struct uw_host *h)
 {
+    for (size_t i = i0; !h && i < i1; i++)
+        if (jh__uw.seg[i]->hosted)
+            h = &jh__uw.seg[i]->host;
     size_t n = add ? 1 : 0;
     for (size_t i = i0; i < i1; i++)
         n += jh__uw.seg[i]->n - jh__uw.seg[i]->ndead;
@@ -155,7 +173,13 @@ int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add)
         for (size_t i = 0; i < n; i++)
             if (s->fn[i]->end > s->hi)
                 s->hi = s->fn[i]->end;
-        if (!(s->img = jh__uw_img_build(s->fn, n, s->lo, s->hi))) {
+        if (h) {
+            s->hosted = true;
+            s->host = *h;
+            if (s->host.hi > s->hi)
+                s->hi = s->host.hi;
+        }
+        if (!(s->img = seg_img(s))) {
             free(s->fn);
             free(s);
             return -ENOMEM;
@@ -192,7 +216,7 @@ static bool dense(const struct uw_seg *a, const struct uw_seg *b)
 
 static bool can_merge(const struct uw_seg *a, const struct uw_seg *b)
 {
-    if (b->hi - a->lo > SPAN_MAX || !dense(a, b))
+    if (a->hosted || b->hosted || b->hi - a->lo > SPAN_MAX || !dense(a, b))
         return false;
     /* The binary counter leaves fewer than 2n/cap full runs: with the cap at least
      * 4n/max_runs they stay under half the budget, and merges by count stay rare. */
@@ -216,9 +240,9 @@ static int seg_settle(size_t i)
         if (ml && mr)
             ml = l->n <= r->n, mr = !ml;
         if (ml)
-            err = jh__uw_seg_rebuild(i - 1, i + 1, NULL), i--;
+            err = jh__uw_seg_rebuild(i - 1, i + 1, NULL, NULL), i--;
         else if (mr)
-            err = jh__uw_seg_rebuild(i, i + 2, NULL);
+            err = jh__uw_seg_rebuild(i, i + 2, NULL, NULL);
         else
             break;
     }
@@ -230,12 +254,13 @@ static int seg_settle(size_t i)
             for (size_t j = 0; j + 1 < jh__uw.nseg; j++) {
                 struct uw_seg *a = jh__uw.seg[j], *b = jh__uw.seg[j + 1];
                 size_t m = a->n + b->n;
-                if (m < bestn && b->hi - a->lo <= SPAN_MAX && (pass || dense(a, b)))
+                if (m < bestn && b->hi - a->lo <= SPAN_MAX && !a->hosted && !b->hosted &&
+                    (pass || dense(a, b)))
                     best = j, bestn = m;
             }
         if (best == jh__uw.nseg)
             break;
-        err = jh__uw_seg_rebuild(best, best + 2, NULL);
+        err = jh__uw_seg_rebuild(best, best + 2, NULL, NULL);
     }
     return err;
 }
@@ -267,10 +292,12 @@ static int overlapping(size_t i0, size_t i1, uintptr_t start, uintptr_t end)
     return found;
 }
 
-int jh__uw_group_add(struct uw_fn *u)
+int jh__uw_group_add(struct uw_fn *u, const struct uw_host *h)
 {
-    size_t i0 = seg_upper(u->start), i1 = i0;
-    while (i1 < jh__uw.nseg && jh__uw.seg[i1]->lo < u->end)
+    /* Hosted: the region's one run, wherever in the region u lands (see unwind_host.c). */
+    uintptr_t end = h && h->hi > u->end ? h->hi : u->end;
+    size_t i0 = jh__uw_seg_upper(u->start), i1 = i0;
+    while (i1 < jh__uw.nseg && jh__uw.seg[i1]->lo < end)
         i1++;
     /* Live code of another context there: one context's registry cannot refuse it, and
      * overlapping FDEs would break libgcc's binary search for both. */
@@ -297,7 +324,7 @@ int jh__uw_group_add(struct uw_fn *u)
     }
     /* Anywhere else inside a run's range, even in a gap between its functions, the run is
      * rebuilt: a run of one there would hide the functions above it from libgcc. */
-    int err = jh__uw_seg_rebuild(i0, i1, u);
+    int err = jh__uw_seg_rebuild(i0, i1, u, h);
     if (!err)
         seg_settle(i0);         /* u is registered either way: merging is only thrift */
     return err;
@@ -306,27 +333,27 @@ int jh__uw_group_add(struct uw_fn *u)
 /* Code without unwind info replaces whatever dead FDEs described its range. */
 int jh__uw_group_clear(uintptr_t start, uintptr_t end)
 {
-    size_t i0 = seg_upper(start), i1 = i0;
+    size_t i0 = jh__uw_seg_upper(start), i1 = i0;
     while (i1 < jh__uw.nseg && jh__uw.seg[i1]->lo < end)
         i1++;
     int err = 0;
     for (size_t i = i1; !err && i-- > i0;)
         if (overlapping(i, i + 1, start, end) & 1)
-            err = jh__uw_seg_rebuild(i, i + 1, NULL);
+            err = jh__uw_seg_rebuild(i, i + 1, NULL, NULL);
     return err;
 }
 
 int jh__uw_group_remove(struct uw_fn *u)
 {
     struct uw_seg *s = u->seg;
-    size_t i = seg_upper(u->start);
+    size_t i = jh__uw_seg_upper(u->start);
     if (i >= jh__uw.nseg || jh__uw.seg[i] != s)
         return -EPROTO;         /* our own bookkeeping is broken: stop the channel */
     u->dead = true;
     s->ndead++;
     jh__uw.dead++;
     if (2 * s->ndead > s->n)
-        return jh__uw_seg_rebuild(i, i + 1, NULL);
+        return jh__uw_seg_rebuild(i, i + 1, NULL, NULL);
     return 0;
 }
 
@@ -334,7 +361,7 @@ int jh__uw_group_remove(struct uw_fn *u)
 /* Is p inside the registered run whose range holds pc? */
 bool jh__uw_run_holds(uintptr_t pc, const void *p)
 {
-    size_t i = seg_upper(pc);
+    size_t i = jh__uw_seg_upper(pc);
     if (i >= jh__uw.nseg || jh__uw.seg[i]->lo > pc || !jh__uw.seg[i]->img)
         return false;
     const struct uw_img *im = jh__uw.seg[i]->img;

@@ -31,6 +31,7 @@ struct jh__unwind_stats {
     uint64_t rebuilds;          /* runs built, ever */
     size_t retired;             /* old runs waiting for their grace period */
     size_t shadowed;            /* functions left to unwind info the process already had */
+    size_t hosted;              /* functions described inside such a region, on request */
 };
 
 void jh__unwind_get_stats(struct jh__unwind_stats *st);

@@ -14,6 +14,12 @@
  *      the channel leaves it to the foreign FDE, whose personality catches (f returns 2).
  *      Were the channel's FDE registered, it would be found first, and nothing would
  *      catch (f returns 1): what broke LuaJIT's error handling.
+ *   4. (libgcc's list) a foreign FDE over a whole area with a personality and no LSDA (what
+ *      LuaJIT registers), f announced with that same personality: the channel describes f
+ *      (hosted) and the personality still catches in f; g, a copy of f above it in the
+ *      area that nobody announced, still reaches the personality too (the run's filler),
+ *      and so does g once f is gone; code announced there without the personality is
+ *      left to the area's FDE.
  */
 #include "unwind_personality.h"
 
@@ -48,8 +54,9 @@ static struct {
     void (*deregister_frame)(void *);
 } uw;
 
-static uint8_t *code;           /* f at code + F_OFF */
+static uint8_t *code;           /* f at code + F_OFF, a copy g at code + G_OFF */
 #define F_OFF 64
+#define G_OFF 160
 #define F_SIZE 30
 #define PAD_OFF 23
 static const char lsda_mine[] = "mine", lsda_foreign[] = "foreign";
@@ -69,7 +76,8 @@ static int personality(uintptr_t want_lsda, int actions, struct _Unwind_Context 
     if (actions & UA_SEARCH_PHASE)
         return seen.lsda == want_lsda ? URC_HANDLER_FOUND : URC_CONTINUE_UNWIND;
     if ((actions & UA_CLEANUP_PHASE) && (actions & UA_HANDLER_FRAME)) {
-        uw.set_ip(ctx, (uintptr_t)code + F_OFF + PAD_OFF);
+        uintptr_t fn = (uintptr_t)code + (seen.ip > (uintptr_t)code + G_OFF ? G_OFF : F_OFF);
+        uw.set_ip(ctx, fn + PAD_OFF);
         return URC_INSTALL_CONTEXT;
     }
     return URC_CONTINUE_UNWIND;
@@ -89,6 +97,13 @@ static int pers_foreign(int version, int actions, uint64_t exclass, struct uexc 
     return personality((uintptr_t)lsda_foreign, actions, ctx);
 }
 
+static int pers_area(int version, int actions, uint64_t exclass, struct uexc *ue,
+                     struct _Unwind_Context *ctx)
+{
+    (void)version, (void)exclass, (void)ue;
+    return personality(0, actions, ctx);
+}
+
 static struct uexc exc;
 
 __attribute__((noinline)) static void thrower(void)
@@ -98,9 +113,9 @@ __attribute__((noinline)) static void thrower(void)
     seen.raise_rc = uw.raise(&exc);             /* returns only when nobody caught */
 }
 
-static void emit(void)
+static void emit(size_t off)
 {
-    uint8_t *p = code + F_OFF;
+    uint8_t *p = code + off;
     uintptr_t t = (uintptr_t)thrower;
     size_t n = 0;
     p[n++] = 0x55;
@@ -113,13 +128,18 @@ static void emit(void)
     p[n++] = 0x5d; p[n++] = 0xc3;
 }
 
-static int call_f(void)
+static int call_at(size_t off)
 {
     memset(&seen, 0, sizeof seen);
-    int (*f)(void) = (int (*)(void))(void *)(code + F_OFF);
+    int (*f)(void) = (int (*)(void))(void *)(code + off);
     int r = f();
     __asm__ volatile("" ::: "memory");
     return r;
+}
+
+static int call_f(void)
+{
+    return call_at(F_OFF);
 }
 
 static bool ip_in_f(void)
@@ -182,7 +202,8 @@ int unwind_personality_run(const struct unwind_personality *cfg)
     CHECK(code != MAP_FAILED);
     if (code == MAP_FAILED)
         return check_done();
-    emit();
+    emit(F_OFF);
+    emit(G_OFF);
 
     /* 1. No unwind info: nobody catches. */
     CHECK_EQ(call_f(), 1);
@@ -234,6 +255,50 @@ int unwind_personality_run(const struct unwind_personality *cfg)
     CHECK_EQ(jh_code_add(jh, &c, &id), 0);
     CHECK_EQ(call_f(), 2);
     CHECK_EQ(seen.lsda, (uintptr_t)lsda_mine);
+    CHECK_EQ(jh_code_remove(jh, id), 0);
+    jh_flush(jh);
+
+    /* 4. Hosted: see the top of this file. */
+    jh__unwind_get_stats(&before);
+    if (before.mode == JH__UW_LIST && !cfg->llvm) {
+        struct jh__func area = { .start = (uintptr_t)code, .size = 256,
+                                 .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = F_OFF + 1,
+                                 .fp_set_end = F_OFF + 4, .personality = (uintptr_t)pers_area };
+        struct jh__cfi_opts o = { .ptr = JH__CFI_ABS, .personality = true };
+        CHECK_EQ(jh__cfi_eh_frame(&fb, &o, &area, 1, NULL), 1);
+        uw.register_frame(fb.p);
+        CHECK_EQ(call_at(G_OFF), 2);            /* the area's FDE alone */
+        c.personality = (const void *)pers_area;
+        c.lsda = NULL;
+        CHECK_EQ(jh_code_add(jh, &c, &id), 0);
+        jh__unwind_get_stats(&after);
+        CHECK_EQ(after.hosted, before.hosted + 1);
+        CHECK_EQ(after.live, before.live + 1);
+        CHECK_EQ(call_f(), 2);
+        CHECK(ip_in_f());
+        CHECK_EQ(seen.lsda, 0);
+        CHECK_EQ(call_at(G_OFF), 2);            /* the filler above f */
+        CHECK(seen.ip > (uintptr_t)code + G_OFF);
+        struct jh_code g = c;
+        g.name = "g";
+        g.start = code + G_OFF;
+        g.personality = NULL;
+        uint64_t gid;
+        CHECK_EQ(jh_code_add(jh, &g, &gid), 0); /* without it: left to the area's FDE */
+        jh__unwind_get_stats(&after);
+        CHECK_EQ(after.shadowed, before.shadowed + 1);
+        CHECK_EQ(after.live, before.live + 1);
+        CHECK_EQ(call_at(G_OFF), 2);
+        CHECK_EQ(jh_code_remove(jh, gid), 0);
+        CHECK_EQ(jh_code_remove(jh, id), 0);
+        jh_flush(jh);
+        jh__unwind_get_stats(&after);
+        CHECK_EQ(after.segments, before.segments);
+        CHECK_EQ(call_at(G_OFF), 2);            /* the area's FDE again */
+        CHECK_EQ(call_f(), 2);
+        uw.deregister_frame(fb.p);
+        jh__buf_free(&fb);
+    }
     jh_close(jh);
     munmap(code, 4096);
     return check_done();
