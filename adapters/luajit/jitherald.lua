@@ -4,12 +4,12 @@ change to the script or to LuaJIT.
 
     $ JITHERALD=perfmap,gdb luajit -l jitherald script.lua
     $ perf report                 # TRACE_3 script.lua:12 instead of [JIT] tid 4242
-    (gdb) break TRACE_3_script_lua_12
+    (gdb) break TRACE_3
     (gdb) bt                      # #1 TRACE_3 script.lua:12 () at script.lua:14 ... main
 
 What each trace becomes (jh_code_add, when LuaJIT reports it finished):
   - name "TRACE_<n> <file>:<line>" (the trace's start, as -jv prints it), symbol
-    TRACE_<n>_<file>_<line> for debuggers' `break`;
+    TRACE_<n> for debuggers' `break` (what bt and -jv show);
   - a line table: the start line at offset 0, then per exit branch (a guard) the line of
     the bytecode its snapshot was taken at, from LuaJIT's "record" events. Guards in the
     loop part of a looping trace are copies LuaJIT made of the guards before the loop; each
@@ -23,7 +23,10 @@ What each trace becomes (jh_code_add, when LuaJIT reports it finished):
     trace then moves rsp by its own amount, found in its machine code: a root trace starts
     with `add rsp,-N`, a side trace starts at its parent's adjustment and adds the
     difference, and a trace that does not loop ends with `add rsp,+N; jmp`. Code of
-    another shape gets no unwind description (counted in stats().no_unwind).
+    another shape gets no unwind description (counted in stats().no_unwind). With it goes
+    LuaJIT's personality routine, from LuaJIT's FDE for the code area: the unwind channel
+    then describes the trace with it (Lua errors through the trace still reach LuaJIT,
+    backtrace() walks through) and leaves the rest of the area to LuaJIT's FDE.
 Side traces: linking one patches its parent's exit branches (lj_asm_patchexit), reported as
 jh_code_patched over the parent. The exit stub groups are announced as "LuaJIT exit stubs
 0-31" and so on. jit.flush() and every flush LuaJIT does on its own remove everything (the
@@ -122,12 +125,21 @@ local function ptr_width(enc)
             [0x0c] = 8 })[band(enc, 0x0f)]
 end
 
--- CFA offset and saved registers of the VM's frame, read from the FDE covering vm_addr, an
--- address inside the interpreter (lj_vm): def_cfa_offset N, then offset rules. nil when
--- the FDE is not the simple shape LuaJIT's x64 builds emit.
-local function vm_frame(vm_addr)
-  if jit.arch ~= "x64" or ffi.os == "Windows" or not vm_addr then return nil end
-  local addr = vm_addr
+-- An unsigned LEB128 number at q: its value and the byte after it.
+local function uleb_at(q)
+  local v, shift = 0, 0
+  repeat
+    local b = q[0]; q = q + 1
+    v = v + band(b, 0x7f) * 2 ^ shift
+    shift = shift + 7
+  until b < 0x80
+  return v, q
+end
+
+-- The FDE covering addr, as the process's unwinder finds it, and what its CIE says: the
+-- encoding of its pointers and its personality routine (a number; nil if none, or not
+-- an absolute pointer). nil for no FDE, or shapes this does not read.
+local function find_fde(addr)
   local bases = ffi.new("void *[3]")
   local ok, fde = pcall(function()
     return ffi.C._Unwind_Find_FDE(ffi.cast("const void *", addr), bases)
@@ -136,47 +148,53 @@ local function vm_frame(vm_addr)
   local p = ffi.cast("const uint8_t *", fde)
   local len = ffi.cast("const uint32_t *", p)[0]
   if len == 0 or len > 256 then return nil end
-  -- the CIE: its augmentation says how wide pc_begin and pc_range are, and if the FDE
-  -- has augmentation data
   local cie = p + 4 - ffi.cast("const uint32_t *", p + 4)[0]
   local aug = ffi.string(cie + 9)
   local q = cie + 9 + #aug + 1
-  local function uleb()
-    local v, shift = 0, 0
-    repeat
-      local b = q[0]; q = q + 1
-      v = v + band(b, 0x7f) * 2 ^ shift
-      shift = shift + 7
-    until b < 0x80
-    return v
-  end
-  uleb(); uleb(); q = q + 1                     -- code, data alignment, return register
-  local enc = 0x00
+  local _
+  _, q = uleb_at(q); _, q = uleb_at(q); q = q + 1  -- code, data alignment, return register
+  local enc, pers = 0x00, nil
   if aug:sub(1, 1) == "z" then
-    uleb()
+    _, q = uleb_at(q)
     for i = 2, #aug do
       local c = aug:sub(i, i)
       if c == "R" then enc = q[0]; q = q + 1
       elseif c == "P" then
-        local w = ptr_width(q[0])
+        local penc = q[0]
+        local w = ptr_width(penc)
         if not w then return nil end
+        if penc == 0x00 then                    -- absptr, as LuaJIT writes its own
+          pers = tonumber(ffi.cast("uintptr_t", ffi.cast("void *const *", q + 1)[0]))
+        end
         q = q + 1 + w
       elseif c == "L" then q = q + 1
       else return nil end
     end
   end
+  return p, len, enc, pers, aug:sub(1, 1) == "z"
+end
+
+-- CFA offset and saved registers of the VM's frame, read from the FDE covering vm_addr, an
+-- address inside the interpreter (lj_vm): def_cfa_offset N, then offset rules. nil when
+-- the FDE is not the simple shape LuaJIT's x64 builds emit.
+local function vm_frame(vm_addr)
+  if jit.arch ~= "x64" or ffi.os == "Windows" or not vm_addr then return nil end
+  local p, len, enc, _, z = find_fde(vm_addr)
+  if not p then return nil end
   local width = ptr_width(enc)
   if not width then return nil end
-  q = p + 8 + 2 * width
-  if aug:sub(1, 1) == "z" then q = q + uleb() end
+  local q = p + 8 + 2 * width
+  local n
+  if z then n, q = uleb_at(q); q = q + n end    -- the FDE's augmentation data
   local stop = p + 4 + len
   local cfa, regs = nil, {}
   while q < stop do
     local op = q[0]; q = q + 1
-    if op == 0x0e then cfa = uleb()                          -- def_cfa_offset
-    elseif band(op, 0xc0) == 0x80 then                        -- offset r, n (factored -8)
-      regs[#regs + 1] = { band(op, 0x3f), -8 * uleb() }
-    elseif op == 0 then                                       -- nop
+    if op == 0x0e then cfa, q = uleb_at(q)                     -- def_cfa_offset
+    elseif band(op, 0xc0) == 0x80 then                          -- offset r, n (factored -8)
+      n, q = uleb_at(q)
+      regs[#regs + 1] = { band(op, 0x3f), -8 * n }
+    elseif op == 0 then                                         -- nop
     else return nil end
   end
   if not cfa or #regs == 0 then return nil end
@@ -244,10 +262,18 @@ end
 local id_out = ffi.new("uint64_t[1]")
 local code                -- one struct jh_code, reused (made once the type is declared)
 
-local function announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe)
+-- LuaJIT's personality routine for its machine code, from the FDE it registers over each
+-- code area (a number; false if it has none: LuaJIT before 2.1's external unwinding).
+-- Passed with each trace's unwind description, it asks the unwind channel to describe the
+-- trace with it, the rest of the area left to LuaJIT's FDE: Lua errors thrown through a
+-- trace still reach LuaJIT, and backtrace() walks through it.
+local mc_personality
+
+local function announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe, sym)
   ffi.fill(code, ffi.sizeof(code))
   code.sz = ffi.sizeof(code)
   code.name = name
+  code.symbol = sym
   code.start = ffi.cast("const void *", addr)
   code.size = size
   if files then
@@ -264,6 +290,11 @@ local function announce(name, addr, size, files, lines, nlines, cfa, steps, nste
     code.ncfa_steps = nsteps
     code.saved_regs = saved_regs_c
     code.nsaved_regs = nsaved
+    if mc_personality == nil then
+      local _, _, _, pers = find_fde(addr)
+      mc_personality = pers or false
+    end
+    if mc_personality then code.personality = ffi.cast("const void *", mc_personality) end
   end
   local rc = lib.jh_code_add(ctx, code, id_out)
   if rc ~= 0 then
@@ -615,7 +646,8 @@ local function on_stop(tr)
   end
   if not cfa then counts.no_unwind = counts.no_unwind + 1 end
   local pe = head_end and nsteps and nsteps > 0 and steps[0].offset or nil
-  local id = announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe)
+  local id = announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe,
+                      format("TRACE_%d", tr))
   live[tr] = { id = id, addr = addr, size = size, spadj = spadj, name = name }
   counts.traces = counts.traces + 1
   -- the parent's exit branch now jumps here (lj_asm_patchexit rewrote it, and any other
