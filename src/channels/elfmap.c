@@ -303,12 +303,16 @@ static void elfmap_close(void *state)
              (unsigned long long)m->swaps, (unsigned long long)m->fallbacks);
     /* The code pages stay mapped from the files (same bytes, still running fine), and the
      * files stay for the profilers: `jitherald clean` removes them once the process is
-     * gone. Valgrind's R+W mappings go, and with them its symbols. */
-    for (size_t i = 0; i < m->nreg; i++)
+     * gone. Under valgrind the R+W pages stay too (with them valgrind's symbols, which
+     * callgrind reads again at exit), and each image is mapped back at exit where the JIT
+     * has unmapped its code by then (elfmap_valgrind.c). */
+    for (size_t i = 0; i < m->nreg; i++) {
+        jh__em_vg_remember(m, m->reg[i]);
         jh__em_region_close(m, m->reg[i]);
+    }
     for (size_t i = 0; i < m->nkept; i++)
         free(m->kept[i].path);
-    jh__em_rw_free(m);
+    jh__em_rw_free(m, m->valgrind);
     jh__kfd_close(&m->maps);
     free(m->reg);
     free(m->own);

@@ -129,6 +129,13 @@ static inline uintptr_t pg_up(const struct elfmap *m, uintptr_t a)
     return pg_down(m, a + m->page - 1);
 }
 
+/* Where an image's one-page R+W segment sits in its file (after the code span, the hole and
+ * the metadata's first page: fmt/elf_grow.h). */
+static inline uint64_t em_rw_off(const struct elfmap *m)
+{
+    return m->page + EM_SPAN + EM_GAP + m->page;
+}
+
 /* The window's pages: file offsets and the bitmap of pages mapped from its file. */
 static inline uintptr_t span_lo(const struct region *r) { return r->anchor - EM_LEAD; }
 
@@ -247,6 +254,9 @@ int jh__em_map_rw(struct elfmap *m, void *rw, int fd, const char *path, uint64_t
  * given back at retirement; all of them freed at close. */
 void *jh__em_rw_get(struct elfmap *m);
 void jh__em_rw_put(struct elfmap *m, void *p);
-void jh__em_rw_free(struct elfmap *m);
+void jh__em_rw_free(struct elfmap *m, bool keep_pages);
+/* elfmap_valgrind.c: under valgrind, r's image mapped back at exit where its code's
+ * addresses are free again, for callgrind's final dump. */
+void jh__em_vg_remember(struct elfmap *m, const struct region *r);
 
 #endif

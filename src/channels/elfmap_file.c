@@ -367,10 +367,11 @@ void jh__em_rw_put(struct elfmap *m, void *p)
     }
 }
 
-void jh__em_rw_free(struct elfmap *m)
+void jh__em_rw_free(struct elfmap *m, bool keep_pages)
 {
     for (size_t i = 0; i < m->narenas; i++) {
-        munmap(m->arenas[i].base, m->arenas[i].npages * m->page);
+        if (!keep_pages)
+            munmap(m->arenas[i].base, m->arenas[i].npages * m->page);
         free(m->arenas[i].used);
     }
     free(m->arenas);

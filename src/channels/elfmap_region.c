@@ -65,13 +65,6 @@ static int region_fd(struct region *r)
     return jh__kfd_get(&r->fd, r->path, O_RDWR);
 }
 
-/* Where an image's one-page R+W segment sits in its file (after the code span, the hole and
- * the metadata's first page: fmt/elf_grow.h). */
-static uint64_t rw_off(const struct elfmap *m)
-{
-    return m->page + EM_SPAN + EM_GAP + m->page;
-}
-
 /* The current bytes of the pages r maps from its file, written to fd at their offsets. */
 static int write_runs(struct elfmap *m, const struct region *r, int fd)
 {
@@ -94,7 +87,7 @@ static int map_runs(struct elfmap *m, struct region *r, int fd, const char *path
         }
     }
     if (res >= 0)
-        jh__em_map_rw(m, r->rw, fd, path, rw_off(m));
+        jh__em_map_rw(m, r->rw, fd, path, em_rw_off(m));
     return res;
 }
 

@@ -2,7 +2,10 @@
 # `JITHERALD=elfmap luajit -l jitherald`: LuaJIT's trace pages re-mapped from ELF images.
 #   1. plain `perf record` (no -k 1, no inject): perf report names the hot trace, in its
 #      image, with most of the samples in traces;
-#   2. callgrind names it too, with its image file;
+#   2. callgrind names it too, with its image file, and callgrind_annotate lists each trace
+#      on one row, with its source file and image (LuaJIT unmaps its code in lua_close,
+#      before callgrind looks up each instruction's file for its profile: costs went to a
+#      second row "???:TRACE_1 ..." with neither);
 #   3. under churn (roots, side traces patching parents, flushes) and with no flush call,
 #      every live trace is named by the image mapped at its address, with the very bytes
 #      that run there (checked from /proc/self/maps inside the process); after jit.flush()
@@ -33,6 +36,17 @@ JITHERALD_DIR=$T/c timeout 600 valgrind -q --tool=callgrind --callgrind-out-file
 callgrind_annotate "$T/cg.out" >"$T/ann" 2>/dev/null
 grep -Eq '^ *[0-9,]+ .*TRACE_1 hot\.lua:7.* \[.*/jit-[0-9]+-[0-9]+\.elf\]' "$T/ann" ||
     { head -40 "$T/ann"; fail "callgrind does not name TRACE_1"; }
+#    every row of a trace, however small, with its file and image; one row per trace once
+#    callgrind's own recursion mark is set aside (a trace entered again before callgrind saw
+#    it return is `TRACE_1 hot.lua:7'2`, as plain LuaJIT's code is `0x...'2`)
+callgrind_annotate --threshold=100 --auto=no "$T/cg.out" 2>/dev/null | grep -E '^ *[0-9,]+ .*TRACE_[0-9]+ ' >"$T/rows"
+[ "$(grep -c 'TRACE_1 hot\.lua:7' "$T/rows")" -ge 1 ] && [ "$(grep -c 'TRACE_2 hot\.lua:9' "$T/rows")" -ge 1 ] ||
+    { cat "$T/rows"; fail "callgrind: not every trace listed"; }
+! grep -Ev '^ *[0-9,]+ \([ 0-9.]+%\)  \./hot\.lua:TRACE_[0-9]+ hot\.lua:[0-9]+('"'"'[0-9]+)? \[.*/jit-[0-9]+-[0-9]+\.elf\]$' "$T/rows" ||
+    fail "callgrind: trace rows without their file or image: $(cat "$T/rows")"
+d=$(sed -E "s/^ *[0-9,]+ \([ 0-9.]+%\)  //; s/'[0-9]+ \[/ [/" "$T/rows" | sort -u |
+    grep -Eo 'TRACE_[0-9]+ ' | sort | uniq -d)
+[ -z "$d" ] || fail "callgrind: traces on several rows: $d $(cat "$T/rows")"
 
 # 3. every live trace named by its image, bytes identical, no flush call; nothing left after
 JH_STRESS=$R/bench/luajit/stress.lua JITHERALD_DIR=$T/l timeout 120 \
