@@ -58,7 +58,8 @@ struct uw_fn {
     uint32_t run_len, fde_off, fde_len;
     uint32_t cie;               /* its CIE: index into jh__uw.cies */
     bool dead;
-    bool filler;                /* a hosted run's gap (unwind_host.c): never in a seg */
+    bool filler;                /* a hosted run's gap (unwind_host.c): never in a seg; its
+                                   FDE a template whose range img_build writes in */
     struct uw_seg *seg;         /* NULL when runs are not grouped */
     struct uw_ctx *owner;
     struct uw_fn *prev, *next;  /* owner's live functions */
@@ -68,6 +69,12 @@ struct uw_fn {
 struct uw_cie {
     uint8_t b[64];
     uint32_t len;
+};
+
+/* A hosted run's filler FDE for one personality (unwind_host.c): encoded once. */
+struct uw_filler {
+    uint64_t personality;
+    struct uw_fn fn;
 };
 
 /* One registered run: what libgcc and libunwind read. */
@@ -143,6 +150,8 @@ struct jh__uw_state {
     const void *(*find_fde_llvm)(void *pc, void *bases);
     size_t shadowed;            /* functions left to the unwind info already there */
     size_t hosted;              /* functions described inside such a region, on request */
+    struct uw_filler *fillers;  /* one per personality of a hosted region */
+    size_t nfillers, capfillers;
     size_t max_fdes, max_runs;
     size_t live, dead, far;
     struct uw_chunk *chunk[NCHUNK];     /* open for carving */

@@ -23,6 +23,7 @@
  */
 #include <stdlib.h>
 
+#include "base/vec.h"
 #include "channels/unwind.h"
 #include "fmt/cfa.h"
 #include "fmt/cfi.h"
@@ -155,64 +156,79 @@ int jh__uw_host_of(const struct uw_fn *u, uint64_t personality, struct uw_host *
     return 1;
 }
 
-/* A filler over [start, end): the region's personality, CFA = sp + 8, the return address
- * undefined. Through the one CFI encoder, as every FDE. */
-static struct uw_fn *filler(const struct uw_host *h, uintptr_t start, uintptr_t end)
+/* A filler's FDE for the region's personality: CFA = sp + 8, the return address undefined.
+ * Encoded once per personality through the one CFI encoder (absolute pointers: pc_begin
+ * and pc_range are the 8-byte words at 8 and 16 of the FDE, checked here); each gap copies
+ * it and jh__uw_img_build writes the gap's range in (uw_fn.filler). A rebuild of a hosted
+ * run then costs a copy per gap, not an encoding. */
+static const struct uw_fn *template_for(uint64_t personality)
 {
     static const uint8_t ra_undefined[] = {
         JH__CFA_undefined, JH__CFI_HOST == JH__CFI_ARM64 ? 30 : 16
     };
-    struct uw_fn *u = calloc(1, sizeof *u);
-    if (!u)
+    for (size_t i = 0; i < jh__uw.nfillers; i++)
+        if (jh__uw.fillers[i].personality == personality)
+            return &jh__uw.fillers[i].fn;
+    if (JH__VEC_RESERVE(jh__uw.fillers, jh__uw.capfillers, jh__uw.nfillers + 1))
         return NULL;
-    struct jh__func f = { .start = start, .size = end - start, .name = "filler",
+    struct uw_fn u = { .start = 0x1000, .end = 0x2000, .filler = true };
+    struct jh__func f = { .start = u.start, .size = u.end - u.start, .name = "filler",
                           .unwind = JH_UNWIND_CFI, .cfi = ra_undefined,
-                          .cfi_len = sizeof ra_undefined, .personality = h->personality };
-    u->start = start;
-    u->end = end;
-    u->filler = true;
-    if (jh__uw_fn_encode(u, &f) != 1) {
-        free(u);
+                          .cfi_len = sizeof ra_undefined, .personality = personality };
+    if (jh__uw_fn_encode(&u, &f) != 1)
+        return NULL;
+    uint64_t b, r;
+    memcpy(&b, u.run + u.fde_off + 8, 8);
+    memcpy(&r, u.run + u.fde_off + 16, 8);
+    if (b != u.start || r != u.end - u.start) {
+        free(u.run);
         return NULL;
     }
-    return u;
+    jh__uw.fillers[jh__uw.nfillers] = (struct uw_filler){ personality, u };
+    return &jh__uw.fillers[jh__uw.nfillers++].fn;
 }
 
 /* The functions of hosted run s, live ones sorted, with fillers in every gap from the
  * lowest one to the region's end: *all (to pass to jh__uw_img_build, then to unfill). */
 int jh__uw_host_fill(const struct uw_seg *s, struct uw_fn ***all, size_t *n)
 {
-    struct uw_fn **a = malloc((2 * s->n + 1) * sizeof *a);
-    if (!a)
+    const struct uw_fn *t = template_for(s->host.personality);
+    struct uw_fn **a = t ? malloc((2 * s->n + 1) * sizeof *a) : NULL;
+    struct uw_fn *gap = a ? malloc((s->n + 1) * sizeof *gap) : NULL;
+    if (!gap) {
+        free(a);
         return -ENOMEM;
-    size_t k = 0;
+    }
+    size_t k = 0, g = 0;
     uintptr_t at = s->lo;
     for (size_t i = 0; i <= s->n; i++) {
         uintptr_t next = i < s->n ? s->fn[i]->start : s->host.hi;
         if (i < s->n && s->fn[i]->dead)
             continue;
-        if (next > at && !(a[k] = filler(&s->host, at, next)))
-            goto fail;
-        k += next > at;
+        if (next > at) {
+            gap[g] = *t;
+            gap[g].start = at;
+            gap[g].end = next;
+            a[k++] = &gap[g++];
+        }
         if (i < s->n) {
             a[k++] = s->fn[i];
             at = s->fn[i]->end;
         }
     }
+    if (!g)
+        free(gap);
     *all = a;
     *n = k;
     return 0;
-fail:
-    jh__uw_host_unfill(a, k);
-    return -ENOMEM;
 }
 
 void jh__uw_host_unfill(struct uw_fn **all, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (all[i]->filler) {
-            free(all[i]->run);
-            free(all[i]);
+            free(all[i]);       /* the first gap: its block holds them all */
+            break;
         }
     free(all);
 }

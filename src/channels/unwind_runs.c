@@ -51,6 +51,11 @@ struct uw_img *jh__uw_img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintp
     for (size_t i = 0; i < n; i++) {
         memcpy(im->buf + at, fn[i]->run + fn[i]->fde_off, fn[i]->fde_len);
         wr32(im->buf + at + 4, (uint32_t)(at + 4 - (cie_at[fn[i]->cie] - 1)));  /* to its CIE */
+        if (fn[i]->filler) {    /* a template (unwind_host.c): its range, absolute */
+            uint64_t begin = fn[i]->start, range = fn[i]->end - fn[i]->start;
+            memcpy(im->buf + at + 8, &begin, 8);
+            memcpy(im->buf + at + 16, &range, 8);
+        }
         if (im->table) {
             im->table[2 * i] = (int32_t)(int64_t)(fn[i]->start - base);
             im->table[2 * i + 1] = (int32_t)at;
