@@ -48,7 +48,7 @@ struct al_state {
     pthread_cond_t ahead_cond;
     pthread_t ahead_thread;
 #endif
-    bool ahead_running, ahead_pending, ahead_stop;
+    bool ahead_running, ahead_pending, ahead_stop, ahead_started;
     uint64_t ahead_populated;       /* the helper has populated the mapping up to here */
     char *path;
     struct jh__buf scratch;         /* code records, built under the context lock */

@@ -89,6 +89,8 @@ static void *ahead_main(void *arg)
 {
     struct al_state *st = arg;
     jh__lock(&st->grow_lock);
+    st->ahead_started = true;
+    pthread_cond_broadcast(&st->ahead_cond);
     for (;;) {
         while (!st->ahead_stop && !st->ahead_pending)
             pthread_cond_wait(&st->ahead_cond, &st->grow_lock.m);
@@ -147,12 +149,20 @@ static void ahead_start(struct al_state *st)
     sigfillset(&all);
     /* The VM's signals are for the VM's threads. */
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    st->ahead_stop = st->ahead_pending = false;
+    st->ahead_stop = st->ahead_pending = st->ahead_started = false;
     st->ahead_populated = 0;
     st->ahead_running = st->helper && pthread_create(&st->ahead_thread, NULL, ahead_main, st) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (st->ahead_running) {
         pthread_setname_np(st->ahead_thread, "jh-auditlog");
+        /* Back only once the thread runs: its start-up allocates (pthread_getattr_np, under
+         * sanitizers), and a fork while it holds an allocator lock that the runtime does
+         * not take across fork (GCC 12's ASan) leaves the child's allocator locked for
+         * good: a fork child hung in malloc under `make asan` on a loaded machine. */
+        jh__lock(&st->grow_lock);
+        while (!st->ahead_started)
+            pthread_cond_wait(&st->ahead_cond, &st->grow_lock.m);
+        jh__unlock(&st->grow_lock);
         atomic_store(&st->ahead_mark, 0);   /* the first record asks for the first chunks */
     }
 }
