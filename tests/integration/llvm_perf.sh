@@ -14,8 +14,9 @@ private_perf_cache
 JIT=$(program llvm_jit)
 IR=$B/tests/programs/llvm
 RUN=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 100000000)
-# For the line checks, ten times the work (~0.5 s, ~1,000 samples in work): hot.h's rows
-# hold 1-6% of work's samples, and at 1e8 (~110 samples) one run in three had none there.
+# For the line checks, ten times the work (~0.5 s) sampled at 10 kHz (~6,500 samples in
+# work): hot.h's rows hold 0.5-6% of work's samples. At 1e8 (~110 samples) one run in three
+# had none there; at 2 kHz (~1,100 samples, 8 in hot.h) an idle `make test` once had none.
 LINES=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 1000000000)
 cd "$T"
 
@@ -32,7 +33,7 @@ check_lines() { # perf.data what
 }
 
 # 1. jitdump + inject, through the ORC plugin
-JITHERALD=jitdump JITHERALD_DIR=$T/jd perf record -q -k 1 -F 2000 -o jd.data "$JIT" --jitlink \
+JITHERALD=jitdump JITHERALD_DIR=$T/jd perf record -q -k 1 -F 10000 -o jd.data "$JIT" --jitlink \
     "${LINES[@]}" > out 2>err || { cat err; fail "perf record"; }
 grep -q '^result ' out || fail "the JIT did not run: $(cat out err)"
 "$CLI" check "$T"/jd/jit-*.dump || fail "jitherald check refuses the dump"
@@ -41,7 +42,7 @@ check_lines jd.inj.data "jitdump + inject (JITLink)"
 echo "PASS jitdump: work named with work.c and hot.h lines"
 
 # 2. elfmap, no inject, through the listener
-JITHERALD=elfmap JITHERALD_DIR=$T/em perf record -q -F 2000 -o em.data "$JIT" --rtdyld \
+JITHERALD=elfmap JITHERALD_DIR=$T/em perf record -q -F 10000 -o em.data "$JIT" --rtdyld \
     "${LINES[@]}" > out 2>err || { cat err; fail "perf record"; }
 check_lines em.data "elfmap (RuntimeDyld)"
 echo "PASS elfmap: work named with work.c and hot.h lines, no inject"
