@@ -237,12 +237,6 @@ static int unwind_add(void *state, struct jh__entry *e)
         err = jh__uw_group_clear(u->start, u->end);
     if (n == 1 && !err && !(err = fn_register(u, hosted ? &host : NULL))) {
         jh__uw.hosted += hosted;
-        if (hosted && !c->told_host)
-            jh__diag(c->env->diag, JH_LOG_INFO, "unwind: %s at %p is inside a region with the "
-                     "JIT's own unwind information and the same personality: described by "
-                     "jitherald, the rest of the region left to the JIT's (docs/unwind.md)",
-                     e->fn.name, (void *)e->node.start);
-        c->told_host |= hosted;
         u->owner = c;
         u->next = c->live;
         if (c->live)
@@ -252,12 +246,20 @@ static int unwind_add(void *state, struct jh__entry *e)
         e->slot[c->env->slot] = u;
         u = NULL;
     }
+    bool tell_host = hosted > 0 && !u && !c->told_host;
     if (u && n == 1)
         free(u->run);
     jh__uw_sweep();
     bool now_far = jh__uw.far != far && far == 0;
     jh__unlock(&jh__uw_lock);
     free(u);
+    if (tell_host) {            /* said outside the lock, as every diagnostic here */
+        jh__diag(c->env->diag, JH_LOG_INFO, "unwind: %s at %p is inside a region with the JIT's "
+                 "own unwind information and the same personality: described by jitherald, "
+                 "the rest of the region left to the JIT's (docs/unwind.md)", e->fn.name,
+                 (void *)e->node.start);
+        c->told_host = true;
+    }
     if (err == SHADOWED) {
         if (!c->told_shadow)
             jh__diag(c->env->diag, JH_LOG_INFO, "unwind: %s at %p already has unwind "
