@@ -3,11 +3,17 @@
  * `jitherald check` runs on a jitdump's UNWINDING_INFO, on arbitrary bytes with arbitrary
  * layouts: the first 8 bytes give the code size and where the header starts, the rest is
  * the section data. The layout is perf's: .text at 0x80, .eh_frame at ALIGN_8(text end).
+ * The same bytes then go through the library's reader and translator (fmt/eh_frame.h, what
+ * jh_code_add's JH_UNWIND_EH_FRAME runs): every record read, every FDE translated for both
+ * architectures, and the FDE search.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "fmt/cfi.h"
+#include "fmt/eh_frame.h"
 #include "lib/eh_frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -29,5 +35,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        err, sizeof err);
     jhr_eh_frame_check(data, split, data + split, size - split, eh, text, code_size, null,
                        err, sizeof err);
+    size_t off = 0, next;
+    uint32_t id;
+    struct jh__eh_cie cie = { .off = SIZE_MAX }, fc;
+    struct jh__eh_fde fde;
+    uint64_t last_pc = 0;
+    while (jh__eh_record(data, size, off, &id, &next, err, sizeof err) == 1) {
+        if (id == 0) {
+            if (jh__eh_cie(data, size, eh, off, &cie, err, sizeof err))
+                cie.off = SIZE_MAX;
+        } else if (cie.off != SIZE_MAX &&
+                   !jh__eh_fde(data, size, eh, off, &cie, &fde, err, sizeof err)) {
+            for (int arch = JH__CFI_X86_64; arch <= JH__CFI_ARM64; arch++) {
+                struct jh__buf out = { 0 };
+                jh__eh_translate(arch, &cie, &fde, &out, err, sizeof err);
+                jh__buf_free(&out);
+            }
+            last_pc = fde.pc;
+        }
+        off = next;
+    }
+    jh__eh_find(data, size, eh, last_pc, &fc, &fde, err, sizeof err);
     return 0;
 }

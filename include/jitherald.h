@@ -160,12 +160,15 @@ enum jh_unwind_kind {
                                      stp x29,x30,[sp,#-16]!; mov x29,sp (arm64); the frame
                                      pointer stays valid until the epilogue (see epilogues) */
     JH_UNWIND_CFI = 2,            /* raw DWARF call-frame instructions (after the CIE's) */
-    JH_UNWIND_FRAMELESS = 3       /* no frame of its own, described without DWARF: the CFA
+    JH_UNWIND_FRAMELESS = 3,      /* no frame of its own, described without DWARF: the CFA
                                      (the stack pointer before the call into the frame's
                                      function, where the return address sits just below on
                                      x86-64) is sp + a constant that changes at given
                                      offsets, and the caller's callee-saved registers sit at
                                      fixed CFA offsets (see cfa_offset) */
+    JH_UNWIND_EH_FRAME = 4        /* the .eh_frame the JIT's compiler emitted for the code
+                                     (a CIE and the FDE that begins at start): jitherald
+                                     reads and translates it (see eh_frame) */
 };
 
 /* JH_UNWIND_FRAMELESS: from `offset` (bytes from the start of the code) on, CFA = sp +
@@ -298,6 +301,23 @@ struct jh_code {
      * the JIT's FDE (libgcc up to GCC 12; elsewhere left to the JIT's: docs/unwind.md). */
     const void *personality;
     const void *lsda;
+    /* JH_UNWIND_EH_FRAME: bytes of an .eh_frame (a whole section is fine, up to 16 MiB)
+     * holding the FDE whose pc_begin is `start` and its CIE, as a compiler emits them for
+     * the code (LLVM's objects, a jitdump's UNWINDING_INFO), relocated: their pointers
+     * are absolute or relative to where the bytes lie at eh_frame_addr (0: at eh_frame,
+     * the bytes are in place). The FDE's range must not exceed size. jitherald translates
+     * the FDE once, when the code is announced, into its own description (what
+     * JH_UNWIND_CFI takes, with the CIE's initial rules and factors folded in), so every
+     * channel sees the same frame; the CIE's personality routine (read from its slot when
+     * indirect) and the FDE's LSDA are used unless personality/lsda above are set. The
+     * bytes are not kept. Refused (-EINVAL, the log callback says why): another return
+     * address column than the architecture's, a signal frame ('S'), arm64's B-key ('B')
+     * and memory-tagging ('G') augmentations, DW_CFA_set_loc, a rule the translation
+     * cannot express (an offset that is not a multiple of 8, DW_CFA_restore under a CIE
+     * whose initial rules are not the architecture's usual ones). */
+    const uint8_t *eh_frame;
+    size_t eh_frame_len;
+    uintptr_t eh_frame_addr;
 };
 
 /* Errors of our own (negative, below any errno). */

@@ -112,11 +112,12 @@ static int add_to(jh_ctx *ctx, struct jh_code *c, unsigned *replaced)
     if (replaced && n > 0)
         *replaced += (unsigned)n;
     int rc = jh_code_add(ctx, c, NULL);
-    if (rc == -EINVAL && c->unwind == JH_UNWIND_CFI) {
-        /* instructions the library does not take (it validates every one): the name
-         * and the lines are worth more than the CFI */
+    if (rc == -EINVAL && c->unwind == JH_UNWIND_EH_FRAME) {
+        /* unwind rules the library does not take (it reads and translates every record
+         * and instruction): the name and the lines are worth more than the CFI */
         jhp_st.with_cfi--, jhp_st.cfi_refused++;
-        c->unwind = JH_UNWIND_NONE, c->cfi = NULL, c->cfi_len = 0;
+        c->unwind = JH_UNWIND_NONE;
+        c->eh_frame = NULL, c->eh_frame_len = 0, c->eh_frame_addr = 0;
         if (jhp_cfg.guess_fp &&
             jhr_prologue_fp(c->start, c->size, &c->fp_push_end, &c->fp_set_end))
             c->unwind = JH_UNWIND_FRAME_POINTER;
@@ -159,7 +160,7 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
     char old[1024];
     const void *s;
     size_t sz;
-    if (f->nlines || f->cfi_len || !ctx ||
+    if (f->nlines || f->eh_frame_len || !ctx ||
         jh_lookup(ctx, (const void *)(uintptr_t)f->start, NULL, &s, &sz, old, sizeof old) ||
         (uint64_t)(uintptr_t)s != f->start || sz != f->size)
         return false;
@@ -214,8 +215,10 @@ void jhp_announce(const struct jhp_fn *f)
             c.lines = f->lines, c.nlines = f->nlines;
             c.files = f->files, c.nfiles = f->nfiles;
         }
-        if (f->cfi_len) {
-            c.unwind = JH_UNWIND_CFI, c.cfi = f->cfi, c.cfi_len = f->cfi_len;
+        if (f->eh_frame_len) {
+            c.unwind = JH_UNWIND_EH_FRAME;
+            c.eh_frame = f->eh_frame, c.eh_frame_len = f->eh_frame_len;
+            c.eh_frame_addr = (uintptr_t)f->eh_frame_addr;
             jhp_st.with_cfi++;
         } else if (jhp_cfg.guess_fp &&
                    jhr_prologue_fp(at, f->size, &c.fp_push_end, &c.fp_set_end)) {

@@ -111,8 +111,9 @@ struct jhp_fn {
     uint32_t nlines;
     const char *const *files;
     uint32_t nfiles;
-    const uint8_t *cfi;         /* jh_code.cfi, or NULL */
-    size_t cfi_len;
+    const uint8_t *eh_frame;    /* jh_code.eh_frame (JH_UNWIND_EH_FRAME), or NULL */
+    size_t eh_frame_len;
+    uint64_t eh_frame_addr;
     int from;                   /* JHP_MAP or JHP_DUMP: the file that said it */
 };
 /* Announce f to every context (jhp_lock held): the VM has just written it. */

@@ -165,42 +165,36 @@ static void map_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
 
 /* ---- the jitdump ------------------------------------------------------------------------- */
 
-/* The pending UNWINDING_INFO as jh_code.cfi: the .eh_frame's FDE for the code (perf's
- * layout: code at JH__JD_PERF_TEXT_OFFSET, .eh_frame 8-aligned after it), with its CIE's
- * initial instructions in front, when the CIE has the factors jh_code.cfi assumes (code
- * alignment 1, data alignment -8, return address in 16: V8's and jitherald's). V8's
- * empty ones (a bare .eh_frame_hdr) give nothing. The CFI's length, or 0. */
-static size_t load_cfi(const struct jhp_stream *s, uint64_t code_size, uint8_t *out, size_t cap)
+/* The pending UNWINDING_INFO as jh_code.eh_frame: its .eh_frame (the .eh_frame_hdr after
+ * it is perf's business), described at the address that makes its pc-relative pointers
+ * land on the code where the VM put it rather than where perf's synthetic ELF puts it
+ * (.text at JH__JD_PERF_TEXT_OFFSET, .eh_frame 8-aligned after the code). The library reads
+ * and translates it (JH_UNWIND_EH_FRAME); V8's empty ones (a bare .eh_frame_hdr) give
+ * nothing. false: none. */
+static bool load_eh_frame(const struct jhp_stream *s, const struct jhr_jd_rec *load,
+                          struct jhp_fn *f)
 {
     if (!s->unw_len)
-        return 0;
+        return false;
     struct jhr_jd rr = s->hdr;
     rr.data = s->unw, rr.len = s->unw_len, rr.off = 0;
     struct jhr_jd_rec rec;
     if (jhr_jd_next(&rr, &rec) != 1 || rec.id != JH__JD_CODE_UNWINDING_INFO)
-        return 0;
+        return false;
     uint64_t us = rec.u.unwind.unwinding_size, hs = rec.u.unwind.eh_frame_hdr_size;
     if (us <= hs)
-        return 0;
+        return false;
+    uint64_t code_size = load->u.load.code_size;
     uint64_t eh_addr = (JH__JD_PERF_TEXT_OFFSET + code_size + 7) & ~7ull;
-    struct jhr_eh_fde f;
-    char err[160];
-    if (jhr_eh_frame_fde(rec.u.unwind.data, (size_t)(us - hs), rec.u.unwind.data + (us - hs),
-                         (size_t)hs, eh_addr, JH__JD_PERF_TEXT_OFFSET, code_size, &f, err,
-                         sizeof err) ||
-        f.caf != 1 || f.daf != -8 || f.ra != 16 || f.cie_len + f.len > cap) {
-        jhp_st.cfi_refused++;
-        return 0;
-    }
-    memcpy(out, f.cie_insns, f.cie_len);
-    memcpy(out + f.cie_len, f.insns, f.len);
-    return f.cie_len + f.len;
+    f->eh_frame = rec.u.unwind.data;
+    f->eh_frame_len = (size_t)(us - hs);
+    f->eh_frame_addr = load->u.load.code_addr + (eh_addr - JH__JD_PERF_TEXT_OFFSET);
+    return true;
 }
 
 static void dump_load(struct jhp_stream *s, const struct jhr_jd *r, const struct jhr_jd_rec *rec)
 {
     static struct jh_line rows[4096];
-    static uint8_t cfi[4096];
     struct jhr_lines ln = { .rows = rows, .cap = sizeof rows / sizeof rows[0] };
     if (s->dbg_len) {
         struct jhr_jd rr = *r;
@@ -214,8 +208,7 @@ static void dump_load(struct jhp_stream *s, const struct jhr_jd *r, const struct
         .start = rec->u.load.code_addr, .size = rec->u.load.code_size,
         .lines = ln.n ? rows : NULL, .nlines = ln.n, .files = ln.files, .nfiles = ln.nfiles,
         .from = JHP_DUMP };
-    f.cfi_len = load_cfi(s, rec->u.load.code_size, cfi, sizeof cfi);
-    f.cfi = f.cfi_len ? cfi : NULL;
+    load_eh_frame(s, rec, &f);
     jhp_announce(&f);
     s->dbg_len = s->unw_len = 0;
 }

@@ -211,6 +211,8 @@ static int refused(jh_ctx *ctx, const char *name, const char *why)
     return -EINVAL;
 }
 
+static int add(jh_ctx *ctx, const struct jh_code *c, uint64_t *id, char *why, size_t whylen);
+
 int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
 {
     if (!ctx || !code)
@@ -223,7 +225,26 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
             return refused(ctx, code->sz > sizeof *code ? code->name : NULL, why);
         c = &tmp;
     }
-    int err = jh__code_validate(c, why, sizeof why);
+    struct jh__buf cfi = { 0 };
+    if (c->unwind == JH_UNWIND_EH_FRAME) {      /* translated once, here */
+        if (c != &tmp)
+            tmp = *code, c = &tmp;
+        int lerr = jh__code_lower(&tmp, &cfi, why, sizeof why);
+        if (lerr) {
+            jh__buf_free(&cfi);
+            return lerr == -ENOMEM ? lerr
+                                   : refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
+        }
+    }
+    int err = add(ctx, c, id, why, sizeof why);
+    jh__buf_free(&cfi);
+    return err;
+}
+
+/* jh_code_add for a description read and lowered (c is the JIT's or a copy). */
+static int add(jh_ctx *ctx, const struct jh_code *c, uint64_t *id, char *why, size_t whylen)
+{
+    int err = jh__code_validate(c, why, whylen);
     if (err)
         return refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
     if (!atomic_load_explicit(&ctx->live, memory_order_relaxed)) {

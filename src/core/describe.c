@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/os.h"
 #include "core/config.h"
 #include "fmt/cfa.h"
 #include "fmt/cfi.h"
+#include "fmt/eh_frame.h"
 #include "fmt/symbol.h"
 
 /* A refusal: why, into the caller's buffer (see describe.h), and -EINVAL. */
@@ -149,6 +151,10 @@ static int explain_cfi(const struct jh_code *c, char *why, size_t len)
 
 static int validate_unwind(const struct jh_code *c, char *why, size_t len)
 {
+    if ((c->eh_frame || c->eh_frame_len || c->eh_frame_addr) &&
+        c->unwind != JH_UNWIND_EH_FRAME)
+        return bad(why, len, ".eh_frame is set but .unwind is %d, not JH_UNWIND_EH_FRAME",
+                   (int)c->unwind);
     switch (c->unwind) {
     case JH_UNWIND_NONE:
         if (c->personality)         /* no FDE to carry it */
@@ -168,6 +174,8 @@ static int validate_unwind(const struct jh_code *c, char *why, size_t len)
         return jh__cfi_validate(c->cfi, c->cfi_len, c->size) ? explain_cfi(c, why, len) : 0;
     case JH_UNWIND_FRAMELESS:
         return validate_frameless(c, why, len);
+    case JH_UNWIND_EH_FRAME:            /* jh__code_lower made it JH_UNWIND_CFI before */
+        break;
     }
     return bad(why, len, ".unwind %d is not a jh_unwind_kind", (int)c->unwind);
 }
@@ -211,6 +219,76 @@ int jh__code_validate(const struct jh_code *c, char *why, size_t len)
     if (c->lsda && !c->personality)
         return bad(why, len, ".lsda is set without a .personality to read it");
     return validate_unwind(c, why, len);
+}
+
+/* ---- JH_UNWIND_EH_FRAME ----------------------------------------------------------------- */
+#define MAX_EH_FRAME (16u << 20)
+
+/* An indirect pointer's target, read from its slot if the slot is readable. */
+static int deref(uint64_t slot, uint64_t *v)
+{
+    if (!slot || !jh__mem_readable((const void *)(uintptr_t)slot, sizeof(uintptr_t)))
+        return -1;
+    uintptr_t x;
+    memcpy(&x, (const void *)(uintptr_t)slot, sizeof x);
+    *v = x;
+    return 0;
+}
+
+int jh__code_lower(struct jh_code *c, struct jh__buf *cfi, char *why, size_t len)
+{
+    if (c->unwind != JH_UNWIND_EH_FRAME)
+        return 0;
+    if (!c->eh_frame || !c->eh_frame_len)
+        return bad(why, len, "JH_UNWIND_EH_FRAME: .eh_frame is %s", c->eh_frame ?
+                   "empty (.eh_frame_len 0)" : "NULL");
+    if (c->eh_frame_len > MAX_EH_FRAME)
+        return bad(why, len, "JH_UNWIND_EH_FRAME: .eh_frame_len %zu is more than 16 MiB",
+                   c->eh_frame_len);
+    uint64_t at = c->eh_frame_addr ? c->eh_frame_addr : (uintptr_t)c->eh_frame;
+    struct jh__eh_cie cie;
+    struct jh__eh_fde fde;
+    char msg[200];
+    if (jh__eh_find(c->eh_frame, c->eh_frame_len, at, (uintptr_t)c->start, &cie, &fde, msg,
+                    sizeof msg) ||
+        (fde.range > c->size && snprintf(msg, sizeof msg, "the FDE at .eh_frame+%#zx covers "
+                                         "%#llx bytes, more than the code's %#zx", fde.off,
+                                         (unsigned long long)fde.range, c->size)) ||
+        jh__eh_translate(0, &cie, &fde, cfi, msg, sizeof msg))
+        return bad(why, len, "JH_UNWIND_EH_FRAME: %s", msg);
+    if (!c->personality && cie.pers_enc != JH__EH_PE_omit) {
+        uint64_t p = cie.personality;
+        if ((cie.pers_enc & JH__EH_PE_indirect) && deref(cie.personality, &p))
+            return bad(why, len, "JH_UNWIND_EH_FRAME: the CIE's personality slot at %#llx is "
+                       "not readable", (unsigned long long)cie.personality);
+        /* a pointer the translation got wrong (bytes described at the wrong address)
+         * would be called by the unwinder in the middle of an exception */
+        if (!jh__mem_readable((const void *)(uintptr_t)p, 1))
+            return bad(why, len, "JH_UNWIND_EH_FRAME: the CIE's personality routine at %#llx "
+                       "is not readable memory", (unsigned long long)p);
+        c->personality = (const void *)(uintptr_t)p;
+    }
+    if (!c->lsda && fde.has_lsda && fde.lsda) {
+        uint64_t l = fde.lsda;
+        if ((cie.lsda_enc & JH__EH_PE_indirect) && deref(fde.lsda, &l))
+            return bad(why, len, "JH_UNWIND_EH_FRAME: the FDE's LSDA slot at %#llx is not "
+                       "readable", (unsigned long long)fde.lsda);
+        c->lsda = (const void *)(uintptr_t)l;
+    }
+    if (cfi->err)
+        return cfi->err;
+    if (!cfi->len) {                    /* an FDE without instructions: the CIE's rules */
+        jh__buf_u8(cfi, JH__CFA_nop);
+        if (cfi->err)
+            return cfi->err;
+    }
+    c->unwind = JH_UNWIND_CFI;
+    c->cfi = cfi->p;
+    c->cfi_len = cfi->len;
+    c->eh_frame = NULL;
+    c->eh_frame_len = 0;
+    c->eh_frame_addr = 0;
+    return 0;
 }
 
 /* ---- interning ------------------------------------------------------------------------ */
@@ -334,6 +412,8 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c)
             return -ENOMEM;
         f->nsaved_regs = c->nsaved_regs;
         return 0;
+    case JH_UNWIND_EH_FRAME:            /* lowered before; never stored as it is */
+        break;
     }
     return -EINVAL;
 }

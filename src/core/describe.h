@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 
+#include "base/buf.h"
 #include "channels/channel.h"
 #include "jitherald.h"
 
@@ -20,6 +21,12 @@ int jh__code_read(struct jh_code *out, const struct jh_code *c, char *why, size_
 /* 0, or -EINVAL for a malformed description (see jh_code_add in jitherald.h), with why
  * as above ("lines[3].offset 0x10 comes before lines[2].offset 0x20: ..."). */
 int jh__code_validate(const struct jh_code *c, char *why, size_t len);
+
+/* A JH_UNWIND_EH_FRAME description (c, the library's own copy) turned into the
+ * JH_UNWIND_CFI one every channel reads: the FDE translated into cfi (an empty buffer the
+ * caller frees after c's last use), the CIE's personality and the FDE's LSDA filled in
+ * where c has none. Other kinds: nothing to do. 0, -EINVAL (why says why), -ENOMEM. */
+int jh__code_lower(struct jh_code *c, struct jh__buf *cfi, char *why, size_t len);
 
 /* Interned strings, owned by a context. */
 struct jh__strings {

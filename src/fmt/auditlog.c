@@ -32,6 +32,7 @@ static uint32_t unwind_keys(const struct jh__func *f)
     case JH_UNWIND_FRAMELESS:
         return n + 3;
     case JH_UNWIND_NONE:
+    case JH_UNWIND_EH_FRAME:            /* lowered by the core: never in a jh__func */
         break;
     }
     return n;
@@ -76,6 +77,7 @@ static void unwind_fields(struct jh__buf *b, const struct jh__func *f)
         }
         break;
     case JH_UNWIND_NONE:
+    case JH_UNWIND_EH_FRAME:
         break;
     }
     if (f->personality) {

@@ -226,6 +226,8 @@ static int func_ok(const struct jh__func *f)
         return f->cfi_len > 0 && jh__cfi_validate(f->cfi, f->cfi_len, f->size) == 0;
     case JH_UNWIND_FRAMELESS:
         return frameless_ok(f);
+    case JH_UNWIND_EH_FRAME:            /* lowered by the core: never in a jh__func */
+        break;
     }
     return 0;
 }
@@ -314,6 +316,7 @@ static void put_fde_insns(struct out *w, int arch, const struct jh__func *f)
         put_frameless(w, arch, f);
         break;
     case JH_UNWIND_NONE:
+    case JH_UNWIND_EH_FRAME:
         break;
     }
 }

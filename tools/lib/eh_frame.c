@@ -1,8 +1,10 @@
 /*
- * eh_frame.c — see eh_frame.h. The decoder keeps what it needs of each CIE (pointer
- * encoding, data alignment, whether it has augmentation data) and of each FDE (range, for
- * the .eh_frame_hdr table), in fixed arrays: a JIT's UNWINDING_INFO holds one CIE and a
- * handful of FDEs, and past MAX_FDE the table is checked against what was kept.
+ * eh_frame.c — see eh_frame.h. Records are read by the library's own reader
+ * (fmt/eh_frame.h, what jh_code_add's JH_UNWIND_EH_FRAME uses); this file adds what a
+ * checker wants on top: the rules printed, each FDE inside perf's code range, the
+ * .eh_frame_hdr table against the FDEs found (kept in fixed arrays: a JIT's
+ * UNWINDING_INFO holds one CIE and a handful of FDEs; past MAX_FDE the table is checked
+ * against what was kept).
  */
 #include "lib/eh_frame.h"
 
@@ -13,20 +15,12 @@
 
 #include "jitherald.h"
 #include "fmt/cfa.h"
+#include "fmt/eh_frame.h"
 #include "lib/text.h"
 
-#define MAX_CIE 8
 #define MAX_FDE 64
 
 struct cur { const uint8_t *p, *end; };
-
-static int c_u8(struct cur *c, uint8_t *v)
-{
-    if (c->p >= c->end)
-        return -1;
-    *v = *c->p++;
-    return 0;
-}
 
 static int c_bytes(struct cur *c, void *v, size_t n)
 {
@@ -120,15 +114,7 @@ static void print_insn(FILE *out, const struct jh__cfa_insn *in, int64_t daf)
     }
 }
 
-struct cie {
-    size_t off;
-    uint8_t enc;
-    int64_t daf;
-    bool z;
-    uint64_t caf, ra;
-    const uint8_t *insns, *insns_end;   /* the initial instructions */
-};
-struct fde { uint64_t pc, range; size_t off; int cie; const uint8_t *insns, *insns_end; };
+struct fde { uint64_t pc; size_t off; };
 
 struct eh {
     const uint8_t *data;
@@ -136,10 +122,8 @@ struct eh {
     FILE *out;
     char *err;
     size_t errlen;
-    struct cie cies[MAX_CIE];
-    int ncie;
     struct fde fdes[MAX_FDE];
-    int nfde;
+    int ncie, nfde;
 };
 
 /* Set the message; evaluates to JH_EFORMAT. */
@@ -172,144 +156,69 @@ static int cfa_insns(struct eh *e, struct cur c, int64_t daf, uint64_t pc0, uint
     }
 }
 
-/* The CIE's augmentation data: 'R' gives the FDEs' pointer encoding. */
-static int cie_augmentation(struct eh *e, size_t off, const uint8_t *aug, struct cur a,
-                            uint8_t *enc)
+static void print_cie(struct eh *e, const struct jh__eh_cie *c)
 {
-    for (const uint8_t *s = aug + 1; *s; s++) {
-        uint8_t x;
-        if (*s == 'R' || *s == 'L') {
-            if (c_u8(&a, &x))
-                return fail(e, ".eh_frame+0x%zx: CIE augmentation data too short", off);
-            if (*s == 'R')
-                *enc = x;
-        } else if (*s == 'P') {
-            uint64_t pv;
-            if (c_u8(&a, &x) || c_ptr(&a, x, 0, 0, &pv, false))
-                return fail(e, ".eh_frame+0x%zx: bad personality pointer", off);
-        } else if (*s != 'S') {
-            return fail(e, ".eh_frame+0x%zx: unknown augmentation '%c'", off, *s);
-        }
-    }
-    return 0;
+    fprintf(e->out, "      CIE @0x%zx: v%u \"%s\" code_align %" PRIu64 " data_align %" PRId64
+            " ra %s ptr-enc 0x%02x:", c->off, c->version, c->aug, c->caf, c->daf,
+            x86_reg(c->ra), c->fde_enc);
 }
 
-static int cie(struct eh *e, size_t off, struct cur c)
-{
-    uint8_t ver = 0, ra8;
-    if (c_u8(&c, &ver) || (ver != 1 && ver != 3))
-        return fail(e, ".eh_frame+0x%zx: CIE version %u (want 1 or 3)", off, ver);
-    const uint8_t *aug = c.p;
-    const uint8_t *nul = memchr(c.p, 0, (size_t)(c.end - c.p));
-    if (!nul)
-        return fail(e, ".eh_frame+0x%zx: CIE augmentation string not terminated", off);
-    c.p = nul + 1;
-    uint64_t caf, ra, auglen = 0;
-    int64_t daf;
-    if (jh__cfa_uleb(&c.p, c.end, &caf) || jh__cfa_sleb(&c.p, c.end, &daf))
-        return fail(e, ".eh_frame+0x%zx: CIE truncated", off);
-    if (ver == 1) {
-        if (c_u8(&c, &ra8))
-            return fail(e, ".eh_frame+0x%zx: CIE truncated", off);
-        ra = ra8;
-    } else if (jh__cfa_uleb(&c.p, c.end, &ra)) {
-        return fail(e, ".eh_frame+0x%zx: CIE truncated", off);
-    }
-    uint8_t enc = 0;
-    bool z = aug[0] == 'z';
-    if (z) {
-        if (jh__cfa_uleb(&c.p, c.end, &auglen) || auglen > (uint64_t)(c.end - c.p))
-            return fail(e, ".eh_frame+0x%zx: CIE augmentation data runs past the entry", off);
-        int err = cie_augmentation(e, off, aug, (struct cur){ c.p, c.p + auglen }, &enc);
-        if (err)
-            return err;
-        c.p += auglen;
-    } else if (aug[0]) {
-        return fail(e, ".eh_frame+0x%zx: augmentation \"%s\" without 'z' cannot be skipped",
-                    off, (const char *)aug);
-    }
-    if (e->out)
-        fprintf(e->out, "      CIE @0x%zx: v%u \"%s\" code_align %" PRIu64 " data_align %"
-                PRId64 " ra %s ptr-enc 0x%02x:", off, ver, (const char *)aug, caf, daf,
-                x86_reg(ra), enc);
-    int err = cfa_insns(e, c, daf, 0, UINT64_MAX);
-    if (e->out)
-        fputc('\n', e->out);
-    if (err)
-        return err;
-    if (e->ncie < MAX_CIE)
-        e->cies[e->ncie++] = (struct cie){ off, enc, daf, z, caf, ra, c.p, c.end };
-    return 0;
-}
-
-/* An FDE; id is the distance back to its CIE. */
-static int fde(struct eh *e, size_t off, uint32_t id, struct cur c)
-{
-    size_t cie_off = off + 4 >= id ? off + 4 - id : SIZE_MAX;
-    const struct cie *ci = NULL;
-    int cin = -1;
-    for (int i = 0; i < e->ncie; i++)
-        if (e->cies[i].off == cie_off)
-            ci = &e->cies[i], cin = i;
-    if (!ci)
-        return fail(e, ".eh_frame+0x%zx: FDE's CIE pointer %" PRIu32 " does not lead to a CIE "
-                    "before it", off, id);
-    uint64_t pc, range;
-    uint64_t field = e->addr + off + 8;
-    if (c_ptr(&c, ci->enc, field, 0, &pc, true) ||
-        c_ptr(&c, ci->enc & 0x0f, 0, 0, &range, false))
-        return fail(e, ".eh_frame+0x%zx: FDE pc_begin/pc_range truncated or encoding 0x%02x "
-                    "unsupported", off, ci->enc);
-    if (ci->z) {
-        uint64_t al;
-        if (jh__cfa_uleb(&c.p, c.end, &al) || al > (uint64_t)(c.end - c.p))
-            return fail(e, ".eh_frame+0x%zx: FDE augmentation data runs past the entry", off);
-        c.p += al;
-    }
-    if (e->out)
-        fprintf(e->out, "      FDE @0x%zx: pc 0x%" PRIx64 "..0x%" PRIx64 ":", off, pc,
-                pc + range);
-    int err = cfa_insns(e, c, ci->daf, pc, range);
-    if (e->out)
-        fputc('\n', e->out);
-    if (err)
-        return err;
-    if (pc < e->text_addr || range > e->code_size || pc - e->text_addr > e->code_size - range)
-        return fail(e, ".eh_frame+0x%zx: FDE covers 0x%" PRIx64 "..0x%" PRIx64 " but perf puts "
-                    "the code at 0x%" PRIx64 "..0x%" PRIx64, off, pc, pc + range, e->text_addr,
-                    e->text_addr + e->code_size);
-    if (e->nfde < MAX_FDE)
-        e->fdes[e->nfde++] = (struct fde){ pc, range, off, cin, c.p, c.end };
-    return 0;
-}
-
+/* Every record, read as the library reads them, printed and checked. */
 static int entries(struct eh *e, size_t eh_len)
 {
-    size_t off = 0;
-    while (off < eh_len) {
-        if (eh_len - off < 4)
-            return fail(e, ".eh_frame+0x%zx: %zu stray bytes at the end", off, eh_len - off);
-        uint32_t len;
-        memcpy(&len, e->data + off, 4);
-        if (len == 0)
-            return 0;           /* the terminator */
-        if (len == 0xffffffffu)
-            return fail(e, ".eh_frame+0x%zx: 64-bit DWARF entries are not used by JIT writers "
-                        "and not supported here", off);
-        if (len > eh_len - off - 4)
-            return fail(e, ".eh_frame+0x%zx: entry length %" PRIu32 " runs past the .eh_frame "
-                        "(%zu bytes)", off, len, eh_len);
-        if (len < 4)
-            return fail(e, ".eh_frame+0x%zx: entry length %" PRIu32 " too short", off, len);
-        struct cur c = { e->data + off + 8, e->data + off + 4 + len };
-        uint32_t id;
-        memcpy(&id, e->data + off + 4, 4);
-        int err = id == 0 ? cie(e, off, c) : fde(e, off, id, c);
+    size_t off = 0, next;
+    uint32_t id;
+    int r;
+    char msg[200];
+    struct jh__eh_cie cie = { .off = SIZE_MAX };
+    while ((r = jh__eh_record(e->data, eh_len, off, &id, &next, msg, sizeof msg)) == 1) {
+        int err;
+        if (id == 0) {
+            if (jh__eh_cie(e->data, eh_len, e->addr, off, &cie, msg, sizeof msg))
+                return fail(e, "%s", msg);
+            if (e->out)
+                print_cie(e, &cie);
+            err = cfa_insns(e, (struct cur){ cie.insns, cie.insns + cie.insns_len }, cie.daf,
+                            0, UINT64_MAX);
+            e->ncie++;
+        } else {
+            struct jh__eh_fde f;
+            if (off + 4 < id || off + 4 - id != cie.off) {
+                /* not the CIE just read: an earlier one (the library reads any) */
+                struct jh__eh_cie other;
+                if (off + 4 < id || off + 4 - id >= off ||
+                    jh__eh_cie(e->data, eh_len, e->addr, off + 4 - id, &other, msg, sizeof msg))
+                    return fail(e, ".eh_frame+0x%zx: FDE's CIE pointer %" PRIu32 " does not "
+                                "lead to a CIE before it", off, id);
+                cie = other;
+            }
+            if (jh__eh_fde(e->data, eh_len, e->addr, off, &cie, &f, msg, sizeof msg))
+                return fail(e, "%s", msg);
+            if (e->out)
+                fprintf(e->out, "      FDE @0x%zx: pc 0x%" PRIx64 "..0x%" PRIx64 ":", off, f.pc,
+                        f.pc + f.range);
+            err = cfa_insns(e, (struct cur){ f.insns, f.insns + f.insns_len }, cie.daf, f.pc,
+                            f.range);
+            if (!err && (f.pc < e->text_addr || f.range > e->code_size ||
+                         f.pc - e->text_addr > e->code_size - f.range))
+                err = fail(e, ".eh_frame+0x%zx: FDE covers 0x%" PRIx64 "..0x%" PRIx64 " but "
+                           "perf puts the code at 0x%" PRIx64 "..0x%" PRIx64, off, f.pc,
+                           f.pc + f.range, e->text_addr, e->text_addr + e->code_size);
+            if (!err && e->nfde < MAX_FDE)
+                e->fdes[e->nfde] = (struct fde){ f.pc, off };
+            e->nfde++;
+        }
+        if (e->out)
+            fputc('\n', e->out);
         if (err)
             return err;
-        off += 4 + (size_t)len;
+        off = next;
     }
-    return fail(e, ".eh_frame has no zero terminator");
+    if (r < 0)
+        return fail(e, "%s", msg);
+    if (off >= eh_len)
+        return fail(e, ".eh_frame has no zero terminator");
+    return 0;
 }
 
 /* The .eh_frame_hdr right after the .eh_frame, at hdr_addr: its pointer to the .eh_frame
@@ -374,28 +283,6 @@ static int check(struct eh *e, const uint8_t *hdr, size_t hdr_len, size_t eh_len
         return fail(e, ".eh_frame has %d CIE and %d FDE: nothing to unwind with", e->ncie,
                     e->nfde);
     return eh_frame_hdr(e, hdr, hdr_len, e->addr + eh_len);
-}
-
-int jhr_eh_frame_fde(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,
-                     uint64_t eh_addr, uint64_t text_addr, uint64_t code_size,
-                     struct jhr_eh_fde *out, char *err, size_t errlen)
-{
-    struct eh e = { .data = eh, .addr = eh_addr, .text_addr = text_addr,
-                    .code_size = code_size, .err = err, .errlen = errlen };
-    int rc = check(&e, hdr, hdr_len, eh_len);
-    if (rc)
-        return rc;
-    for (int i = 0; i < e.nfde; i++) {
-        const struct fde *f = &e.fdes[i];
-        if (f->pc != text_addr)
-            continue;
-        const struct cie *c = &e.cies[f->cie];
-        *out = (struct jhr_eh_fde){ c->insns, (size_t)(c->insns_end - c->insns), f->insns,
-                                    (size_t)(f->insns_end - f->insns), c->caf, c->daf, c->ra,
-                                    f->range };
-        return 0;
-    }
-    return fail(&e, "no FDE starts at the code");
 }
 
 int jhr_eh_frame_check(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,

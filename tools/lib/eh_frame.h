@@ -1,8 +1,9 @@
 /*
  * eh_frame.h — a bounds-checked decoder of an .eh_frame and its .eh_frame_hdr, as a
  * jitdump's UNWINDING_INFO carries them for perf (fmt/jitdump.h): every length, pointer and
- * range is checked, and the CFA instructions are walked by the library's own decoder
- * (fmt/cfa.h, jh__cfa_next), so the CLI accepts exactly what the library would.
+ * range is checked; records are read by the library's own reader (fmt/eh_frame.h) and the
+ * CFA instructions walked by its decoder (fmt/cfa.h), so the CLI accepts exactly what the
+ * library would.
  */
 #ifndef JHR_EH_FRAME_H
 #define JHR_EH_FRAME_H
@@ -17,22 +18,5 @@
 int jhr_eh_frame_check(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,
                        uint64_t eh_addr, uint64_t text_addr, uint64_t code_size, FILE *out,
                        char *err, size_t errlen);
-
-/* The FDE of such an .eh_frame that starts at the code (text_addr), checked as above: its
- * CIE's initial instructions and factors, and its own instructions (pointers into eh),
- * for a reader that hands them on (the preload of `jitherald run`: jh_code.cfi). 0, or
- * JH_EFORMAT with a message. */
-struct jhr_eh_fde {
-    const uint8_t *cie_insns;
-    size_t cie_len;
-    const uint8_t *insns;
-    size_t len;
-    uint64_t caf;
-    int64_t daf;
-    uint64_t ra, range;
-};
-int jhr_eh_frame_fde(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,
-                     uint64_t eh_addr, uint64_t text_addr, uint64_t code_size,
-                     struct jhr_eh_fde *out, char *err, size_t errlen);
 
 #endif
