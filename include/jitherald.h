@@ -309,7 +309,8 @@ struct jh_code {
      * the FDE once, when the code is announced, into its own description (what
      * JH_UNWIND_CFI takes, with the CIE's initial rules and factors folded in), so every
      * channel sees the same frame; the CIE's personality routine (read from its slot when
-     * indirect) and the FDE's LSDA are used unless personality/lsda above are set. The
+     * indirect: from these bytes when the slot lies in them, so an adapter may place one
+     * after the records) and the FDE's LSDA are used unless personality/lsda above are set. The
      * bytes are not kept. Refused (-EINVAL, the log callback says why): another return
      * address column than the architecture's, a signal frame ('S'), arm64's B-key ('B')
      * and memory-tagging ('G') augmentations, DW_CFA_set_loc, a rule the translation

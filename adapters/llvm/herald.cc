@@ -67,29 +67,29 @@ std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t label)
         c.lines = f.lines.data();
         c.nlines = uint32_t(f.lines.size());
         c.prologue_end = f.prologue_end;
-        if (!f.cfi.empty()) {
-            c.unwind = JH_UNWIND_CFI;
-            c.cfi = f.cfi.data();
-            c.cfi_len = f.cfi.size();
-            /* C++ landing pads in JIT frames: the CIE's personality and the FDE's LSDA,
-             * where the object put them (LLVM keeps both alive as long as the code) */
-            c.personality = reinterpret_cast<const void *>(uintptr_t(f.personality));
-            c.lsda = reinterpret_cast<const void *>(uintptr_t(f.lsda));
+        if (!obj.eh_frame.empty()) {
+            /* the library finds the function's FDE, translates it, and takes the CIE's
+             * personality and the FDE's LSDA for C++ landing pads in JIT frames (LLVM
+             * keeps both alive as long as the code) */
+            c.unwind = JH_UNWIND_EH_FRAME;
+            c.eh_frame = obj.eh_frame.data();
+            c.eh_frame_len = obj.eh_frame.size();
+            c.eh_frame_addr = uintptr_t(obj.eh_frame_addr);
         }
         uint64_t id = 0;
         int r = jh_code_add(ctx_, &c, &id);
-        if (r == -EINVAL && c.unwind == JH_UNWIND_CFI) {
-            /* CFI jitherald refuses (an advance past the symbol's end...): keep the name
-             * and lines rather than lose the function */
+        if (r == -EINVAL && c.unwind == JH_UNWIND_EH_FRAME) {
+            /* no FDE for it, or rules jitherald refuses (JITHERALD_DEBUG=1 says which):
+             * keep the name and lines rather than lose the function */
             if (debug_)
-                fprintf(stderr, "jitherald-llvm: %s: unwind rules refused (%s), announced without\n",
+                fprintf(stderr, "jitherald-llvm: %s: no unwind rules (%s), announced without\n",
                         f.name.c_str(), jh_strerror(r));
             c.unwind = JH_UNWIND_NONE;
-            c.cfi = nullptr;
-            c.cfi_len = 0;
-            c.personality = c.lsda = nullptr;
+            c.eh_frame = nullptr;
+            c.eh_frame_len = 0;
+            c.eh_frame_addr = 0;
             r = jh_code_add(ctx_, &c, &id);
-        } else if (r == 0 && c.unwind == JH_UNWIND_CFI) {
+        } else if (r == 0 && c.unwind == JH_UNWIND_EH_FRAME) {
             with_cfi++;
         }
         if (r == 0)

@@ -1,7 +1,8 @@
 /*
  * herald.h — inside the LLVM adapter: what the listener (listener.cc) and the ORC plugin
  * (orc_plugin.cc) share. An object LLVM has placed in memory is described once
- * (object.cc: symbols and DWARF lines; eh_frame.cc and cfa.cc: unwind rules) from the relocatable
+ * (object.cc: symbols and DWARF lines; eh_frame.cc: the .eh_frame, relocated, which the library
+ * translates into unwind rules) from the relocatable
  * object file plus where each of its sections was loaded, and announced through one
  * jitherald context (herald.cc), under the key LLVM uses to free it.
  */
@@ -28,15 +29,16 @@ struct Func {
     std::vector<jh_line> lines;     /* offsets from start; file: index into files */
     std::vector<uint32_t> files;    /* index into Object::files */
     uint32_t prologue_end = 0;      /* offset of the first prologue_end row; 0: none */
-    std::vector<uint8_t> cfi;       /* raw CFA instructions after jh_code's CIE; empty: none */
-    uint64_t personality = 0;       /* the CIE's personality routine, 0: none */
-    uint64_t lsda = 0;              /* the FDE's language-specific data area, 0: none */
 };
 
 struct Object {
     std::vector<std::string> files; /* every source file named by a line of a function */
     std::vector<Func> funcs;        /* ascending start, disjoint */
     std::vector<std::string> notes; /* what was left out, and why (JITHERALD_DEBUG=1) */
+    /* The object's .eh_frame, relocated as if it lay at eh_frame_addr (eh_frame.cc):
+     * jh_code.eh_frame for every function (JH_UNWIND_EH_FRAME). Empty: none. */
+    std::vector<uint8_t> eh_frame;
+    uint64_t eh_frame_addr = 0;
 };
 
 /* Where the sections of one relocatable object were loaded: for the ORC plugin, which
@@ -54,38 +56,15 @@ public:
     }
 };
 
-/* Unwind rules of one FDE, translated to jh_code's raw-CFI contract. */
-struct Frame {
-    uint64_t start = 0, size = 0;
-    std::vector<uint8_t> cfi;
-    uint64_t personality = 0, lsda = 0;
-};
-
 /* object.cc: describe obj, whose section s was loaded at loads.getSectionLoadAddress(s)
- * (0: not loaded; its functions are left out). Reads process memory only for the
- * personality routine's pointer, inside a loaded section of obj. */
+ * (0: not loaded; its functions are left out). Reads no process memory. */
 Object describe(const llvm::object::ObjectFile &obj, const llvm::LoadedObjectInfo &loads);
 
-/* A CIE's rules, as an FDE's instructions depend on them. */
-struct CieRules {
-    uint64_t code_align = 1;
-    int64_t data_align = -8;
-    uint64_t ra = 0;                /* return address register */
-    const uint8_t *init = nullptr;  /* initial instructions */
-    size_t init_len = 0;
-};
-
-/* cfa.cc: the FDE instructions [p, p+n), which run after a CIE with rules cie, rewritten to
- * run after jh_code's CIE (x86-64, or arm64): as they are when cie is that CIE, else
- * translated; false, with why, when that cannot be done. */
-bool translate_cfa(const CieRules &cie, bool arm64, const uint8_t *p, size_t n,
-                   std::vector<uint8_t> &out, std::string &why);
-
-/* eh_frame.cc: the FDEs of obj's .eh_frame at their load addresses, ascending start, each
- * translated to jh_code's contract; an FDE that cannot be is left out with a note. */
-std::vector<Frame> read_eh_frame(const llvm::object::ObjectFile &obj,
-                                 const llvm::LoadedObjectInfo &loads,
-                                 std::vector<std::string> &notes);
+/* eh_frame.cc: obj's .eh_frame with its relocations applied, as it would lie at addr;
+ * false (a note says why, when there was one) when the object has none we can hand on. */
+bool relocated_eh_frame(const llvm::object::ObjectFile &obj,
+                        const llvm::LoadedObjectInfo &loads, std::vector<uint8_t> &out,
+                        uint64_t &addr, std::vector<std::string> &notes);
 
 /* herald.cc: one jitherald context and the code announced through it, by LLVM's key. */
 class Herald {

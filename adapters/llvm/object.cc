@@ -200,25 +200,8 @@ Object describe(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads)
     if (o.funcs.empty())
         return o;
     add_lines(obj, loads, o, o.notes);
-    std::vector<Frame> frames = read_eh_frame(obj, loads, o.notes);
-    size_t j = 0;
-    unsigned unmatched = 0;
-    for (Func &f : o.funcs) {
-        while (j < frames.size() && frames[j].start < f.start)
-            j++;
-        if (j < frames.size() && frames[j].start == f.start) {
-            Frame &fr = frames[j];
-            if (fr.size <= f.size) {
-                f.cfi = std::move(fr.cfi);
-                f.personality = fr.personality;
-                f.lsda = fr.lsda;
-            } else {
-                unmatched++;
-            }
-        }
-    }
-    if (unmatched)
-        o.notes.push_back(std::to_string(unmatched) + " FDE(s) longer than their function");
+    if (!relocated_eh_frame(obj, loads, o.eh_frame, o.eh_frame_addr, o.notes))
+        o.eh_frame.clear();
     return o;
 }
 

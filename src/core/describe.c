@@ -224,13 +224,18 @@ int jh__code_validate(const struct jh_code *c, char *why, size_t len)
 /* ---- JH_UNWIND_EH_FRAME ----------------------------------------------------------------- */
 #define MAX_EH_FRAME (16u << 20)
 
-/* An indirect pointer's target, read from its slot if the slot is readable. */
-static int deref(uint64_t slot, uint64_t *v)
+/* An indirect pointer's target, read from its slot: from the bytes themselves when the
+ * slot lies in them (they are, by definition, what lies at [at, at + len): an adapter may
+ * place a slot there), else from the process's memory if it is readable. */
+static int deref(const struct jh_code *c, uint64_t at, uint64_t slot, uint64_t *v)
 {
-    if (!slot || !jh__mem_readable((const void *)(uintptr_t)slot, sizeof(uintptr_t)))
-        return -1;
     uintptr_t x;
-    memcpy(&x, (const void *)(uintptr_t)slot, sizeof x);
+    if (slot >= at && slot - at <= c->eh_frame_len && c->eh_frame_len - (slot - at) >= sizeof x)
+        memcpy(&x, c->eh_frame + (slot - at), sizeof x);
+    else if (slot && jh__mem_readable((const void *)(uintptr_t)slot, sizeof x))
+        memcpy(&x, (const void *)(uintptr_t)slot, sizeof x);
+    else
+        return -1;
     *v = x;
     return 0;
 }
@@ -258,7 +263,7 @@ int jh__code_lower(struct jh_code *c, struct jh__buf *cfi, char *why, size_t len
         return bad(why, len, "JH_UNWIND_EH_FRAME: %s", msg);
     if (!c->personality && cie.pers_enc != JH__EH_PE_omit) {
         uint64_t p = cie.personality;
-        if ((cie.pers_enc & JH__EH_PE_indirect) && deref(cie.personality, &p))
+        if ((cie.pers_enc & JH__EH_PE_indirect) && deref(c, at, cie.personality, &p))
             return bad(why, len, "JH_UNWIND_EH_FRAME: the CIE's personality slot at %#llx is "
                        "not readable", (unsigned long long)cie.personality);
         /* a pointer the translation got wrong (bytes described at the wrong address)
@@ -270,7 +275,7 @@ int jh__code_lower(struct jh_code *c, struct jh__buf *cfi, char *why, size_t len
     }
     if (!c->lsda && fde.has_lsda && fde.lsda) {
         uint64_t l = fde.lsda;
-        if ((cie.lsda_enc & JH__EH_PE_indirect) && deref(fde.lsda, &l))
+        if ((cie.lsda_enc & JH__EH_PE_indirect) && deref(c, at, fde.lsda, &l))
             return bad(why, len, "JH_UNWIND_EH_FRAME: the FDE's LSDA slot at %#llx is not "
                        "readable", (unsigned long long)fde.lsda);
         c->lsda = (const void *)(uintptr_t)l;
