@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 3)
         return 0;
     uint64_t code_size = 1 + (data[0] | (uint64_t)data[1] << 8);
-    int arch = data[2] & 1 ? JH__CFI_ARM64 : JH__CFI_X86_64;
+    const struct jh__arch *arch = data[2] & 1 ? &jh__arch_arm64 : &jh__arch_x86_64;
     const uint8_t *cfi = data + 3;
     size_t len = size - 3;
 

@@ -46,9 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 cie.off = SIZE_MAX;
         } else if (cie.off != SIZE_MAX &&
                    !jh__eh_fde(data, size, eh, off, &cie, &fde, err, sizeof err)) {
-            for (int arch = JH__CFI_X86_64; arch <= JH__CFI_ARM64; arch++) {
+            for (size_t a = 0; jh__arch_list[a]; a++) {
                 struct jh__buf out = { 0 };
-                jh__eh_translate(arch, &cie, &fde, &out, err, sizeof err);
+                jh__eh_translate(jh__arch_list[a], &cie, &fde, &out, err, sizeof err);
                 jh__buf_free(&out);
             }
             last_pc = fde.pc;

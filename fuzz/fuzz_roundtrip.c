@@ -239,12 +239,12 @@ static void check_jitdump(const struct fn *fs, int nf, const struct fn *moved[],
                           const uint64_t (*moves)[2])
 {
     struct jh__buf b = { 0 };
-    jh__jd_header(&b, JH__CFI_X86_64, 4242, 1000);
+    jh__jd_header(&b, &jh__arch_x86_64, 4242, 1000);
     bool unwinding[MAXF];
     for (int i = 0; i < nf; i++) {
         struct jh__jd_unit u;
         /* added in address order, so no function above is live yet: next_start 0 */
-        if (jh__jd_function(&b, &fs[i].f, JH__CFI_X86_64, 4242, 4243, 1000 + (uint64_t)i,
+        if (jh__jd_function(&b, &fs[i].f, &jh__arch_x86_64, 4242, 4243, 1000 + (uint64_t)i,
                             fs[i].id, 0, &u) != 0)
             MISMATCH("jitdump: encoder refused %s", fs[i].name);
         if (u.unwind_err)
@@ -337,7 +337,7 @@ static void check_unwind(const struct fn *x)
         return;
     struct jh__buf b = { 0 };
     size_t hdr = 0;
-    if (jh__cfi_perf_unwinding(&b, &x->f, JH__JD_PERF_TEXT_OFFSET, JH__CFI_X86_64, &hdr) != 1)
+    if (jh__cfi_perf_unwinding(&b, &x->f, JH__JD_PERF_TEXT_OFFSET, &jh__arch_x86_64, &hdr) != 1)
         MISMATCH("cfi: encoder refused %s", x->name);
     char *printed = NULL;
     size_t plen = 0;

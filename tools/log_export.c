@@ -72,7 +72,9 @@ void jhc_func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_lin
 
 int jhc_export_jitdump(const struct jhr_al *lf, FILE *f)
 {
-    int arch = lf->arch && !strcmp(lf->arch, "aarch64") ? JH__CFI_ARM64 : JH__CFI_X86_64;
+    const struct jh__arch *arch = jh__arch_by_name(lf->arch);
+    if (!arch)
+        arch = &jh__arch_x86_64;
     struct jh__buf b = { 0 };
     struct jh__registry live = { 0 };
     struct jh__node *nodes = calloc(lf->nfns ? lf->nfns : 1, sizeof *nodes);

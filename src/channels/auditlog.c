@@ -39,15 +39,8 @@
 #include "base/clock.h"
 #include "base/os.h"
 #include "channels/auditlog.h"
+#include "fmt/arch.h"
 #include "fmt/msgpack.h"
-
-#if defined(JH__ARCH_X86_64)
-#define AL_ARCH "x86_64"
-#elif defined(JH__ARCH_ARM64)
-#define AL_ARCH "aarch64"
-#else
-#define AL_ARCH "unknown"
-#endif
 
 static void write_limit_record(struct al_state *st);
 
@@ -245,7 +238,7 @@ static void put_header(struct al_state *st, pid_t parent)
         jh__mp_kuint(b, JH__AL_K_PARENT_PID, (uint64_t)parent);
     jh__mp_kstr(b, JH__AL_K_ENGINE, st->env->engine);
     jh__mp_kstr(b, JH__AL_K_EXE, exe);
-    jh__mp_kstr(b, JH__AL_K_ARCH, AL_ARCH);
+    jh__mp_kstr(b, JH__AL_K_ARCH, JH__ARCH_HOST->log_name);
     jh__mp_kuint(b, JH__AL_K_POINTER_SIZE, sizeof(void *));
     jh__mp_kstr(b, JH__AL_K_BYTE_ORDER,
                 __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "little" : "big");

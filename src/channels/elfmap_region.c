@@ -34,6 +34,7 @@
 
 #include "base/vec.h"
 #include "channels/elfmap.h"
+#include "fmt/arch.h"
 #include "fmt/func.h"
 
 /*
@@ -209,7 +210,8 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
         m->fallbacks++;
         return 1;
     }
-    struct jh__elfg_spec spec = { .anchor_addr = r->anchor, .anchor_off = m->page + EM_LEAD,
+    struct jh__elfg_spec spec = { .arch = JH__ARCH_HOST, .anchor_addr = r->anchor,
+        .anchor_off = m->page + EM_LEAD,
         .lo = r->lo, .hi = r->hi, .meta_off = m->page + EM_SPAN + EM_GAP,
         .rw_addr = (uintptr_t)r->rw, .page_size = m->page, .producer = "jitherald elfmap",
         .no_build_id = !jh__em_build_ids() };

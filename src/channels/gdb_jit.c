@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "base/lock.h"
+#include "fmt/arch.h"
 #include "fmt/elf_image.h"
 #include "jitherald.h"
 
@@ -75,13 +76,11 @@ static void list_remove(struct jit_code_entry *ce)
 bool jh__gdb_listening(void)
 {
     const volatile uint8_t *p = (const volatile uint8_t *)(uintptr_t)&jh__gdb_register_code;
-#if defined(__x86_64__) || defined(__i386__)
-    return p[0] == 0xcc;                                        /* int3 */
-#elif defined(__aarch64__)
-    return p[0] == 0x00 && p[1] == 0x00 && p[2] == 0x20 && p[3] == 0xd4;   /* brk #0 */
-#else
-    return false;
-#endif
+    const struct jh__arch *a = JH__ARCH_HOST;
+    for (unsigned i = 0; i < a->brk_len; i++)
+        if (p[i] != a->brk[i])
+            return false;
+    return true;
 }
 
 static _Atomic bool listening;   /* what jh__gdb_listening said last time; list_lock for writes */
@@ -183,7 +182,7 @@ int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const
         return -ENOMEM;
     /* no program headers: neither debugger needs them (measured, see elf_image.h); symbols
      * a debugger can break on */
-    struct jh__elf_spec spec = { .fns = fns, .nfns = n,
+    struct jh__elf_spec spec = { .arch = JH__ARCH_HOST, .fns = fns, .nfns = n,
                                  .flags = JH__ELF_NO_PHDRS | JH__ELF_SYMBOLS,
                                  .join_gap = JH__GDB_JOIN_GAP, .join_ok = join_ok,
                                  .join_arg = join_arg };

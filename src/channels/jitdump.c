@@ -83,7 +83,7 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
         return fd;
     }
     struct jh__buf h = { 0 };
-    jh__jd_header(&h, 0, (uint32_t)pid, jh__now_ns());
+    jh__jd_header(&h, JH__ARCH_HOST, (uint32_t)pid, jh__now_ns());
     int err = h.err ? h.err : jh__write_all(fd, h.p, h.len);
     jh__buf_free(&h);
     void *m = MAP_FAILED;
@@ -164,8 +164,8 @@ static int emit_function(struct jitdump *jd, struct jh__entry *e, bool again)
     b->err = 0;
     struct jh__entry *next = jh__view_ceil(jd->env, e->node.start + 1);
     struct jh__jd_unit u;
-    int err = jh__jd_function(b, &e->fn, 0, (uint32_t)getpid(), jh__thread_id(), 0, 0,
-                              next ? next->node.start : 0, &u);
+    int err = jh__jd_function(b, &e->fn, JH__ARCH_HOST, (uint32_t)getpid(), jh__thread_id(),
+                              0, 0, next ? next->node.start : 0, &u);
     if (err)
         return err;
     if (u.unwind_err)

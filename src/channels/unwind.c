@@ -91,7 +91,7 @@ static int cie_index(const uint8_t *cie, size_t len, uint32_t *k)
  * terminator, absolute pointers, personality and LSDA included. */
 int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
 {
-    struct jh__cfi_opts o = { .ptr = JH__CFI_ABS, .personality = true };
+    struct jh__cfi_opts o = { .arch = JH__ARCH_HOST, .ptr = JH__CFI_ABS, .personality = true };
     struct jh__cfi_index idx;
     struct jh__buf b = { 0 };
     int n = jh__cfi_eh_frame(&b, &o, f, 1, &idx);

@@ -20,7 +20,7 @@ static int probe_list(void)
     struct jh__func f = { .start = (uintptr_t)probe_code, .size = 16,
                              .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
                              .fp_set_end = 4 };
-    struct jh__cfi_opts o = { .ptr = JH__CFI_ABS };
+    struct jh__cfi_opts o = { .arch = JH__ARCH_HOST, .ptr = JH__CFI_ABS };
     struct jh__buf b = { 0 };
     int n = jh__cfi_eh_frame(&b, &o, &f, 1, NULL);
     if (n != 1 || b.len > sizeof probe_run[0]) {

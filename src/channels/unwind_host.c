@@ -156,16 +156,14 @@ int jh__uw_host_of(const struct uw_fn *u, uint64_t personality, struct uw_host *
     return 1;
 }
 
-/* A filler's FDE for the region's personality: CFA = sp + 8, the return address undefined.
+/* A filler's FDE for the region's personality: the CIE's CFA, the return address undefined.
  * Encoded once per personality through the one CFI encoder (absolute pointers: pc_begin
  * and pc_range are the 8-byte words at 8 and 16 of the FDE, checked here); each gap copies
  * it and jh__uw_img_build writes the gap's range in (uw_fn.filler). A rebuild of a hosted
  * run then costs a copy per gap, not an encoding. */
 static const struct uw_fn *template_for(uint64_t personality)
 {
-    static const uint8_t ra_undefined[] = {
-        JH__CFA_undefined, JH__CFI_HOST == JH__CFI_ARM64 ? 30 : 16
-    };
+    const uint8_t ra_undefined[] = { JH__CFA_undefined, JH__ARCH_HOST->ra };
     for (size_t i = 0; i < jh__uw.nfillers; i++)
         if (jh__uw.fillers[i].personality == personality)
             return &jh__uw.fillers[i].fn;

@@ -259,7 +259,7 @@ int jh__code_lower(struct jh_code *c, struct jh__buf *cfi, char *why, size_t len
         (fde.range > c->size && snprintf(msg, sizeof msg, "the FDE at .eh_frame+%#zx covers "
                                          "%#llx bytes, more than the code's %#zx", fde.off,
                                          (unsigned long long)fde.range, c->size)) ||
-        jh__eh_translate(0, &cie, &fde, cfi, msg, sizeof msg))
+        jh__eh_translate(JH__ARCH_HOST, &cie, &fde, cfi, msg, sizeof msg))
         return bad(why, len, "JH_UNWIND_EH_FRAME: %s", msg);
     if (!c->personality && cie.pers_enc != JH__EH_PE_omit) {
         uint64_t p = cie.personality;

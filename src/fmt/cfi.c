@@ -16,9 +16,6 @@
 
 #include "fmt/cfa.h"
 
-/* DWARF register numbers. */
-enum { X86_RBP = 6, X86_RSP = 7, X86_RA = 16, A64_FP = 29, A64_LR = 30, A64_SP = 31 };
-
 int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size)
 {
     if (len && !cfi)
@@ -71,6 +68,19 @@ static void ouleb(struct out *o, uint64_t v)
     } while (v);
 }
 
+static void osleb(struct out *o, int64_t v)
+{
+    for (;;) {
+        uint8_t c = v & 0x7f;
+        v >>= 7;                /* implementation-defined for v < 0: arithmetic in GCC, Clang */
+        if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
+            o8(o, c);
+            return;
+        }
+        o8(o, c | 0x80);
+    }
+}
+
 static void oadvance(struct out *o, uint64_t d)
 {
     if (d == 0)
@@ -91,9 +101,10 @@ static void oadvance(struct out *o, uint64_t d)
     }
 }
 
-/* The caller's value of reg is at CFA - 8 * n. */
-static void osaved(struct out *o, uint64_t reg, uint64_t n)
+/* The caller's value of reg is at CFA - back (a multiple of the data alignment). */
+static void osaved(struct out *o, const struct jh__arch *a, uint64_t reg, uint64_t back)
 {
+    uint64_t n = back / (uint64_t)-a->data_align;
     if (reg < 0x40) {
         o8(o, (uint8_t)(JH__CFA_offset | reg));
     } else {
@@ -105,12 +116,31 @@ static void osaved(struct out *o, uint64_t reg, uint64_t n)
 
 static void orestore(struct out *o, uint64_t reg)
 {
-    o8(o, (uint8_t)(JH__CFA_restore | reg));     /* reg < 64: the frame pointer, lr */
+    o8(o, (uint8_t)(JH__CFA_restore | reg));     /* reg < 64: the frame pointer, ra */
 }
 
-static int arch_of(const struct jh__cfi_opts *o)
+static const struct jh__arch *arch_or_host(const struct jh__arch *a)
 {
-    return o->arch ? o->arch : JH__CFI_HOST;
+    return a ? a : JH__ARCH_HOST;
+}
+
+/* What both flavours of CIE say after their augmentation string: the factors, the return
+ * address column (a ubyte in version 1), [augmentation data: .eh_frame only], then the
+ * rules at a function's first instruction. */
+static void cie_factors(struct out *w, const struct jh__arch *a)
+{
+    ouleb(w, a->code_align);
+    osleb(w, a->data_align);
+    o8(w, a->ra);
+}
+
+static void cie_rules(struct out *w, const struct jh__arch *a)
+{
+    o8(w, JH__CFA_def_cfa);
+    ouleb(w, a->sp);
+    ouleb(w, a->entry_cfa);
+    if (a->entry_ra)
+        osaved(w, a, a->ra, a->entry_ra);
 }
 
 /* ---- the CIE ---------------------------------------------------------------------------
@@ -137,7 +167,7 @@ static bool cie_same(struct cie_key a, struct cie_key b)
 
 static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key k)
 {
-    int arch = arch_of(o);
+    const struct jh__arch *a = arch_or_host(o->arch);
     size_t at = w->b ? w->b->len : 0, n0 = w->n;
     for (int i = 0; i < 8; i++)
         o8(w, 0);                               /* length (patched below), CIE id 0 */
@@ -148,9 +178,7 @@ static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key 
         if (!*c)
             break;
     }
-    o8(w, 1);                                   /* code alignment */
-    o8(w, 0x78);                                /* data alignment -8 (sleb) */
-    o8(w, arch == JH__CFI_ARM64 ? A64_LR : X86_RA);
+    cie_factors(w, a);
     o8(w, !k.personality ? 1 : k.lsda ? 11 : 10);   /* augmentation data length */
     if (k.personality) {
         o8(w, JH__DW_EH_PE_absptr);
@@ -160,16 +188,7 @@ static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key 
             o8(w, JH__DW_EH_PE_absptr);
     }
     o8(w, o->ptr == JH__CFI_ABS ? JH__DW_EH_PE_absptr : (JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4));
-    o8(w, JH__CFA_def_cfa);
-    if (arch == JH__CFI_ARM64) {
-        o8(w, A64_SP);
-        o8(w, 0);
-    } else {
-        o8(w, X86_RSP);
-        o8(w, 8);
-        o8(w, JH__CFA_offset | X86_RA);         /* return address at cfa-8 */
-        o8(w, 1);
-    }
+    cie_rules(w, a);
     while ((w->n - n0) % 8)
         o8(w, JH__CFA_nop);
     if (w->b && !w->b->err)
@@ -199,7 +218,7 @@ static bool frame_pointer_ok(const struct jh__func *f)
     return true;
 }
 
-static bool frameless_ok(const struct jh__func *f)
+static bool frameless_ok(const struct jh__arch *a, const struct jh__func *f)
 {
     if ((f->ncfa_steps && !f->cfa_steps) || (f->nsaved_regs && !f->saved_regs))
         return false;
@@ -208,12 +227,12 @@ static bool frameless_ok(const struct jh__func *f)
             (i && f->cfa_steps[i].offset <= f->cfa_steps[i - 1].offset))
             return false;
     for (uint32_t i = 0; i < f->nsaved_regs; i++)
-        if (f->saved_regs[i].cfa_offset >= 0 || f->saved_regs[i].cfa_offset % 8)
+        if (f->saved_regs[i].cfa_offset >= 0 || f->saved_regs[i].cfa_offset % a->data_align)
             return false;
     return true;
 }
 
-static int func_ok(const struct jh__func *f)
+static int func_ok(const struct jh__arch *a, const struct jh__func *f)
 {
     if (f->size == 0 || f->start + (f->size - 1) < f->start)
         return 0;
@@ -225,7 +244,7 @@ static int func_ok(const struct jh__func *f)
     case JH_UNWIND_CFI:
         return f->cfi_len > 0 && jh__cfi_validate(f->cfi, f->cfi_len, f->size) == 0;
     case JH_UNWIND_FRAMELESS:
-        return frameless_ok(f);
+        return frameless_ok(a, f);
     case JH_UNWIND_EH_FRAME:            /* lowered by the core: never in a jh__func */
         break;
     }
@@ -233,50 +252,48 @@ static int func_ok(const struct jh__func *f)
 }
 
 /*
- * JH_UNWIND_FRAME_POINTER, x86-64: at fp_push_end CFA = rsp+16, rbp at cfa-16; at
- * fp_set_end CFA = rbp+16; in each epilogue tail CFA = rsp+8 and rbp is the caller's; after
- * a tail (code after a `ret` is inside the frame again) the body's rules once more, written
- * out rather than with remember_state/restore_state: whether restore_state brings the CFA
- * back is read differently by consumers (llvm-dwarfdump 14 does not). arm64: sp+16, x29 at
- * cfa-16, x30 at cfa-8; x29+16; tails: sp+0, x29 and x30 the caller's.
+ * JH_UNWIND_FRAME_POINTER: at fp_push_end CFA = sp + frame_cfa, the caller's fp at
+ * cfa - frame_fp (and ra at cfa - frame_ra, where the CIE does not already say so); at
+ * fp_set_end CFA = fp + frame_cfa; in each epilogue tail the CIE's rules again (fp, and ra
+ * where the frame record moved it, the caller's); after a tail (code after a `ret` is inside
+ * the frame again) the body's rules once more, written out rather than with
+ * remember_state/restore_state: whether restore_state brings the CFA back is read
+ * differently by consumers (llvm-dwarfdump 14 does not). x86-64: rsp+16, rbp at cfa-16;
+ * rbp+16; tails rsp+8. arm64: sp+16, x29 at cfa-16, x30 at cfa-8; x29+16; tails sp+0.
  */
-static void body_rules(struct out *w, bool a64)
+static void body_rules(struct out *w, const struct jh__arch *a)
 {
-    if (a64) {
-        osaved(w, A64_FP, 2);
-        osaved(w, A64_LR, 1);
-    } else {
-        osaved(w, X86_RBP, 2);
-    }
+    osaved(w, a, a->fp, a->frame_fp);
+    if (a->frame_ra != a->entry_ra)
+        osaved(w, a, a->ra, a->frame_ra);
 }
 
-static void put_frame_pointer(struct out *w, int arch, const struct jh__func *f)
+static void put_frame_pointer(struct out *w, const struct jh__arch *a, const struct jh__func *f)
 {
-    bool a64 = arch == JH__CFI_ARM64;
     oadvance(w, f->fp_push_end);
     o8(w, JH__CFA_def_cfa_offset);
-    o8(w, 16);
-    body_rules(w, a64);
+    ouleb(w, a->frame_cfa);
+    body_rules(w, a);
     oadvance(w, f->fp_set_end - f->fp_push_end);
     o8(w, JH__CFA_def_cfa_register);
-    o8(w, a64 ? A64_FP : X86_RBP);
+    ouleb(w, a->fp);
     uint64_t loc = f->fp_set_end;
     for (uint32_t i = 0; i < f->nepilogues; i++) {
         const struct jh_epilogue *e = &f->epilogues[i];
         oadvance(w, e->start - loc);
         o8(w, JH__CFA_def_cfa);
-        o8(w, a64 ? A64_SP : X86_RSP);
-        o8(w, a64 ? 0 : 8);
-        orestore(w, a64 ? A64_FP : X86_RBP);
-        if (a64)
-            orestore(w, A64_LR);
+        ouleb(w, a->sp);
+        ouleb(w, a->entry_cfa);
+        orestore(w, a->fp);
+        if (a->frame_ra != a->entry_ra)
+            orestore(w, a->ra);
         loc = e->start;
         if (e->end < f->size) {
             oadvance(w, e->end - loc);
             o8(w, JH__CFA_def_cfa);
-            o8(w, a64 ? A64_FP : X86_RBP);
-            o8(w, 16);
-            body_rules(w, a64);
+            ouleb(w, a->fp);
+            ouleb(w, a->frame_cfa);
+            body_rules(w, a);
             loc = e->end;
         }
     }
@@ -284,15 +301,14 @@ static void put_frame_pointer(struct out *w, int arch, const struct jh__func *f)
 
 /* JH_UNWIND_FRAMELESS: the CFA offset (when it is not the CIE's), the saved registers, then
  * each step. */
-static void put_frameless(struct out *w, int arch, const struct jh__func *f)
+static void put_frameless(struct out *w, const struct jh__arch *a, const struct jh__func *f)
 {
-    uint32_t initial = arch == JH__CFI_ARM64 ? 0 : 8;
-    if (f->cfa_offset != initial) {
+    if (f->cfa_offset != a->entry_cfa) {
         o8(w, JH__CFA_def_cfa_offset);
         ouleb(w, f->cfa_offset);
     }
     for (uint32_t i = 0; i < f->nsaved_regs; i++)
-        osaved(w, f->saved_regs[i].reg, (uint64_t)(-(int64_t)f->saved_regs[i].cfa_offset) / 8);
+        osaved(w, a, f->saved_regs[i].reg, (uint64_t)(-(int64_t)f->saved_regs[i].cfa_offset));
     uint64_t loc = 0;
     for (uint32_t i = 0; i < f->ncfa_steps; i++) {
         oadvance(w, f->cfa_steps[i].offset - loc);
@@ -302,7 +318,7 @@ static void put_frameless(struct out *w, int arch, const struct jh__func *f)
     }
 }
 
-static void put_fde_insns(struct out *w, int arch, const struct jh__func *f)
+static void put_fde_insns(struct out *w, const struct jh__arch *a, const struct jh__func *f)
 {
     switch (f->unwind) {
     case JH_UNWIND_CFI:
@@ -310,10 +326,10 @@ static void put_fde_insns(struct out *w, int arch, const struct jh__func *f)
             o8(w, f->cfi[i]);
         break;
     case JH_UNWIND_FRAME_POINTER:
-        put_frame_pointer(w, arch, f);
+        put_frame_pointer(w, a, f);
         break;
     case JH_UNWIND_FRAMELESS:
-        put_frameless(w, arch, f);
+        put_frameless(w, a, f);
         break;
     case JH_UNWIND_NONE:
     case JH_UNWIND_EH_FRAME:
@@ -321,13 +337,14 @@ static void put_fde_insns(struct out *w, int arch, const struct jh__func *f)
     }
 }
 
-int jh__cfi_fde_insns(struct jh__buf *b, int arch, const struct jh__func *f)
+int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const struct jh__func *f)
 {
-    if (!b || !f || !func_ok(f))
+    const struct jh__arch *a = arch_or_host(arch);
+    if (!b || !f || !func_ok(a, f))
         return -EINVAL;
     struct out w = { b, 0 };
     size_t at = b->len;
-    put_fde_insns(&w, arch ? arch : JH__CFI_HOST, f);
+    put_fde_insns(&w, a, f);
     if (b->err) {
         b->len = at;
         return b->err;
@@ -357,7 +374,7 @@ static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh
     } else {
         o8(w, 0);
     }
-    put_fde_insns(w, arch_of(o), f);
+    put_fde_insns(w, arch_or_host(o->arch), f);
     while ((w->n - n0) % 8)
         o8(w, JH__CFA_nop);
     if (w->b && !w->b->err)
@@ -373,9 +390,7 @@ static size_t fde_size(const struct jh__cfi_opts *o, const struct jh__func *f)
 
 static int opts_ok(const struct jh__cfi_opts *o)
 {
-    int arch = arch_of(o);
-    return (arch == JH__CFI_X86_64 || arch == JH__CFI_ARM64) &&
-           (o->ptr == JH__CFI_PCREL || o->ptr == JH__CFI_ABS);
+    return o->ptr == JH__CFI_PCREL || o->ptr == JH__CFI_ABS;
 }
 
 /* The functions come as an array of structs or of pointers: the i-th either way. */
@@ -436,7 +451,7 @@ static size_t frame_size(const struct jh__cfi_opts *o, struct fset f, size_t n)
     size_t sz = 4;
     for (size_t i = 0; i < n; i++) {
         const struct jh__func *fn = fat(f, i);
-        if (!fn || !func_ok(fn))
+        if (!fn || !func_ok(arch_or_host(o->arch), fn))
             return 0;
         if (fn->unwind != JH_UNWIND_NONE)
             sz += fde_size(o, fn);
@@ -569,39 +584,28 @@ int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
 /* DWARF 4, 6.4.1: in .debug_frame a CIE is marked by the id 0xffffffff, an FDE's second word
  * is its CIE's offset in the section, and version 1 has no address-size fields. No
  * augmentation: a personality or an LSDA means nothing to a reader of a file. */
-void jh__cfi_debug_frame_cie(struct jh__buf *b, int arch)
+void jh__cfi_debug_frame_cie(struct jh__buf *b, const struct jh__arch *arch)
 {
-    if (!arch)
-        arch = JH__CFI_HOST;
+    const struct jh__arch *a = arch_or_host(arch);
     struct out w = { b, 0 };
     size_t at = b->len;
     o32(&w, 0);                                 /* length, patched below */
     o32(&w, 0xffffffffu);                       /* CIE id */
     o8(&w, 1);                                  /* version */
     o8(&w, 0);                                  /* augmentation "" */
-    o8(&w, 1);                                  /* code alignment */
-    o8(&w, 0x78);                               /* data alignment -8 (sleb) */
-    o8(&w, arch == JH__CFI_ARM64 ? A64_LR : X86_RA);
-    o8(&w, JH__CFA_def_cfa);
-    if (arch == JH__CFI_ARM64) {
-        o8(&w, A64_SP);
-        o8(&w, 0);
-    } else {
-        o8(&w, X86_RSP);
-        o8(&w, 8);
-        o8(&w, JH__CFA_offset | X86_RA);        /* return address at cfa-8 */
-        o8(&w, 1);
-    }
+    cie_factors(&w, a);
+    cie_rules(&w, a);
     while (w.n % 8)
         o8(&w, JH__CFA_nop);
     if (!b->err)
         jh__buf_set_u32(b, at, (uint32_t)(w.n - 4));
 }
 
-int jh__cfi_debug_frame_fde(struct jh__buf *b, int arch, uint64_t cie_off,
+int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint64_t cie_off,
                             const struct jh__func *f)
 {
-    if (!b || !f || !func_ok(f) || cie_off > UINT32_MAX)
+    const struct jh__arch *a = arch_or_host(arch);
+    if (!b || !f || !func_ok(a, f) || cie_off > UINT32_MAX)
         return -EINVAL;
     if (f->unwind == JH_UNWIND_NONE)
         return 0;
@@ -611,7 +615,7 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, int arch, uint64_t cie_off,
     o32(&w, (uint32_t)cie_off);
     o64(&w, f->start);
     o64(&w, f->size);
-    put_fde_insns(&w, arch ? arch : JH__CFI_HOST, f);
+    put_fde_insns(&w, a, f);
     while (w.n % 8)
         o8(&w, JH__CFA_nop);
     if (!b->err)
@@ -657,7 +661,7 @@ int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
 }
 
 int jh__cfi_perf_unwinding(struct jh__buf *b, const struct jh__func *f, uint64_t text_addr,
-                           int arch, size_t *hdr_size)
+                           const struct jh__arch *arch, size_t *hdr_size)
 {
     if (!b || !f)
         return -EINVAL;

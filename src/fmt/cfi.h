@@ -12,19 +12,24 @@
  *     the whole run; LLVM libunwind's __unw_add_dynamic_fde takes the address of one FDE
  *     (build a run of one function and pass run + idx[0].off).
  *
- * The CIE (x86-64): version 1, augmentation "zR", code alignment 1, data alignment -8,
- * return address register 16, initial rules CFA = rsp+8, rip at cfa-8. arm64: same with RA
- * register 30 and CFA = sp+0 (the return address is still in x30). With opts.personality,
+ * Every function takes the architecture to describe (fmt/arch.h: struct jh__arch; NULL means
+ * the host's, JH__ARCH_HOST); the encoder reads its registers, CIE rules and frame record
+ * from it and has no branch of its own on which architecture it is.
+ * The CIE: version 1, augmentation "zR", the architecture's factors (code alignment 1, data
+ * alignment -8), return address column and rules at a function's first instruction:
+ * x86-64: RA register 16, CFA = rsp+8, rip at cfa-8; arm64: RA register 30, CFA = sp+0 (the
+ * return address is still in x30). With opts.personality,
  * a function that has a personality gets a CIE "zPR" (or "zPLR" with an LSDA, which its
  * FDE's augmentation data then holds), both as absolute pointers; the CIEs of a run come
  * first, one per distinct (personality, LSDA or not), each FDE pointing back to its own.
  * The FDE instructions:
- *   JH_UNWIND_FRAME_POINTER  x86-64: at fp_push_end CFA = rsp+16, rbp at cfa-16; at
- *                            fp_set_end CFA = rbp+16; from each epilogue's start CFA =
- *                            rsp+8 and rbp restored, from its end the body's rules again
- *                            (written out, not restore_state). arm64: at fp_push_end CFA = sp+16,
- *                            x29 at cfa-16, x30 at cfa-8; at fp_set_end CFA = x29+16;
- *                            epilogues CFA = sp+0, x29 and x30 restored.
+ *   JH_UNWIND_FRAME_POINTER  the architecture's frame record (jh__arch.frame_*). x86-64:
+ *                            at fp_push_end CFA = rsp+16, rbp at cfa-16; at fp_set_end
+ *                            CFA = rbp+16; from each epilogue's start CFA = rsp+8 and rbp
+ *                            restored, from its end the body's rules again (written out,
+ *                            not restore_state). arm64: at fp_push_end CFA = sp+16, x29 at
+ *                            cfa-16, x30 at cfa-8; at fp_set_end CFA = x29+16; epilogues
+ *                            CFA = sp+0, x29 and x30 restored.
  *   JH_UNWIND_FRAMELESS      def_cfa_offset cfa_offset (if not the CIE's), each saved
  *                            register (offset, or offset_extended above 63), then per step
  *                            an advance and a def_cfa_offset.
@@ -48,16 +53,10 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "fmt/arch.h"
 #include "fmt/func.h"
 
-enum { JH__CFI_X86_64 = 1, JH__CFI_ARM64 = 2 };       /* jh_cfi_opts.arch */
 enum { JH__CFI_PCREL = 0, JH__CFI_ABS = 1 };           /* jh_cfi_opts.ptr */
-
-#if defined(__aarch64__)
-#define JH__CFI_HOST JH__CFI_ARM64
-#else
-#define JH__CFI_HOST JH__CFI_X86_64
-#endif
 
 /* DWARF pointer encodings we emit (DW_EH_PE_*). */
 #define JH__DW_EH_PE_absptr   0x00
@@ -72,7 +71,7 @@ enum { JH__CFI_PCREL = 0, JH__CFI_ABS = 1 };           /* jh_cfi_opts.ptr */
  * synthetic ELF that is the .text address there, not the process address). */
 
 struct jh__cfi_opts {
-    int arch;                   /* JH__CFI_X86_64 / JH__CFI_ARM64; 0: the host's */
+    const struct jh__arch *arch;    /* NULL: the host's */
     int ptr;                    /* JH__CFI_PCREL or JH__CFI_ABS */
     uint64_t addr;              /* address the run's first byte will have (PCREL only) */
     /* Write the functions' personality routines and LSDAs (only the process's own
@@ -118,9 +117,9 @@ int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
                        const struct jh__func *const *f, size_t n, struct jh__cfi_index *idx);
 
 /* Append f's FDE instructions alone (what follows the CIE's rules; no padding) for arch
- * (0: the host's): the DWARF form of a FRAME_POINTER or FRAMELESS description, or a CFI
+ * (NULL: the host's): the DWARF form of a FRAME_POINTER or FRAMELESS description, or a CFI
  * one's bytes. 0, or -EINVAL for a bad description (nothing appended), -ENOMEM. */
-int jh__cfi_fde_insns(struct jh__buf *b, int arch, const struct jh__func *f);
+int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const struct jh__func *f);
 
 /* Size of an .eh_frame_hdr with nfde table entries: 12 + 8 * nfde. */
 size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
@@ -142,8 +141,8 @@ int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
  *   jh__cfi_debug_frame_fde   append f's FDE for the CIE at cie_off: 1, or 0 when f has no
  *                             unwind info (nothing appended), -EINVAL, -ENOMEM
  */
-void jh__cfi_debug_frame_cie(struct jh__buf *b, int arch);
-int jh__cfi_debug_frame_fde(struct jh__buf *b, int arch, uint64_t cie_off,
+void jh__cfi_debug_frame_cie(struct jh__buf *b, const struct jh__arch *arch);
+int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint64_t cie_off,
                             const struct jh__func *f);
 
 /*
@@ -153,6 +152,6 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, int arch, uint64_t cie_off,
  * 0 when f has no unwind info (nothing appended), or a negative errno.
  */
 int jh__cfi_perf_unwinding(struct jh__buf *b, const struct jh__func *f, uint64_t text_addr,
-                           int arch, size_t *hdr_size);
+                           const struct jh__arch *arch, size_t *hdr_size);
 
 #endif

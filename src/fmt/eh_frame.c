@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fmt/arch.h"
 #include "fmt/cfa.h"
-#include "fmt/cfi.h"
 
 struct cur { const uint8_t *p, *end; };
 
@@ -246,36 +246,26 @@ int jh__eh_find(const uint8_t *eh, size_t len, uint64_t addr, uint64_t pc,
 
 /* ---- the translation ------------------------------------------------------------------- */
 
-/* What the contract's CIE says, per architecture. */
-struct contract {
-    uint64_t ra, cfa_reg, cfa_off;
-    bool ra_at_cfa_minus_8;
-};
-
-static const struct contract *contract_of(int arch)
-{
-    static const struct contract x86 = { 16, 7, 8, true }, a64 = { 30, 31, 0, false };
-    return (arch ? arch : JH__CFI_HOST) == JH__CFI_ARM64 ? &a64 : &x86;
-}
-
-#define DAF (-8)
-
+/* The contract's CIE is the one fmt/cfi.c writes for the architecture (struct jh__arch:
+ * its factors, return-address column and rules at entry). */
 struct tr {
+    const struct jh__arch *a;
     const struct jh__eh_cie *cie;
     struct jh__buf *out;
     char *why;
     size_t whylen;
 };
 
-/* A factored offset of the CIE's, in bytes, as a multiple of -8. */
+/* A factored offset of the CIE's, in bytes, as a multiple of the contract's factor. */
 static int refactor(struct tr *t, int64_t factored, int64_t *out)
 {
     int64_t bytes;
     if (__builtin_mul_overflow(factored, t->cie->daf, &bytes))
         return say(t->why, t->whylen, "an offset overflows");
-    if (bytes % DAF)
-        return say(t->why, t->whylen, "offset %" PRId64 " is not a multiple of 8", bytes);
-    *out = bytes / DAF;
+    if (bytes % t->a->data_align)
+        return say(t->why, t->whylen, "offset %" PRId64 " is not a multiple of %d", bytes,
+                   -t->a->data_align);
+    *out = bytes / t->a->data_align;
     return 0;
 }
 
@@ -284,6 +274,10 @@ static int advance(struct tr *t, uint64_t d)
     struct jh__buf *o = t->out;
     if (__builtin_mul_overflow(d, t->cie->caf, &d) || d > 0xffffffffu)
         return say(t->why, t->whylen, "an advance beyond 4 GiB");
+    if (d % t->a->code_align)
+        return say(t->why, t->whylen, "an advance of %" PRIu64 " bytes is not a multiple of "
+                   "%u", d, (unsigned)t->a->code_align);
+    d /= t->a->code_align;
     if (d < 0x40) {
         jh__buf_u8(o, (uint8_t)(JH__CFA_advance_loc | d));
     } else if (d <= 0xff) {
@@ -299,7 +293,7 @@ static int advance(struct tr *t, uint64_t d)
     return 0;
 }
 
-/* Re-encode one instruction for code alignment 1 and data alignment -8. */
+/* Re-encode one instruction for the contract's factors. */
 static int put(struct tr *t, const struct jh__cfa_insn *in)
 {
     struct jh__buf *o = t->out;
@@ -334,7 +328,7 @@ static int put(struct tr *t, const struct jh__cfa_insn *in)
         int64_t bytes;
         if (__builtin_mul_overflow(in->s, t->cie->daf, &bytes))
             return say(t->why, t->whylen, "a CFA offset overflows");
-        if (bytes < 0) {                        /* stays factored, now by -8 */
+        if (bytes < 0) {                        /* stays factored, now by the contract's */
             if (refactor(t, in->s, &f))
                 return -EINVAL;
             jh__buf_u8(o, in->op);
@@ -412,18 +406,18 @@ static int walk(struct tr *t, const uint8_t *p, size_t n, bool translate, bool *
 }
 
 /* Does the CIE's initial program set exactly what the contract's CIE sets? */
-static bool initial_is_contract(const struct jh__eh_cie *c, const struct contract *k)
+static bool initial_is_contract(const struct jh__eh_cie *c, const struct jh__arch *k)
 {
     const uint8_t *p = c->insns, *end = c->insns + c->insns_len;
     struct jh__cfa_insn a, b;
-    if (jh__cfa_next(&p, end, &a) != 1 || a.op != JH__CFA_def_cfa || a.reg != k->cfa_reg ||
-        a.a != k->cfa_off)
+    if (jh__cfa_next(&p, end, &a) != 1 || a.op != JH__CFA_def_cfa || a.reg != k->sp ||
+        a.a != k->entry_cfa)
         return false;
-    if (k->ra_at_cfa_minus_8) {
+    if (k->entry_ra) {
         int64_t bytes;
         if (jh__cfa_next(&p, end, &b) != 1 ||
             (b.op != JH__CFA_offset && b.op != JH__CFA_offset_extended) || b.reg != k->ra ||
-            b.a > 64 || (bytes = (int64_t)b.a * c->daf) != -8)
+            b.a > 64 || (bytes = (int64_t)b.a * c->daf) != -(int64_t)k->entry_ra)
             return false;
     }
     while (p < end && *p == JH__CFA_nop)
@@ -431,13 +425,13 @@ static bool initial_is_contract(const struct jh__eh_cie *c, const struct contrac
     return p == end;
 }
 
-int jh__eh_translate(int arch, const struct jh__eh_cie *c, const struct jh__eh_fde *f,
-                     struct jh__buf *out, char *why, size_t whylen)
+int jh__eh_translate(const struct jh__arch *arch, const struct jh__eh_cie *c,
+                     const struct jh__eh_fde *f, struct jh__buf *out, char *why, size_t whylen)
 {
-    const struct contract *k = contract_of(arch);
+    const struct jh__arch *k = arch ? arch : JH__ARCH_HOST;
     if (c->ra != k->ra)
         return say(why, whylen, "the CIE's return address is in register %" PRIu64 ", not %"
-                   PRIu64, c->ra, k->ra);
+                   PRIu64, c->ra, (uint64_t)k->ra);
     if (c->signal)
         return say(why, whylen, "a signal frame ('S'): not described by jitherald");
     if (c->b_key || c->mte)
@@ -446,14 +440,14 @@ int jh__eh_translate(int arch, const struct jh__eh_cie *c, const struct jh__eh_f
                                                   : "memory-tagged frames");
     if (!c->caf)
         return say(why, whylen, "the CIE's code alignment factor is 0");
-    struct tr t = { c, out, why, whylen };
+    struct tr t = { k, c, out, why, whylen };
     bool restore = false, cie_sets_ra = false, unused = false;
     if (walk(&t, c->insns, c->insns_len, false, &unused, &cie_sets_ra, k->ra) ||
         walk(&t, f->insns, f->insns_len, false, &restore, &unused, k->ra))
         return -EINVAL;
     bool same = initial_is_contract(c, k);
     size_t start = out->len;
-    if (same && c->caf == 1 && c->daf == DAF) {
+    if (same && c->caf == k->code_align && c->daf == k->data_align) {
         jh__buf_put(out, f->insns, f->insns_len);       /* the contract's CIE: as it is */
         return out->err;
     }
@@ -462,7 +456,7 @@ int jh__eh_translate(int arch, const struct jh__eh_cie *c, const struct jh__eh_f
                    "the contract's");
     int r = 0;
     if (!same) {
-        if (k->ra_at_cfa_minus_8 && !cie_sets_ra) {
+        if (k->entry_ra && !cie_sets_ra) {
             jh__buf_u8(out, JH__CFA_undefined);
             jh__buf_uleb(out, k->ra);
         }

@@ -82,9 +82,11 @@ int jh__eh_fde(const uint8_t *eh, size_t len, uint64_t addr, size_t off,
 int jh__eh_find(const uint8_t *eh, size_t len, uint64_t addr, uint64_t pc,
                 struct jh__eh_cie *cie, struct jh__eh_fde *fde, char *why, size_t whylen);
 
-/* The FDE's instructions rewritten for the contract of `arch` (fmt/cfi.h's JH__CFI_*; 0:
- * the host) into out (appended). 0, -EINVAL (refused, why[] says why), -ENOMEM. */
-int jh__eh_translate(int arch, const struct jh__eh_cie *cie, const struct jh__eh_fde *fde,
-                     struct jh__buf *out, char *why, size_t whylen);
+/* The FDE's instructions rewritten for the contract of `arch` (fmt/arch.h; NULL: the
+ * host's) into out (appended). 0, -EINVAL (refused, why[] says why), -ENOMEM. */
+struct jh__arch;
+int jh__eh_translate(const struct jh__arch *arch, const struct jh__eh_cie *cie,
+                     const struct jh__eh_fde *fde, struct jh__buf *out, char *why,
+                     size_t whylen);
 
 #endif

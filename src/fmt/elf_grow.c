@@ -12,12 +12,6 @@
 #include "fmt/cfi.h"
 #include "fmt/func.h"
 
-#if defined(__aarch64__)
-#define HOST_MACHINE EM_AARCH64
-#else
-#define HOST_MACHINE EM_X86_64
-#endif
-
 /* Growing sections, in chunk order; then the fixed ones. */
 enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES, G_ARANGES };
 enum { X_TEXT = JH__ELFG_NGROW, X_DATA, X_ABBREV, X_SHSTRTAB, X_NOTE, X_MAX };
@@ -136,7 +130,7 @@ static void build_hdr(struct jh__elfg *g)
     eh.e_ident[EI_DATA] = ELFDATA2LSB;
     eh.e_ident[EI_VERSION] = EV_CURRENT;
     eh.e_type = ET_DYN;
-    eh.e_machine = HOST_MACHINE;
+    eh.e_machine = g->s.arch->e_machine;
     eh.e_version = EV_CURRENT;
     eh.e_phoff = sizeof eh;
     eh.e_shoff = g->s.meta_off + NOTE_SPACE;
@@ -283,6 +277,8 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
     if (!s)
         return -EINVAL;
     g->s = *s;
+    if (!g->s.arch)
+        g->s.arch = JH__ARCH_HOST;
     size_t pg = page_of(g);
     if (pg & (pg - 1) || s->anchor_addr % pg || s->anchor_off % pg || s->anchor_off < pg ||
         s->meta_off % pg || s->rw_addr % pg || !window_ok(g, s->lo, s->hi))
@@ -294,7 +290,7 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
     Elf64_Sym null = { 0 };
     jh__buf_put(&g->symtab, &null, sizeof null);
     jh__buf_u8(&g->strtab, 0);
-    jh__cfi_debug_frame_cie(&g->frame, JH__CFI_HOST);
+    jh__cfi_debug_frame_cie(&g->frame, g->s.arch);
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
         if (sec(g, i)->err) {
             err = sec(g, i)->err;
@@ -369,7 +365,7 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
     }
     int fde = 0;
     if (!err) {
-        fde = jh__cfi_debug_frame_fde(&g->frame, JH__CFI_HOST, 0, f);
+        fde = jh__cfi_debug_frame_fde(&g->frame, g->s.arch, 0, f);
         err = fde < 0 ? fde : 0;
     }
     size_t cu = g->dw.info.len;

@@ -5,7 +5,7 @@
  * sections at their ends and rewrites a few header bytes; the builder says which file ranges
  * to write. Pure: functions in, bytes and file offsets out, no I/O.
  *
- * The file (x86-64 or arm64 host, little-endian, ET_DYN):
+ * The file (spec.arch's e_machine and CFI, x86-64 or arm64; little-endian, ET_DYN):
  *   0            ELF header and program headers: an R+X PT_LOAD over the text window and,
  *                with rw_addr, a small R+W one (valgrind 3.19 reads an image's symbols
  *                only once it has seen a writable mapping of it too), in address order
@@ -48,9 +48,11 @@
 #include "fmt/build_id.h"
 #include "fmt/dwarf.h"
 
+struct jh__arch;
 struct jh__func;
 
 struct jh__elfg_spec {
+    const struct jh__arch *arch;    /* the code's (fmt/arch.h); NULL: the host's */
     uint64_t anchor_addr;       /* page aligned */
     uint64_t anchor_off;        /* page aligned, at least one page */
     uint64_t lo, hi;            /* the text window: page aligned, off(lo) >= one page,

@@ -21,12 +21,6 @@
 #include "fmt/dwarf.h"
 #include "fmt/func.h"
 
-#if defined(__aarch64__)
-#define HOST_MACHINE EM_AARCH64
-#else
-#define HOST_MACHINE EM_X86_64
-#endif
-
 enum { S_NULL, S_TEXT, S_EH, S_DATA, S_INFO, S_ABBREV, S_LINE, S_STR, S_RANGES, S_SYMTAB,
        S_STRTAB, S_NOTE, S_SHSTRTAB, S_MAX };
 
@@ -172,7 +166,8 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
             goto fail;
     }
 
-    struct jh__cfi_opts copts = { .arch = JH__CFI_HOST, .ptr = copy ? JH__CFI_PCREL : JH__CFI_ABS };
+    const struct jh__arch *arch = s->arch ? s->arch : JH__ARCH_HOST;
+    struct jh__cfi_opts copts = { .arch = arch, .ptr = copy ? JH__CFI_PCREL : JH__CFI_ABS };
     bool want_eh = !(s->flags & JH__ELF_NO_EH_FRAME) && (!copy || s->rw_addr) && s->nfns;
     if (want_eh) {
         size_t with_unwind = 0;
@@ -302,7 +297,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     eh.e_ident[EI_VERSION] = EV_CURRENT;
     eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
     eh.e_type = s->e_type ? s->e_type : ET_DYN;
-    eh.e_machine = HOST_MACHINE;
+    eh.e_machine = arch->e_machine;
     eh.e_version = EV_CURRENT;
     eh.e_phoff = nph ? sizeof eh : 0;
     eh.e_shoff = shoff;

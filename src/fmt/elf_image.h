@@ -3,7 +3,7 @@
  * channel registers it in memory) and for tools that read files (the elfmap channel writes
  * it and maps its code pages over the live ones). Pure: entries in, bytes out, no I/O.
  *
- * The image (x86-64 or arm64 host, little-endian):
+ * The image (spec.arch's e_machine and CFI, x86-64 or arm64; little-endian):
  *   .text          JH__ELF_TEXT_NOBITS: SHT_NOBITS at the code's real address (the debugger
  *                  reads the bytes from the process); one section per run of adjacent
  *                  functions unless a range is given. JH__ELF_TEXT_COPY: PROGBITS holding a
@@ -39,6 +39,7 @@
 
 #include "base/buf.h"
 
+struct jh__arch;
 struct jh__func;
 
 enum jh__elf_text {
@@ -55,6 +56,7 @@ enum {
 };
 
 struct jh__elf_spec {
+    const struct jh__arch *arch;    /* the code's (fmt/arch.h): e_machine, CFI; NULL: the host's */
     /* The functions, sorted by start, not overlapping, all inside the .text range.
      * The builder reads start, size, name, files, lines and the unwind description. */
     const struct jh__func *const *fns;

@@ -17,13 +17,6 @@
 
 #include "fmt/cfi.h"
 
-uint32_t jh__jd_elf_mach(int arch)
-{
-    if (!arch)
-        arch = JH__CFI_HOST;
-    return arch == JH__CFI_ARM64 ? JH__JD_EM_AARCH64 : JH__JD_EM_X86_64;
-}
-
 static void prefix(struct jh__buf *b, uint32_t id, uint64_t timestamp)
 {
     jh__buf_u32(b, id);
@@ -36,12 +29,13 @@ static void finish(struct jh__buf *b, size_t at, size_t extra)
     jh__buf_set_u32(b, at + 4, (uint32_t)(b->len - at + extra));
 }
 
-void jh__jd_header(struct jh__buf *b, int arch, uint32_t pid, uint64_t timestamp)
+void jh__jd_header(struct jh__buf *b, const struct jh__arch *arch, uint32_t pid,
+                   uint64_t timestamp)
 {
     jh__buf_u32(b, JH__JD_MAGIC);
     jh__buf_u32(b, JH__JD_VERSION);
     jh__buf_u32(b, JH__JD_HEADER_SIZE);
-    jh__buf_u32(b, jh__jd_elf_mach(arch));
+    jh__buf_u32(b, (arch ? arch : JH__ARCH_HOST)->e_machine);
     jh__buf_u32(b, 0);
     jh__buf_u32(b, pid);
     jh__buf_u64(b, timestamp);
@@ -73,8 +67,8 @@ static void debug_info(struct jh__buf *b, const struct jh__func *f, uint64_t ts)
 }
 
 /* 1 written, 0 left out, negative: the CFI encoder refused (nothing written). */
-static int unwinding_info(struct jh__buf *b, const struct jh__func *f, int arch, uint64_t ts,
-                          uint64_t next_start)
+static int unwinding_info(struct jh__buf *b, const struct jh__func *f,
+                          const struct jh__arch *arch, uint64_t ts, uint64_t next_start)
 {
     if (f->unwind == JH_UNWIND_NONE)
         return 0;
@@ -100,9 +94,9 @@ static int unwinding_info(struct jh__buf *b, const struct jh__func *f, int arch,
     return 1;
 }
 
-int jh__jd_function(struct jh__buf *b, const struct jh__func *f, int arch, uint32_t pid,
-                    uint32_t tid, uint64_t timestamp, uint64_t index, uint64_t next_start,
-                    struct jh__jd_unit *u)
+int jh__jd_function(struct jh__buf *b, const struct jh__func *f, const struct jh__arch *arch,
+                    uint32_t pid, uint32_t tid, uint64_t timestamp, uint64_t index,
+                    uint64_t next_start, struct jh__jd_unit *u)
 {
     memset(u, 0, sizeof *u);
     size_t base = b->len;

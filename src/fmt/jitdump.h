@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "fmt/arch.h"
 #include "fmt/func.h"
 
 #define JH__JD_MAGIC          0x4A695444u
@@ -74,9 +75,6 @@ enum {
  */
 #define JH__JD_PERF_TEXT_OFFSET 0x80u
 
-#define JH__JD_EM_X86_64      62u
-#define JH__JD_EM_AARCH64     183u
-
 /* ---- the encoder -------------------------------------------------------------------- */
 
 /* Where the fields a writer fills in at the last moment lie in an encoded unit: the
@@ -90,11 +88,9 @@ struct jh__jd_unit {
     int unwind_err;             /* why it was not, when the encoder refused (else 0) */
 };
 
-/* ELF e_machine for a JH__CFI_* arch (0: the host's). */
-uint32_t jh__jd_elf_mach(int arch);
-
-/* The 40-byte file header. */
-void jh__jd_header(struct jh__buf *b, int arch, uint32_t pid, uint64_t timestamp);
+/* The 40-byte file header; elf_mach is arch's e_machine (NULL: the host's). */
+void jh__jd_header(struct jh__buf *b, const struct jh__arch *arch, uint32_t pid,
+                   uint64_t timestamp);
 
 /*
  * perf widens a LOAD's mapping to ALIGN_8(code_size) + mapped_size when UNWINDING_INFO
@@ -106,14 +102,15 @@ bool jh__jd_unwind_fits(uint64_t start, uint64_t code_size, uint64_t mapped_size
 
 /*
  * Append one function as one unit: DEBUG_INFO (when f has lines; absolute addresses, plus
- * an entry at the end of the code so the last row covers bytes), UNWINDING_INFO (when f has
- * unwind info, the CFI encoder accepts it, and jh__jd_unwind_fits), then LOAD — all but
+ * an entry at the end of the code so the last row covers bytes), UNWINDING_INFO (arch's CFI,
+ * NULL: the host's; when f has unwind info, the CFI encoder accepts it, and
+ * jh__jd_unwind_fits), then LOAD — all but
  * the code bytes, which the caller writes right after (f->size bytes, e.g. with writev).
  * 0, -EFBIG (the LOAD would not fit total_size's 32 bits), -ENOMEM.
  */
-int jh__jd_function(struct jh__buf *b, const struct jh__func *f, int arch, uint32_t pid,
-                    uint32_t tid, uint64_t timestamp, uint64_t index, uint64_t next_start,
-                    struct jh__jd_unit *u);
+int jh__jd_function(struct jh__buf *b, const struct jh__func *f, const struct jh__arch *arch,
+                    uint32_t pid, uint32_t tid, uint64_t timestamp, uint64_t index,
+                    uint64_t next_start, struct jh__jd_unit *u);
 
 /* Set every timestamp of the unit, and its code_index. */
 void jh__jd_restamp(struct jh__buf *b, const struct jh__jd_unit *u, uint64_t timestamp,

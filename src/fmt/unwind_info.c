@@ -391,7 +391,7 @@ int jh__uwi_encode(struct jh__buf *b, const struct jh__func *f, struct jh__uwi_e
     if (f->unwind == JH_UNWIND_FRAMELESS) {
         /* the same rows as DWARF (fmt/cfi.c), translated as raw CFI would be: a frameless
          * function entered by a call works, code inside a host frame has no Windows form */
-        if ((r = jh__cfi_fde_insns(&insns, JH__CFI_X86_64, f)) < 0)
+        if ((r = jh__cfi_fde_insns(&insns, &jh__arch_x86_64, f)) < 0)
             return r;
         g = *f;
         g.unwind = JH_UNWIND_CFI;

@@ -66,7 +66,7 @@ static void test_decoders(void)
           .cfi_len = sizeof raw },
     };
     uint64_t eh_addr = 0x500000;
-    struct jh__cfi_opts o = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_PCREL, .addr = eh_addr };
+    struct jh__cfi_opts o = { .arch = &jh__arch_x86_64, .ptr = JH__CFI_PCREL, .addr = eh_addr };
     struct jh__buf eh = { 0 }, hdr = { 0 };
     struct jh__cfi_index idx[4];
     size_t want = jh__cfi_eh_frame_size(&o, f, 4);
@@ -127,7 +127,7 @@ static void test_decoders(void)
 
     /* The absolute flavour decodes to the same ranges. */
     struct jh__buf ab = { 0 };
-    struct jh__cfi_opts oa = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_ABS };
+    struct jh__cfi_opts oa = { .arch = &jh__arch_x86_64, .ptr = JH__CFI_ABS };
     CHECK_EQ(jh__cfi_eh_frame(&ab, &oa, f, 4, NULL), 3);
     snprintf(path, sizeof path, "%s/abs.elf", tmpdir);
     CHECK(elf_wrap_eh_frame(path, 0x401000, 0x1400, 0x7f0000000000ull, ab.p, ab.len, 0, NULL, 0) == 0);
@@ -145,7 +145,7 @@ static void test_decoders(void)
     size_t hsz = 0;
     struct jh__func g = f[1];
     g.size = 0x23;
-    CHECK_EQ(jh__cfi_perf_unwinding(&pu, &g, 0x80, JH__CFI_X86_64, &hsz), 1);
+    CHECK_EQ(jh__cfi_perf_unwinding(&pu, &g, 0x80, &jh__arch_x86_64, &hsz), 1);
     CHECK_EQ(hsz, 20);
     uint64_t pe = (0x80 + 0x23 + 7) & ~7ull;
     snprintf(path, sizeof path, "%s/perf.elf", tmpdir);
@@ -266,7 +266,7 @@ static void test_unwind(int flavour)
 
     /* The run: on the heap (absolute) or right after the code (pc-relative). */
     struct jh__buf b = { 0 };
-    struct jh__cfi_opts o = { .arch = JH__CFI_X86_64, .ptr = flavour };
+    struct jh__cfi_opts o = { .arch = &jh__arch_x86_64, .ptr = flavour };
     uint8_t *run;
     if (flavour == JH__CFI_PCREL) {
         o.addr = (uintptr_t)mem + pg;
@@ -302,7 +302,7 @@ static void test_unwind(int flavour)
 static void test_errors(void)
 {
     struct jh__buf b = { 0 };
-    struct jh__cfi_opts o = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_PCREL, .addr = 0x1000 };
+    struct jh__cfi_opts o = { .arch = &jh__arch_x86_64, .ptr = JH__CFI_PCREL, .addr = 0x1000 };
     struct jh__func f = { .start = 0x10000, .size = 16, .unwind = JH_UNWIND_FRAME_POINTER,
                              .fp_push_end = 1, .fp_set_end = 4 };
     struct jh__func bad = f;
@@ -321,7 +321,7 @@ static void test_errors(void)
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, &bad, 1, NULL), -ERANGE);
     CHECK_EQ(b.len, 0);
     /* ...which the absolute flavour handles. */
-    struct jh__cfi_opts oa = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_ABS };
+    struct jh__cfi_opts oa = { .arch = &jh__arch_x86_64, .ptr = JH__CFI_ABS };
     CHECK_EQ(jh__cfi_eh_frame(&b, &oa, &bad, 1, NULL), 1);
     b.len = 0;
 
@@ -365,7 +365,7 @@ static void test_errors(void)
     CHECK_EQ(h.len, 0);
 
     /* arm64 CIE: RA column 30, CFA = sp. Only sizes here; x86-64 is what we can run. */
-    struct jh__cfi_opts o64 = { .arch = JH__CFI_ARM64, .ptr = JH__CFI_PCREL, .addr = 0x1000 };
+    struct jh__cfi_opts o64 = { .arch = &jh__arch_arm64, .ptr = JH__CFI_PCREL, .addr = 0x1000 };
     b.len = 0;
     CHECK_EQ(jh__cfi_eh_frame(&b, &o64, &f, 1, NULL), 1);
     CHECK_EQ(b.len, jh__cfi_eh_frame_size(&o64, &f, 1));

@@ -118,7 +118,7 @@ static void test_decoders(void)
 
     /* The process flavour with personalities: "zPLR", the routine and each FDE's LSDA. */
     struct jh__buf ab = { 0 };
-    struct jh__cfi_opts oa = { .arch = JH__CFI_X86_64, .ptr = JH__CFI_ABS, .personality = true };
+    struct jh__cfi_opts oa = { .arch = &jh__arch_x86_64, .ptr = JH__CFI_ABS, .personality = true };
     CHECK_EQ(jh__cfi_eh_frame(&ab, &oa, f, 3, NULL), 3);
     CHECK_EQ(ab.len, jh__cfi_eh_frame_size(&oa, f, 3));
     /* (readelf needs the run in a section at its address: the absolute flavour is checked

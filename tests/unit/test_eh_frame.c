@@ -111,7 +111,7 @@ static struct jh__buf translate(const struct jh__buf *eh, uint64_t addr, uint64_
     struct jh__buf out = { 0 };
     *rc = jh__eh_find(eh->p, eh->len, addr, pc, &c, &f, msg, n);
     if (!*rc)
-        *rc = jh__eh_translate(0, &c, &f, &out, msg, n);
+        *rc = jh__eh_translate(NULL, &c, &f, &out, msg, n);
     return out;
 }
 

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/vec.h"
+#include "fmt/arch.h"
 #include "lib/eh_frame.h"
 #include "lib/hash.h"
 #include "lib/itab.h"
@@ -180,12 +181,12 @@ static int report(struct check *k)
 static int header(struct check *k)
 {
     struct jhr_jd *r = k->r;
+    const struct jh__arch *a = jh__arch_by_machine(r->hdr.elf_mach);
     if (k->out)
         fprintf(k->out, "jitdump %s-endian, version %" PRIu32 ", header %" PRIu32 " bytes, "
-                "elf_mach %" PRIu32 "%s, pid %" PRIu32 ", timestamp %" PRIu64 ", flags 0x%"
+                "elf_mach %" PRIu32 "%s%s%s, pid %" PRIu32 ", timestamp %" PRIu64 ", flags 0x%"
                 PRIx64 "\n", r->swap ? "other" : "host", r->hdr.version, r->hdr.total_size,
-                r->hdr.elf_mach, r->hdr.elf_mach == JH__JD_EM_X86_64 ? " (x86-64)" :
-                r->hdr.elf_mach == JH__JD_EM_AARCH64 ? " (aarch64)" : "", r->hdr.pid,
+                r->hdr.elf_mach, a ? " (" : "", a ? a->name : "", a ? ")" : "", r->hdr.pid,
                 r->hdr.timestamp, r->hdr.flags);
     if (r->hdr.version > JH__JD_VERSION)
         return jhr_jd_fail(r, 4, "version %" PRIu32 ": perf 6.1 reads version 1 only",

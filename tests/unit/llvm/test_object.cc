@@ -255,7 +255,7 @@ static std::vector<std::string> our_rows(const Func &f, const std::vector<uint8_
     jf.cfi_len = cfi.size();
     uint64_t eh_addr = (f.start + f.size + 0x1000) & ~uint64_t(7);
     struct jh__cfi_opts o = {};
-    o.arch = JH__CFI_X86_64;
+    o.arch = &jh__arch_x86_64;
     o.ptr = JH__CFI_PCREL;
     o.addr = eh_addr;
     struct jh__buf b = {};
