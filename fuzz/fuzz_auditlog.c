@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fmt/arch.h"
 #include "log_present.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -30,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < lf.nmems && i < 16; i++)
         jhr_al_mem_at(&lf, lf.mems[i].addr, lf.mems[i].size, SIZE_MAX);
     jhc_export_perfmap(&lf, null);
-    jhc_export_jitdump(&lf, null);
+    const struct jh__arch *a = jh__arch_by_name(lf.arch);
+    jhc_export_jitdump(&lf, a ? a : &jh__arch_arm64, null);   /* arm64: the one not the host */
     jhc_report_html(&lf, NULL, null);
     jhr_al_free(&lf);
     return 0;

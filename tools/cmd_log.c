@@ -9,7 +9,8 @@
  *
  * The log is read into a model by lib/auditlog_read.h; the views are log_text.c (info,
  * list, events, code, show), log_disasm.c and log_dwarf.c (what show prints), log_export.c
- * (to-perfmap, to-jitdump), log_elf.c (to-elf) and log_report.c (report).
+ * (to-perfmap, to-jitdump), log_elf.c (to-elf) and log_report.c (report). The files
+ * to-jitdump and to-elf write are for the architecture the log recorded, not the host's.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -55,8 +56,9 @@ static int help(void)
         "  --source-dir DIR  read the sources the log names under DIR (repeatable; default:\n"
         "                    the current directory only, whatever else the log names)\n"
         "  -o FILE           output file (default, and -o -: standard output)\n"
-        "exit status: 1 when NAME or ADDR matches nothing in the log, or FILE is not an\n"
-        "audit log; 2 for a usage error or a file that cannot be read or written.\n");
+        "exit status: 1 when NAME or ADDR matches nothing in the log, FILE is not an audit\n"
+        "log, or to-jitdump and to-elf do not know its architecture; 2 for a usage error or\n"
+        "a file that cannot be read or written.\n");
     return 0;
 }
 
@@ -199,6 +201,13 @@ int jhc_cmd_log(int argc, char **argv)
         return orc;
     if (!vm && lf.exe && lf.exe[0] && access(lf.exe, R_OK) == 0)
         vm = lf.exe;
+    /* before -o FILE or DIR is made: a refused log leaves nothing behind */
+    const struct jh__arch *arch = NULL;
+    if ((!strcmp(cmd, "to-jitdump") || !strcmp(cmd, "to-elf")) &&
+        !(arch = jhc_log_arch(&lf, file, cmd))) {
+        jhr_al_free(&lf);
+        return 1;
+    }
     FILE *out = stdout;
     if (outpath && !strcmp(outpath, "-"))
         outpath = NULL;                 /* -o -: standard output */
@@ -233,11 +242,11 @@ int jhc_cmd_log(int argc, char **argv)
             fprintf(stderr, "jitherald log: to-jitdump writes binary: give -o jit-PID.dump\n");
             rc = 2;
         } else {
-            jhc_export_jitdump(&lf, out);
+            jhc_export_jitdump(&lf, arch, out);
         }
     } else if (!strcmp(cmd, "to-elf")) {
         /* DIR or an image in it that cannot be made or written: exit 2, as for -o FILE */
-        rc = jhc_export_elf(&lf, arg, out) < 0 ? 2 : 0;
+        rc = jhc_export_elf(&lf, arch, arg, out) < 0 ? 2 : 0;
     } else if (!strcmp(cmd, "report")) {
         char err[512];
         struct jhc_types *dt = vm ? jhc_types_open(vm, err, sizeof err) : NULL;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "fmt/arch.h"
 #include "log_present.h"
 #include "lib/text.h"
 
@@ -228,13 +229,11 @@ int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *
     header(lf, fn, f, html);
 #ifdef JH_HAVE_CAPSTONE
     csh cs;
-    cs_arch arch = CS_ARCH_X86;
-    cs_mode mode = CS_MODE_64;
-    if (lf->arch && !strcmp(lf->arch, "aarch64")) {
-        arch = CS_ARCH_ARM64;
-        mode = CS_MODE_ARM;
-    }
-    if (cs_open(arch, mode, &cs) == CS_ERR_OK) {
+    /* capstone's name for the log's architecture; one jitherald does not know: bytes */
+    const struct jh__arch *a = jh__arch_by_name(lf->arch);
+    cs_arch arch = a == &jh__arch_arm64 ? CS_ARCH_ARM64 : CS_ARCH_X86;
+    cs_mode mode = a == &jh__arch_arm64 ? CS_MODE_ARM : CS_MODE_64;
+    if (a && cs_open(arch, mode, &cs) == CS_ERR_OK) {
         cs_option(cs, CS_OPT_SKIPDATA, CS_OPT_ON);   /* data in code: show it and go on */
         cs_insn *insn = cs_malloc(cs);
         const uint8_t *p = code;

@@ -8,6 +8,9 @@
  *     $ perf buildid-cache -a imgs/jit-4242-1.elf; perf report     # or serve imgs/ with
  *     $ debuginfod -F imgs/                                          # debuginfod
  *
+ * The images are for the architecture the log recorded (its header's "arch": e_machine and
+ * CFI), whatever the machine that rebuilds them; a log of an architecture jitherald does not
+ * know is refused (cmd_log.c, jhc_log_arch).
  * The images are built by the very encoder elfmap uses (fmt/elf_grow.c) and the id follows
  * what an image says (fmt/build_id.h: its functions, their code bytes, patches, the
  * window's anchor), not how the file was written, so replaying elfmap's decisions gives
@@ -60,6 +63,7 @@ struct win {
 
 struct st {
     const struct jhr_al *lf;
+    const struct jh__arch *arch;    /* the log's: the images' e_machine and CFI */
     const char *dir;
     FILE *out;
     struct win *w;
@@ -114,9 +118,10 @@ static int image_add(struct st *s, struct win *w, size_t i)
     return push_member(w, i);
 }
 
-static int img_init(struct win *w)
+static int img_init(const struct st *s, struct win *w)
 {
-    struct jh__elfg_spec spec = { .anchor_addr = w->anchor, .anchor_off = PAGE + LEAD,
+    struct jh__elfg_spec spec = { .arch = s->arch, .anchor_addr = w->anchor,
+        .anchor_off = PAGE + LEAD,
         .lo = w->lo, .hi = w->hi, .meta_off = PAGE + SPAN + GAP, .page_size = PAGE,
         .producer = "jitherald elfmap" };
     return jh__elfg_init(&w->img, &spec);
@@ -227,7 +232,7 @@ static ptrdiff_t fit(struct st *s, uint64_t lo, uint64_t hi)
     struct win *w = &s->w[s->nw];
     *w = (struct win){ .anchor = anchor, .lo = l, .hi = h, .num = ++s->next_num, .gen = 1,
                        .open = true };
-    if ((s->err = img_init(w)) != 0)
+    if ((s->err = img_init(s, w)) != 0)
         return -1;
     return (ptrdiff_t)s->nw++;
 }
@@ -249,7 +254,7 @@ static int publish(struct st *s, struct win *w, size_t i, bool new_name)
     } else {
         w->gen++;
     }
-    if ((err = img_init(w)))
+    if ((err = img_init(s, w)))
         return err;
     /* the live functions and the new one, by address */
     size_t n = 0, *v = malloc((s->lf->nfns + 1) * sizeof *v);
@@ -332,9 +337,10 @@ static int patched(struct st *s, size_t i, const struct jhr_mp *map)
     return 0;
 }
 
-int jhc_export_elf(const struct jhr_al *lf, const char *dir, FILE *out)
+int jhc_export_elf(const struct jhr_al *lf, const struct jh__arch *arch, const char *dir,
+                   FILE *out)
 {
-    struct st s = { .lf = lf, .dir = dir, .out = out };
+    struct st s = { .lf = lf, .arch = arch, .dir = dir, .out = out };
     size_t n = lf->nfns ? lf->nfns : 1;
     s.fwin = malloc(n * sizeof *s.fwin);
     s.fstart = malloc(n * sizeof *s.fstart);

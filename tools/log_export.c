@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "base/registry.h"
+#include "fmt/arch.h"
 #include "fmt/cfi.h"
 #include "fmt/jitdump.h"
 #include "fmt/perfmap.h"
@@ -70,11 +71,25 @@ void jhc_func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_lin
     };
 }
 
-int jhc_export_jitdump(const struct jhr_al *lf, FILE *f)
+const struct jh__arch *jhc_log_arch(const struct jhr_al *lf, const char *file, const char *cmd)
 {
-    const struct jh__arch *arch = jh__arch_by_name(lf->arch);
-    if (!arch)
-        arch = &jh__arch_x86_64;
+    const struct jh__arch *a = jh__arch_by_name(lf->arch);
+    if (a)
+        return a;
+    if (lf->arch)
+        fprintf(stderr, "jitherald log: %s: %s: the log's code is for architecture \"%s\", "
+                "which jitherald cannot write files for (it knows", file, cmd, lf->arch);
+    else
+        fprintf(stderr, "jitherald log: %s: %s: the log's header names no architecture, "
+                "so jitherald cannot tell which to write files for (it knows", file, cmd);
+    for (size_t i = 0; jh__arch_list[i]; i++)
+        fprintf(stderr, "%s%s", i ? ", " : " ", jh__arch_list[i]->log_name);
+    fprintf(stderr, ")\n");
+    return NULL;
+}
+
+int jhc_export_jitdump(const struct jhr_al *lf, const struct jh__arch *arch, FILE *f)
+{
     struct jh__buf b = { 0 };
     struct jh__registry live = { 0 };
     struct jh__node *nodes = calloc(lf->nfns ? lf->nfns : 1, sizeof *nodes);

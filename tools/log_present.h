@@ -39,18 +39,25 @@ extern bool jhc_disasm_source;
 int jhc_source_allow(const char *dir);
 int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f, bool html);
 
-/* log_export.c: what the perfmap and jitdump channels would have written. */
+/* log_export.c: what the perfmap and jitdump channels would have written; the jitdump for
+ * arch, the architecture the log recorded (jhc_log_arch). */
+struct jh__arch;
 int jhc_export_perfmap(const struct jhr_al *lf, FILE *f);
-int jhc_export_jitdump(const struct jhr_al *lf, FILE *f);
+int jhc_export_jitdump(const struct jhr_al *lf, const struct jh__arch *arch, FILE *f);
+/* The architecture of the log's code (its header's "arch", fmt/arch.h), which the files
+ * rebuilt from it are for, whatever the host; NULL, said on stderr as "jitherald log:
+ * FILE: CMD: ...", when jitherald does not know it. */
+const struct jh__arch *jhc_log_arch(const struct jhr_al *lf, const char *file, const char *cmd);
 /* fn as the library's encoders take it (lines: fn->nlines rows of room). */
 struct jh__func;
 struct jh_line;
 void jhc_func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_line *lines);
 
-/* log_elf.c: the elfmap channel's image files, rebuilt into dir with their build-ids;
- * their paths and ids are listed on f. 0, or -1 when dir or a file in it could not be
- * made or written, or memory ran out (message printed). */
-int jhc_export_elf(const struct jhr_al *lf, const char *dir, FILE *f);
+/* log_elf.c: the elfmap channel's image files, rebuilt into dir with their build-ids, for
+ * arch (e_machine, CFI: jhc_log_arch); their paths and ids are listed on f. 0, or -1 when
+ * dir or a file in it could not be made or written, or memory ran out (message printed). */
+int jhc_export_elf(const struct jhr_al *lf, const struct jh__arch *arch, const char *dir,
+                   FILE *f);
 
 /* log_report.c: one self-contained HTML page; dt may be NULL (structs shown as bytes). */
 int jhc_report_html(const struct jhr_al *lf, struct jhc_types *dt, FILE *f);
