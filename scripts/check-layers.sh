@@ -13,7 +13,12 @@
 #      src/base/lock.[ch] and lock_win.c: every lock has a fork path;
 #   4. no file under src/, tools/ or adapters/ holds more than 700 lines;
 #   5. no tracked file holds a merge's conflict markers, and every shell script parses
-#      (bash -n): a script that bash refuses fails CI at its first line, with no test run.
+#      (bash -n): a script that bash refuses fails CI at its first line, with no test run;
+#   6. the architecture has one home: no test of which one the compiler targets
+#      (__x86_64__, __aarch64__, __i386__, _M_X64, _M_ARM64 and their other spellings) and
+#      no ELF machine (EM_X86_64, EM_AARCH64...) in src/, tools/ or adapters/ outside
+#      src/fmt/arch.[ch] (struct jh__arch, JH__ARCH_HOST), but for the files listed in
+#      arch_allowed below, whose code is one architecture's instructions.
 # Prints every violation and exits 1 if there is one.
 set -u
 cd "$(dirname "$0")/.."
@@ -75,6 +80,24 @@ marks=$(git grep -nE '^(<<<<<<<|>>>>>>>) ' -- . ':!*.md' 2>/dev/null)
 $marks"
 for f in $(git ls-files '*.sh' .ci/run); do
     err=$(bash -n "$f" 2>&1) || say "$f does not parse: $err"
+done
+
+# Rule 6. Each file allowed an architecture test, and why.
+arch_allowed() {
+    case $1 in
+    src/fmt/arch.[ch]) ;;               # the architecture's home
+    adapters/preload/pkeys.c) ;;        # x86 protection keys: cpuid and rdpkru/wrpkru, inline asm
+    *) return 1 ;;
+    esac
+}
+arch_re='\b(__x86_64__?|__amd64__?|_M_X64|_M_AMD64|__i386__?|_M_IX86|__aarch64__|_M_ARM64|__arm__|_M_ARM|__riscv|EM_X86_64|EM_386|EM_AARCH64|EM_ARM)\b'
+for f in $(git ls-files 'src/*' 'tools/*' 'adapters/*' | grep -E '\.(c|h|cc|cpp|hh|hpp)$'); do
+    arch_allowed "$f" && continue
+    hits=$(grep -nE "$arch_re" "$f") || continue
+    say "$f tests the architecture (describe it in struct jh__arch, src/fmt/arch.h, and read
+that: JH__ARCH_HOST, or the architecture a file names; a file of one architecture's
+instructions goes on arch_allowed's list in this script, with its reason):
+$hits"
 done
 
 [ $bad = 0 ] && echo "check-layers: ok"
