@@ -84,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     uint64_t eh = (0x80 + code_size + 7) & ~(uint64_t)7;
     if (jhr_eh_frame_check(b.p, b.len - hdr, b.p + (b.len - hdr), hdr, eh, 0x80, code_size,
-                           NULL, err, sizeof err) != 0) {
+                           arch, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "the CLI refuses the library's own UNWINDING_INFO: %s\n", err);
         abort();
     }

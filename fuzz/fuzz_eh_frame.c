@@ -32,9 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t text = 0x80, eh = (text + code_size + 7) & ~(uint64_t)7;
     char err[256];
     jhr_eh_frame_check(data, split, data + split, size - split, eh, text, code_size, NULL,
-                       err, sizeof err);
-    jhr_eh_frame_check(data, split, data + split, size - split, eh, text, code_size, null,
-                       err, sizeof err);
+                       NULL, err, sizeof err);
+    jhr_eh_frame_check(data, split, data + split, size - split, eh, text, code_size,
+                       size & 1 ? &jh__arch_arm64 : &jh__arch_x86_64, null, err, sizeof err);
     size_t off = 0, next;
     uint32_t id;
     struct jh__eh_cie cie = { .off = SIZE_MAX }, fc;

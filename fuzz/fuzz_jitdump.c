@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fmt/arch.h"
 #include "lib/eh_frame.h"
 #include "lib/jitdump_check.h"
 #include "lib/jitdump_lines.h"
@@ -54,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t hdr = size > 40 ? 20 : size / 4;
         char err[128];
         jhr_eh_frame_check(data, size - hdr, data + size - hdr, hdr, 0x1000, 0x80,
-                           data[0] * 16u, null, err, sizeof err);
+                           data[0] * 16u, &jh__arch_x86_64, null, err, sizeof err);
     }
     return 0;
 }

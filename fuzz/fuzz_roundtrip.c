@@ -345,7 +345,7 @@ static void check_unwind(const struct fn *x)
     char err[256];
     uint64_t text = JH__JD_PERF_TEXT_OFFSET, eh = (text + x->f.size + 7) & ~(uint64_t)7;
     if (!out || jhr_eh_frame_check(b.p, b.len - hdr, b.p + b.len - hdr, hdr, eh, text,
-                                   x->f.size, out, err, sizeof err) != 0)
+                                   x->f.size, &jh__arch_x86_64, out, err, sizeof err) != 0)
         MISMATCH("cfi: the CLI refuses the library's .eh_frame for %s: %s", x->name, err);
     fclose(out);
     char want[64];

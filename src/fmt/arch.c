@@ -7,9 +7,22 @@
 #include <stddef.h>
 #include <string.h>
 
+static const char *const x86_64_regs[] = {
+    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
+    "r13", "r14", "r15", "rip",
+};
+
+static const char *const arm64_regs[] = {
+    "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
+    "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25",
+    "x26", "x27", "x28", "x29", "x30", "sp",
+};
+
+#define NAMES(a) .reg_names = a, .nreg_names = sizeof a / sizeof a[0]
+
 const struct jh__arch jh__arch_x86_64 = {
     .name = "x86-64", .log_name = "x86_64", .e_machine = 62 /* EM_X86_64 */, .ptr_size = 8,
-    .ra = 16 /* rip */, .sp = 7 /* rsp */, .fp = 6 /* rbp */,
+    .ra = 16 /* rip */, .sp = 7 /* rsp */, .fp = 6 /* rbp */, NAMES(x86_64_regs),
     .code_align = 1, .data_align = -8, .entry_cfa = 8, .entry_ra = 8,
     .frame_cfa = 16, .frame_fp = 16, .frame_ra = 8,
     .brk = { 0xcc }, .brk_len = 1,                              /* int3 */
@@ -17,7 +30,7 @@ const struct jh__arch jh__arch_x86_64 = {
 
 const struct jh__arch jh__arch_arm64 = {
     .name = "arm64", .log_name = "aarch64", .e_machine = 183 /* EM_AARCH64 */, .ptr_size = 8,
-    .ra = 30 /* x30, lr */, .sp = 31, .fp = 29 /* x29 */,
+    .ra = 30 /* x30, lr */, .sp = 31, .fp = 29 /* x29 */, NAMES(arm64_regs),
     .code_align = 1, .data_align = -8, .entry_cfa = 0, .entry_ra = 0,
     .frame_cfa = 16, .frame_fp = 16, .frame_ra = 8,
     .brk = { 0x00, 0x00, 0x20, 0xd4 }, .brk_len = 4,            /* brk #0 */

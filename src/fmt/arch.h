@@ -30,6 +30,8 @@ struct jh__arch {
     /* DWARF register numbers */
     uint8_t ra;                 /* the return address column */
     uint8_t sp, fp;
+    const char *const *reg_names;   /* by DWARF number, as readelf names them; for readers */
+    uint8_t nreg_names;
     /* The CIE every FDE jitherald writes runs after: the rules at a function's first
      * instruction. x86-64: `call` pushed the return address, CFA = rsp+8, ra at cfa-8.
      * arm64: `bl` left it in x30, CFA = sp+0. */

@@ -4,9 +4,9 @@
 # rewritten to "aarch64": neither command reads the code bytes, so x86-64 ones do) gives
 # images that readelf calls AArch64 (e_machine 183), whose .debug_frame has arm64's CIE
 # (return address column 30, CFA = sp+0) and FDEs that save the frame record in x29/x30,
-# and a jitdump whose header says e_machine 183; the host's log, beside it, still gives
-# x86-64 ones. A log of an architecture jitherald does not know is refused, naming it, and
-# leaves no file behind.
+# and a jitdump whose header says e_machine 183 and whose CFI `jitherald inspect` prints
+# with arm64's registers; the host's log, beside it, still gives x86-64 ones. A log of an
+# architecture jitherald does not know is refused, naming it, and leaves no file behind.
 . "$(dirname "$0")/lib.sh"
 require_tool readelf binutils
 require_tool perl perl
@@ -64,6 +64,11 @@ done
 "$CLI" inspect a64.dump > a64.inspect || { cat a64.inspect; fail "jitherald inspect a64.dump"; }
 head -1 a64.inspect
 head -1 a64.inspect | grep -q 'elf_mach 183 (arm64)' || fail "the jitdump's e_machine is not arm64's"
+# its UNWINDING_INFO, as the reader prints it with arm64's register names
+grep -m1 'CIE @' a64.inspect
+grep -q 'CIE @.* ra x30 .*cfa=sp+0;' a64.inspect || fail "the jitdump's CIE is not arm64's"
+grep -q 'FDE @.* x29@cfa-16; x30@cfa-8; .*cfa=x29;' a64.inspect ||
+    fail "the jitdump's FDEs do not describe the x29/x30 frame record"
 
 # an architecture jitherald does not know: refused, named, nothing written
 for cmd in "to-elf rv" "to-jitdump -o rv.dump"; do

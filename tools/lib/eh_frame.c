@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "jitherald.h"
+#include "fmt/arch.h"
 #include "fmt/cfa.h"
 #include "fmt/eh_frame.h"
 #include "lib/text.h"
@@ -57,11 +58,10 @@ static int c_ptr(struct cur *c, uint8_t enc, uint64_t at, uint64_t data, uint64_
     return 0;
 }
 
-static const char *x86_reg(uint64_t r)
+/* Register r's name on arch (NULL: not known). */
+static const char *reg_name(const struct jh__arch *arch, uint64_t r)
 {
-    static const char *const n[] = { "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
-        "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip" };
-    return r < sizeof n / sizeof n[0] ? n[r] : "r?";
+    return arch && r < arch->nreg_names ? arch->reg_names[r] : "r?";
 }
 
 /* x times the CIE's data alignment, as a rule shows it ("+16" with sign, "16" without), or
@@ -76,9 +76,10 @@ static const char *factored(char *buf, size_t n, int64_t x, int64_t daf, bool si
     return buf;
 }
 
-static void print_insn(FILE *out, const struct jh__cfa_insn *in, int64_t daf)
+static void print_insn(FILE *out, const struct jh__arch *arch, const struct jh__cfa_insn *in,
+                       int64_t daf)
 {
-    const char *reg = x86_reg(in->reg);
+    const char *reg = reg_name(arch, in->reg);
     char b[64];
     switch (in->op) {
     case JH__CFA_offset:
@@ -104,7 +105,7 @@ static void print_insn(FILE *out, const struct jh__cfa_insn *in, int64_t daf)
         fprintf(out, " op%#x(%s);", in->op, reg);
         break;
     case JH__CFA_GNU_args_size:     /* a size, shown as the register rules are */
-        fprintf(out, " op%#x(%s);", in->op, x86_reg(in->a));
+        fprintf(out, " op%#x(%s);", in->op, reg_name(arch, in->a));
         break;
     case JH__CFA_def_cfa_expression: case JH__CFA_expression: case JH__CFA_val_expression:
         fprintf(out, " expr%#x;", in->op);
@@ -119,6 +120,7 @@ struct fde { uint64_t pc; size_t off; };
 struct eh {
     const uint8_t *data;
     uint64_t addr, text_addr, code_size;
+    const struct jh__arch *arch;    /* for register names; NULL: not known */
     FILE *out;
     char *err;
     size_t errlen;
@@ -144,7 +146,7 @@ static int cfa_insns(struct eh *e, struct cur c, int64_t daf, uint64_t pc0, uint
         if (r < 0)
             return fail(e, "CFA opcode 0x%02x runs past the end of its entry", op);
         if (e->out)
-            print_insn(e->out, &in, daf);
+            print_insn(e->out, e->arch, &in, daf);
         if (in.advance) {
             if (in.advance > range - loc)
                 return fail(e, "CFA advance to +0x%" PRIx64 " is beyond the function's 0x%"
@@ -160,7 +162,7 @@ static void print_cie(struct eh *e, const struct jh__eh_cie *c)
 {
     fprintf(e->out, "      CIE @0x%zx: v%u \"%s\" code_align %" PRIu64 " data_align %" PRId64
             " ra %s ptr-enc 0x%02x:", c->off, c->version, c->aug, c->caf, c->daf,
-            x86_reg(c->ra), c->fde_enc);
+            reg_name(e->arch, c->ra), c->fde_enc);
 }
 
 /* Every record, read as the library reads them, printed and checked. */
@@ -286,10 +288,11 @@ static int check(struct eh *e, const uint8_t *hdr, size_t hdr_len, size_t eh_len
 }
 
 int jhr_eh_frame_check(const uint8_t *eh, size_t eh_len, const uint8_t *hdr, size_t hdr_len,
-                       uint64_t eh_addr, uint64_t text_addr, uint64_t code_size, FILE *out,
-                       char *err, size_t errlen)
+                       uint64_t eh_addr, uint64_t text_addr, uint64_t code_size,
+                       const struct jh__arch *arch, FILE *out, char *err, size_t errlen)
 {
     struct eh e = { .data = eh, .addr = eh_addr, .text_addr = text_addr,
-                    .code_size = code_size, .out = out, .err = err, .errlen = errlen };
+                    .code_size = code_size, .arch = arch, .out = out, .err = err,
+                    .errlen = errlen };
     return check(&e, hdr, hdr_len, eh_len);
 }

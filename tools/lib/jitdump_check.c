@@ -354,6 +354,7 @@ static int load_extras(struct check *k, const struct jhr_jd_rec *rec)
         char uerr[200];
         if (jhr_eh_frame_check(u->data, (size_t)(us - hs), u->data + (us - hs), (size_t)hs,
                                eh_addr, JH__JD_PERF_TEXT_OFFSET, l->code_size,
+                               jh__arch_by_machine(r->hdr.elf_mach),
                                k->out && k->verbose ? k->out : NULL, uerr, sizeof uerr))
             return jhr_jd_fail(r, k->unw.off, "UNWINDING_INFO for the LOAD at 0x%zx: %s",
                                rec->off, uerr);
