@@ -2,7 +2,8 @@
  * test_arch.c — the architecture descriptions (fmt/arch.h) against the system's own facts:
  * e_machine against <elf.h>, the host's audit-log name against uname(2) (what `uname -m`
  * prints, and what the log's readers look up), the lookups by e_machine and by name, and
- * the CIE each one gives, decoded by readelf (register names are readelf's, per machine).
+ * the CIE each one gives, decoded by readelf (register names are readelf's, per machine, and
+ * the ones jh__arch gives readers are too).
  */
 #include <elf.h>
 #include <stdio.h>
@@ -106,6 +107,19 @@ int main(void)
     CHECK(a && strstr(a, "Return address column: 30"));
     CHECK(a && strstr(a, "DW_CFA_def_cfa: r31 (sp) ofs 0"));
     CHECK(a && !strstr(a, "DW_CFA_offset"));        /* the return address is still in x30 */
+    /* the names readers print are readelf's */
+    const struct jh__arch *arch[2] = { &jh__arch_x86_64, &jh__arch_arm64 };
+    const char *said[2] = { x, a };
+    for (int i = 0; i < 2; i++) {
+        char want[64];
+        CHECK(arch[i]->nreg_names > arch[i]->sp && arch[i]->nreg_names > arch[i]->ra);
+        snprintf(want, sizeof want, "r%u (%s)", arch[i]->sp, arch[i]->reg_names[arch[i]->sp]);
+        CHECK(said[i] && strstr(said[i], want));
+    }
+    CHECK_STR(jh__arch_x86_64.reg_names[jh__arch_x86_64.ra], "rip");
+    CHECK_STR(jh__arch_x86_64.reg_names[jh__arch_x86_64.fp], "rbp");
+    CHECK_STR(jh__arch_arm64.reg_names[jh__arch_arm64.ra], "x30");
+    CHECK_STR(jh__arch_arm64.reg_names[jh__arch_arm64.fp], "x29");
     free(x);
     free(a);
     char rm[64];
