@@ -417,6 +417,34 @@ JH_API int jh_lookup(jh_ctx *ctx, const void *addr, uint64_t *id, const void **s
                      size_t *size, char *name, size_t name_len);
 
 /*
+ * The frame of code the process already has unwind information for (an FDE its unwinder
+ * finds at pc: a loaded object's .eh_frame, or one the JIT registered), read and
+ * translated as JH_UNWIND_EH_FRAME is, for a JIT whose code runs inside such a frame (a
+ * LuaJIT trace inside the interpreter's): at pc, is the CFA sp plus a constant, with the
+ * caller's registers saved at fixed CFA offsets? Then flags has JH_FRAME_PLAIN, and
+ * cfa_offset and saved_regs say so as JH_UNWIND_FRAMELESS takes them (saved_regs: room
+ * for nsaved_regs on entry, how many on return; the return address's own rule is left
+ * out). Whatever the rules, the FDE's range and its CIE's personality routine (NULL:
+ * none). Set sz = sizeof(struct jh_frame). 0; -ENOENT: no FDE covers pc, or no unwinder
+ * with _Unwind_Find_FDE is loaded; -EINVAL: a bad argument or records that do not read
+ * (the log callback of no context hears it: nothing to say it to); -ENOSPC: more saved
+ * registers than nsaved_regs (nsaved_regs then says how many). Reads only the FDE and
+ * its CIE. Thread-safe; needs no context.
+ */
+enum { JH_FRAME_PLAIN = 1 };
+struct jh_frame {
+    size_t sz;
+    uint32_t flags;
+    uint32_t cfa_offset;
+    struct jh_saved_reg *saved_regs;
+    uint32_t nsaved_regs;
+    const void *fde_start;
+    size_t fde_size;
+    const void *personality;
+};
+JH_API int jh_frame_at(const void *pc, struct jh_frame *out);
+
+/*
  * Unregister everything, flush and close the channels' files, free the context. Accepts
  * NULL. Must not race with other calls on the same context. Code still registered may be
  * freed already (see jh_code_remove): it is not read.

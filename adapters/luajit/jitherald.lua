@@ -18,7 +18,7 @@ What each trace becomes (jh_code_add, when LuaJIT reports it finished):
   - how to unwind it (x64, GC64 builds): a trace runs inside the interpreter's frame. Its
     CFA, rsp + 80 there, and where rbp/rbx/r15/r14 are saved come from LuaJIT's own
     .eh_frame for lj_vm (read once, from the FDE of lj_vm_exit_handler, where the exit
-    stubs jump); BC_JLOOP then enters a trace after `sub rsp,16`, with r12 and r13 saved
+    stubs jump, by the library: jh_frame_at); BC_JLOOP then enters a trace after `sub rsp,16`, with r12 and r13 saved
     in the frame's lowest slots (vm_x64.dasc), so a trace starts at CFA = rsp + 96. Each
     trace then moves rsp by its own amount, found in its machine code: a root trace starts
     with `add rsp,-N`, a side trace starts at its parent's adjustment and adds the
@@ -82,6 +82,11 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
   const struct jh_cfa_step *cfa_steps; const struct jh_saved_reg *saved_regs;
   uint32_t nsaved_regs; uint32_t nepilogues; const struct jh_epilogue *epilogues;
   const void *personality; const void *lsda;
+  const uint8_t *eh_frame; size_t eh_frame_len; uintptr_t eh_frame_addr;
+};]],
+[[struct jh_frame {
+  size_t sz; uint32_t flags; uint32_t cfa_offset; struct jh_saved_reg *saved_regs;
+  uint32_t nsaved_regs; const void *fde_start; size_t fde_size; const void *personality;
 };]],
 [[struct jh_attr {
   const char *key; int kind; union { int64_t i; uint64_t u; double d; const char *s; } v;
@@ -95,7 +100,7 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
 [[void jh_close(jh_ctx *ctx);]],
 [[const char *jh_strerror(int err);]],
 [[int jh_log_event(jh_ctx *ctx, const char *name, const struct jh_attr *attrs, size_t nattrs);]],
-[[const void *_Unwind_Find_FDE(const void *pc, void *bases);]],
+[[int jh_frame_at(const void *pc, struct jh_frame *out);]],
 }
 M._cdef = CDEF
 
@@ -115,90 +120,6 @@ local function load_library()
     end
   end
   return nil, table.concat(tried, "; ")
-end
-
--- ---- the interpreter's frame, as LuaJIT's own .eh_frame describes it ------------------
-
--- Bytes of a DW_EH_PE_* encoded pointer (the application bits do not change the width).
-local function ptr_width(enc)
-  return ({ [0x00] = 8, [0x02] = 2, [0x03] = 4, [0x04] = 8, [0x0a] = 2, [0x0b] = 4,
-            [0x0c] = 8 })[band(enc, 0x0f)]
-end
-
--- An unsigned LEB128 number at q: its value and the byte after it.
-local function uleb_at(q)
-  local v, shift = 0, 0
-  repeat
-    local b = q[0]; q = q + 1
-    v = v + band(b, 0x7f) * 2 ^ shift
-    shift = shift + 7
-  until b < 0x80
-  return v, q
-end
-
--- The FDE covering addr, as the process's unwinder finds it, and what its CIE says: the
--- encoding of its pointers and its personality routine (a number; nil if none, or not
--- an absolute pointer). nil for no FDE, or shapes this does not read.
-local function find_fde(addr)
-  local bases = ffi.new("void *[3]")
-  local ok, fde = pcall(function()
-    return ffi.C._Unwind_Find_FDE(ffi.cast("const void *", addr), bases)
-  end)
-  if not ok or fde == nil then return nil end
-  local p = ffi.cast("const uint8_t *", fde)
-  local len = ffi.cast("const uint32_t *", p)[0]
-  if len == 0 or len > 256 then return nil end
-  local cie = p + 4 - ffi.cast("const uint32_t *", p + 4)[0]
-  local aug = ffi.string(cie + 9)
-  local q = cie + 9 + #aug + 1
-  local _
-  _, q = uleb_at(q); _, q = uleb_at(q); q = q + 1  -- code, data alignment, return register
-  local enc, pers = 0x00, nil
-  if aug:sub(1, 1) == "z" then
-    _, q = uleb_at(q)
-    for i = 2, #aug do
-      local c = aug:sub(i, i)
-      if c == "R" then enc = q[0]; q = q + 1
-      elseif c == "P" then
-        local penc = q[0]
-        local w = ptr_width(penc)
-        if not w then return nil end
-        if penc == 0x00 then                    -- absptr, as LuaJIT writes its own
-          pers = tonumber(ffi.cast("uintptr_t", ffi.cast("void *const *", q + 1)[0]))
-        end
-        q = q + 1 + w
-      elseif c == "L" then q = q + 1
-      else return nil end
-    end
-  end
-  return p, len, enc, pers, aug:sub(1, 1) == "z"
-end
-
--- CFA offset and saved registers of the VM's frame, read from the FDE covering vm_addr, an
--- address inside the interpreter (lj_vm): def_cfa_offset N, then offset rules. nil when
--- the FDE is not the simple shape LuaJIT's x64 builds emit.
-local function vm_frame(vm_addr)
-  if jit.arch ~= "x64" or ffi.os == "Windows" or not vm_addr then return nil end
-  local p, len, enc, _, z = find_fde(vm_addr)
-  if not p then return nil end
-  local width = ptr_width(enc)
-  if not width then return nil end
-  local q = p + 8 + 2 * width
-  local n
-  if z then n, q = uleb_at(q); q = q + n end    -- the FDE's augmentation data
-  local stop = p + 4 + len
-  local cfa, regs = nil, {}
-  while q < stop do
-    local op = q[0]; q = q + 1
-    if op == 0x0e then cfa, q = uleb_at(q)                     -- def_cfa_offset
-    elseif band(op, 0xc0) == 0x80 then                          -- offset r, n (factored -8)
-      n, q = uleb_at(q)
-      regs[#regs + 1] = { band(op, 0x3f), -8 * n }
-    elseif op == 0 then                                         -- nop
-    else return nil end
-  end
-  if not cfa or #regs == 0 then return nil end
-  return cfa, regs
 end
 
 -- ---- machine code --------------------------------------------------------------------
@@ -239,6 +160,25 @@ local want_lines, want_events = false, false
 local vm_cfa
 local saved_regs_c, nsaved
 local sources = setmetatable({}, { __mode = "k" })     -- func -> source file name
+
+-- The frame the process's unwinder has at addr, read and translated by the library
+-- (jh_frame_at: the same reader as every .eh_frame jitherald takes): CFA = rsp + N and
+-- the saved registers ({ reg, cfa_offset } each) when the rules are that plain, and the
+-- personality routine of the FDE (a number; nil if none). Nothing when no FDE covers it.
+local function frame_at(addr)
+  local regs = ffi.new("struct jh_saved_reg[16]")
+  local f = ffi.new("struct jh_frame")
+  f.sz = ffi.sizeof(f)
+  f.saved_regs = regs
+  f.nsaved_regs = 16
+  local rc = lib.jh_frame_at(ffi.cast("const void *", addr), f)
+  if rc ~= 0 then return nil end
+  local pers = f.personality ~= nil and tonumber(ffi.cast("uintptr_t", f.personality)) or nil
+  if band(f.flags, 1) == 0 then return nil, nil, pers end
+  local out = {}
+  for i = 0, f.nsaved_regs - 1 do out[#out + 1] = { regs[i].reg, regs[i].cfa_offset } end
+  return f.cfa_offset, out, pers
+end
 
 -- An exit stub group (lj_asm_x86.h, asm_exitstub_gen): 32 `push imm8` stubs chained by
 -- short jumps, the group's own push, (not GC64: a mov), then `jmp lj_vm_exit_handler`.
@@ -291,7 +231,7 @@ local function announce(name, addr, size, files, lines, nlines, cfa, steps, nste
     code.saved_regs = saved_regs_c
     code.nsaved_regs = nsaved
     if mc_personality == nil then
-      local _, _, _, pers = find_fde(addr)
+      local _, _, pers = frame_at(addr)
       mc_personality = pers or false
     end
     if mc_personality then code.personality = ffi.cast("const void *", mc_personality) end
@@ -606,8 +546,10 @@ local function find_vm_frame()
   -- GC64 builds only (vm_x64.dasc): BC_JLOOP enters a trace after `sub rsp,16`, with r12
   -- at the interpreter's lowest slot and r13 just below, which trace code may use.
   local regs, cfa = nil, nil
-  if ffi.abi("gc64") then cfa, regs = vm_frame(base + STUB_GROUP_SIZE + tonumber(rel)) end
-  if cfa then
+  if ffi.abi("gc64") and ffi.os ~= "Windows" then
+    cfa, regs = frame_at(base + STUB_GROUP_SIZE + tonumber(rel))
+  end
+  if cfa and #regs > 0 then
     vm_cfa = cfa + 16
     regs[#regs + 1] = { 12, -cfa }
     regs[#regs + 1] = { 13, -cfa - 8 }
@@ -759,7 +701,7 @@ local function open()
     return
   end
   for _, decl in ipairs(CDEF) do pcall(ffi.cdef, decl) end
-  if not pcall(ffi.typeof, "struct jh_code") or ffi.sizeof("struct jh_code") ~= 160 then
+  if not pcall(ffi.typeof, "struct jh_code") or ffi.sizeof("struct jh_code") ~= 184 then
     say("error", "struct jh_code is declared otherwise than this module expects")
     return
   end

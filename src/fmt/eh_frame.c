@@ -470,3 +470,100 @@ int jh__eh_translate(const struct jh__arch *arch, const struct jh__eh_cie *c,
     }
     return out->err;
 }
+
+unsigned jh__eh_ra_reg(int arch) { return (unsigned)contract_of(arch)->ra; }
+
+/* ---- evaluating a contract program ------------------------------------------------------ */
+
+static void initial(const struct contract *k, struct jh__eh_rules *r)
+{
+    memset(r, 0, sizeof *r);
+    r->plain = true;
+    r->cfa_reg = k->cfa_reg;
+    r->cfa_off = (int64_t)k->cfa_off;
+    if (k->ra_at_cfa_minus_8) {
+        r->saved = (uint64_t)1 << k->ra;
+        r->at[k->ra] = -8;
+    }
+}
+
+int jh__eh_rules_at(int arch, const uint8_t *cfi, size_t len, uint64_t pc_off,
+                    struct jh__eh_rules *out)
+{
+    const struct contract *k = contract_of(arch);
+    struct jh__eh_rules init, stack[8];
+    initial(k, &init);
+    *out = init;
+    unsigned depth = 0;
+    const uint8_t *p = cfi, *end = cfi + len;
+    uint64_t loc = 0;
+    struct jh__cfa_insn in;
+    int r;
+    while ((r = jh__cfa_next(&p, end, &in)) > 0) {
+        if (in.advance || in.op == JH__CFA_advance_loc1 || in.op == JH__CFA_advance_loc2 ||
+            in.op == JH__CFA_advance_loc4) {
+            if (in.advance > pc_off - loc)
+                return 0;                       /* the next row starts past pc_off */
+            loc += in.advance;
+            continue;
+        }
+        int64_t off;
+        switch (in.op) {
+        case JH__CFA_nop: case JH__CFA_GNU_args_size:
+            break;
+        case JH__CFA_def_cfa:
+            out->cfa_reg = in.reg, out->cfa_off = (int64_t)in.a;
+            break;
+        case JH__CFA_def_cfa_sf:
+            out->cfa_reg = in.reg, out->cfa_off = in.s * DAF;
+            break;
+        case JH__CFA_def_cfa_register:
+            out->cfa_reg = in.reg;
+            break;
+        case JH__CFA_def_cfa_offset:
+            out->cfa_off = (int64_t)in.a;
+            break;
+        case JH__CFA_def_cfa_offset_sf:
+            out->cfa_off = in.s * DAF;
+            break;
+        case JH__CFA_offset: case JH__CFA_offset_extended: case JH__CFA_offset_extended_sf:
+            off = in.op == JH__CFA_offset_extended_sf ? in.s * DAF : (int64_t)in.a * DAF;
+            if (in.reg >= 64) {
+                out->plain = false;
+                break;
+            }
+            out->saved |= (uint64_t)1 << in.reg;
+            out->at[in.reg] = off;
+            break;
+        case JH__CFA_restore: case JH__CFA_restore_extended:
+            if (in.reg < 64) {
+                out->saved = (out->saved & ~((uint64_t)1 << in.reg)) |
+                             (init.saved & ((uint64_t)1 << in.reg));
+                out->at[in.reg] = init.at[in.reg];
+            }
+            break;
+        case JH__CFA_undefined: case JH__CFA_same_value:
+            if (in.reg < 64)
+                out->saved &= ~((uint64_t)1 << in.reg);
+            break;
+        case JH__CFA_remember_state:
+            if (depth == sizeof stack / sizeof stack[0])
+                return -EINVAL;
+            stack[depth++] = *out;
+            break;
+        case JH__CFA_restore_state:             /* the CFA rule too, as libgcc does */
+            if (!depth)
+                return -EINVAL;
+            *out = stack[--depth];
+            break;
+        default:                                /* expressions, register, val_offset... */
+            out->plain = false;
+            break;
+        }
+    }
+    if (r < 0)
+        return -EINVAL;
+    if (out->cfa_reg != k->cfa_reg)
+        out->plain = false;
+    return 0;
+}

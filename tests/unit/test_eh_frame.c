@@ -9,7 +9,11 @@
  *      an indirect personality read from its slot, an LSDA from the FDE;
  *   3. end to end: x86-64 code that calls back into C, described only by its .eh_frame
  *      (foreign factors: data alignment -4), announced on the unwind channel; libgcc's
- *      _Unwind_Backtrace from the callback walks through the JIT frame to its C caller.
+ *      _Unwind_Backtrace from the callback walks through the JIT frame to its C caller;
+ *   4. jh_frame_at: an FDE the "VM" registered itself with libgcc (LuaJIT's shape: a
+ *      frame of CFA = rsp+80 with four registers saved, a personality in a "zPR" CIE) is
+ *      read back as a FRAMELESS description, with its range and personality; a pc with
+ *      no FDE is -ENOENT; too little room is -ENOSPC.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -388,11 +392,60 @@ static void test_unwind(bool in_place)
     munmap(m, 4096);
 }
 
+void __register_frame(void *);
+void __deregister_frame(void *);
+
+static void test_frame_at(void)
+{
+    uint8_t *area = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(area != MAP_FAILED);
+    uint8_t *eh = area + 4096;                  /* the records, in place, near the "code" */
+    static const uint8_t vm_ins[] = { 0x0e, 80, 0x86, 2, 0x83, 3, 0x8f, 4, 0x8e, 5,
+                                      0x48, 0x0e, 96 };   /* at +8: CFA = rsp+96 */
+    struct jh__buf b = { 0 };
+    struct cie_spec s = { "zPR", 1, 16, -8, 0x1b, 0x00, (uintptr_t)fake_personality,
+                          contract_init, sizeof contract_init };
+    size_t cie = put_cie(&b, (uintptr_t)eh, &s);
+    put_fde(&b, (uintptr_t)eh, cie, (uintptr_t)area, 1024, false, true, false, 0, vm_ins,
+            sizeof vm_ins);
+    jh__buf_u32(&b, 0);
+    CHECK(b.len < 4096);
+    memcpy(eh, b.p, b.len);
+    jh__buf_free(&b);
+    __register_frame(eh);
+
+    struct jh_saved_reg regs[8];
+    struct jh_frame f = { .sz = sizeof f, .saved_regs = regs, .nsaved_regs = 8 };
+    CHECK_EQ(jh_frame_at(area + 4, &f), 0);
+    CHECK_EQ(f.flags, JH_FRAME_PLAIN);
+    CHECK_EQ(f.cfa_offset, 80);
+    CHECK_EQ(f.nsaved_regs, 4);
+    /* by register number: rbx 3, rbp 6, r14 14, r15 15 */
+    CHECK(regs[0].reg == 3 && regs[0].cfa_offset == -24);
+    CHECK(regs[1].reg == 6 && regs[1].cfa_offset == -16);
+    CHECK(regs[2].reg == 14 && regs[2].cfa_offset == -40);
+    CHECK(regs[3].reg == 15 && regs[3].cfa_offset == -32);
+    CHECK(f.fde_start == area && f.fde_size == 1024);
+    CHECK(f.personality == (const void *)(uintptr_t)fake_personality);
+    CHECK_EQ(jh_frame_at(area + 100, &f), 0);   /* after the advance */
+    CHECK_EQ(f.cfa_offset, 96);
+    f.nsaved_regs = 2;
+    CHECK_EQ(jh_frame_at(area + 4, &f), -ENOSPC);
+    CHECK_EQ(f.nsaved_regs, 4);
+    f.nsaved_regs = 8;
+    CHECK_EQ(jh_frame_at(area + 2048, &f), -ENOENT);   /* past the FDE */
+    struct jh_frame small = { .sz = 8 };
+    CHECK_EQ(jh_frame_at(area, &small), -EINVAL);
+    __deregister_frame(eh);
+    munmap(area, 8192);
+}
+
 int main(void)
 {
     test_translation();
     test_lower();
     test_unwind(true);
     test_unwind(false);
+    test_frame_at();
     return check_done();
 }
