@@ -1,6 +1,7 @@
 /* os.c — os.h on POSIX systems. */
 #include "base/os.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,4 +60,12 @@ bool jh__mem_readable(const void *p, size_t n)
         done += (size_t)r;
     }
     return true;
+}
+
+const void *jh__find_fde(const void *pc)
+{
+    const void *(*find)(void *pc, void *bases);
+    *(void **)&find = dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
+    void *bases[3] = { 0 };
+    return find ? find((void *)(uintptr_t)pc, bases) : NULL;
 }

@@ -31,6 +31,10 @@ void jh__aligned_free(void *p);
  * Windows: VirtualQuery. */
 bool jh__mem_readable(const void *p, size_t n);
 
+/* The FDE the process's unwinder has for pc (_Unwind_Find_FDE, whichever library the
+ * process resolves it to), or NULL: none, or no such unwinder (Windows). */
+const void *jh__find_fde(const void *pc);
+
 #ifdef _WIN32
 /* A Windows error code (GetLastError) as the negative errno the API speaks. */
 int jh__win_errno(unsigned long err);

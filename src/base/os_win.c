@@ -86,3 +86,10 @@ uint64_t jh__realtime_ns(void)
     uint64_t t = (uint64_t)ft.dwHighDateTime << 32 | ft.dwLowDateTime;
     return (t - 116444736000000000ull) * 100;
 }
+
+/* Windows unwinds with its own function tables, not DWARF FDEs. */
+const void *jh__find_fde(const void *pc)
+{
+    (void)pc;
+    return NULL;
+}

@@ -4,15 +4,13 @@
  * FDE comes from _Unwind_Find_FDE (libgcc's, or whichever unwinder the process resolves it
  * to); only its record and its CIE's are read, each checked readable first.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <string.h>
 
 #include "base/os.h"
+#include "fmt/arch.h"
 #include "fmt/eh_frame.h"
 #include "jitherald.h"
-
-typedef const void *find_fde_fn(void *pc, void *bases);
 
 /* The bytes of the record at p (its length word and what it says), if readable. */
 static size_t record_len(const uint8_t *p)
@@ -30,10 +28,7 @@ int jh_frame_at(const void *pc, struct jh_frame *out)
 {
     if (!out || out->sz < sizeof *out || (out->nsaved_regs && !out->saved_regs))
         return -EINVAL;
-    find_fde_fn *find;
-    *(void **)&find = dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
-    void *bases[3] = { 0 };
-    const uint8_t *fde = find ? find((void *)(uintptr_t)pc, bases) : NULL;
+    const uint8_t *fde = jh__find_fde(pc);
     if (!fde)
         return -ENOENT;
     size_t flen = record_len(fde);
@@ -76,14 +71,14 @@ int jh_frame_at(const void *pc, struct jh_frame *out)
     struct jh__buf cfi = { 0 };
     struct jh__eh_rules r;
     int rc = 0;
-    if (jh__eh_translate(0, &c, &f, &cfi, why, sizeof why) == 0 &&
-        jh__eh_rules_at(0, cfi.p, cfi.len, (uintptr_t)pc - f.pc, &r) == 0 && r.plain &&
+    if (jh__eh_translate(NULL, &c, &f, &cfi, why, sizeof why) == 0 &&
+        jh__eh_rules_at(NULL, cfi.p, cfi.len, (uintptr_t)pc - f.pc, &r) == 0 && r.plain &&
         r.cfa_off >= 0 && r.cfa_off <= UINT32_MAX) {
         out->flags = JH_FRAME_PLAIN;
         out->cfa_offset = (uint32_t)r.cfa_off;
         uint32_t n = 0;
         for (unsigned reg = 0; reg < 64; reg++) {
-            if (!(r.saved >> reg & 1) || reg == jh__eh_ra_reg(0))
+            if (!(r.saved >> reg & 1) || reg == JH__ARCH_HOST->ra)
                 continue;
             if (n < room)
                 out->saved_regs[n] = (struct jh_saved_reg){ reg, (int32_t)r.at[reg] };

@@ -471,26 +471,24 @@ int jh__eh_translate(const struct jh__arch *arch, const struct jh__eh_cie *c,
     return out->err;
 }
 
-unsigned jh__eh_ra_reg(int arch) { return (unsigned)contract_of(arch)->ra; }
-
 /* ---- evaluating a contract program ------------------------------------------------------ */
 
-static void initial(const struct contract *k, struct jh__eh_rules *r)
+static void initial(const struct jh__arch *k, struct jh__eh_rules *r)
 {
     memset(r, 0, sizeof *r);
     r->plain = true;
-    r->cfa_reg = k->cfa_reg;
-    r->cfa_off = (int64_t)k->cfa_off;
-    if (k->ra_at_cfa_minus_8) {
+    r->cfa_reg = k->sp;
+    r->cfa_off = k->entry_cfa;
+    if (k->entry_ra) {
         r->saved = (uint64_t)1 << k->ra;
-        r->at[k->ra] = -8;
+        r->at[k->ra] = -(int64_t)k->entry_ra;
     }
 }
 
-int jh__eh_rules_at(int arch, const uint8_t *cfi, size_t len, uint64_t pc_off,
-                    struct jh__eh_rules *out)
+int jh__eh_rules_at(const struct jh__arch *arch, const uint8_t *cfi, size_t len,
+                    uint64_t pc_off, struct jh__eh_rules *out)
 {
-    const struct contract *k = contract_of(arch);
+    const struct jh__arch *k = arch ? arch : JH__ARCH_HOST;
     struct jh__eh_rules init, stack[8];
     initial(k, &init);
     *out = init;
@@ -515,7 +513,7 @@ int jh__eh_rules_at(int arch, const uint8_t *cfi, size_t len, uint64_t pc_off,
             out->cfa_reg = in.reg, out->cfa_off = (int64_t)in.a;
             break;
         case JH__CFA_def_cfa_sf:
-            out->cfa_reg = in.reg, out->cfa_off = in.s * DAF;
+            out->cfa_reg = in.reg, out->cfa_off = in.s * k->data_align;
             break;
         case JH__CFA_def_cfa_register:
             out->cfa_reg = in.reg;
@@ -524,10 +522,10 @@ int jh__eh_rules_at(int arch, const uint8_t *cfi, size_t len, uint64_t pc_off,
             out->cfa_off = (int64_t)in.a;
             break;
         case JH__CFA_def_cfa_offset_sf:
-            out->cfa_off = in.s * DAF;
+            out->cfa_off = in.s * k->data_align;
             break;
         case JH__CFA_offset: case JH__CFA_offset_extended: case JH__CFA_offset_extended_sf:
-            off = in.op == JH__CFA_offset_extended_sf ? in.s * DAF : (int64_t)in.a * DAF;
+            off = (in.op == JH__CFA_offset_extended_sf ? in.s : (int64_t)in.a) * k->data_align;
             if (in.reg >= 64) {
                 out->plain = false;
                 break;
@@ -563,7 +561,7 @@ int jh__eh_rules_at(int arch, const uint8_t *cfi, size_t len, uint64_t pc_off,
     }
     if (r < 0)
         return -EINVAL;
-    if (out->cfa_reg != k->cfa_reg)
+    if (out->cfa_reg != k->sp)
         out->plain = false;
     return 0;
 }

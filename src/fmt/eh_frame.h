@@ -91,7 +91,7 @@ int jh__eh_translate(const struct jh__arch *arch, const struct jh__eh_cie *cie,
 
 /* The rules a contract CFI program (what jh__eh_translate writes, or jh_code.cfi) gives
  * at offset pc_off from the code's start, when they are a FRAMELESS description can say:
- * CFA = sp + cfa_off, registers saved at CFA offsets (saved: a bit per DWARF register below
+ * (arch: fmt/arch.h, NULL the host) CFA = sp + cfa_off, registers saved at CFA offsets (saved: a bit per DWARF register below
  * 64, at[reg] the offset; the return address's own rule included). plain false: some rule
  * it cannot say (a CFA in another register, an expression, a register in a register...).
  * -EINVAL for a program that does not decode. */
@@ -102,9 +102,7 @@ struct jh__eh_rules {
     uint64_t saved;
     int64_t at[64];
 };
-/* The return-address column of arch's contract (0: the host's). */
-unsigned jh__eh_ra_reg(int arch);
-int jh__eh_rules_at(int arch, const uint8_t *cfi, size_t len, uint64_t pc_off,
-                    struct jh__eh_rules *out);
+int jh__eh_rules_at(const struct jh__arch *arch, const uint8_t *cfi, size_t len,
+                    uint64_t pc_off, struct jh__eh_rules *out);
 
 #endif
