@@ -195,6 +195,12 @@ struct jh_saved_reg {
 struct jh_epilogue {
     uint32_t start, end;
 };
+/* A range of bytes of the code, [start, end), as offsets from its start. */
+struct jh_range {
+    uint32_t start, end;
+};
+/* jh_code.ra_key: which key signs the return address (arm64 PAC-RET). */
+enum { JH_PAC_KEY_A = 0, JH_PAC_KEY_B = 1 };
 /* On Windows x64 the unwind channel turns these into UNWIND_INFO: FRAME_POINTER always
  * (epilogues need nothing there: Windows reads them from the instructions); CFI and
  * FRAMELESS when Windows unwind codes can say it (a fixed frame, registers pushed before
@@ -319,6 +325,25 @@ struct jh_code {
     const uint8_t *eh_frame;
     size_t eh_frame_len;
     uintptr_t eh_frame_addr;
+    /* arm64 pointer authentication of the return address (PAC-RET): where the code's
+     * return address — in x30, and in the frame where it is saved — is signed. Each
+     * range runs from just after the signing instruction (paciasp/pacibsp, or
+     * pacia/pacib x30, sp) to just after the authenticating one (autiasp/autibsp,
+     * autia/autib x30, sp), sorted, not overlapping; code that follows a `ret` and goes on
+     * with the function is a new range (from where it is signed again: usually right
+     * after the `ret`, since the body before it was). Unwinders then authenticate the
+     * return address with the key ra_key (JH_PAC_KEY_A, B) and the CFA as modifier, as
+     * the instructions do; without this they would return to a signed address and
+     * crash, or treat an unsigned one as signed. The key must be the one the code signs
+     * with. arm64 only (-EINVAL elsewhere); any unwind kind but NONE: with JH_UNWIND_CFI
+     * the JIT's own instructions say where instead (DW_CFA_AARCH64_negate_ra_state,
+     * 0x2d), and with JH_UNWIND_EH_FRAME its CIE's 'B' says the key, so only ra_key is
+     * read with CFI and neither with EH_FRAME. Example, a frame-record function with one
+     * exit (paciasp; stp x29,x30,[sp,#-16]!; mov x29,sp; ...; ldp x29,x30,[sp],#16;
+     * autiasp; ret at size-4): .ra_signed = { {4, size - 4} }, .nra_signed = 1. */
+    uint32_t nra_signed;
+    const struct jh_range *ra_signed;
+    uint32_t ra_key;
 };
 
 /* Errors of our own (negative, below any errno). */

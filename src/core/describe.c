@@ -10,6 +10,7 @@
 
 #include "base/os.h"
 #include "core/config.h"
+#include "fmt/arch.h"
 #include "fmt/cfa.h"
 #include "fmt/cfi.h"
 #include "fmt/eh_frame.h"
@@ -180,6 +181,39 @@ static int validate_unwind(const struct jh_code *c, char *why, size_t len)
     return bad(why, len, ".unwind %d is not a jh_unwind_kind", (int)c->unwind);
 }
 
+/* arm64 return-address signing: the ranges and the key. */
+static int validate_pac(const struct jh_code *c, char *why, size_t len)
+{
+    if (!c->nra_signed && !c->ra_signed && !c->ra_key)
+        return 0;
+    if (!JH__ARCH_HOST->pac)
+        return bad(why, len, ".ra_signed/.ra_key: return addresses are signed on arm64 "
+                   "(PAC-RET), not on %s", JH__ARCH_HOST->name);
+    if (c->ra_key > JH_PAC_KEY_B)
+        return bad(why, len, ".ra_key %u is neither JH_PAC_KEY_A nor JH_PAC_KEY_B", c->ra_key);
+    if (c->nra_signed && !c->ra_signed)
+        return bad(why, len, ".nra_signed is %u but .ra_signed is NULL", c->nra_signed);
+    if (c->nra_signed > MAX_STEPS)
+        return bad(why, len, ".nra_signed %u is more than %u", c->nra_signed, MAX_STEPS);
+    if (c->nra_signed && c->unwind == JH_UNWIND_NONE)
+        return bad(why, len, ".ra_signed is set but .unwind is JH_UNWIND_NONE: no unwind "
+                   "information to carry it");
+    if (c->nra_signed && c->unwind == JH_UNWIND_CFI)
+        return bad(why, len, ".ra_signed with JH_UNWIND_CFI: say where in the CFI "
+                   "(DW_CFA_AARCH64_negate_ra_state); only .ra_key is read");
+    for (uint32_t i = 0; i < c->nra_signed; i++) {
+        const struct jh_range *r = &c->ra_signed[i];
+        if (r->start >= r->end || r->end > c->size)
+            return bad(why, len, "ra_signed[%u] [%#x, %#x) is empty or not inside the code "
+                       "(size %#zx)", i, r->start, r->end, c->size);
+        if (i && r->start < c->ra_signed[i - 1].end)
+            return bad(why, len, "ra_signed[%u] starts at %#x, before ra_signed[%u] ends "
+                       "(%#x): sorted, not overlapping", i, r->start, i - 1,
+                       c->ra_signed[i - 1].end);
+    }
+    return 0;
+}
+
 int jh__code_validate(const struct jh_code *c, char *why, size_t len)
 {
     if (!c->name || !c->name[0])
@@ -218,7 +252,8 @@ int jh__code_validate(const struct jh_code *c, char *why, size_t len)
                    c->prologue_end, c->size);
     if (c->lsda && !c->personality)
         return bad(why, len, ".lsda is set without a .personality to read it");
-    return validate_unwind(c, why, len);
+    int err = validate_unwind(c, why, len);
+    return err ? err : validate_pac(c, why, len);
 }
 
 /* ---- JH_UNWIND_EH_FRAME ----------------------------------------------------------------- */
@@ -287,6 +322,8 @@ int jh__code_lower(struct jh_code *c, struct jh__buf *cfi, char *why, size_t len
         if (cfi->err)
             return cfi->err;
     }
+    if (cie.b_key)
+        c->ra_key = JH_PAC_KEY_B;
     c->unwind = JH_UNWIND_CFI;
     c->cfi = cfi->p;
     c->cfi_len = cfi->len;
@@ -357,6 +394,7 @@ void jh__entry_free(struct jh__entry *e)
     free((void *)e->fn.cfa_steps);
     free((void *)e->fn.saved_regs);
     free((void *)e->fn.epilogues);
+    free((void *)e->fn.ra_signed);
     free(e);
 }
 
@@ -390,6 +428,11 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c)
     f->unwind = c->unwind;
     f->personality = (uintptr_t)c->personality;
     f->lsda = (uintptr_t)c->lsda;
+    f->ra_key = c->ra_key;
+    if (c->nra_signed &&
+        !(f->ra_signed = dup_array(c->ra_signed, c->nra_signed, sizeof *c->ra_signed)))
+        return -ENOMEM;
+    f->nra_signed = c->nra_signed;
     switch (c->unwind) {
     case JH_UNWIND_NONE:
         return 0;

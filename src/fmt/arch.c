@@ -34,6 +34,7 @@ const struct jh__arch jh__arch_arm64 = {
     .code_align = 1, .data_align = -8, .entry_cfa = 0, .entry_ra = 0,
     .frame_cfa = 16, .frame_fp = 16, .frame_ra = 8,
     .brk = { 0x00, 0x00, 0x20, 0xd4 }, .brk_len = 4,            /* brk #0 */
+    .pac = true,
 };
 
 const struct jh__arch *const jh__arch_list[] = { &jh__arch_x86_64, &jh__arch_arm64, NULL };

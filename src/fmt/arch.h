@@ -20,6 +20,7 @@
 #ifndef JH__FMT_ARCH_H
 #define JH__FMT_ARCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct jh__arch {
@@ -46,6 +47,10 @@ struct jh__arch {
     /* The software breakpoint a debugger writes over an instruction, as it lies in memory */
     uint8_t brk[4];
     uint8_t brk_len;
+    /* Return addresses may be signed (arm64 pointer authentication, PAC-RET): the CFI
+     * says where with DW_CFA_AARCH64_negate_ra_state (the opcode of GNU_window_save), and
+     * a CIE with augmentation 'B' for the B key. */
+    bool pac;
 };
 
 extern const struct jh__arch jh__arch_x86_64, jh__arch_arm64;

@@ -151,18 +151,20 @@ static void cie_rules(struct out *w, const struct jh__arch *a)
 struct cie_key {
     uint64_t personality;       /* 0: the plain CIE */
     bool lsda;
+    bool b_key;                 /* arm64 PAC with the B key: augmentation 'B' */
 };
 
 static struct cie_key cie_key_of(const struct jh__cfi_opts *o, const struct jh__func *f)
 {
+    bool b = f->ra_key == JH_PAC_KEY_B && arch_or_host(o->arch)->pac;
     if (!o->personality || !f->personality)
-        return (struct cie_key){ 0, false };
-    return (struct cie_key){ f->personality, f->lsda != 0 };
+        return (struct cie_key){ 0, false, b };
+    return (struct cie_key){ f->personality, f->lsda != 0, b };
 }
 
 static bool cie_same(struct cie_key a, struct cie_key b)
 {
-    return a.personality == b.personality && a.lsda == b.lsda;
+    return a.personality == b.personality && a.lsda == b.lsda && a.b_key == b.b_key;
 }
 
 static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key k)
@@ -172,7 +174,8 @@ static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key 
     for (int i = 0; i < 8; i++)
         o8(w, 0);                               /* length (patched below), CIE id 0 */
     o8(w, 1);                                   /* version */
-    const char *aug = !k.personality ? "zR" : k.lsda ? "zPLR" : "zPR";
+    const char *aug = !k.personality ? (k.b_key ? "zRB" : "zR")
+                      : k.lsda ? (k.b_key ? "zPLRB" : "zPLR") : (k.b_key ? "zPRB" : "zPR");
     for (const char *c = aug; ; c++) {
         o8(w, (uint8_t)*c);
         if (!*c)
@@ -318,7 +321,7 @@ static void put_frameless(struct out *w, const struct jh__arch *a, const struct 
     }
 }
 
-static void put_fde_insns(struct out *w, const struct jh__arch *a, const struct jh__func *f)
+static void put_kind(struct out *w, const struct jh__arch *a, const struct jh__func *f)
 {
     switch (f->unwind) {
     case JH_UNWIND_CFI:
@@ -335,6 +338,26 @@ static void put_fde_insns(struct out *w, const struct jh__arch *a, const struct 
     case JH_UNWIND_EH_FRAME:
         break;
     }
+}
+
+/* The kind's instructions, with arm64's return-address signing state spliced in where
+ * the function says (cfi_pac.c). */
+static void put_fde_insns(struct out *w, const struct jh__arch *a, const struct jh__func *f)
+{
+    if (!f->nra_signed || !a->pac || f->unwind == JH_UNWIND_CFI) {
+        put_kind(w, a, f);
+        return;
+    }
+    struct jh__buf raw = { 0 }, both = { 0 };
+    struct out t = { &raw, 0 };
+    put_kind(&t, a, f);
+    jh__cfi_pac_splice(&both, raw.p, raw.len, f);
+    for (size_t i = 0; i < both.len; i++)
+        o8(w, both.p[i]);
+    if ((raw.err || both.err) && w->b)
+        w->b->err = -ENOMEM;
+    jh__buf_free(&raw);
+    jh__buf_free(&both);
 }
 
 int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const struct jh__func *f)
@@ -432,7 +455,7 @@ static int cies_collect(struct cies *c, const struct jh__cfi_opts *o, struct fse
         c->k[c->n++] = k;
     }
     if (c->n == 0) {
-        c->one = (struct cie_key){ 0, false };
+        c->one = (struct cie_key){ 0, false, false };
         c->n = 1;
     }
     return 0;
@@ -621,72 +644,4 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
     if (!b->err)
         jh__buf_set_u32(b, at, (uint32_t)(w.n - 4));
     return b->err ? b->err : 1;
-}
-
-size_t jh__cfi_eh_frame_hdr_size(size_t nfde) { return 12 + 8 * nfde; }
-
-int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
-                         const struct jh__cfi_index *idx, size_t nfde)
-{
-    if (!b || (nfde && !idx) || nfde > UINT32_MAX)
-        return -EINVAL;
-    int64_t rel = (int64_t)(eh_addr - (hdr_addr + 4));
-    if (!fits_s32(rel))
-        return -ERANGE;
-    for (size_t i = 0; i < nfde; i++) {
-        if (i && idx[i].pc < idx[i - 1].pc)
-            return -EINVAL;                     /* the table is binary-searched */
-        if (!fits_s32((int64_t)(idx[i].pc - hdr_addr)) ||
-            !fits_s32((int64_t)(eh_addr + idx[i].off - hdr_addr)))
-            return -ERANGE;
-    }
-    size_t base = b->len;
-    jh__buf_u8(b, 1);                                   /* version */
-    jh__buf_u8(b, JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4);   /* eh_frame_ptr */
-    jh__buf_u8(b, JH__DW_EH_PE_udata4);                  /* fde_count */
-    jh__buf_u8(b, JH__DW_EH_PE_datarel | JH__DW_EH_PE_sdata4); /* table */
-    jh__buf_u32(b, (uint32_t)rel);
-    jh__buf_u32(b, (uint32_t)nfde);
-    for (size_t i = 0; i < nfde; i++) {
-        jh__buf_u32(b, (uint32_t)(idx[i].pc - hdr_addr));
-        jh__buf_u32(b, (uint32_t)(eh_addr + idx[i].off - hdr_addr));
-    }
-    if (b->err)
-        return b->err;
-    if (b->len - base != jh__cfi_eh_frame_hdr_size(nfde)) {
-        b->len = base;
-        return -EPROTO;
-    }
-    return 0;
-}
-
-int jh__cfi_perf_unwinding(struct jh__buf *b, const struct jh__func *f, uint64_t text_addr,
-                           const struct jh__arch *arch, size_t *hdr_size)
-{
-    if (!b || !f)
-        return -EINVAL;
-    if (f->unwind == JH_UNWIND_NONE) {
-        if (hdr_size)
-            *hdr_size = 0;
-        return 0;
-    }
-    struct jh__func g = *f;
-    g.start = text_addr;
-    /* genelf.c: .eh_frame at ALIGN_8(text + csize), .eh_frame_hdr right after it. */
-    uint64_t eh_addr = (text_addr + g.size + 7) & ~(uint64_t)7;
-    struct jh__cfi_opts o = { .arch = arch, .ptr = JH__CFI_PCREL, .addr = eh_addr };
-    struct jh__cfi_index idx;
-    size_t base = b->len;
-    int n = jh__cfi_eh_frame(b, &o, &g, 1, &idx);
-    if (n < 0)
-        return n;
-    int err = jh__cfi_eh_frame_hdr(b, eh_addr + (b->len - base), eh_addr, &idx, (size_t)n);
-    if (err) {
-        if (!b->err)
-            b->len = base;
-        return err;
-    }
-    if (hdr_size)
-        *hdr_size = jh__cfi_eh_frame_hdr_size((size_t)n);
-    return n;
 }

@@ -121,6 +121,12 @@ int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
  * one's bytes. 0, or -EINVAL for a bad description (nothing appended), -ENOMEM. */
 int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const struct jh__func *f);
 
+/* cfi_pac.c: the FDE instructions [in, in+n) (valid ones) with f's arm64 return-address
+ * signing ranges (f->ra_signed) spliced in as DW_CFA_AARCH64_negate_ra_state toggles,
+ * appended to out. */
+void jh__cfi_pac_splice(struct jh__buf *out, const uint8_t *in, size_t n,
+                        const struct jh__func *f);
+
 /* Size of an .eh_frame_hdr with nfde table entries: 12 + 8 * nfde. */
 size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
 

@@ -434,10 +434,12 @@ int jh__eh_translate(const struct jh__arch *arch, const struct jh__eh_cie *c,
                    PRIu64, c->ra, (uint64_t)k->ra);
     if (c->signal)
         return say(why, whylen, "a signal frame ('S'): not described by jitherald");
-    if (c->b_key || c->mte)
-        return say(why, whylen, "augmentation '%c' (%s) is not described by jitherald yet",
-                   c->b_key ? 'B' : 'G', c->b_key ? "pointer authentication with the B key"
-                                                  : "memory-tagged frames");
+    if (c->b_key && !k->pac)
+        return say(why, whylen, "augmentation 'B' (return addresses signed with arm64's B "
+                   "key) on %s", k->name);
+    if (c->mte)
+        return say(why, whylen, "augmentation 'G' (memory-tagged frames) is not described "
+                   "by jitherald yet");
     if (!c->caf)
         return say(why, whylen, "the CIE's code alignment factor is 0");
     struct tr t = { k, c, out, why, whylen };

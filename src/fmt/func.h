@@ -32,6 +32,9 @@ struct jh__func {
     uint32_t nepilogues;                /* JH_UNWIND_FRAME_POINTER */
     const struct jh_epilogue *epilogues;
     uint64_t personality, lsda;         /* addresses in the process; 0: none */
+    uint32_t nra_signed;                /* arm64 PAC-RET: where the ra is signed */
+    const struct jh_range *ra_signed;
+    uint32_t ra_key;                    /* JH_PAC_KEY_A or _B */
 };
 
 /* The file name of line row l (a "?" for a bad index, which validation never lets in). */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fmt/arch.h"
 #include "jitherald.h"
 
 static char said[2048];
@@ -125,6 +126,20 @@ static void test_code_add(void)
     c = base();
     c.lsda = code;
     REFUSED(jh, &c, ".lsda is set without a .personality");
+
+    /* arm64 return-address signing: refused on x86-64 by name; elsewhere, ranges checked */
+    struct jh_range signed_ra[] = { { 4, 28 }, { 20, 40 } };
+    c = base();
+    c.unwind = JH_UNWIND_FRAME_POINTER, c.fp_push_end = 4, c.fp_set_end = 8;
+    c.ra_signed = signed_ra, c.nra_signed = 1;
+    if (!JH__ARCH_HOST->pac) {
+        REFUSED(jh, &c, ".ra_signed/.ra_key: return addresses are signed on arm64 (PAC-RET)");
+    } else {
+        c.nra_signed = 2;
+        REFUSED(jh, &c, "ra_signed[1] starts at 0x14, before ra_signed[0] ends (0x1c)");
+        c.nra_signed = 1, c.ra_key = 2;
+        REFUSED(jh, &c, ".ra_key 2 is neither JH_PAC_KEY_A nor JH_PAC_KEY_B");
+    }
     jh_close(jh);
 }
 

@@ -1,0 +1,78 @@
+/*
+ * cfi_hdr.c — the .eh_frame_hdr search table and perf's UNWINDING_INFO layout (an .eh_frame
+ * run followed by its .eh_frame_hdr), on top of the encoder in cfi.c. See cfi.h.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include "fmt/cfi.h"
+
+static int fits_s32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+size_t jh__cfi_eh_frame_hdr_size(size_t nfde) { return 12 + 8 * nfde; }
+
+int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
+                         const struct jh__cfi_index *idx, size_t nfde)
+{
+    if (!b || (nfde && !idx) || nfde > UINT32_MAX)
+        return -EINVAL;
+    int64_t rel = (int64_t)(eh_addr - (hdr_addr + 4));
+    if (!fits_s32(rel))
+        return -ERANGE;
+    for (size_t i = 0; i < nfde; i++) {
+        if (i && idx[i].pc < idx[i - 1].pc)
+            return -EINVAL;                     /* the table is binary-searched */
+        if (!fits_s32((int64_t)(idx[i].pc - hdr_addr)) ||
+            !fits_s32((int64_t)(eh_addr + idx[i].off - hdr_addr)))
+            return -ERANGE;
+    }
+    size_t base = b->len;
+    jh__buf_u8(b, 1);                                   /* version */
+    jh__buf_u8(b, JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4);   /* eh_frame_ptr */
+    jh__buf_u8(b, JH__DW_EH_PE_udata4);                  /* fde_count */
+    jh__buf_u8(b, JH__DW_EH_PE_datarel | JH__DW_EH_PE_sdata4); /* table */
+    jh__buf_u32(b, (uint32_t)rel);
+    jh__buf_u32(b, (uint32_t)nfde);
+    for (size_t i = 0; i < nfde; i++) {
+        jh__buf_u32(b, (uint32_t)(idx[i].pc - hdr_addr));
+        jh__buf_u32(b, (uint32_t)(eh_addr + idx[i].off - hdr_addr));
+    }
+    if (b->err)
+        return b->err;
+    if (b->len - base != jh__cfi_eh_frame_hdr_size(nfde)) {
+        b->len = base;
+        return -EPROTO;
+    }
+    return 0;
+}
+
+int jh__cfi_perf_unwinding(struct jh__buf *b, const struct jh__func *f, uint64_t text_addr,
+                           const struct jh__arch *arch, size_t *hdr_size)
+{
+    if (!b || !f)
+        return -EINVAL;
+    if (f->unwind == JH_UNWIND_NONE) {
+        if (hdr_size)
+            *hdr_size = 0;
+        return 0;
+    }
+    struct jh__func g = *f;
+    g.start = text_addr;
+    /* genelf.c: .eh_frame at ALIGN_8(text + csize), .eh_frame_hdr right after it. */
+    uint64_t eh_addr = (text_addr + g.size + 7) & ~(uint64_t)7;
+    struct jh__cfi_opts o = { .arch = arch, .ptr = JH__CFI_PCREL, .addr = eh_addr };
+    struct jh__cfi_index idx;
+    size_t base = b->len;
+    int n = jh__cfi_eh_frame(b, &o, &g, 1, &idx);
+    if (n < 0)
+        return n;
+    int err = jh__cfi_eh_frame_hdr(b, eh_addr + (b->len - base), eh_addr, &idx, (size_t)n);
+    if (err) {
+        if (!b->err)
+            b->len = base;
+        return err;
+    }
+    if (hdr_size)
+        *hdr_size = jh__cfi_eh_frame_hdr_size((size_t)n);
+    return n;
+}
