@@ -74,6 +74,7 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
 [[struct jh_cfa_step { uint32_t offset; uint32_t cfa_offset; };]],
 [[struct jh_saved_reg { uint32_t reg; int32_t cfa_offset; };]],
 [[struct jh_epilogue { uint32_t start, end; };]],
+[[struct jh_range { uint32_t start, end; };]],
 [[struct jh_code {
   size_t sz; const char *name; const void *start; size_t size;
   const char *const *files; uint32_t nfiles; const struct jh_line *lines; uint32_t nlines;
@@ -83,6 +84,7 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
   uint32_t nsaved_regs; uint32_t nepilogues; const struct jh_epilogue *epilogues;
   const void *personality; const void *lsda;
   const uint8_t *eh_frame; size_t eh_frame_len; uintptr_t eh_frame_addr;
+  uint32_t nra_signed; const struct jh_range *ra_signed; uint32_t ra_key;
 };]],
 [[struct jh_frame {
   size_t sz; uint32_t flags; uint32_t cfa_offset; struct jh_saved_reg *saved_regs;
@@ -701,7 +703,7 @@ local function open()
     return
   end
   for _, decl in ipairs(CDEF) do pcall(ffi.cdef, decl) end
-  if not pcall(ffi.typeof, "struct jh_code") or ffi.sizeof("struct jh_code") ~= 184 then
+  if not pcall(ffi.typeof, "struct jh_code") or ffi.sizeof("struct jh_code") ~= 208 then
     say("error", "struct jh_code is declared otherwise than this module expects")
     return
   end

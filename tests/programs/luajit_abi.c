@@ -27,7 +27,9 @@ int main(void)
     F(jh_code, ncfa_steps); F(jh_code, cfa_steps); F(jh_code, saved_regs);
     F(jh_code, nsaved_regs); F(jh_code, nepilogues); F(jh_code, epilogues);
     F(jh_code, personality); F(jh_code, lsda); F(jh_code, eh_frame);
-    F(jh_code, eh_frame_len); F(jh_code, eh_frame_addr); S(jh_code);
+    F(jh_code, eh_frame_len); F(jh_code, eh_frame_addr); F(jh_code, nra_signed);
+    F(jh_code, ra_signed); F(jh_code, ra_key); S(jh_code);
+    F(jh_range, start); F(jh_range, end); S(jh_range);
     F(jh_frame, sz); F(jh_frame, flags); F(jh_frame, cfa_offset); F(jh_frame, saved_regs);
     F(jh_frame, nsaved_regs); F(jh_frame, fde_start); F(jh_frame, fde_size);
     F(jh_frame, personality); S(jh_frame);
