@@ -117,7 +117,7 @@ $(BUILD)/obj/minijit/%.o: examples/minijit/%.c $(wildcard examples/minijit/*.h) 
 
 $(MJ_A): $(MJ_OBJ)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/src/%.o: src/%.c $(wildcard src/*/*.h) include/jitherald.h
 	$(call msg,CC,$<)
@@ -126,7 +126,7 @@ $(BUILD)/src/%.o: src/%.c $(wildcard src/*/*.h) include/jitherald.h
 
 $(LIB_A): $(LIB_OBJ)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(LIB_SO): $(LIB_OBJ) src/jitherald.map
 	$(call msg,LD,$@)
@@ -156,7 +156,7 @@ $(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h tools/lib/*.h) $(wildcard src
 
 $(READ_A): $(READ_OBJ)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(CLI): $(TOOL_OBJ) $(READ_A) $(LIB_A)
 	$(call msg,LD,$@)
@@ -177,7 +177,7 @@ $(BUILD)/obj/tests/%.o: tests/%.c $(TEST_HDR) $(wildcard src/*/*.h) include/jith
 
 $(SUPPORT_A): $(SUPPORT_OBJ)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # The preload's parts that interpose nothing, tested alone (the rest: tests/integration/run_*).
 $(BUILD)/tests/test_run_pkeys: tests/unit/test_run_pkeys.c adapters/preload/pkeys.c \
