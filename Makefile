@@ -200,6 +200,7 @@ $(BUILD)/tests/%: tests/unit/%.cc $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
 
 include tests/programs/programs.mk
 include win64.mk
+include arm64.mk
 include adapters/llvm/llvm.mk
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
@@ -336,6 +337,7 @@ help:
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
 	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
 	@echo "make fuzz-run      each target FUZZ_SECONDS (60) under libFuzzer, a table of executions"
+	@echo "make test-arm64    unit + fuzz tiers and tests/arm64 cross-built for arm64, under qemu-aarch64"
 	@echo "make win64         Windows x64 build with mingw-w64 in build-win64/ (docs/windows.md)"
 	@echo "make win64-tests   the Windows programs make test runs under Wine"
 	@echo "make win64-examples  examples/win64 (longjmp through JIT frames) in build-win64/examples"
