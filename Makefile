@@ -117,7 +117,7 @@ $(BUILD)/obj/minijit/%.o: examples/minijit/%.c $(wildcard examples/minijit/*.h) 
 
 $(MJ_A): $(MJ_OBJ)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/src/%.o: src/%.c $(wildcard src/*/*.h) include/jitherald.h
 	$(call msg,CC,$<)
@@ -126,7 +126,7 @@ $(BUILD)/src/%.o: src/%.c $(wildcard src/*/*.h) include/jitherald.h
 
 $(LIB_A): $(LIB_OBJ)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(LIB_SO): $(LIB_OBJ) src/jitherald.map
 	$(call msg,LD,$@)
@@ -156,7 +156,7 @@ $(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h tools/lib/*.h) $(wildcard src
 
 $(READ_A): $(READ_OBJ)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(CLI): $(TOOL_OBJ) $(READ_A) $(LIB_A)
 	$(call msg,LD,$@)
@@ -177,7 +177,7 @@ $(BUILD)/obj/tests/%.o: tests/%.c $(TEST_HDR) $(wildcard src/*/*.h) include/jith
 
 $(SUPPORT_A): $(SUPPORT_OBJ)
 	$(call msg,AR,$@)
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # The preload's parts that interpose nothing, tested alone (the rest: tests/integration/run_*).
 $(BUILD)/tests/test_run_pkeys: tests/unit/test_run_pkeys.c adapters/preload/pkeys.c \
@@ -200,6 +200,7 @@ $(BUILD)/tests/%: tests/unit/%.cc $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
 
 include tests/programs/programs.mk
 include win64.mk
+include arm64.mk
 include adapters/llvm/llvm.mk
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
@@ -336,6 +337,7 @@ help:
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
 	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
 	@echo "make fuzz-run      each target FUZZ_SECONDS (60) under libFuzzer, a table of executions"
+	@echo "make test-arm64    unit + fuzz tiers and tests/arm64 cross-built for arm64, under qemu-aarch64"
 	@echo "make win64         Windows x64 build with mingw-w64 in build-win64/ (docs/windows.md)"
 	@echo "make win64-tests   the Windows programs make test runs under Wine"
 	@echo "make win64-examples  examples/win64 (longjmp through JIT frames) in build-win64/examples"

@@ -6,7 +6,8 @@
 #   test (or no argument)
 #               what `make test` needs (about 3.4 GiB installed): the tools we test against (perf, gdb,
 #               lldb, valgrind, libunwind, Chromium for the audit log's HTML report,
-#               mingw-w64 and Wine for the Windows build and its tests, LuaJIT for its
+#               mingw-w64 and Wine for the Windows build and its tests, the arm64 cross
+#               compiler and qemu-user for make test-arm64, LuaJIT for its
 #               adapter; other JITs whose files the CLI must read: node, Erlang, rakudo,
 #               Mono; debuginfod and elfutils for the build-id tests), LLVM 14 and clang-14
 #               (the LLVM adapter, the C and C++ its tests JIT-compile, the GDB benchmark's
@@ -21,6 +22,7 @@ test_pkgs="build-essential g++ clang make pkg-config binutils file procps psmisc
     llvm-14 llvm-14-dev clang-14 libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev
     chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2
     g++-mingw-w64-x86-64-win32 wine wine64
+    gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gdb-multiarch
     nodejs erlang-base rakudo mono-runtime mono-4.0-gac"
 
 case ${1:-test} in

@@ -241,6 +241,13 @@ static void file_limits(void)
     static const rlim_t limits[] = { 0, 8, 512 * 1024 };
     for (int c = 0; c < 4; c++) {
         for (int l = 0; l < 3; l++) {
+            /* qemu-user answers a read of /proc/self/maps (elfmap reads it) from a file it
+             * writes under the guest's file-size limit: SIGXFSZ there is qemu's, not ours */
+            if (chans[c] == JH_ELFMAP && limits[l] < 65536 && getenv("JH_QEMU_USER")) {
+                SKIP_PART("elfmap under a file-size limit below 64 KiB: qemu-user's stand-in "
+                          "/proc/self/maps is a file it writes under that limit");
+                continue;
+            }
             for (int threads = 1; threads <= 8; threads += 7) {
                 pid_t pid = fork();
                 if (pid == 0) {

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fmt/arch.h"
 #include "jitherald.h"
 #include "lib/files.h"
 #include "lib/jitdump_check.h"
@@ -103,7 +104,7 @@ static void read_back(const char *path, uint8_t *code, struct seen *s, int print
     CHECK_EQ(r.hdr.total_size, 40);
     CHECK_EQ(r.hdr.pid, getpid());
     CHECK_EQ(r.hdr.flags, 0);
-    CHECK_EQ(r.hdr.elf_mach, 62);
+    CHECK_EQ(r.hdr.elf_mach, JH__ARCH_HOST->e_machine);
     jhr_jd_open(&r, data, len);
     struct jhr_jd_rec rec;
     while (jhr_jd_next(&r, &rec) > 0) {

@@ -25,6 +25,13 @@ int main(void)
     CHECK_EQ(jhp_pkru_readable(0x00000004u), 0);            /* key 1 access-disabled */
     CHECK_EQ(jhp_pkru_readable(0), 0);
 
+#if !defined(__x86_64__)
+    /* PKRU is x86-64's (arm64's overlays are other registers): the preload does nothing */
+    CHECK_EQ(jhp_pkeys_open(), 0);
+    jhp_pkeys_close(0);
+    printf("NOTE: not x86-64: the register part runs where the CPU has PKU\n");
+    return check_done();
+#else
     long pg = sysconf(_SC_PAGESIZE);
     int k = (int)syscall(SYS_pkey_alloc, 0, 0);
     if (k < 0) {
@@ -51,4 +58,5 @@ int main(void)
     CHECK_EQ(eax, denied);                      /* the thread's own rights back */
     printf("protection keys: key %d read during an announcement, the thread's rights restored\n", k);
     return check_done();
+#endif
 }

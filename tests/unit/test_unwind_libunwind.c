@@ -8,13 +8,18 @@
 #include <dlfcn.h>
 
 #include "check.h"
+#include "fmt/arch.h"
 #include "unwind_groups.h"
 
 int main(void)
 {
+    /* libunwind's local names carry the architecture as uname -m says it: _ULx86_64_... */
+    char as_name[64], pi_name[64];
+    snprintf(as_name, sizeof as_name, "_UL%s_local_addr_space", JH__ARCH_HOST->log_name);
+    snprintf(pi_name, sizeof pi_name, "_UL%s_get_proc_info_by_ip", JH__ARCH_HOST->log_name);
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_GLOBAL);
-    void **as = h ? dlsym(h, "_ULx86_64_local_addr_space") : NULL;
-    proc_info_fn *pi = h ? (proc_info_fn *)dlsym(h, "_ULx86_64_get_proc_info_by_ip") : NULL;
+    void **as = h ? dlsym(h, as_name) : NULL;
+    proc_info_fn *pi = h ? (proc_info_fn *)dlsym(h, pi_name) : NULL;
     if (!as || !pi)
         SKIP("nongnu libunwind (libunwind.so.8, Debian libunwind8) not found");
     struct unwind_groups cfg = { .n = 6000, .unw_proc_info = pi, .unw_as = *as };

@@ -252,7 +252,9 @@ static int eh_frame_hdr(struct eh *e, const uint8_t *hdr, size_t hdr_len, uint64
                         count, (size_t)(c.end - c.p) / 8);
         uint64_t prev = 0;
         for (uint64_t i = 0; i < count; i++) {
-            uint64_t loc, at;
+            /* the room was checked above, so c_ptr cannot fail here; GCC for arm64 cannot
+             * see that through it (-Wmaybe-uninitialized) */
+            uint64_t loc = 0, at = 0;
             c_ptr(&c, 0x3b, 0, hdr_addr, &loc, true);
             c_ptr(&c, 0x3b, 0, hdr_addr, &at, true);
             if (i && loc < prev)

@@ -1,0 +1,40 @@
+# arm64.mk — included by the Makefile: `make test-arm64` cross-builds the library, the unit
+# tests, the fuzz targets' corpus replays and tests/arm64/*.c for arm64 Linux into
+# build-arm64/, and runs them under qemu-aarch64 with tests/run.sh (tiers unit, fuzz, arm64).
+# Needs gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+# (scripts/install-deps.sh test). The tests qemu-user cannot run — x86-64 machine code,
+# perf/gdb/valgrind, a kernel feature it lacks — are named in tests/arm64/skip.list with
+# the reason, which run.sh prints; the others must pass.
+# Not here: the CLI, the preload, the integration tier (it drives the host's tools) and
+# the LLVM adapter. What the tests are told: JH_QEMU_USER=1 (qemu-user, not a kernel, answers
+# some of /proc), JH_OBJDUMP (the host's objdump knows x86-64 only).
+ARM64_BUILD ?= build-arm64
+ARM64_CC    ?= aarch64-linux-gnu-gcc
+ARM64_CXX   ?= aarch64-linux-gnu-g++
+ARM64_AR    ?= aarch64-linux-gnu-ar
+ARM64_OBJDUMP ?= aarch64-linux-gnu-objdump
+ARM64_QEMU  ?= qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu
+
+# tests/arm64/NAME.c: one test program each, linked as the unit tests are (check.h from
+# tests/unit); they land in $(BUILD)/tests/arm64/, which the arm64 tier runs.
+ARM64_SRC := $(sort $(wildcard tests/arm64/*.c))
+ARM64_BIN := $(ARM64_SRC:tests/arm64/%.c=$(BUILD)/tests/arm64/%)
+
+.PHONY: test-arm64 arm64-tests
+# What the sub-make builds for arm64: everything the unit, fuzz and arm64 tiers run.
+arm64-tests: $(LIB_SO) $(UNIT_BIN) $(FUZZ_BIN) $(ARM64_BIN)
+
+# The host's pkg-config answers for x86-64 libraries (libdw, capstone): the cross build
+# uses none, as the library itself needs only libc.
+test-arm64:
+	$(MAKE) BUILD=$(ARM64_BUILD) CC=$(ARM64_CC) CXX=$(ARM64_CXX) AR=$(ARM64_AR) \
+	    LLVM_CONFIG= CLANG14= CLANGXX14= TOOL_PKGS= arm64-tests
+	@BUILD=$(ARM64_BUILD) TIERS="unit fuzz arm64" JH_EXEC="$(ARM64_QEMU)" JH_QEMU_USER=1 \
+	    JH_SKIP_LIST=tests/arm64/skip.list JH_SKIP_TAG=arm64 JH_OBJDUMP=$(ARM64_OBJDUMP) \
+	    tests/run.sh
+
+$(BUILD)/tests/arm64/%: tests/arm64/%.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(READ_A) $(MJ_A)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(SUPPORT_A) $(MJ_A) \
+	    $(READ_A) $(LIB_A) $(LIBS)
