@@ -19,10 +19,13 @@ ARM64_QEMU  ?= qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu
 # tests/unit); they land in $(BUILD)/tests/arm64/, which the arm64 tier runs.
 ARM64_SRC := $(sort $(wildcard tests/arm64/*.c))
 ARM64_BIN := $(ARM64_SRC:tests/arm64/%.c=$(BUILD)/tests/arm64/%)
+# tests/arm64/programs/NAME.c: what tests/arm64/*.sh run under qemu (not tests themselves)
+ARM64_PROG_SRC := $(sort $(wildcard tests/arm64/programs/*.c))
+ARM64_PROG := $(ARM64_PROG_SRC:tests/arm64/programs/%.c=$(BUILD)/tests/arm64-programs/%)
 
 .PHONY: test-arm64 arm64-tests
 # What the sub-make builds for arm64: everything the unit, fuzz and arm64 tiers run.
-arm64-tests: $(LIB_SO) $(UNIT_BIN) $(FUZZ_BIN) $(ARM64_BIN)
+arm64-tests: $(LIB_SO) $(UNIT_BIN) $(FUZZ_BIN) $(ARM64_BIN) $(ARM64_PROG)
 
 # The host's pkg-config answers for x86-64 libraries (libdw, capstone): the cross build
 # uses none, as the library itself needs only libc.
@@ -32,6 +35,11 @@ test-arm64:
 	@BUILD=$(ARM64_BUILD) TIERS="unit fuzz arm64" JH_EXEC="$(ARM64_QEMU)" JH_QEMU_USER=1 \
 	    JH_SKIP_LIST=tests/arm64/skip.list JH_SKIP_TAG=arm64 JH_OBJDUMP=$(ARM64_OBJDUMP) \
 	    tests/run.sh
+
+$(BUILD)/tests/arm64-programs/%: tests/arm64/programs/%.c $(LIB_A) include/jitherald.h
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIB_A) $(LIBS)
 
 $(BUILD)/tests/arm64/%: tests/arm64/%.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(READ_A) $(MJ_A)
 	$(call msg,CC,$<)

@@ -9,7 +9,8 @@
 #                code under callgrind, a minute or more each on a busy machine. `make test`
 #                leaves them out (TIERS="unit fuzz integration"); `make test-slow` runs
 #                them (TIERS=slow) and CI runs both.
-#   arm64:       $BUILD/tests/arm64/* (tests/arm64/*.c; make test-arm64)
+#   arm64:       $BUILD/tests/arm64/* (tests/arm64/*.c; make test-arm64), and
+#                tests/arm64/*.sh (gdb-multiarch on tests/arm64/programs/ under JH_EXEC)
 # A skip prints its reason. With JH_REQUIRE_ALL=1 (CI) a skip counts as a failure: on CI
 # every tool is installed, so a skip there means a missing install step.
 # ONLY=pattern runs the tests whose name contains pattern (with the integration tier, the
@@ -97,6 +98,13 @@ for tier in $TIERS; do
         for t in "$BUILD"/tests/arm64/*; do
             [ -x "$t" ] && [ -f "$t" ] || continue
             run_one "arm64/$(basename "$t")" 300 ${exec_pfx[@]+"${exec_pfx[@]}"} "$t"
+        done
+        # scripts that drive host tools (gdb-multiarch) against programs run under
+        # JH_EXEC themselves: ARM64_PROG_DIR, ARM64_QEMU
+        export ARM64_PROG_DIR=$JH_BUILD/tests/arm64-programs ARM64_QEMU="${JH_EXEC:-}"
+        for t in tests/arm64/*.sh; do
+            [ -f "$t" ] || continue
+            run_one "arm64/$(basename "$t" .sh)" 300 bash "$t"
         done ;;
     fuzz)
         for t in "$BUILD"/fuzz/fuzz_*; do
