@@ -23,7 +23,7 @@ ARM64_BIN := $(ARM64_SRC:tests/arm64/%.c=$(BUILD)/tests/arm64/%)
 ARM64_PROG_SRC := $(sort $(wildcard tests/arm64/programs/*.c))
 ARM64_PROG := $(ARM64_PROG_SRC:tests/arm64/programs/%.c=$(BUILD)/tests/arm64-programs/%)
 
-.PHONY: test-arm64 arm64-tests
+.PHONY: test-arm64 arm64-tests bench-arm64
 # What the sub-make builds for arm64: everything the unit, fuzz and arm64 tiers run.
 arm64-tests: $(LIB_SO) $(UNIT_BIN) $(FUZZ_BIN) $(ARM64_BIN) $(ARM64_PROG)
 
@@ -46,3 +46,12 @@ $(BUILD)/tests/arm64/%: tests/arm64/%.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(READ
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(TEST_CPPFLAGS) -Itests/unit $(CFLAGS) $(LDFLAGS) -o $@ $< $(SUPPORT_A) $(MJ_A) \
 	    $(READ_A) $(LIB_A) $(LIBS)
+
+# bench/unwind for arm64 under qemu: a backtrace through one JIT frame with 1 and 100k
+# functions registered (the x1 column: the lookup stays O(log n) there too). qemu's
+# times are an emulator's; the ratio between the rows is what it shows.
+bench-arm64:
+	$(MAKE) BUILD=$(ARM64_BUILD) CC=$(ARM64_CC) CXX=$(ARM64_CXX) AR=$(ARM64_AR) \
+	    LLVM_CONFIG= CLANG14= CLANGXX14= TOOL_PKGS= $(ARM64_BUILD)/bench/unwind
+	JH_BENCH_UNWIND_N=$${JH_BENCH_UNWIND_N:-1,100000} JH_BENCH_UNWIND_NAIVE_MAX=$${JH_BENCH_UNWIND_NAIVE_MAX:-10000} \
+	    $(ARM64_QEMU) $(ARM64_BUILD)/bench/unwind

@@ -3,8 +3,8 @@
  * JIT functions registered with the process's unwinder, jitherald's unwind channel beside
  * the naive way (one __register_frame per function, what most JITs do), in the same run.
  *
- * A hand-written JIT function (push rbp; mov rbp,rsp; call host; pop rbp; ret) calls the
- * host, which times glibc's backtrace() from there: host, JIT frame, bench, main. The
+ * A hand-written JIT function (push rbp; mov rbp,rsp; call host; pop rbp; ret; on arm64
+ * stp x29,x30,[sp,#-16]!; mov x29,sp; blr host; ldp x29,x30,[sp],#16; ret) calls the host, which times glibc's backtrace() from there: host, JIT frame, bench, main. The
  * other functions are described but never run: FDEs for 16..32-byte slots of a PROT_NONE
  * area around the real one (half below, half above it).
  *
@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fmt/arch.h"
 #include "fmt/cfi.h"
 #include "bench.h"
 #include "jitherald.h"
@@ -39,9 +40,18 @@
 #define SLOT 32
 #define MAXN 4000000
 
-static const uint8_t code[] = { 0x55, 0x48, 0x89, 0xe5,         /* push rbp; mov rbp,rsp */
+static const uint8_t code_x86_64[] = { 0x55, 0x48, 0x89, 0xe5,  /* push rbp; mov rbp,rsp */
                                 0x48, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, /* movabs rax, host */
                                 0xff, 0xd0, 0x5d, 0xc3 };         /* call rax; pop rbp; ret */
+static const uint8_t code_arm64[] = {
+    0xfd, 0x7b, 0xbf, 0xa9, 0xfd, 0x03, 0x00, 0x91,     /* stp x29,x30,[sp,#-16]!; mov x29,sp */
+    0x90, 0x00, 0x00, 0x58, 0x00, 0x02, 0x3f, 0xd6,     /* ldr x16, host (+16); blr x16 */
+    0xfd, 0x7b, 0xc1, 0xa8, 0xc0, 0x03, 0x5f, 0xd6,     /* ldp x29,x30,[sp],#16; ret */
+    0, 0, 0, 0, 0, 0, 0, 0 };                           /* host */
+/* The host's code, where host's address goes in it, and its frame-pointer offsets. */
+static const uint8_t *code = code_x86_64;
+static size_t code_size = sizeof code_x86_64, host_at = 6;
+static uint32_t push_end = 1, set_end = 4;
 static uint8_t *area, *tramp;
 static size_t area_slots, tramp_slot;
 static int reps, depth, walked_jit;
@@ -87,7 +97,7 @@ static int64_t host(int64_t x)
     }
     walked_jit = 0;
     for (int i = 0; i + 1 < depth; i++)      /* the JIT frame and something above it */
-        if ((uint8_t *)pcs[i] > tramp && (uint8_t *)pcs[i] <= tramp + sizeof code)
+        if ((uint8_t *)pcs[i] > tramp && (uint8_t *)pcs[i] <= tramp + code_size)
             walked_jit = 1;
     return x;
 }
@@ -130,8 +140,9 @@ static void ours(struct row *r, size_t n)
         exit(1);
     }
     uint64_t *ids = malloc((n + 200) * sizeof *ids);
-    struct jh_code c = { .sz = sizeof c, .name = "tramp", .start = tramp, .size = sizeof code,
-                         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 };
+    struct jh_code c = { .sz = sizeof c, .name = "tramp", .start = tramp, .size = code_size,
+                         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = push_end,
+                         .fp_set_end = set_end };
     struct jh_code t = c;
     uint64_t tid;
     c.name = "f";
@@ -204,9 +215,9 @@ static void naive(struct row *r, size_t n)
     size_t total = n + 100;
     for (size_t k = 0; k < total; k++) {     /* encoding is not what is measured */
         struct jh__func f = { .start = (uintptr_t)(k + 1 == n ? tramp : slot(k, n)),
-                                 .size = k + 1 == n ? sizeof code : slot_size(k),
-                                 .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
-                                 .fp_set_end = 4 };
+                                 .size = k + 1 == n ? code_size : slot_size(k),
+                                 .unwind = JH_UNWIND_FRAME_POINTER,
+                                 .fp_push_end = push_end, .fp_set_end = set_end };
         if (k + 1 > n)
             f.start = (uintptr_t)slot(k - 1, n), f.size = slot_size(k - 1);
         struct jh__buf b = { 0 };
@@ -305,9 +316,14 @@ int main(void)
         perror("mmap");
         return 1;
     }
-    memcpy(tramp, code, sizeof code);
+    if (JH__ARCH_HOST == &jh__arch_arm64) {
+        code = code_arm64, code_size = sizeof code_arm64, host_at = 24;
+        push_end = 4, set_end = 8;
+    }
+    memcpy(tramp, code, code_size);
     int64_t (*h)(int64_t) = host;
-    memcpy(tramp + 6, &h, 8);
+    memcpy(tramp + host_at, &h, 8);
+    __builtin___clear_cache((char *)tramp, (char *)tramp + code_size);
     if (mprotect(tramp, 4096, PROT_READ | PROT_EXEC)) {
         perror("mprotect");
         return 1;
