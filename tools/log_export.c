@@ -68,6 +68,7 @@ void jhc_func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_lin
         .saved_regs = fn->saved_regs, .nsaved_regs = fn->nsaved_regs,
         .epilogues = fn->epilogues, .nepilogues = fn->nepilogues,
         .personality = fn->personality, .lsda = fn->lsda,
+        .ra_signed = fn->ra_signed, .nra_signed = fn->nra_signed, .ra_key = fn->ra_key,
     };
 }
 

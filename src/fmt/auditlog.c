@@ -23,7 +23,8 @@ static const char *unwind_name(enum jh_unwind_kind k)
 /* The keys of the unwind description beyond `unwind` itself, counted and written. */
 static uint32_t unwind_keys(const struct jh__func *f)
 {
-    uint32_t n = (f->personality != 0) + (f->lsda != 0);
+    uint32_t n = (f->personality != 0) + (f->lsda != 0) + (f->nra_signed != 0) +
+                 (f->ra_key != 0);
     switch (f->unwind) {
     case JH_UNWIND_FRAME_POINTER:
         return n + 2 + (f->nepilogues != 0);
@@ -88,6 +89,10 @@ static void unwind_fields(struct jh__buf *b, const struct jh__func *f)
         jh__mp_str(b, JH__AL_K_LSDA);
         jh__mp_addr(b, f->lsda);
     }
+    if (f->nra_signed)
+        pairs(b, JH__AL_K_RA_SIGNED, f->nra_signed, f->ra_signed, sizeof *f->ra_signed);
+    if (f->ra_key)
+        jh__mp_kuint(b, JH__AL_K_RA_KEY, f->ra_key);
 }
 
 void jh__al_code_add(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,

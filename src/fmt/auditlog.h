@@ -71,6 +71,8 @@
 #define JH__AL_K_SYMBOL "symbol"            /* when it is not the name */
 #define JH__AL_K_PROLOGUE_END "prologue_end"
 #define JH__AL_K_EPILOGUES "epilogues"      /* frame_pointer: [start, end] per epilogue */
+#define JH__AL_K_RA_SIGNED "ra_signed"      /* arm64 PAC-RET: [start, end] per signed range */
+#define JH__AL_K_RA_KEY    "ra_key"         /* its key: 1 for B (absent: A) */
 #define JH__AL_K_CFA_OFFSET "cfa_offset"    /* frameless */
 #define JH__AL_K_CFA_STEPS "cfa_steps"      /* frameless: [offset, cfa_offset] per step */
 #define JH__AL_K_SAVED_REGS "saved_regs"    /* frameless: [reg, cfa_offset (int)] per register */

@@ -27,6 +27,7 @@
 #include <ucontext.h>
 
 #include "check.h"
+#include "lib/auditlog_read.h"
 #include "jitherald.h"
 
 struct _Unwind_Context;
@@ -315,5 +316,31 @@ int main(void)
                          .fp_set_end = s.set_end, .ra_signed = &bad, .nra_signed = 1 };
     CHECK_EQ(jh_code_add(ctx, &c, NULL), -EINVAL);
     jh_close(ctx);
+
+    /* the audit log keeps the signed ranges and the key, and records the architecture */
+    char dir[] = "/tmp/jh-test-a64.XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    struct jh_options ol = { .sz = sizeof ol, .channels = JH_AUDITLOG, .dir = dir,
+                             .engine = "a64", .flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT };
+    CHECK_EQ(jh_open(&ctx, &ol), 0);
+    emit_signed(&s, (void *)callback, true, -1);
+    add_signed(&s, true, true);
+    jh_close(ctx);
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/a64-%d.jhlog", dir, (int)getpid());
+    struct jhr_al lf;
+    CHECK_EQ(jhr_al_open(&lf, path, err, sizeof err), 0);
+    CHECK_STR(lf.arch, "aarch64");
+    CHECK_EQ(lf.nfns, 1);
+    if (lf.nfns == 1) {
+        const struct jhr_al_fn *f = &lf.fns[0];
+        CHECK_EQ(f->nra_signed, 1);
+        CHECK(f->ra_signed && f->ra_signed[0].start == s.signed_range.start &&
+              f->ra_signed[0].end == s.signed_range.end);
+        CHECK_EQ(f->ra_key, JH_PAC_KEY_B);
+    }
+    jhr_al_free(&lf);
+    unlink(path);
+    rmdir(dir);
     return check_done();
 }

@@ -159,6 +159,10 @@ static void get_unwind(const struct jhr_mp *m, struct jhr_al_fn *fn)
                                sizeof *fn->epilogues);
     fn->personality = get_addr(m, JH__AL_K_PERSONALITY);
     fn->lsda = get_addr(m, JH__AL_K_LSDA);
+    fn->nra_signed = get_pairs(m, JH__AL_K_RA_SIGNED, false, (void **)&fn->ra_signed,
+                               sizeof *fn->ra_signed);
+    if (jhr_mp_get_u64(m, JH__AL_K_RA_KEY, &u) && u <= 1)
+        fn->ra_key = (uint32_t)u;
 }
 
 static int add_fn(struct jhr_al *lf, struct caps *cap, const struct jhr_mp *m, struct jhr_al_rec *r)
@@ -497,6 +501,7 @@ void jhr_al_free(struct jhr_al *lf)
         free(fn->cfa_steps);
         free(fn->saved_regs);
         free(fn->epilogues);
+        free(fn->ra_signed);
     }
     for (size_t i = 0; i < lf->nmems; i++)
         free(lf->mems[i].hint);

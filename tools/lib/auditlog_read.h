@@ -54,6 +54,8 @@ struct jhr_al_fn {
     struct jh_cfa_step *cfa_steps;
     struct jh_saved_reg *saved_regs;
     struct jh_epilogue *epilogues;  /* frame_pointer */
+    uint32_t nra_signed, ra_key;    /* arm64 PAC-RET: the signed ranges and their key */
+    struct jh_range *ra_signed;
     uint64_t personality, lsda;     /* 0: none */
     uint32_t nmoves, npatches;
     size_t rec;                     /* index of its code_add record */
