@@ -18,7 +18,9 @@ ARM64_QEMU  ?= qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu
 # tests/arm64/NAME.c: one test program each, linked as the unit tests are (check.h from
 # tests/unit); they land in $(BUILD)/tests/arm64/, which the arm64 tier runs.
 ARM64_SRC := $(sort $(wildcard tests/arm64/*.c))
-ARM64_BIN := $(ARM64_SRC:tests/arm64/%.c=$(BUILD)/tests/arm64/%)
+ARM64_CC_SRC := $(sort $(wildcard tests/arm64/*.cc))
+ARM64_BIN := $(ARM64_SRC:tests/arm64/%.c=$(BUILD)/tests/arm64/%) \
+             $(ARM64_CC_SRC:tests/arm64/%.cc=$(BUILD)/tests/arm64/%)
 # tests/arm64/programs/NAME.c: what tests/arm64/*.sh run under qemu (not tests themselves)
 ARM64_PROG_SRC := $(sort $(wildcard tests/arm64/programs/*.c))
 ARM64_PROG := $(ARM64_PROG_SRC:tests/arm64/programs/%.c=$(BUILD)/tests/arm64-programs/%)
@@ -55,3 +57,9 @@ bench-arm64:
 	    LLVM_CONFIG= CLANG14= CLANGXX14= TOOL_PKGS= $(ARM64_BUILD)/bench/unwind
 	JH_BENCH_UNWIND_N=$${JH_BENCH_UNWIND_N:-1,100000} JH_BENCH_UNWIND_NAIVE_MAX=$${JH_BENCH_UNWIND_NAIVE_MAX:-10000} \
 	    $(ARM64_QEMU) $(ARM64_BUILD)/bench/unwind
+
+$(BUILD)/tests/arm64/%: tests/arm64/%.cc $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(READ_A)
+	$(call msg,CXX,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(TEST_CPPFLAGS) -Itests/unit $(CXXFLAGS) $(LDFLAGS) -o $@ $< $(SUPPORT_A) \
+	    $(READ_A) $(LIB_A) $(LIBS)

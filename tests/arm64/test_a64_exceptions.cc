@@ -1,0 +1,127 @@
+// test_a64_exceptions.cc — a C++ exception thrown by the host through arm64 JIT frames
+// (a frame-record function that signs its return address with either key, calling a
+// frameless one described by raw CFI, calling the host), under qemu-aarch64 -cpu max,
+// with the unwind channel: the catch in the C++ caller gets it, a destructor in the frame
+// between runs, and the JIT frames can be called again afterwards. Without the signing
+// ranges the throw cannot get through (std::terminate: checked in a child).
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "jitherald.h"
+
+namespace {
+
+enum : uint32_t {
+    PACIASP = 0xd503233f, AUTIASP = 0xd50323bf, PACIBSP = 0xd503237f, AUTIBSP = 0xd50323ff,
+    STP_FP_LR = 0xa9bf7bfd, MOV_FP_SP = 0x910003fd, LDP_FP_LR = 0xa8c17bfd, RET = 0xd65f03c0,
+    BLR_X16 = 0xd63f0200, STR_LR_PRE = 0xf81f0ffe, LDR_LR_POST = 0xf84107fe, NOP = 0xd503201f,
+};
+uint32_t ldr_x16(uint32_t at, uint32_t lit) { return 0x58000010u | ((lit - at) / 4) << 5; }
+
+int thrown, destroyed;
+struct Guard {
+    ~Guard() { destroyed++; }
+};
+
+void thrower()
+{
+    Guard g;
+    thrown++;
+    throw std::runtime_error("through the JIT");
+}
+
+typedef void jit_fn();
+__attribute__((noinline)) int call_jit(jit_fn *f)
+{
+    try {
+        f();
+    } catch (const std::runtime_error &e) {
+        return std::strcmp(e.what(), "through the JIT") == 0 ? 1 : 2;
+    }
+    return 0;
+}
+
+const uint8_t frameless_cfi[] = { 0x44, 0x0e, 16, 0x9e, 2, 0x48, 0x0e, 0, 0xde };
+
+}  // namespace
+
+int main()
+{
+    auto *c = static_cast<uint32_t *>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
+                                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    CHECK(c != MAP_FAILED);
+    void (*target)() = thrower;
+    /* frameless at 0: str x30; ldr x16; blr; ldr x30; ret; nop; lit */
+    uint32_t *leaf = c;
+    leaf[0] = STR_LR_PRE, leaf[1] = ldr_x16(4, 24), leaf[2] = BLR_X16, leaf[3] = LDR_LR_POST;
+    leaf[4] = RET, leaf[5] = NOP;
+    std::memcpy(&leaf[6], &target, 8);
+    /* signed frame-record functions at 64 (A) and 128 (B): pac; stp; mov; ldr; blr; ldp;
+     * aut; ret; lit (the leaf) */
+    uint32_t *fn[2] = { c + 16, c + 32 };
+    for (int k = 0; k < 2; k++) {
+        uint32_t *f = fn[k];
+        f[0] = k ? PACIBSP : PACIASP, f[1] = STP_FP_LR, f[2] = MOV_FP_SP;
+        f[3] = ldr_x16(12, 32), f[4] = BLR_X16, f[5] = LDP_FP_LR;
+        f[6] = k ? AUTIBSP : AUTIASP, f[7] = RET;
+        std::memcpy(&f[8], &leaf, 8);
+    }
+    __builtin___clear_cache(reinterpret_cast<char *>(c), reinterpret_cast<char *>(c) + 4096);
+    mprotect(c, 4096, PROT_READ | PROT_EXEC);
+
+    jh_ctx *ctx = nullptr;
+    jh_options o{};
+    o.sz = sizeof o;
+    o.channels = JH_UNWIND;
+    o.flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT;
+    CHECK_EQ(jh_open(&ctx, &o), 0);
+    jh_code l{};
+    l.sz = sizeof l, l.name = "leaf", l.start = leaf, l.size = 32;
+    l.unwind = JH_UNWIND_CFI, l.cfi = frameless_cfi, l.cfi_len = sizeof frameless_cfi;
+    CHECK_EQ(jh_code_add(ctx, &l, nullptr), 0);
+    static const jh_range signed_ra = { 4, 28 };
+    static const jh_epilogue epi = { 24, 32 };
+    uint64_t ids[2];
+    for (int k = 0; k < 2; k++) {
+        jh_code f{};
+        f.sz = sizeof f, f.name = k ? "signed_b" : "signed_a", f.start = fn[k], f.size = 40;
+        f.unwind = JH_UNWIND_FRAME_POINTER, f.fp_push_end = 8, f.fp_set_end = 12;
+        f.epilogues = &epi, f.nepilogues = 1;
+        f.ra_signed = &signed_ra, f.nra_signed = 1, f.ra_key = k ? JH_PAC_KEY_B : JH_PAC_KEY_A;
+        CHECK_EQ(jh_code_add(ctx, &f, &ids[k]), 0);
+    }
+    for (int round = 0; round < 2; round++)
+        for (int k = 0; k < 2; k++) {
+            thrown = destroyed = 0;
+            int r = call_jit(reinterpret_cast<jit_fn *>(reinterpret_cast<void *>(fn[k])));
+            std::printf("key %c, round %d: %s, destructor %s\n", k ? 'B' : 'A', round,
+                        r == 1 ? "caught" : "NOT caught", destroyed ? "ran" : "did not run");
+            CHECK_EQ(r, 1);
+            CHECK_EQ(thrown, 1);
+            CHECK_EQ(destroyed, 1);
+        }
+
+    /* described without the ranges: the exception cannot pass the signed frame */
+    CHECK_EQ(jh_code_remove(ctx, ids[0]), 0);
+    jh_code f{};
+    f.sz = sizeof f, f.name = "unsigned_said", f.start = fn[0], f.size = 40;
+    f.unwind = JH_UNWIND_FRAME_POINTER, f.fp_push_end = 8, f.fp_set_end = 12;
+    f.epilogues = &epi, f.nepilogues = 1;
+    CHECK_EQ(jh_code_add(ctx, &f, nullptr), 0);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(call_jit(reinterpret_cast<jit_fn *>(reinterpret_cast<void *>(fn[0]))) == 1 ? 0 : 3);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    std::printf("without .ra_signed: %s\n", WIFSIGNALED(st) ? "the process died" :
+                WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "caught" : "not caught");
+    CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+    jh_close(ctx);
+    return check_done();
+}
