@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -115,8 +116,11 @@ int main()
     f.epilogues = &epi, f.nepilogues = 1;
     CHECK_EQ(jh_code_add(ctx, &f, nullptr), 0);
     pid_t pid = fork();
-    if (pid == 0)
+    if (pid == 0) {
+        rlimit no_core{ 0, 0 };
+        setrlimit(RLIMIT_CORE, &no_core);   /* qemu would write the child's core */
         _exit(call_jit(reinterpret_cast<jit_fn *>(reinterpret_cast<void *>(fn[0]))) == 1 ? 0 : 3);
+    }
     int st = 0;
     CHECK(waitpid(pid, &st, 0) == pid);
     std::printf("without .ra_signed: %s\n", WIFSIGNALED(st) ? "the process died" :

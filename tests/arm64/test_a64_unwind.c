@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <ucontext.h>
@@ -277,6 +278,8 @@ int main(void)
     uint64_t id = add_signed(&s, false, false);
     pid_t pid = fork();
     if (pid == 0) {
+        alarm(60);                      /* a walk that loops fails too */
+        setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });  /* qemu would write a core */
         call_jit((jit_fn *)(void *)s.code);
         for (int i = 0; i < nips; i++)
             if (ips[i] > (uintptr_t)call_jit && ips[i] < (uintptr_t)call_jit + 64)
@@ -296,6 +299,8 @@ int main(void)
     __builtin___clear_cache((char *)area, (char *)area + used);
     id = add_signed(&s, false, true);
     if ((pid = fork()) == 0) {
+        alarm(60);
+        setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
         call_jit((jit_fn *)(void *)s.code);
         for (int i = 0; i < nips; i++)
             if (ips[i] > (uintptr_t)call_jit && ips[i] < (uintptr_t)call_jit + 64)
