@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/buf.h"
+
 int jh__cfa_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
     uint64_t r = 0;
@@ -116,4 +118,22 @@ int jh__cfa_next(const uint8_t **p, const uint8_t *end, struct jh__cfa_insn *in)
         return -ENOTSUP;
     }
     return err ? -EINVAL : 1;
+}
+
+void jh__cfa_put_advance(struct jh__buf *b, uint64_t d)
+{
+    if (d == 0)
+        return;
+    if (d < 0x40) {
+        jh__buf_u8(b, (uint8_t)(JH__CFA_advance_loc | d));
+    } else if (d <= 0xff) {
+        jh__buf_u8(b, JH__CFA_advance_loc1);
+        jh__buf_u8(b, (uint8_t)d);
+    } else if (d <= 0xffff) {
+        jh__buf_u8(b, JH__CFA_advance_loc2);
+        jh__buf_u16(b, (uint16_t)d);
+    } else {
+        jh__buf_u8(b, JH__CFA_advance_loc4);
+        jh__buf_u32(b, (uint32_t)d);
+    }
 }

@@ -58,4 +58,9 @@ int jh__cfa_next(const uint8_t **p, const uint8_t *end, struct jh__cfa_insn *in)
 int jh__cfa_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v);
 int jh__cfa_sleb(const uint8_t **p, const uint8_t *end, int64_t *v);
 
+/* Append an advance of d code units (< 2^32) in its shortest form (advance_loc, _loc1,
+ * _loc2, _loc4); nothing for 0. */
+struct jh__buf;
+void jh__cfa_put_advance(struct jh__buf *b, uint64_t d);
+
 #endif

@@ -83,22 +83,11 @@ static void osleb(struct out *o, int64_t v)
 
 static void oadvance(struct out *o, uint64_t d)
 {
-    if (d == 0)
-        return;
-    if (d < 0x40) {
-        o8(o, (uint8_t)(JH__CFA_advance_loc | d));
-    } else if (d <= 0xff) {
-        o8(o, JH__CFA_advance_loc1);
-        o8(o, (uint8_t)d);
-    } else if (d <= 0xffff) {
-        o8(o, JH__CFA_advance_loc2);
-        o8(o, (uint8_t)d);
-        o8(o, (uint8_t)(d >> 8));
-    } else {
-        o8(o, JH__CFA_advance_loc4);
-        for (int i = 0; i < 4; i++)
-            o8(o, (uint8_t)(d >> (8 * i)));
-    }
+    uint8_t tmp[5];                     /* the longest: advance_loc4 */
+    struct jh__buf b = { tmp, 0, sizeof tmp, 0 };
+    jh__cfa_put_advance(&b, d);
+    for (size_t i = 0; i < b.len; i++)
+        o8(o, tmp[i]);
 }
 
 /* The caller's value of reg is at CFA - back (a multiple of the data alignment). */

@@ -14,24 +14,6 @@
 
 #define NEGATE_RA_STATE JH__CFA_GNU_window_save     /* 0x2d, arm64's meaning */
 
-static void put_advance(struct jh__buf *b, uint64_t d)
-{
-    if (d == 0)
-        return;
-    if (d < 0x40) {
-        jh__buf_u8(b, (uint8_t)(JH__CFA_advance_loc | d));
-    } else if (d <= 0xff) {
-        jh__buf_u8(b, JH__CFA_advance_loc1);
-        jh__buf_u8(b, (uint8_t)d);
-    } else if (d <= 0xffff) {
-        jh__buf_u8(b, JH__CFA_advance_loc2);
-        jh__buf_u16(b, (uint16_t)d);
-    } else {
-        jh__buf_u8(b, JH__CFA_advance_loc4);
-        jh__buf_u32(b, (uint32_t)d);
-    }
-}
-
 /* The t-th toggle's offset (ranges' starts and ends, in order), or UINT64_MAX past the
  * last. An end at the code's end toggles nothing (no code follows). */
 static uint64_t toggle(const struct jh__func *f, uint32_t t)
@@ -70,17 +52,17 @@ void jh__cfi_pac_splice(struct jh__buf *out, const uint8_t *in, size_t n,
         }
         uint64_t to = loc + ins.advance;
         while ((at = toggle(f, t)) != UINT64_MAX && at < to) {
-            put_advance(out, at - loc);         /* split at the toggle */
+            jh__cfa_put_advance(out, at - loc);         /* split at the toggle */
             loc = at;
             jh__buf_u8(out, NEGATE_RA_STATE);
             t++;
         }
-        put_advance(out, to - loc);
+        jh__cfa_put_advance(out, to - loc);
         loc = to;
     }
     uint64_t at;
     while ((at = toggle(f, t)) != UINT64_MAX) {  /* toggles after the last row */
-        put_advance(out, at - loc);
+        jh__cfa_put_advance(out, at - loc);
         loc = at;
         jh__buf_u8(out, NEGATE_RA_STATE);
         t++;

@@ -277,19 +277,11 @@ static int advance(struct tr *t, uint64_t d)
     if (d % t->a->code_align)
         return say(t->why, t->whylen, "an advance of %" PRIu64 " bytes is not a multiple of "
                    "%u", d, (unsigned)t->a->code_align);
-    d /= t->a->code_align;
-    if (d < 0x40) {
-        jh__buf_u8(o, (uint8_t)(JH__CFA_advance_loc | d));
-    } else if (d <= 0xff) {
-        jh__buf_u8(o, JH__CFA_advance_loc1);
-        jh__buf_u8(o, (uint8_t)d);
-    } else if (d <= 0xffff) {
-        jh__buf_u8(o, JH__CFA_advance_loc2);
-        jh__buf_u16(o, (uint16_t)d);
-    } else {
-        jh__buf_u8(o, JH__CFA_advance_loc4);
-        jh__buf_u32(o, (uint32_t)d);
+    if (!d) {                           /* a zero advance stays one: a row boundary */
+        jh__buf_u8(o, JH__CFA_advance_loc);
+        return 0;
     }
+    jh__cfa_put_advance(o, d / t->a->code_align);
     return 0;
 }
 
