@@ -72,7 +72,10 @@ static std::string base(const std::string &p)
 struct Loaded {
     std::unique_ptr<llvm::MemoryBuffer> buf;
     std::unique_ptr<llvm::object::ObjectFile> obj;
-    std::vector<std::vector<char>> mem;
+    std::vector<char> mem;      // one arena for every section, as LLVM's memory managers
+                                // keep an object's sections within reach of its 32-bit
+                                // pc-relative relocations (separate heap blocks may lie
+                                // gigabytes apart: ASan's allocator puts sizes apart)
     jitherald_llvm::SectionLoads loads;
     uint64_t text = 0;          // load address of .text
     uint64_t except = 0, except_size = 0;
@@ -89,18 +92,23 @@ struct Loaded {
             return false;
         }
         obj = std::move(*o);
+        size_t total = 0;
+        for (const auto &s : obj->sections())
+            total += s.getSize() + 16;
+        mem.assign(total + 16, 0);
+        size_t used = 0;
         for (const auto &s : obj->sections()) {
             if (loads.addr.size() <= s.getIndex())
                 loads.addr.resize(s.getIndex() + 1);
             if (!(llvm::object::ELFSectionRef(s).getFlags() & llvm::ELF::SHF_ALLOC) || !s.getSize())
                 continue;
-            mem.emplace_back(s.getSize() + 16, 0);
+            uint64_t a = (uint64_t(uintptr_t(mem.data() + used)) + 15) & ~uint64_t(15);
+            used = size_t(a - uint64_t(uintptr_t(mem.data()))) + s.getSize();
             auto c = s.getContents();
             if (c && !s.isBSS())
-                std::copy(c->begin(), c->end(), mem.back().begin());
+                std::copy(c->begin(), c->end(), reinterpret_cast<char *>(uintptr_t(a)));
             else if (!c)
                 llvm::consumeError(c.takeError());
-            uint64_t a = (uint64_t(uintptr_t(mem.back().data())) + 15) & ~uint64_t(15);
             loads.addr[s.getIndex()] = a;
             auto name = s.getName();
             if (name && *name == ".text")
