@@ -14,6 +14,9 @@ ARM64_CXX   ?= aarch64-linux-gnu-g++
 ARM64_AR    ?= aarch64-linux-gnu-ar
 ARM64_OBJDUMP ?= aarch64-linux-gnu-objdump
 ARM64_QEMU  ?= qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu
+# Debian's arm64 libunwind (LLVM's, nongnu) and LuaJIT, unpacked by scripts/arm64-debs.sh
+# (install-deps.sh test runs it): the tests that use them find them through $JH_ARM64_DEBS.
+ARM64_DEBS  ?= /opt/jitherald/arm64-debs
 
 # tests/arm64/NAME.c: one test program each, linked as the unit tests are (check.h from
 # tests/unit); they land in $(BUILD)/tests/arm64/, which the arm64 tier runs.
@@ -35,7 +38,7 @@ test-arm64:
 	$(MAKE) BUILD=$(ARM64_BUILD) CC=$(ARM64_CC) CXX=$(ARM64_CXX) AR=$(ARM64_AR) \
 	    LLVM_CONFIG= CLANG14= CLANGXX14= TOOL_PKGS= arm64-tests
 	@BUILD=$(ARM64_BUILD) TIERS="unit fuzz arm64" JH_EXEC="$(ARM64_QEMU)" JH_QEMU_USER=1 \
-	    JH_SKIP_LIST=tests/arm64/skip.list JH_SKIP_TAG=arm64 JH_OBJDUMP=$(ARM64_OBJDUMP) \
+	    JH_ARM64_DEBS=$(ARM64_DEBS) JH_SKIP_LIST=tests/arm64/skip.list JH_SKIP_TAG=arm64 JH_OBJDUMP=$(ARM64_OBJDUMP) \
 	    tests/run.sh
 
 $(BUILD)/tests/arm64-programs/%: tests/arm64/programs/%.c $(LIB_A) include/jitherald.h

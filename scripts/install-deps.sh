@@ -7,7 +7,8 @@
 #               what `make test` needs (about 3.4 GiB installed): the tools we test against (perf, gdb,
 #               lldb, valgrind, libunwind, Chromium for the audit log's HTML report,
 #               mingw-w64 and Wine for the Windows build and its tests, the arm64 cross
-#               compiler and qemu-user for make test-arm64, LuaJIT for its
+#               compiler, qemu-user and Debian's arm64 libunwind and LuaJIT (unpacked by
+#               scripts/arm64-debs.sh) for make test-arm64, LuaJIT for its
 #               adapter; other JITs whose files the CLI must read: node, Erlang, rakudo,
 #               Mono; debuginfod and elfutils for the build-id tests), LLVM 14 and clang-14
 #               (the LLVM adapter, the C and C++ its tests JIT-compile, the GDB benchmark's
@@ -53,6 +54,11 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086 # one word per package
 $SUDO apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+# make test-arm64 also runs against Debian's arm64 builds of libunwind and LuaJIT, unpacked
+# (not installed) under /opt/jitherald/arm64-debs: scripts/arm64-debs.sh says why.
+if [ "${1:-test}" = test ]; then
+    $SUDO bash "$(dirname "$0")/arm64-debs.sh" >/dev/null
+fi
 # perf record as a normal user needs perf_event_paranoid <= 2 (Debian ships 3).
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 0)" -gt 2 ]; then
     echo "lowering kernel.perf_event_paranoid to 2 so perf record works for this user"
