@@ -5,6 +5,7 @@
 # (scripts/install-deps.sh test). The tests qemu-user cannot run — x86-64 machine code,
 # perf/gdb/valgrind, a kernel feature it lacks — are named in tests/arm64/skip.list with
 # the reason, which run.sh prints; the others must pass.
+# The host's CLI ($(CLI), x86-64) reads what the arm64 programs write (JH_HOST_CLI).
 # Not here: the CLI, the preload, the integration tier (it drives the host's tools) and
 # the LLVM adapter. What the tests are told: JH_QEMU_USER=1 (qemu-user, not a kernel, answers
 # some of /proc), JH_OBJDUMP (the host's objdump knows x86-64 only).
@@ -34,11 +35,11 @@ arm64-tests: $(LIB_SO) $(UNIT_BIN) $(FUZZ_BIN) $(ARM64_BIN) $(ARM64_PROG)
 
 # The host's pkg-config answers for x86-64 libraries (libdw, capstone): the cross build
 # uses none, as the library itself needs only libc.
-test-arm64:
+test-arm64: $(CLI)
 	$(MAKE) BUILD=$(ARM64_BUILD) CC=$(ARM64_CC) CXX=$(ARM64_CXX) AR=$(ARM64_AR) \
 	    LLVM_CONFIG= CLANG14= CLANGXX14= TOOL_PKGS= arm64-tests
 	@BUILD=$(ARM64_BUILD) TIERS="unit fuzz arm64" JH_EXEC="$(ARM64_QEMU)" JH_QEMU_USER=1 \
-	    JH_ARM64_DEBS=$(ARM64_DEBS) JH_SKIP_LIST=tests/arm64/skip.list JH_SKIP_TAG=arm64 JH_OBJDUMP=$(ARM64_OBJDUMP) \
+	    JH_ARM64_DEBS=$(ARM64_DEBS) JH_HOST_CLI=$(abspath $(CLI)) JH_SKIP_LIST=tests/arm64/skip.list JH_SKIP_TAG=arm64 JH_OBJDUMP=$(ARM64_OBJDUMP) \
 	    tests/run.sh
 
 $(BUILD)/tests/arm64-programs/%: tests/arm64/programs/%.c $(LIB_A) include/jitherald.h

@@ -229,9 +229,12 @@ static void print_pointer(struct ctx *c, Dwarf_Die *type, uint64_t v, int depth)
     if (!v)
         return;
     Dwarf_Die to, peeled;
-    const struct jhr_al_fn *fn = jhr_al_fn_at(c->lf, v, c->at);
+    uint64_t code = jhr_al_strip(c->lf, v);     /* a signed return or function address */
+    const struct jhr_al_fn *fn = jhr_al_fn_at(c->lf, code, c->at);
     if (fn) {
-        fprintf(c->f, " -> %s+0x%" PRIx64, fn->name, v - fn->cur_start);
+        if (code != v)
+            fprintf(c->f, " (signed: 0x%" PRIx64 ")", code);
+        fprintf(c->f, " -> %s+0x%" PRIx64, fn->name, code - fn->cur_start);
         return;
     }
     if (type_of(type, &to) < 0 || dwarf_peel_type(&to, &peeled) != 0)

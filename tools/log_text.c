@@ -128,7 +128,10 @@ void jhc_log_info(FILE *f, const struct jhr_al *lf)
             lf->engine ? lf->engine : "?", lf->pid);
     if (lf->parent_pid)
         fprintf(f, " (fork child of %" PRIu64 ")", lf->parent_pid);
-    fprintf(f, ", %s\n", lf->arch ? lf->arch : "?");
+    fprintf(f, ", %s", lf->arch ? lf->arch : "?");
+    if (lf->pac_mask)
+        fprintf(f, " (signed code addresses: PAC mask 0x%" PRIx64 ")", lf->pac_mask);
+    fputc('\n', f);
     fprintf(f, "executable: %s\n", lf->exe ? lf->exe : "?");
     fprintf(f, "%zu records: %zu functions (%zu live at the end), %zu memory snapshots, %zu events\n",
             lf->nrecs, lf->nfns, live, lf->nmems, nev);
@@ -207,7 +210,7 @@ int jhc_log_show(FILE *out, const struct jhr_al *lf, const char *what, const cha
         if (m && m->addr != addr)
             m = NULL;
         if (!m)
-            fn = jhr_al_fn_at(lf, addr, at);
+            fn = jhr_al_fn_at(lf, jhr_al_strip(lf, addr), at);
         if (!m && !fn)
             m = jhr_al_mem_at(lf, addr, 1, at);
     } else {

@@ -229,7 +229,8 @@ static void put_header(struct al_state *st, pid_t parent)
     char exe[PATH_MAX];
     jh__exe_path(exe, sizeof exe);
     struct jh__buf *b = scratch(st);
-    jh__al_head(b, 15 + (parent > 0), "header", jh__now_ns(), jh__thread_id());
+    uint64_t pac_mask = jh__arch_host_pac_mask();
+    jh__al_head(b, 15 + (parent > 0) + (pac_mask != 0), "header", jh__now_ns(), jh__thread_id());
     jh__mp_kstr(b, JH__AL_K_FORMAT, JH__AL_FORMAT);
     jh__mp_kuint(b, JH__AL_K_VERSION, JH__AL_VERSION);
     jh__mp_kstr(b, JH__AL_K_LIBRARY, JH_VERSION_STRING);
@@ -239,6 +240,8 @@ static void put_header(struct al_state *st, pid_t parent)
     jh__mp_kstr(b, JH__AL_K_ENGINE, st->env->engine);
     jh__mp_kstr(b, JH__AL_K_EXE, exe);
     jh__mp_kstr(b, JH__AL_K_ARCH, JH__ARCH_HOST->log_name);
+    if (pac_mask)
+        jh__mp_kuint(b, JH__AL_K_PAC_MASK, pac_mask);
     jh__mp_kuint(b, JH__AL_K_POINTER_SIZE, sizeof(void *));
     jh__mp_kstr(b, JH__AL_K_BYTE_ORDER,
                 __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? "little" : "big");

@@ -6,6 +6,9 @@
 
 #include <stddef.h>
 #include <string.h>
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 
 static const char *const x86_64_regs[] = {
     "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
@@ -34,7 +37,7 @@ const struct jh__arch jh__arch_arm64 = {
     .code_align = 1, .data_align = -8, .entry_cfa = 0, .entry_ra = 0,
     .frame_cfa = 16, .frame_fp = 16, .frame_ra = 8,
     .brk = { 0x00, 0x00, 0x20, 0xd4 }, .brk_len = 4,            /* brk #0 */
-    .pac = true,
+    .pac = true, .prot_bti = 0x10 /* PROT_BTI */,
 };
 
 const struct jh__arch *const jh__arch_list[] = { &jh__arch_x86_64, &jh__arch_arm64, NULL };
@@ -54,3 +57,30 @@ const struct jh__arch *jh__arch_by_name(const char *log_name)
             return jh__arch_list[i];
     return NULL;
 }
+
+#if defined(__aarch64__) && defined(__linux__)
+uint64_t jh__arch_host_pac_mask(void)
+{
+    /* XPACLRI strips x30 and is a hint: a no-op where there is no PAC. Given an address
+     * with every bit but 55 set (a user address), it clears exactly the PAC field. */
+    const uint64_t probe = ~(UINT64_C(1) << 55);
+    register uint64_t x30 __asm__("x30") = probe;
+    __asm__("hint #7" : "+r"(x30));                     /* xpaclri */
+    return probe ^ x30;
+}
+
+bool jh__arch_host_bti(void)
+{
+    return getauxval(AT_HWCAP2) & (1UL << 17);          /* HWCAP2_BTI */
+}
+#else
+uint64_t jh__arch_host_pac_mask(void)
+{
+    return 0;
+}
+
+bool jh__arch_host_bti(void)
+{
+    return false;
+}
+#endif

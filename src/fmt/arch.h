@@ -51,6 +51,9 @@ struct jh__arch {
      * says where with DW_CFA_AARCH64_negate_ra_state (the opcode of GNU_window_save), and
      * a CIE with augmentation 'B' for the B key. */
     bool pac;
+    /* Linux's mmap/mprotect bit that makes a page BTI-guarded (arm64 PROT_BTI: an indirect
+     * branch must land on a `bti`/`paciasp` landing pad there), 0 where there is none. */
+    unsigned prot_bti;
 };
 
 extern const struct jh__arch jh__arch_x86_64, jh__arch_arm64;
@@ -68,6 +71,15 @@ extern const struct jh__arch *const jh__arch_list[];
 #else
 #error "jitherald knows x86-64 and arm64 only: describe this architecture in src/fmt/arch.c"
 #endif
+
+/* What only the running CPU knows about the host architecture (Linux; 0 and false
+ * elsewhere). The bits of a code address that hold a pointer-authentication code, as
+ * stripping one (XPACLRI) clears them: 0 when return addresses are never signed here
+ * (not arm64, or no PAC). Offline tools strip signed addresses with it (the audit log's
+ * header records it). */
+uint64_t jh__arch_host_pac_mask(void);
+/* Does the CPU enforce BTI on pages mapped with prot_bti (arm64 HWCAP2_BTI)? */
+bool jh__arch_host_bti(void);
 
 /* The architecture of ELF e_machine, or NULL when jitherald does not know it. */
 const struct jh__arch *jh__arch_by_machine(unsigned e_machine);

@@ -42,6 +42,7 @@
 #define JH__AL_K_ENGINE "engine"
 #define JH__AL_K_EXE "exe"
 #define JH__AL_K_ARCH "arch"
+#define JH__AL_K_PAC_MASK "pac_mask"
 #define JH__AL_K_POINTER_SIZE "pointer_size"
 #define JH__AL_K_BYTE_ORDER "byte_order"
 #define JH__AL_K_CLOCK "clock"

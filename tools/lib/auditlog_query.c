@@ -129,11 +129,16 @@ double jhr_al_secs(const struct jhr_al *lf, uint64_t t)
     return t >= lf->t0 ? (double)(t - lf->t0) / 1e9 : -(double)(lf->t0 - t) / 1e9;
 }
 
+uint64_t jhr_al_strip(const struct jhr_al *lf, uint64_t addr)
+{
+    return addr & (UINT64_C(1) << 55) ? addr | lf->pac_mask : addr & ~lf->pac_mask;
+}
+
 bool jhr_al_resolve(const struct jhr_al *lf, uint64_t addr, size_t at,
                     const struct jhr_al_mem **mem, const struct jhr_al_fn **fn)
 {
     const struct jhr_al_mem *m = jhr_al_mem_at(lf, addr, 1, at);
     *mem = m && m->addr == addr ? m : NULL;
-    *fn = *mem ? NULL : jhr_al_fn_at(lf, addr, at);
+    *fn = *mem ? NULL : jhr_al_fn_at(lf, jhr_al_strip(lf, addr), at);
     return *mem || *fn;
 }

@@ -306,6 +306,7 @@ static int take_header(struct jhr_al *lf, const struct jhr_mp *m, char *err, siz
     jhr_mp_get_u64(m, JH__AL_K_TIME, &lf->t0);
     jhr_mp_get_u64(m, JH__AL_K_REALTIME, &lf->realtime);
     jhr_mp_get_u64(m, JH__AL_K_LIMIT, &lf->limit);
+    jhr_mp_get_u64(m, JH__AL_K_PAC_MASK, &lf->pac_mask);
     lf->engine = get_dup(m, JH__AL_K_ENGINE);
     lf->exe = get_dup(m, JH__AL_K_EXE);
     lf->arch = get_dup(m, JH__AL_K_ARCH);

@@ -96,6 +96,7 @@ struct jhr_al {
     bool mapped;
     /* header */
     uint64_t version, pid, parent_pid, t0, realtime, limit;
+    uint64_t pac_mask;              /* arm64 PAC: the signature's bits in a code address */
     char *engine, *exe, *arch;
     /* what the reader met */
     size_t cut;                     /* frames begun but never completed (crash) */
@@ -130,6 +131,10 @@ const char *jhr_al_kind_name(enum jhr_al_kind k);
 /* The function whose code contained addr at record index `at` (SIZE_MAX: at the end), or
  * NULL. Prefers a live one. */
 const struct jhr_al_fn *jhr_al_fn_at(const struct jhr_al *lf, uint64_t addr, size_t at);
+/* addr without a pointer-authentication signature (the log's pac_mask cleared; a kernel
+ * address, bit 55 set, gets them set): what to look up for an address read from memory.
+ * addr itself where the log has no mask. */
+uint64_t jhr_al_strip(const struct jhr_al *lf, uint64_t addr);
 const struct jhr_al_fn *jhr_al_fn_named(const struct jhr_al *lf, const char *name);
 /* The latest snapshot at or before record `at` that contains [addr, addr+len). */
 const struct jhr_al_mem *jhr_al_mem_at(const struct jhr_al *lf, uint64_t addr, uint64_t len,

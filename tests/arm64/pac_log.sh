@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# pac_log.sh — the audit log records the process's PAC mask, and the offline CLI strips
+# signed addresses with it. tests/arm64/programs/pac_log runs under qemu-aarch64 -cpu max
+# with JITHERALD=auditlog and logs a frame record holding a return address into its JIT
+# function signed with the A key; on the x86-64 host, `jitherald log F` must show the mask
+# and `jitherald log F show ADDR --vm pac_log` must name the function behind the signed
+# address (without the mask, the lookup of the signed value finds nothing).
+# Run by the arm64 tier (make test-arm64) with ARM64_PROG_DIR, ARM64_QEMU and JH_HOST_CLI.
+set -u
+P=${ARM64_PROG_DIR:?}/pac_log
+QEMU=${ARM64_QEMU:?}
+CLI=${JH_HOST_CLI:?}
+fail() { echo "FAIL: $*"; exit 1; }
+[ -x "$P" ] || fail "$P not built"
+[ -x "$CLI" ] || fail "the host CLI $CLI is not built"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+# shellcheck disable=SC2086 # QEMU is a command and its options
+JITHERALD=auditlog JITHERALD_DIR=$T $QEMU "$P" >"$T/out" 2>&1 || fail "pac_log: $(cat "$T/out")"
+cat "$T/out"
+read -r addr lr ret < <(sed -n 's/^frame_rec at \(0x[0-9a-f]*\): lr \(0x[0-9a-f]*\) signed from \(0x[0-9a-f]*\)$/\1 \2 \3/p' "$T/out")
+[ -n "${ret:-}" ] || fail "pac_log printed no frame record"
+[ "$lr" != "$ret" ] || fail "the return address was not signed (no PAC under this qemu?)"
+log=$(ls "$T"/paclog-*.jhlog) || fail "no audit log"
+"$CLI" log "$log" | tee "$T/info"
+grep -q '^audit log version 1: .*aarch64 (signed code addresses: PAC mask 0x7f000000000000)$' "$T/info" ||
+    fail "the log's header does not give the PAC mask of 48-bit addresses"
+"$CLI" log "$log" show "$addr" --vm "$P" | tee "$T/show"
+grep -q "^  lr = $lr (signed: $ret) -> jit_signed+0x10\$" "$T/show" ||
+    fail "the signed return address is not stripped to jit_signed+0x10"
+# The signed value given on the command line resolves too.
+"$CLI" log "$log" show "$lr" | tee "$T/fn"
+grep -q 'jit_signed' "$T/fn" || fail "show of the signed address does not name jit_signed"
+echo "ok: the audit log's PAC mask strips signed return addresses offline"
