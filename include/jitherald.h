@@ -86,7 +86,15 @@ enum {
                                    JITHERALD_DIR, JITHERALD_GDB_BATCH, JITHERALD_GDB_DEFER,
                                    JITHERALD_AUDITLOG_HELPER); JITHERALD_DEBUG, which only
                                    shows diagnostics, is still read */
-    JH_OPT_STRICT     = 1 << 1  /* jh_open fails if any requested channel cannot start */
+    JH_OPT_STRICT     = 1 << 1, /* jh_open fails if any requested channel cannot start */
+    JH_OPT_CODE_BTI   = 1 << 2  /* arm64: the JIT maps its code PROT_BTI (indirect branches
+                                   must land on `bti`/`paciasp`). The elfmap channel maps its
+                                   images over BTI-guarded code PROT_BTI too, and never over
+                                   unguarded code. Linux tells jitherald this itself (the
+                                   "bt" flag of /proc/self/smaps, read when this flag is not
+                                   set); set it to spare that read, and where /proc cannot
+                                   tell (qemu-user answers smaps with the host's mappings).
+                                   A no-op on other architectures. */
 };
 
 /* jh_options.gdb_batch: new code reaches debuggers at jh_flush(), not at each add. */

@@ -52,6 +52,9 @@ struct jh__gdb_opts {
     uint32_t batch;             /* functions per full image */
     bool defer;                 /* register new code at jh_flush (JH_GDB_DEFER) */
 };
+struct jh__elfmap_opts {
+    bool code_bti;              /* JH_OPT_CODE_BTI: the JIT's code pages are PROT_BTI */
+};
 struct jh__auditlog_opts {
     uint64_t limit;             /* bytes */
     bool helper;                /* run the helper thread that allocates ahead */

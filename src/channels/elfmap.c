@@ -43,6 +43,7 @@
 
 #include "base/vec.h"
 #include "channels/elfmap.h"
+#include "fmt/arch.h"
 
 /* ---- windows ---------------------------------------------------------------------------- */
 
@@ -218,6 +219,7 @@ static int elfmap_open(const struct jh__chan_env *env, void **state)
     m->page = (size_t)sysconf(_SC_PAGESIZE);
     m->maps = JH__KFD_NONE;
     m->valgrind = RUNNING_ON_VALGRIND;
+    m->bti = jh__arch_host_bti();
     *state = m;
     return 0;
 }

@@ -91,7 +91,8 @@ struct kept_file {
 };
 
 /* One-time reports. */
-enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE, R_SEALED };
+enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE, R_SEALED,
+       R_BTI };
 
 struct elfmap {
     const struct jh__chan_env *env;
@@ -99,6 +100,7 @@ struct elfmap {
     struct jh__kfd maps;        /* /proc/self/maps: jh__em_maps() before each use */
     bool maps_checked;          /* proven ours in this hook already (reset by each hook) */
     bool valgrind;              /* running under valgrind: see elfmap_region.c, publish() */
+    bool bti;                   /* the CPU enforces BTI: pages may be PROT_BTI (code_prot) */
     struct region **reg;        /* sorted by lo, windows disjoint */
     size_t nreg, capreg;
     struct own_file *own;       /* every file this context made (pages mapped from them are

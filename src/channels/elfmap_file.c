@@ -25,6 +25,7 @@
 #include "base/lock.h"
 #include "base/vec.h"
 #include "channels/elfmap.h"
+#include "fmt/arch.h"
 #include "channels/elfmap_tune.h"
 #include "fmt/func.h"
 
@@ -256,13 +257,38 @@ bool jh__em_ours(struct elfmap *m, uintptr_t lo, uintptr_t hi)
     return jh__vma_own(jh__em_maps(m), lo, hi, jh__em_own_file, m);
 }
 
+/* What the code's pages have beyond r-x that an image mapped over them must keep: arm64's
+ * PROT_BTI, where the CPU enforces landing pads and the JIT's pages are guarded (the JIT
+ * said so, else smaps says). Never added to code that had none: its indirect branch
+ * targets may lack landing pads. -1: the range mixes guarded and unguarded pages. */
+static int code_prot(struct elfmap *m, uintptr_t lo, uintptr_t hi)
+{
+    const struct jh__arch *a = JH__ARCH_HOST;
+    if (!a->prot_bti || !m->bti)
+        return 0;
+    const struct jh__elfmap_opts *o = m->env->opts;
+    if (o && o->code_bti)
+        return (int)a->prot_bti;
+    int g = jh__vma_guarded(lo, hi);
+    return g < 0 ? -1 : g ? (int)a->prot_bti : 0;
+}
+
 int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uintptr_t hi,
                    uint64_t off)
 {
+    int prot = code_prot(m, lo, hi);
+    if (prot < 0) {
+        jh__em_report_once(m, R_BTI, "code at %#lx-%#lx left anonymous (perf map/jitdump "
+                           "still name it): its pages mix BTI-guarded and unguarded memory, "
+                           "and an image keeps one protection for all", (unsigned long)lo,
+                           (unsigned long)hi);
+        m->fallbacks++;
+        return 1;
+    }
     jh__elfmap_swap_hook_fn *hook = atomic_load(&swap_hook);
     if (hook)
         hook(atomic_load(&swap_hook_arg), lo, hi);
-    int err = jh__swap_pages(lo, hi - lo, fd, (off_t)off, m->snap.p);
+    int err = jh__swap_pages(lo, hi - lo, fd, (off_t)off, m->snap.p, prot);
     if (err == -EBUSY) {
         /* mseal(2)ed code: those pages stay as they are, the rest of the code is named */
         jh__em_report_once(m, R_SEALED, "code at %#lx-%#lx left as it is (perf map/jitdump "
@@ -296,8 +322,18 @@ int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uin
 
 void jh__em_unswap(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
-    if (jh__em_ours(m, lo, hi) && jh__unswap_pages(lo, hi - lo) == 0)
-        m->unswaps++;
+    if (!jh__em_ours(m, lo, hi))
+        return;
+    /* One mapping at a time where pages may differ in PROT_BTI (swapped at two times). */
+    for (uintptr_t a = lo, s, e; a < hi; a = e) {
+        e = hi;
+        if (m->bti && jh__vma_bounds(jh__em_maps(m), a, &s, &e) == 0 && e > hi)
+            e = hi;
+        int prot = code_prot(m, a, e);
+        if (e <= a || prot < 0 || jh__unswap_pages(a, e - a, prot) != 0)
+            return;
+    }
+    m->unswaps++;
 }
 
 /* Valgrind 3.19 reads an image's symbols once it has seen an r-x and an r-w mapping of it:

@@ -141,12 +141,12 @@ static uintptr_t num(const char **p, int base)
     }
 }
 
-/* Parse /proc/self/maps: "start-end perms offset maj:min inode   path". */
-static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, const struct want *w)
+/* The whole of a /proc file, NUL-terminated, to free(); NULL on any failure. */
+static char *read_proc(const char *path)
 {
-    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return JH__VMA_ERROR;
+        return NULL;
     size_t cap = 64 << 10, len = 0;
     char *buf = malloc(cap);
     for (;;) {
@@ -170,9 +170,17 @@ static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, const struct 
         len += (size_t)r;
     }
     close(fd);
+    if (buf)
+        buf[len] = 0;
+    return buf;
+}
+
+/* Parse /proc/self/maps: "start-end perms offset maj:min inode   path". */
+static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, const struct want *w)
+{
+    char *buf = read_proc("/proc/self/maps");
     if (!buf)
         return JH__VMA_ERROR;
-    buf[len] = 0;
     uintptr_t at = lo;
     enum jh__vma_verdict verdict = JH__VMA_UNMAPPED;
     for (char *line = buf; line && *line && at < hi;) {
@@ -293,6 +301,49 @@ int jh__vma_bounds(int maps_fd, uintptr_t addr, uintptr_t *start, uintptr_t *end
     return err;
 }
 
+/* ---- BTI ---- */
+
+/* Does the "VmFlags:" line's value (up to end) hold the two-letter flag? */
+static bool vm_flag(const char *c, const char *end, const char flag[2])
+{
+    for (; c + 2 <= end; c++)
+        if (c[0] == flag[0] && c[1] == flag[1] && c[-1] == ' ' && (c + 2 == end || c[2] == ' '))
+            return true;
+    return false;
+}
+
+int jh__smaps_guarded(const char *text, uintptr_t lo, uintptr_t hi)
+{
+    unsigned seen = 0;          /* 1: an unguarded VMA in the range, 2: a guarded one */
+    uintptr_t s = 0, e = 0;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        if (!end)
+            end = line + strlen(line);
+        const char *c = line;
+        uintptr_t a = num(&c, 16);
+        if (c != line && *c == '-') {               /* "start-end perms ...": a new VMA */
+            c++;
+            s = a;
+            e = num(&c, 16);
+        } else if (!strncmp(line, "VmFlags:", 8) && e > lo && s < hi) {
+            seen |= vm_flag(line + 8, end, "bt") ? 2 : 1;
+        }
+        line = *end ? end + 1 : end;
+    }
+    return seen == 2 ? 1 : seen == 1 ? 0 : -1;
+}
+
+int jh__vma_guarded(uintptr_t lo, uintptr_t hi)
+{
+    char *text = read_proc("/proc/self/smaps");
+    if (!text)
+        return -1;
+    int g = jh__smaps_guarded(text, lo, hi);
+    free(text);
+    return g;
+}
+
 /* Is every page of the range mapped? (mincore fails with ENOMEM on a hole.) */
 static bool mapped(uintptr_t lo, size_t len)
 {
@@ -309,9 +360,9 @@ static bool mapped(uintptr_t lo, size_t len)
 
 /* Put expect back at lo in fresh anonymous memory. Threads running there fault for the
  * instant the page is not executable only if RWX is refused (then RW, copy, RX). */
-static int restore(uintptr_t lo, size_t len, const void *expect)
+static int restore(uintptr_t lo, size_t len, const void *expect, int prot)
 {
-    void *p = mmap((void *)lo, len, PROT_READ | PROT_WRITE | PROT_EXEC,
+    void *p = mmap((void *)lo, len, PROT_READ | PROT_WRITE | PROT_EXEC | prot,
                    MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         p = mmap((void *)lo, len, PROT_READ | PROT_WRITE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS,
@@ -319,7 +370,7 @@ static int restore(uintptr_t lo, size_t len, const void *expect)
     if (p == MAP_FAILED)
         return -errno;
     memcpy(p, expect, len);
-    if (mprotect(p, len, PROT_READ | PROT_EXEC) != 0)
+    if (mprotect(p, len, PROT_READ | PROT_EXEC | prot) != 0)
         return -errno;
     VALGRIND_DISCARD_TRANSLATIONS(p, len);
     return 0;
@@ -327,43 +378,44 @@ static int restore(uintptr_t lo, size_t len, const void *expect)
 
 /* A MAP_FIXED mapping refused with EPERM: a noexec file system refuses the file anywhere, a
  * sealed range (mseal) refuses to be replaced. */
-static int why_refused(size_t len, int fd, off_t off)
+static int why_refused(size_t len, int fd, off_t off, int prot)
 {
-    void *p = mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, off);
+    void *p = mmap(NULL, len, PROT_READ | PROT_EXEC | prot, MAP_PRIVATE, fd, off);
     if (p == MAP_FAILED)
         return -EPERM;
     munmap(p, len);
     return -EBUSY;
 }
 
-int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect)
+int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect, int prot)
 {
-    void *p = mmap((void *)lo, len, PROT_READ | PROT_EXEC, MAP_FIXED | MAP_PRIVATE, fd, off);
+    void *p = mmap((void *)lo, len, PROT_READ | PROT_EXEC | prot, MAP_FIXED | MAP_PRIVATE, fd,
+                   off);
     if (p == MAP_FAILED) {
         int err = -errno;
         if (err == -EPERM)
-            err = why_refused(len, fd, off);
+            err = why_refused(len, fd, off, prot);
         /* Linux checks permissions (noexec mount: EPERM) before it touches the old
          * mapping, but a late failure may have unmapped it: then put the bytes back. */
         if (!mapped(lo, len) || memcmp((const void *)lo, expect, len) != 0)
-            restore(lo, len, expect);
+            restore(lo, len, expect, prot);
         return err;
     }
     if (p != (void *)lo || memcmp(p, expect, len) != 0) {
-        int err = restore(lo, len, expect);
+        int err = restore(lo, len, expect, prot);
         return err ? err : -EIO;
     }
     return 0;
 }
 
-int jh__unswap_pages(uintptr_t lo, size_t len)
+int jh__unswap_pages(uintptr_t lo, size_t len, int prot)
 {
     void *copy = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (copy == MAP_FAILED)
         return -errno;
     memcpy(copy, (const void *)lo, len);
     int err = 0;
-    if (mprotect(copy, len, PROT_READ | PROT_EXEC) != 0 ||
+    if (mprotect(copy, len, PROT_READ | PROT_EXEC | prot) != 0 ||
         mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)lo) == MAP_FAILED)
         err = -errno;
     if (err)

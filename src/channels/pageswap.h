@@ -53,23 +53,31 @@ const char *jh__vma_verdict_str(enum jh__vma_verdict v);
 int jh__vma_bounds(int maps_fd, uintptr_t addr, uintptr_t *start, uintptr_t *end);
 
 /*
- * Replace [lo, lo+len) (page aligned) by mmap(MAP_FIXED|MAP_PRIVATE, PROT_READ|PROT_EXEC)
- * of fd at offset off, whose bytes must equal expect[0..len). Returns 0 when the new pages
+ * Are the pages of [lo, hi) BTI-guarded (arm64 PROT_BTI: the "bt" of smaps' VmFlags)? 1 all
+ * of them, 0 none, -1 some are and some are not, or smaps cannot be read. The reader of
+ * /proc/self/smaps's text is jh__smaps_guarded (for tests).
+ */
+int jh__vma_guarded(uintptr_t lo, uintptr_t hi);
+int jh__smaps_guarded(const char *smaps, uintptr_t lo, uintptr_t hi);
+
+/*
+ * Replace [lo, lo+len) (page aligned) by mmap(MAP_FIXED|MAP_PRIVATE, PROT_READ|PROT_EXEC|prot)
+ * of fd at offset off (prot: 0, or PROT_BTI where the code's pages have it), whose bytes must equal expect[0..len). Returns 0 when the new pages
  * hold exactly expect. On any failure the range ends up holding expect in an anonymous
  * r-x mapping (as before, or restored from expect) and a negative errno is returned:
  * -EIO means the mapped bytes differed from expect (the file is not what we wrote).
  */
-int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect);
+int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect, int prot);
 /* -EBUSY from jh__swap_pages: the pages refuse to be mapped over (sealed: mseal(2)), while
  * the file maps fine elsewhere. */
 
 /*
  * The opposite: [lo, lo+len) (page aligned, r-x, mapped from one of our files) becomes
- * private anonymous memory again, r-x, with the same bytes, in one step (a copy mremap'ed
+ * private anonymous memory again, r-x (| prot), with the same bytes, in one step (a copy mremap'ed
  * over it: a thread running there never finds the range unmapped or not executable). From
  * then on it behaves as the memory the JIT allocated: madvise(MADV_DONTNEED) gives zeros,
  * not the file's bytes. 0 or a negative errno (the range is then as it was).
  */
-int jh__unswap_pages(uintptr_t lo, size_t len);
+int jh__unswap_pages(uintptr_t lo, size_t len, int prot);
 
 #endif

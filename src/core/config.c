@@ -123,11 +123,13 @@ int jh__config_load(struct jh__config *c, const struct jh_options *opts)
     if (o.channels & ~(unsigned)JH_ALL)
         return refused(opts, "jh_options.channels %#x has bits no channel has (JH_ALL is %#x)",
                        o.channels, (unsigned)JH_ALL);
-    if (o.flags & ~(unsigned)(JH_OPT_IGNORE_ENV | JH_OPT_STRICT))
+    const unsigned known = JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI;
+    if (o.flags & ~known)
         return refused(opts, "jh_options.flags %#x has bits that are not JH_OPT_* flags "
-                       "(JH_OPT_IGNORE_ENV | JH_OPT_STRICT is %#x)", o.flags,
-                       (unsigned)(JH_OPT_IGNORE_ENV | JH_OPT_STRICT));
+                       "(JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI is %#x)", o.flags,
+                       known);
     c->flags = o.flags;
+    c->elfmap.code_bti = o.flags & JH_OPT_CODE_BTI;
     c->channels = o.channels;
     /* One rule for every channel (diag.h): without a log callback, what the user must act
      * on reaches stderr, said once per cause; JITHERALD_DEBUG=1 adds the rest. */

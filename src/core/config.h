@@ -27,6 +27,7 @@ struct jh__config {
     struct jh__diag diag;
     struct jh__gdb_opts gdb;
     struct jh__auditlog_opts auditlog;
+    struct jh__elfmap_opts elfmap;
 };
 
 /* Fill c from opts (may be NULL) and the environment. 0, -EINVAL (opts malformed: sz, a

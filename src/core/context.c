@@ -151,7 +151,8 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
             .engine = ctx->cfg.engine, .diag = &ctx->cfg.diag, .reg = &ctx->reg,
             .dir = &ctx->dir, .slot = i,
             .opts = i == JH__CH_GDB ? (const void *)&ctx->cfg.gdb :
-                    i == JH__CH_AUDITLOG ? (const void *)&ctx->cfg.auditlog : NULL };
+                    i == JH__CH_AUDITLOG ? (const void *)&ctx->cfg.auditlog :
+                    i == JH__CH_ELFMAP ? (const void *)&ctx->cfg.elfmap : NULL };
         void *state = NULL;
         err = ops->open(&ctx->chan[i].env, &state);
         if (err < 0) {
