@@ -5,6 +5,8 @@ set -u
 BUILD=${BUILD:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 export JH_ROOT=$ROOT JH_BUILD=$ROOT/$BUILD
+# bench/percall rewrites the table of docs/cost.md with what it measured
+export JH_BENCH_PERCALL_DOC=$ROOT/docs/cost.md
 cd "$ROOT"
 for b in "$BUILD"/bench/*; do
     [ -f "$b" ] && [ -x "$b" ] || continue      # bench/llvm/: programs bench/llvm.sh runs
