@@ -1,18 +1,21 @@
 /*
  * test_a64_unwind.c — arm64 JIT code, hand-encoded, through the unwind channel, under
  * `qemu-aarch64 -cpu max` (pointer authentication on, keys random per process):
- *   - a frame-record function (stp x29, x30; mov x29, sp) that signs its return address
- *     (paciasp ... autiasp, and pacibsp ... autibsp with the B key), described as
- *     JH_UNWIND_FRAME_POINTER with .ra_signed, calling
+ *   - a frame-record function (stp x29, x30; mov x29, sp), unsigned, then signing its
+ *     return address (paciasp ... autiasp, and pacibsp ... autibsp with the B key),
+ *     described as JH_UNWIND_FRAME_POINTER (with .ra_signed when signed), calling
  *   - a frameless function that keeps x30 on the stack, described by raw CFI, calling C.
- * From the C callback, libgcc's _Unwind_Backtrace and glibc's backtrace() must walk both
- * JIT frames to call_jit and main. Then the signed function again with a `brk #0` at each
- * interesting place (before paciasp, right after it, in the body, after the frame is torn
- * down but before autiasp, after autiasp): the SIGTRAP handler's backtrace must pass the
- * JIT frame with the return address authenticated (or left alone where it is not signed)
- * and reach main. Without .ra_signed the signed address would be taken for a return
- * address: checked too, as the case the description exists for, and B-key code said to
- * be A-key code (the CIE's 'B' is what makes the B case work).
+ * (the code and the walk check: a64_jit.h). From the C callback, libgcc's
+ * _Unwind_Backtrace (LLVM's in test_a64_unwind_llvm, the same source linked with LLVM's
+ * libunwind: a64_llvm.h) and glibc's backtrace() must walk both JIT frames to call_jit
+ * and main. Then the signed function again with a `brk #0` at each interesting place
+ * (before paciasp, right after it, in the body, after the frame is torn down but before
+ * autiasp, after autiasp): the SIGTRAP handler's backtrace must pass the JIT frame with
+ * the return address authenticated (or left alone where it is not signed) and reach main
+ * (LLVM 14: in the body only; elsewhere it must not, see a64_stop_walks). Without
+ * .ra_signed the signed address would be taken for a return address: checked too, as the
+ * case the description exists for, and B-key code said to be A-key code (the CIE's 'B'
+ * is what makes the B case work).
  */
 #include <errno.h>
 #include <execinfo.h>
@@ -98,13 +101,16 @@ int main(void)
     uint32_t *leaf = emit_frameless(callback);
     CHECK_EQ(add_frameless(ctx, leaf, NULL), 0);
 
-    for (int key = 0; key < 2; key++) {
+    /* the frame-record function unsigned, then signed with either key */
+    for (int sign = A64_UNSIGNED; sign <= A64_KEY_B; sign++) {
+        static const char *const names[] = { "unsigned", "key A", "key B" };
+        const char *name = names[sign + 1];
         struct signed_fn s;
-        emit_signed(&s, (void *)leaf, key, -1);
+        emit_fp_fn(&s, (void *)leaf, (enum a64_sign)sign, -1);
         a64_flush();
-        uint64_t id = add_signed(ctx, &s, key, true);
+        uint64_t id = add_signed(ctx, &s, sign == A64_KEY_B, sign != A64_UNSIGNED);
         char what[64];
-        snprintf(what, sizeof what, "key %c, %s", key ? 'B' : 'A', A64_UNWINDER);
+        snprintf(what, sizeof what, "%s, %s", name, A64_UNWINDER);
         called = 0;
         call_jit((jit_fn *)(void *)s.code);
         CHECK_EQ(called, 1);
@@ -112,7 +118,7 @@ int main(void)
         uintptr_t bips[64];
         for (int i = 0; i < nbt; i++)
             bips[i] = (uintptr_t)bt[i];
-        snprintf(what, sizeof what, "key %c, backtrace()", key ? 'B' : 'A');
+        snprintf(what, sizeof what, "%s, backtrace()", name);
         CHECK(walks(bips, nbt, s.code, s.size, leaf, FRAMELESS_SIZE, what));
         CHECK_EQ(jh_code_remove(ctx, id), 0);
     }
