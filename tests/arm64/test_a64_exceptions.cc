@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "a64_llvm.h"
 #include "check.h"
 #include "jitherald.h"
 
@@ -54,6 +55,8 @@ const uint8_t frameless_cfi[] = { 0x44, 0x0e, 16, 0x9e, 2, 0x48, 0x0e, 0, 0xde }
 
 int main()
 {
+    std::setvbuf(stdout, nullptr, _IONBF, 0);
+    A64_LLVM_CHECK();
     auto *c = static_cast<uint32_t *>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     CHECK(c != MAP_FAILED);
@@ -82,6 +85,7 @@ int main()
     o.channels = JH_UNWIND;
     o.flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT;
     CHECK_EQ(jh_open(&ctx, &o), 0);
+    A64_LLVM_CHECK_FED();
     jh_code l{};
     l.sz = sizeof l, l.name = "leaf", l.start = leaf, l.size = 32;
     l.unwind = JH_UNWIND_CFI, l.cfi = frameless_cfi, l.cfi_len = sizeof frameless_cfi;
