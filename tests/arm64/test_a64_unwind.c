@@ -125,8 +125,10 @@ int main(void)
 
     /* a stop at each place: before paciasp (0), after it (1), in the body after the
      * frame is set (3), after the ldp with x30 still signed (6), after autiasp (7); where
-     * the unwinder is known not to cope (a64_stop_walks), in a child that must not get
-     * through either (it may crash) */
+     * the unwinder is known not to cope (a64_stop_walks), in a child, whose outcome is
+     * printed, not asserted: the unwinder then applies the wrong signing state and
+     * authenticates with the process's random keys, so whether it lands somewhere
+     * readable changes from run to run (LLVM 14, key B, stops 1 and 7: through, once) */
     struct sigaction sa = { .sa_sigaction = on_trap, .sa_flags = SA_SIGINFO };
     sigaction(SIGTRAP, &sa, NULL);
     static const int stops[] = { 0, 1, 3, 6, 7 };
@@ -160,8 +162,7 @@ int main(void)
                 CHECK(waitpid(pid, &st, 0) == pid);
                 printf("%s: %s (a known limit, docs/arm64.md)\n", what, WIFSIGNALED(st) ?
                        "the unwinder crashed" : WIFEXITED(st) && WEXITSTATUS(st) == 3 ?
-                       "the walk did not reach call_jit" : "the walk REACHED call_jit");
-                CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+                       "the walk did not reach call_jit" : "the walk reached call_jit, by chance");
             }
             CHECK_EQ(jh_code_remove(ctx, id), 0);
         }
