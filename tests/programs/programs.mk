@@ -26,6 +26,8 @@ endef
 $(eval $(call program,auditlog_dwarf_vm,yes))
 $(eval $(call program,gdb_move,yes))
 $(eval $(call program,gdb_names,yes))
+$(eval $(call program,gdb_own_descriptor,yes))
+$(eval $(call program,gdb_own_descriptor_rdynamic,yes))
 $(eval $(call program,luajit_abi,yes))
 $(eval $(call program,churn_rows,yes))
 $(eval $(call program,jitdump_move,yes))
@@ -60,6 +62,18 @@ $(PROG_DIR)/clean_fork: tests/programs/clean_fork.c $(LIB_A) $(MJ_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
+
+# A program with a JIT interface of its own (as PHP's): exported to the dynamic symbol
+# table because libjitherald.so defines the same names, and with -rdynamic (as php).
+$(PROG_DIR)/gdb_own_descriptor: tests/programs/gdb_own_descriptor.c $(LIB_SO)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O0 $(LDFLAGS) -o $@ $< $(PROG_SHARED) -ldl
+
+$(PROG_DIR)/gdb_own_descriptor_rdynamic: tests/programs/gdb_own_descriptor.c $(LIB_SO)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O0 -rdynamic $(LDFLAGS) -o $@ $< $(PROG_SHARED) -ldl
 
 # VMs that know nothing of jitherald: they link neither library (the preload brings them).
 $(PROG_DIR)/run_vm $(PROG_DIR)/run_harm: $(PROG_DIR)/%: tests/programs/%.c
