@@ -16,19 +16,6 @@ LIB=$B/libjitherald.so.0
 mkdir "$T/stripped" "$T/unmarked"
 strip -o "$T/stripped/libjitherald.so.0" "$LIB"
 ! readelf -W -S "$T/stripped/libjitherald.so.0" | grep -q '\.symtab' || fail "strip left .symtab"
-# the unmarked control: SHF_EXECINSTR (4) cleared again in .jh_gdb_jit's sh_flags
-cp "$LIB" "$T/unmarked/libjitherald.so.0"
-unmark() { # FILE: the byte scripts/gdb-section.sh set, back to what ld wrote
-    local f=$1 shoff shentsize idx at
-    shoff=$(od -An -tu8 -j40 -N8 "$f" | tr -d ' ')
-    shentsize=$(od -An -tu2 -j58 -N2 "$f" | tr -d ' ')
-    idx=$(readelf -W -S "$f" | sed -n 's/^ *\[ *\([0-9]*\)\] \.jh_gdb_jit .*/\1/p')
-    at=$((shoff + idx * shentsize + 8))
-    printf '\003' | dd of="$f" bs=1 seek="$at" conv=notrunc status=none
-}
-unmark "$T/unmarked/libjitherald.so.0"
-readelf -W -S "$T/unmarked/libjitherald.so.0" | grep -Eq '\.jh_gdb_jit +PROGBITS .* WA ' ||
-    fail "the control library is still marked"
 
 gdb_run() { # NAME BINARY [LIBDIR]: gdb's view at stop_here and in jh_fn
     local name=$1 bin=$2 dir=${3:-}
@@ -59,6 +46,24 @@ for v in plain rdynamic; do
             fail "$v.$lib: the program's own descriptor or hook was touched (see its stderr)"
         echo "PASS $v, $lib library: gdb names jitherald's code next to the program's descriptor"
     done
+done
+
+# the unmarked control: SHF_EXECINSTR (4) cleared again in .jh_gdb_jit's sh_flags
+cp "$LIB" "$T/unmarked/libjitherald.so.0"
+unmark() { # FILE: the byte scripts/gdb-section.sh set, back to what ld wrote
+    local f=$1 shoff shentsize idx at
+    shoff=$(od -An -tu8 -j40 -N8 "$f" | tr -d ' ')
+    shentsize=$(od -An -tu2 -j58 -N2 "$f" | tr -d ' ')
+    idx=$(readelf -W -S "$f" | sed -n 's/^ *\[ *\([0-9]*\)\] \.jh_gdb_jit .*/\1/p')
+    at=$((shoff + idx * shentsize + 8))
+    printf '\003' | dd of="$f" bs=1 seek="$at" conv=notrunc status=none
+}
+unmark "$T/unmarked/libjitherald.so.0"
+readelf -W -S "$T/unmarked/libjitherald.so.0" | grep -Eq '\.jh_gdb_jit +PROGBITS .* WA ' ||
+    fail "the control library is still marked"
+
+for v in plain rdynamic; do
+    bin=$PLAIN; [ $v = rdynamic ] && bin=$RDYN
     gdb_run "$v.unmarked" "$bin" "$T/unmarked"
     f=$T/$v.unmarked.gdb
     grep -q "$T/unmarked/libjitherald.so.0" "$f" || fail "$v.unmarked: not the control library"
