@@ -16,6 +16,8 @@
  *   guard.c     the VM's mmap/munmap/mremap/mprotect/pkey_mprotect/madvise, interposed:
  *               kept apart from elfmap's page swaps without a lock held across the VM's
  *               call; code the VM unmaps or frees is removed.
+ *   deepbind.c  dlopen, interposed: a library loaded with RTLD_DEEPBIND (PHP's opcache)
+ *               has its calls of the above bound to ours, as LD_PRELOAD binds the rest.
  * Names here start with jhp_.
  */
 #ifndef JHP_PRELOAD_H

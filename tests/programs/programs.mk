@@ -35,6 +35,7 @@ $(eval $(call program,cg_invariants,yes))
 $(eval $(call program,mj_lines,yes))
 $(eval $(call program,run_vm,yes))
 $(eval $(call program,run_harm,yes))
+$(eval $(call program,run_deepbind,yes))
 $(eval $(call program,unwind_asan,yes))
 $(eval $(call program,clean_fork,yes))
 $(eval $(call program,auditlog_msgpack_walk,$(MSGPACK_PKG),msgpack-c missing (Debian package libmsgpack-dev)))
@@ -80,6 +81,18 @@ $(PROG_DIR)/run_vm $(PROG_DIR)/run_harm: $(PROG_DIR)/%: tests/programs/%.c
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -lpthread -ldl -lgcc_s -Wno-unused-result
+
+# A VM whose JIT is a plugin loaded with RTLD_DEEPBIND (as PHP's opcache.so), found by its
+# bare name through the program's RUNPATH; the plugin BIND_NOW + RELRO, as Debian's.
+$(PROG_DIR)/run_deepbind: tests/programs/run_deepbind.c $(PROG_DIR)/deepbind/run_deepbind_vm.so
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -ldl -Wl,-rpath,'$$ORIGIN/deepbind'
+
+$(PROG_DIR)/deepbind/run_deepbind_vm.so: tests/programs/run_deepbind_vm.c
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O1 -fPIC -shared -Wl,-z,relro,-z,now $(LDFLAGS) -o $@ $<
 
 # A callgrind reader and a perf map / jitdump reader of its own: no tools/lib code.
 $(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c
