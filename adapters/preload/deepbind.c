@@ -8,14 +8,14 @@
  *     (gdb) break TRACE_1_spin_4        # pending; hit once the tracing JIT compiled it
  *
  * So dlopen is interposed. After a load with RTLD_DEEPBIND, every GOT slot of the loaded
- * object (JUMP_SLOT and GLOB_DAT relocations against an undefined symbol) whose symbol this
- * library interposes is pointed at our definition, which is what LD_PRELOAD gives every
- * other object. The list of those calls is this library's own dynamic symbol table: one
+ * object (a relocation against an undefined function that left libc's definition there,
+ * or the object's own PLT while not yet bound) whose symbol this library interposes is
+ * pointed at our definition, which is what LD_PRELOAD gives every other object. The list of those calls is this library's own dynamic symbol table: one
  * list, no copy. Slots in the object's RELRO region (read-only since relocation; BIND_NOW)
  * are made writable for the store and read-only again. Only the object the call names is
  * rebound, not the libraries it brings in with it.
  *
- * Every other dlopen goes on with a jump, not a call (the assembly below), so libc still
+ * Every other dlopen goes on with a jump, not a call (deepbind_jump.c), so libc still
  * sees the program as the caller: the caller's DT_RUNPATH and namespace decide where a bare
  * file name is looked for. A RTLD_DEEPBIND load is done from here, so a bare name in it is
  * looked for with this library's search path (PHP passes full paths). dlmopen is not
@@ -33,10 +33,8 @@
 
 #include "preload.h"
 
-_Static_assert(RTLD_DEEPBIND == 8, "the trampoline below tests bit 3 of dlopen's mode");
-
-/* libc's dlopen, once known; the trampoline jumps to it */
-__attribute__((used)) void *jhp_next_dlopen;
+/* libc's dlopen, once known; dlopen's jump (deepbind_jump.c) goes there */
+void *jhp_next_dlopen;
 
 static void *next_dlopen(void)
 {
@@ -50,51 +48,6 @@ static void *next_dlopen(void)
 
 __attribute__((constructor)) static void deepbind_init(void) { next_dlopen(); }
 
-#if defined(__x86_64__)
-#if defined(__CET__)
-#define JHP_LANDING "endbr64\n"
-#else
-#define JHP_LANDING ""
-#endif
-__asm__(".text\n"
-        ".globl dlopen\n"
-        ".type dlopen, @function\n"
-        "dlopen:\n"
-        ".cfi_startproc\n"
-        JHP_LANDING
-        "testl $8, %esi\n"                      /* RTLD_DEEPBIND */
-        "jnz jhp_dlopen_deep\n"
-        "movq jhp_next_dlopen(%rip), %rax\n"
-        "testq %rax, %rax\n"
-        "jz jhp_dlopen_deep\n"                  /* before our constructor ran */
-        "jmp *%rax\n"
-        ".cfi_endproc\n"
-        ".size dlopen, .-dlopen\n");
-#elif defined(__aarch64__)
-#if defined(__ARM_FEATURE_BTI_DEFAULT)
-#define JHP_LANDING "bti c\n"
-#else
-#define JHP_LANDING ""
-#endif
-__asm__(".text\n"
-        ".globl dlopen\n"
-        ".type dlopen, %function\n"
-        "dlopen:\n"
-        ".cfi_startproc\n"
-        JHP_LANDING
-        "tbz w1, #3, 1f\n"                      /* RTLD_DEEPBIND */
-        "b jhp_dlopen_deep\n"
-        "1: adrp x16, jhp_next_dlopen\n"
-        "ldr x16, [x16, :lo12:jhp_next_dlopen]\n"
-        "cbz x16, 2f\n"
-        "br x16\n"
-        "2: b jhp_dlopen_deep\n"
-        ".cfi_endproc\n"
-        ".size dlopen, .-dlopen\n");
-#else
-#error "deepbind.c: the dlopen trampoline is written for x86-64 and arm64"
-#endif
-
 /* This library's own definition of NAME, or NULL (libc's, or nobody's). */
 static void *ours(void *self, const void *self_base, const char *name)
 {
@@ -103,6 +56,18 @@ static void *ours(void *self, const void *self_base, const char *name)
     void *p = dlsym(self, name);
     Dl_info i;
     return p && dladdr(p, &i) && i.dli_fbase == self_base ? p : NULL;
+}
+
+/* Does the slot hold what RTLD_DEEPBIND gave it instead of ours: the next definition
+ * (libc's), or, not yet bound (lazy binding), an address inside the object itself (its
+ * PLT)? Only such a slot is a word of the GOT; no relocation type is looked at. */
+static bool bound_past_us(const struct link_map *lm, uintptr_t slot, const char *name)
+{
+    void *v = *(void *const *)slot;
+    if (v && v == dlsym(RTLD_NEXT, name))
+        return true;
+    Dl_info i;
+    return v && dladdr(v, &i) && (uintptr_t)i.dli_fbase == lm->l_addr && lm->l_addr;
 }
 
 struct relro { uintptr_t base, lo, hi; };
@@ -172,19 +137,14 @@ static unsigned rebind(void *handle)
         for (int t = 0; t < 2; t++) {
             for (size_t i = 0; rel[t] && i < relsz[t] / sizeof *rel[t]; i++) {
                 const ElfW(Rela) *e = &rel[t][i];
-                unsigned type = ELF64_R_TYPE(e->r_info);
-#if defined(__x86_64__)
-                if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
-#else
-                if (type != R_AARCH64_JUMP_SLOT && type != R_AARCH64_GLOB_DAT)
-#endif
+                const ElfW(Sym) *s = &sym[_ElfW(ELF, __ELF_NATIVE_CLASS, R_SYM)(e->r_info)];
+                if (s->st_shndx != SHN_UNDEF || _ElfW(ELF, __ELF_NATIVE_CLASS, ST_TYPE)(s->st_info) != STT_FUNC)
                     continue;
-                const ElfW(Sym) *s = &sym[ELF64_R_SYM(e->r_info)];
-                if (s->st_shndx != SHN_UNDEF || ELF64_ST_TYPE(s->st_info) != STT_FUNC)
-                    continue;
-                void *fn = ours(self, me.dli_fbase, str + s->st_name);
-                if (fn) {
-                    store(lm->l_addr + e->r_offset, fn, &r);
+                const char *name = str + s->st_name;
+                void *fn = ours(self, me.dli_fbase, name);
+                uintptr_t slot = lm->l_addr + e->r_offset;
+                if (fn && bound_past_us(lm, slot, name)) {
+                    store(slot, fn, &r);
                     n++;
                 }
             }
@@ -196,7 +156,7 @@ static unsigned rebind(void *handle)
 
 /* The trampoline's way for a RTLD_DEEPBIND load (and for any load before our constructor:
  * then the caller is us). */
-__attribute__((used)) void *jhp_dlopen_deep(const char *file, int mode)
+void *jhp_dlopen_deep(const char *file, int mode)
 {
     void *(*real)(const char *, int) = (void *(*)(const char *, int))next_dlopen();
     if (!real)

@@ -103,6 +103,11 @@ static inline void jhp_errno_back(const int *e) { errno = *e; }
 /* This process heard a map or a jitdump (preload.c: said at the run's end if none did). */
 void jhp_heard_something(void);
 
+/* ---- deepbind.c (and deepbind_jump.c, the exported dlopen) ---- */
+extern void *jhp_next_dlopen;   /* libc's dlopen, once known */
+/* A RTLD_DEEPBIND load: done, then the object's calls bound to ours. */
+void *jhp_dlopen_deep(const char *file, int mode);
+
 /* ---- announce.c ---- */
 enum jhp_kind { JHP_MAP = 1, JHP_DUMP = 2 };
 struct jhp_fn {
