@@ -128,10 +128,12 @@ $(LIB_A): $(LIB_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(LIB_SO): $(LIB_OBJ) src/jitherald.map
+# scripts/gdb-section.sh: gdb reads our descriptor even where the executable has its own.
+$(LIB_SO): $(LIB_OBJ) src/jitherald.map scripts/gdb-section.sh
 	$(call msg,LD,$@)
 	$(Q)$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script,src/jitherald.map \
 	    -Wl,-z,defs -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(LIB_OBJ) $(LIBS)
+	$(Q)sh scripts/gdb-section.sh $@ || { rm -f $@; exit 1; }
 	$(Q)ln -sf $(SONAME) $(BUILD)/libjitherald.so
 
 $(BUILD)/pic/%.o: %.c $(wildcard adapters/preload/*.h tools/lib/*.h src/*/*.h) include/jitherald.h

@@ -21,9 +21,10 @@
  * perf-<pid>.map or jit-<pid>.dump, <pid> this process (jhp_kind_of), and when a
  * jitdump is mapped executable (perf's own way of finding one: guard.c). Its descriptor and
  * FILE go into a small table; every other write pays a load and a compare.
- * Not heard: writes by raw system calls, by statically linked code, by libraries bound
- * to libc directly (RTLD_DEEPBIND, as PHP's opcache), stdio's inlined putc_unlocked, and
- * files written through a mapping (docs/run.md says which VMs).
+ * Not heard: writes by raw system calls, by statically linked code, stdio's inlined
+ * putc_unlocked, and files written through a mapping (docs/run.md says which VMs).
+ * Libraries loaded with RTLD_DEEPBIND (PHP's opcache) are bound to these calls by
+ * deepbind.c.
  */
 #include "hear.h"
 

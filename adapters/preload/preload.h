@@ -16,6 +16,8 @@
  *   guard.c     the VM's mmap/munmap/mremap/mprotect/pkey_mprotect/madvise, interposed:
  *               kept apart from elfmap's page swaps without a lock held across the VM's
  *               call; code the VM unmaps or frees is removed.
+ *   deepbind.c  dlopen, interposed: a library loaded with RTLD_DEEPBIND (PHP's opcache)
+ *               has its calls of the above bound to ours, as LD_PRELOAD binds the rest.
  * Names here start with jhp_.
  */
 #ifndef JHP_PRELOAD_H
@@ -100,6 +102,11 @@ static inline void jhp_errno_back(const int *e) { errno = *e; }
 
 /* This process heard a map or a jitdump (preload.c: said at the run's end if none did). */
 void jhp_heard_something(void);
+
+/* ---- deepbind.c (and deepbind_jump.c, the exported dlopen) ---- */
+extern void *jhp_next_dlopen;   /* libc's dlopen, once known */
+/* A RTLD_DEEPBIND load: done, then the object's calls bound to ours. */
+void *jhp_dlopen_deep(const char *file, int mode);
 
 /* ---- announce.c ---- */
 enum jhp_kind { JHP_MAP = 1, JHP_DUMP = 2 };

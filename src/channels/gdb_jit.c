@@ -22,8 +22,20 @@
 #include "fmt/elf_image.h"
 #include "jitherald.h"
 
-/* Version 1 statically: the debugger checks it before our code ever runs. */
-JH_API struct jit_descriptor __jit_debug_descriptor = { 1, JIT_NOACTION, NULL, NULL };
+/* Version 1 statically: the debugger checks it before our code ever runs.
+ *
+ * Its own section, JH__GDB_SECTION, which the build marks executable in the shared
+ * library's section header only (scripts/gdb-section.sh; the segment, and so the page,
+ * stays read-write and not executable). Why: when the program's executable defines
+ * __jit_debug_descriptor too (PHP does), gdb 13 takes a data symbol of a shared library to
+ * have been copied into the executable (a copy relocation) and reads the executable's
+ * descriptor instead of ours, so none of our code is ever seen. gdb decides "data" from
+ * the flags of the symbol's section: in a section flagged executable it is a text symbol,
+ * read where it is. The symbol itself (global, STT_OBJECT, versioned, in .dynsym) and its
+ * address are unchanged, which is all lldb, LLVM and dlsym look at; strip keeps section
+ * flags. Details and gdb's source lines: docs/gdb.md, "A program with its own descriptor". */
+JH_API __attribute__((section(JH__GDB_SECTION)))
+struct jit_descriptor __jit_debug_descriptor = { 1, JIT_NOACTION, NULL, NULL };
 
 /* The debugger's breakpoint lives here: never inlined, never folded into another empty
  * function (the asm with a memory clobber keeps a body and orders the stores before it). */
@@ -153,7 +165,10 @@ void jh__gdb_report_foreign(const struct jh__diag *d)
                  "concurrent registrations can corrupt it; link libjitherald.so instead");
 }
 
-/* A fact about the process, not the context: said once (the first context to see it). */
+/* A fact about the process, not the context: said once (the first context to see it).
+ * gdb reads a descriptor in every objfile, ours included even when the executable has one
+ * of its own (see the descriptor's section above); lldb takes the first hook and the first
+ * descriptor it finds, in load order: the executable's, or a library loaded before us. */
 void jh__gdb_warn_shadowed(const struct jh__diag *d)
 {
     static atomic_bool told;
@@ -162,7 +177,7 @@ void jh__gdb_warn_shadowed(const struct jh__diag *d)
     if (first && first != (void *)&jh__gdb_descriptor && dladdr(first, &other) &&
         !atomic_exchange(&told, true))
         jh__diag(d, JH_LOG_WARN, "gdb: %s also defines __jit_debug_descriptor and comes "
-                 "first: gdb sees both JITs, lldb only that one",
+                 "first: gdb names the code of both, lldb only that one's",
                  other.dli_fname ? other.dli_fname : "another library");
 }
 

@@ -38,6 +38,11 @@ struct jit_descriptor {
     struct jit_code_entry *relevant_entry, *first_entry;
 };
 
+/* The descriptor's section: scripts/gdb-section.sh marks it executable in the shared
+ * library's section header so that gdb reads our descriptor even where the executable
+ * defines one (gdb_jit.c). */
+#define JH__GDB_SECTION ".jh_gdb_jit"
+
 extern struct jit_descriptor __jit_debug_descriptor;
 void __jit_debug_register_code(void);
 

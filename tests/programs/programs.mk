@@ -26,6 +26,8 @@ endef
 $(eval $(call program,auditlog_dwarf_vm,yes))
 $(eval $(call program,gdb_move,yes))
 $(eval $(call program,gdb_names,yes))
+$(eval $(call program,gdb_own_descriptor,yes))
+$(eval $(call program,gdb_own_descriptor_rdynamic,yes))
 $(eval $(call program,luajit_abi,yes))
 $(eval $(call program,churn_rows,yes))
 $(eval $(call program,jitdump_move,yes))
@@ -33,6 +35,7 @@ $(eval $(call program,cg_invariants,yes))
 $(eval $(call program,mj_lines,yes))
 $(eval $(call program,run_vm,yes))
 $(eval $(call program,run_harm,yes))
+$(eval $(call program,run_deepbind,yes))
 $(eval $(call program,unwind_asan,yes))
 $(eval $(call program,clean_fork,yes))
 $(eval $(call program,auditlog_msgpack_walk,$(MSGPACK_PKG),msgpack-c missing (Debian package libmsgpack-dev)))
@@ -61,11 +64,35 @@ $(PROG_DIR)/clean_fork: tests/programs/clean_fork.c $(LIB_A) $(MJ_A)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
 
+# A program with a JIT interface of its own (as PHP's): exported to the dynamic symbol
+# table because libjitherald.so defines the same names, and with -rdynamic (as php).
+$(PROG_DIR)/gdb_own_descriptor: tests/programs/gdb_own_descriptor.c $(LIB_SO)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O0 $(LDFLAGS) -o $@ $< $(PROG_SHARED) -ldl
+
+$(PROG_DIR)/gdb_own_descriptor_rdynamic: tests/programs/gdb_own_descriptor.c $(LIB_SO)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O0 -rdynamic $(LDFLAGS) -o $@ $< $(PROG_SHARED) -ldl
+
 # VMs that know nothing of jitherald: they link neither library (the preload brings them).
 $(PROG_DIR)/run_vm $(PROG_DIR)/run_harm: $(PROG_DIR)/%: tests/programs/%.c
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -lpthread -ldl -lgcc_s -Wno-unused-result
+
+# A VM whose JIT is a plugin loaded with RTLD_DEEPBIND (as PHP's opcache.so), found by its
+# bare name through the program's RUNPATH; the plugin BIND_NOW + RELRO, as Debian's.
+$(PROG_DIR)/run_deepbind: tests/programs/run_deepbind.c $(PROG_DIR)/deepbind/run_deepbind_vm.so
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O1 $(LDFLAGS) -o $@ $< -ldl -Wl,-rpath,'$$ORIGIN/deepbind'
+
+$(PROG_DIR)/deepbind/run_deepbind_vm.so: tests/programs/run_deepbind_vm.c
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O1 -fPIC -shared -Wl,-z,relro,-z,now $(LDFLAGS) -o $@ $<
 
 # A callgrind reader and a perf map / jitdump reader of its own: no tools/lib code.
 $(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c
