@@ -315,6 +315,30 @@ local function exit_branches(mc, addr, nexit)
   return out
 end
 
+-- arm64 (lj_asm_arm64.h): each trace has its own exit stubs, 4 bytes apart after its code
+-- (traceexitstub(tr, k)); a guard is a b.cond, cbz/cbnz, tbz/tbnz or (inverted) b to one.
+local function exit_branches_a64(mc, addr, tr, nexit)
+  local out, s0 = {}, traceexitstub(tr, 0)
+  if not s0 then return out end
+  for i = 0, #mc - 4, 4 do
+    local a, b, c, d = byte(mc, i + 1, i + 4)
+    local w, imm, bits = ((d * 256 + c) * 256 + b) * 256 + a, nil, 19
+    if (d == 0x54 and a % 32 < 16) or d % 128 == 0x34 or d % 128 == 0x35 then
+      imm = math.floor(w / 32) % 524288
+    elseif d % 128 == 0x36 or d % 128 == 0x37 then
+      imm, bits = math.floor(w / 32) % 16384, 14
+    elseif d >= 0x14 and d <= 0x17 then
+      imm, bits = w % 67108864, 26
+    end
+    if imm then
+      if imm >= 2 ^ (bits - 1) then imm = imm - 2 ^ bits end
+      local k = (addr + i + imm * 4 - s0) / 4
+      if k >= 0 and k < nexit then out[#out + 1] = { i, i + 4, k } end
+    end
+  end
+  return out
+end
+
 -- ---- lines ---------------------------------------------------------------------------
 -- Records: the bytecodes LuaJIT recorded for the trace, in order (parallel arrays of func,
 -- pc, and the IR count when each began: record i made IR [nins[i], nins[i+1])). A snapshot
@@ -394,7 +418,8 @@ local function line_table(tr, st, mc, addr, loop, nexit)
   end
   local rec = st.rec
   if rec and rec.n > 0 and nexit > 0 then
-    local branches = exit_branches(mc, addr, nexit)
+    local branches = jit.arch == "arm64" and exit_branches_a64(mc, addr, tr, nexit) or
+                     exit_branches(mc, addr, nexit)
     -- per exit: the snapshot's IR position and frame size
     local ref, slots = {}, {}
     for k = 0, nexit - 1 do
@@ -590,6 +615,9 @@ local function on_stop(tr)
   end
   if not cfa then counts.no_unwind = counts.no_unwind + 1 end
   local pe = head_end and nsteps and nsteps > 0 and steps[0].offset or nil
+  -- An arm64 trace sets up no frame: its body starts at 0, which prologue_end cannot say (0
+  -- is "not given", and gdb would stop at the first guard's line): its 2nd instruction.
+  if not pe and jit.arch == "arm64" and size > 4 then pe = 4 end
   local id = announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe,
                       format("TRACE_%d", tr))
   live[tr] = { id = id, addr = addr, size = size, spadj = spadj, name = name }
