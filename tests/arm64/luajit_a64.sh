@@ -62,6 +62,7 @@ wait "$qpid"; rc=$?; qpid=
 cat "$T/gdb.out"
 [ "$rc" = 0 ] || fail "luajit exited $rc under gdb: $(cat "$T/prog.out")"
 grep -q '^total	true$' "$T/prog.out" || fail "hot.lua did not finish: $(cat "$T/prog.out")"
+! grep '^jitherald (luajit):' "$T/prog.out" || fail "the adapter reported an error"
 grep -q 'Breakpoint 1 (TRACE_1) pending' "$T/gdb.out" || fail "break TRACE_1 is not pending"
 grep -Eq '^Breakpoint 1, (0x[0-9a-f]+ in )?TRACE_1 hot\.lua:7 \(\) at hot\.lua:7$' "$T/gdb.out" ||
     fail "break TRACE_1 did not stop in trace 1 at hot.lua:7"
@@ -89,6 +90,7 @@ for ch in all gdb; do
         $QEMU "$LJ" -l jitherald -e "$texit" errors.lua >"$T/out" 2>"$T/err.$ch" ||
         fail "JITHERALD=$ch: exit $?: $(cat "$T/out" "$T/err.$ch")"
     diff -u "$T/plain" "$T/out" || fail "JITHERALD=$ch: the output differs from plain LuaJIT's"
+    ! grep '^jitherald (luajit):' "$T/err.$ch" || fail "JITHERALD=$ch: the adapter reported an error"
     if [ "$ch" = all ]; then
         pid=$(cat "$T/pid.all")
         "$CLI" log "$T/d.all/luajit-$pid.jhlog" code >"$T/code" 2>&1 || fail "jitherald log: $(cat "$T/code")"
