@@ -38,7 +38,7 @@ command -v gdb-multiarch >/dev/null || { echo "SKIP gdb-multiarch not installed"
 T=$(mktemp -d "${TMPDIR:-/tmp}/jh-luajit_a64.XXXXXX")
 qpid=
 cleanup() {
-    [ -n "$qpid" ] && kill "$qpid" 2>/dev/null
+    [ -n "$qpid" ] && kill -9 "$qpid" 2>/dev/null
     for f in "$T"/pid.*; do [ -f "$f" ] && rm -f "/tmp/perf-$(cat "$f").map"; done
     rm -rf "$T"
 }
@@ -58,6 +58,10 @@ timeout 60 gdb-multiarch -q -nx -batch -ex "set sysroot ${ARM64_SYSROOT:-/usr/aa
     -ex 'break TRACE_1' -ex continue -ex bt -ex 'info symbol $pc' -ex 'info line hot.lua:8' -ex delete \
     -ex 'break TRACE_2' -ex continue -ex 'info symbol $pc' -ex delete \
     -ex continue >"$T/gdb.out" 2>&1
+# a gdb that gave up leaves luajit stopped in qemu: 20 s to finish, then SIGKILL (qemu-user
+# hands SIGTERM to the guest, which a stopped guest never takes)
+for _ in $(seq 40); do kill -0 "$qpid" 2>/dev/null || break; sleep 0.5; done
+kill -9 "$qpid" 2>/dev/null
 wait "$qpid"; rc=$?; qpid=
 cat "$T/gdb.out"
 [ "$rc" = 0 ] || fail "luajit exited $rc under gdb: $(cat "$T/prog.out")"
