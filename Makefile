@@ -297,6 +297,9 @@ check-exports: $(LIB_SO)
 	    grep -v -e '^jh_' -e '^__jit_debug_register_code$$' -e '^__jit_debug_descriptor$$' || true); \
 	if [ -n "$$bad" ]; then echo "unexpected exports: $$bad"; exit 1; fi
 
+# the LuaJIT adapter's machine-code readers, one per architecture (beside jitherald.lua)
+LUA_ARCH := $(sort $(wildcard adapters/luajit/jitherald/*.lua))
+
 install: all install-llvm
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(BINDIR)
 	install -m 644 include/jitherald.h $(DESTDIR)$(INCDIR)/
@@ -315,15 +318,18 @@ install: all install-llvm
 	install -d $(DESTDIR)$(LUADIR)
 	sed -e 's|@LIBDIR@|$(LIBDIR)|' adapters/luajit/jitherald.lua > $(DESTDIR)$(LUADIR)/jitherald.lua
 	chmod 644 $(DESTDIR)$(LUADIR)/jitherald.lua
+	install -d $(DESTDIR)$(LUADIR)/jitherald
+	install -m 644 $(LUA_ARCH) $(DESTDIR)$(LUADIR)/jitherald/
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/jitherald.h $(DESTDIR)$(LIBDIR)/libjitherald.* \
 	    $(DESTDIR)$(LIBDIR)/libjitherald-run.so \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald \
-	    $(DESTDIR)$(LUADIR)/jitherald.lua $(DESTDIR)$(MANDIR)/man1/jitherald.1 \
+	    $(DESTDIR)$(LUADIR)/jitherald.lua $(LUA_ARCH:adapters/luajit/%=$(DESTDIR)$(LUADIR)/%) \
+	    $(DESTDIR)$(MANDIR)/man1/jitherald.1 \
 	    $(DESTDIR)$(INCDIR)/jitherald/llvm.h $(DESTDIR)$(LIBDIR)/libjitherald-llvm.* \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald-llvm.pc
-	-rmdir $(DESTDIR)$(INCDIR)/jitherald 2>/dev/null
+	-rmdir $(DESTDIR)$(INCDIR)/jitherald $(DESTDIR)$(LUADIR)/jitherald 2>/dev/null
 	for f in $(BUILD)/man/*.3; do rm -f $(DESTDIR)$(MANDIR)/man3/$${f##*/}; done
 
 clean:

@@ -27,8 +27,10 @@ What each trace becomes (jh_code_add, when LuaJIT reports it finished):
     LuaJIT's personality routine, from LuaJIT's FDE for the code area: the unwind channel
     then describes the trace with it (Lua errors through the trace still reach LuaJIT,
     backtrace() walks through) and leaves the rest of the area to LuaJIT's FDE.
+The machine code is read by one module per architecture: jitherald/x86.lua (x86 and x64:
+exit stub groups, guards, the frame) and jitherald/arm64.lua (guards; no frame yet).
 Side traces: linking one patches its parent's exit branches (lj_asm_patchexit), reported as
-jh_code_patched over the parent. The exit stub groups are announced as "LuaJIT exit stubs
+jh_code_patched over the parent. x86's exit stub groups are announced as "LuaJIT exit stubs
 0-31" and so on. jit.flush() and every flush LuaJIT does on its own remove everything (the
 machine code is already unmapped by then); a trace number reused (its trace was flushed
 alone, or collected) removes the old trace first.
@@ -47,7 +49,7 @@ local jutil = require("jit.util")
 local band, bor = bit.band, bit.bor
 local format = string.format
 local funcinfo, traceinfo, tracemc = jutil.funcinfo, jutil.traceinfo, jutil.tracemc
-local tracesnap, traceir, traceexitstub = jutil.tracesnap, jutil.traceir, jutil.traceexitstub
+local tracesnap, traceir = jutil.tracesnap, jutil.traceir
 
 local M = { enabled = false }
 local debug_on = os.getenv("JITHERALD_DEBUG") == "1"
@@ -124,36 +126,13 @@ local function load_library()
   return nil, table.concat(tried, "; ")
 end
 
--- ---- machine code --------------------------------------------------------------------
-
--- The machine code is read from tracemc's copy (a Lua string): interpreted cdata indexing
--- costs ~50 ns a byte, string.find skips to the candidates in C. Offsets are 0-based.
-
-local byte = string.byte
-
-local function s32(mc, i)
-  local a, b, c, d = byte(mc, i + 1, i + 4)
-  local v = a + b * 256 + c * 65536 + d * 16777216
-  return v >= 2147483648 and v - 4294967296 or v
-end
-
--- `add rsp, imm` at offset i (48 83 c4 ib / 48 81 c4 id), ending by `limit`: its length
--- and immediate.
-local function add_rsp(mc, i, limit)
-  local a, b, c, d = byte(mc, i + 1, i + 4)
-  if a == 0x48 and c == 0xc4 and i + 4 <= limit then
-    if b == 0x83 then
-      return 4, d >= 128 and d - 256 or d
-    elseif b == 0x81 and i + 7 <= limit then
-      return 7, s32(mc, i + 3)
-    end
-  end
-  return nil
-end
-
 -- ---- state ---------------------------------------------------------------------------
 
 local lib, ctx
+-- What this architecture's machine code says (jitherald/x86.lua, jitherald/arm64.lua),
+-- loaded by open(); elsewhere traces get their names and start lines.
+local ARCH = { x86 = "jitherald.x86", x64 = "jitherald.x86", arm64 = "jitherald.arm64" }
+local arch = { exit_branches = function() return {} end }
 local live = {}          -- trace number -> { id, addr, size, spadj }
 local pending = {}       -- trace number -> what its start event said, and its records
 local groups = {}        -- exit stub group -> { id, addr }
@@ -181,11 +160,6 @@ local function frame_at(addr)
   for i = 0, f.nsaved_regs - 1 do out[#out + 1] = { regs[i].reg, regs[i].cfa_offset } end
   return f.cfa_offset, out, pers
 end
-
--- An exit stub group (lj_asm_x86.h, asm_exitstub_gen): 32 `push imm8` stubs chained by
--- short jumps, the group's own push, (not GC64: a mov), then `jmp lj_vm_exit_handler`.
-local STUBS_PER_GROUP = 32
-local STUB_GROUP_SIZE = ffi.abi("gc64") and 2 + 4 * 31 + 2 + 5 or 2 + 4 * 31 + 2 + 8 + 5
 
 local function source_of(func)
   local s = sources[func]
@@ -256,63 +230,20 @@ end
 
 -- ---- exit stubs ----------------------------------------------------------------------
 
-local function group_base(g)
-  local a = traceexitstub(g * STUBS_PER_GROUP)
-  return (a and a >= 65536) and a or nil       -- an absent group reads as a small number
-end
-
 local function announce_groups(nexit)
-  for g = 0, math.floor((nexit - 1) / STUBS_PER_GROUP) do
-    local base = group_base(g)
+  local gs = arch.groups
+  if not gs then return end
+  for g = 0, math.floor((nexit - 1) / gs.per) do
+    local base = gs.base(g)
     local known = groups[g]
     if base and (not known or known.addr ~= base) then
       if known then remove(known.id) end
-      local first = g * STUBS_PER_GROUP
-      local name = format("LuaJIT exit stubs %d-%d", first, first + STUBS_PER_GROUP - 1)
-      groups[g] = { id = announce(name, base, STUB_GROUP_SIZE), addr = base, name = name }
+      local first = g * gs.per
+      local name = format("LuaJIT exit stubs %d-%d", first, first + gs.per - 1)
+      groups[g] = { id = announce(name, base, gs.size), addr = base, name = name }
       counts.groups = counts.groups + 1
     end
   end
-end
-
--- The exit number a branch target is the stub of, or nil.
-local function stub_exit(target, nexit, bases)
-  for g, base in pairs(bases) do
-    local d = target - base
-    if d >= 0 and d < 4 * STUBS_PER_GROUP and d % 4 == 0 then
-      local k = g * STUBS_PER_GROUP + d / 4
-      if k < nexit then return k end
-    end
-  end
-  return nil
-end
-
--- Every jcc rel32 / jmp rel32 to an exit stub, in offset order: { offset, end, exit }.
-local function exit_branches(mc, addr, nexit)
-  local bases = {}
-  for g = 0, math.floor((nexit - 1) / STUBS_PER_GROUP) do bases[g] = group_base(g) end
-  local size = #mc
-  local out, from = {}, 1
-  while true do
-    local at = mc:find("[\15\233]", from)
-    if not at then break end
-    local i, len = at - 1, nil
-    local b = byte(mc, at)
-    if b == 0x0f then
-      local c = byte(mc, at + 1)
-      if c and c >= 0x80 and c <= 0x8f and i + 6 <= size then len = 6 end
-    elseif i + 5 <= size then
-      len = 5
-    end
-    local k = len and stub_exit(addr + i + len + s32(mc, i + len - 4), nexit, bases)
-    if k then
-      out[#out + 1] = { i, i + len, k }
-      from = at + len
-    else
-      from = at + 1
-    end
-  end
-  return out
 end
 
 -- ---- lines ---------------------------------------------------------------------------
@@ -394,7 +325,7 @@ local function line_table(tr, st, mc, addr, loop, nexit)
   end
   local rec = st.rec
   if rec and rec.n > 0 and nexit > 0 then
-    local branches = exit_branches(mc, addr, nexit)
+    local branches = arch.exit_branches(mc, addr, tr, nexit)
     -- per exit: the snapshot's IR position and frame size
     local ref, slots = {}, {}
     for k = 0, nexit - 1 do
@@ -453,61 +384,6 @@ local function line_table(tr, st, mc, addr, loop, nexit)
   return cf, lines, #rows
 end
 
--- ---- unwinding -----------------------------------------------------------------------
-
--- The trace's stack adjustment and the CFA steps that describe it, or nil when its code
--- is not the shape this reads (then the trace gets no unwind description).
-local function frame_steps(mc, parent_spadj, is_side)
-  if is_side and not parent_spadj then return nil end
-  local size = #mc
-  local steps, n, head = ffi.new("struct jh_cfa_step[2]"), 0, false
-  local entry = parent_spadj or 0
-  -- the tail of a trace that does not loop: add rsp,+N; jmp rel32
-  local tail_imm
-  if size >= 9 and byte(mc, size - 4) == 0xe9 then
-    for _, back in ipairs({ 9, 12 }) do
-      local l, v = add_rsp(mc, size - back, size - 5)
-      if l and size - back + l == size - 5 and v > 0 then tail_imm = v end
-    end
-  end
-  local spadj
-  if not is_side then
-    local l, v = add_rsp(mc, 0, size)
-    if l and v < 0 then
-      spadj = -v
-      steps[n].offset, steps[n].cfa_offset = l, vm_cfa + spadj
-      n = n + 1
-      head = true
-    else
-      spadj = 0
-    end
-  else
-    spadj = tail_imm or entry
-    local delta = spadj - entry
-    if delta < 0 then return nil end
-    if delta > 0 then          -- `add rsp,-delta` somewhere in the head
-      local found, from = nil, 1
-      while not found do
-        local at = mc:find("\72[\131\129]\196", from)
-        if not at or at > 256 then break end
-        local l, v = add_rsp(mc, at - 1, size)
-        if l and v == -delta then found = at - 1 + l end
-        from = at + 1
-      end
-      if not found then return nil end
-      steps[n].offset, steps[n].cfa_offset = found, vm_cfa + spadj
-      n = n + 1
-      head = true
-    end
-  end
-  if tail_imm then
-    if tail_imm ~= spadj then return nil end
-    steps[n].offset, steps[n].cfa_offset = size - 5, vm_cfa
-    n = n + 1
-  end
-  return spadj, vm_cfa + entry, steps, n, head
-end
-
 -- ---- the events ----------------------------------------------------------------------
 
 local function log_event(name, tr, extra)
@@ -535,26 +411,13 @@ local function on_start(tr, func, pc, otr, oex)
                   rec = want_lines and { n = 0, func = {}, pc = {}, nins = {} } or nil }
 end
 
--- The interpreter's frame, read once the first exit stub group exists: its final jump
--- goes to lj_vm_exit_handler, inside the interpreter.
+-- The frame traces run in, read once (arch.trace_frame: x64 only so far).
 local vm_tried = false
 local function find_vm_frame()
   vm_tried = true
-  local base = group_base(0)
-  if not base or jit.arch ~= "x64" then return end
-  local jmp = ffi.cast("const uint8_t *", base + STUB_GROUP_SIZE - 5)
-  if jmp[0] ~= 0xe9 then return end
-  local rel = ffi.cast("const int32_t *", jmp + 1)[0]
-  -- GC64 builds only (vm_x64.dasc): BC_JLOOP enters a trace after `sub rsp,16`, with r12
-  -- at the interpreter's lowest slot and r13 just below, which trace code may use.
-  local regs, cfa = nil, nil
-  if ffi.abi("gc64") and ffi.os ~= "Windows" then
-    cfa, regs = frame_at(base + STUB_GROUP_SIZE + tonumber(rel))
-  end
-  if cfa and #regs > 0 then
-    vm_cfa = cfa + 16
-    regs[#regs + 1] = { 12, -cfa }
-    regs[#regs + 1] = { 13, -cfa - 8 }
+  local regs
+  if arch.trace_frame then vm_cfa, regs = arch.trace_frame(frame_at) end
+  if vm_cfa then
     nsaved = #regs
     saved_regs_c = ffi.new("struct jh_saved_reg[?]", nsaved)
     for i, r in ipairs(regs) do
@@ -586,10 +449,11 @@ local function on_stop(tr)
   if vm_cfa then
     local parent = st.parent and live[st.parent]
     spadj, cfa, steps, nsteps, head_end =
-      frame_steps(mcode, parent and parent.spadj, st.parent ~= nil)
+      arch.frame_steps(mcode, parent and parent.spadj, st.parent ~= nil, vm_cfa)
   end
   if not cfa then counts.no_unwind = counts.no_unwind + 1 end
   local pe = head_end and nsteps and nsteps > 0 and steps[0].offset or nil
+  if not pe and arch.prologue_end and size > arch.prologue_end then pe = arch.prologue_end end
   local id = announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe,
                       format("TRACE_%d", tr))
   live[tr] = { id = id, addr = addr, size = size, spadj = spadj, name = name }
@@ -707,6 +571,10 @@ local function open()
     say("error", "struct jh_code is declared otherwise than this module expects")
     return
   end
+  if ARCH[jit.arch] then
+    local ok, a = pcall(require, ARCH[jit.arch])
+    if ok then arch = a else say("error", "traces get no lines: " .. tostring(a)) end
+  end
   code = ffi.new("struct jh_code")
   local opts = ffi.new("struct jh_options")
   opts.sz = ffi.sizeof(opts)
@@ -755,7 +623,7 @@ function M.live()
     if t.id then out[#out + 1] = { name = t.name, addr = t.addr, size = t.size } end
   end
   for g, s in pairs(groups) do
-    if s.id then out[#out + 1] = { name = s.name, addr = s.addr, size = STUB_GROUP_SIZE } end
+    if s.id then out[#out + 1] = { name = s.name, addr = s.addr, size = arch.groups.size } end
   end
   return out
 end

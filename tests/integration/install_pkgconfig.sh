@@ -9,6 +9,7 @@ cd "$R"
 make -s BUILD="${BUILD:-build}" install PREFIX="$T/prefix" >/dev/null
 for f in include/jitherald.h lib/libjitherald.a lib/libjitherald.so lib/libjitherald.so.0 \
          lib/pkgconfig/jitherald.pc bin/jitherald share/lua/5.1/jitherald.lua \
+         share/lua/5.1/jitherald/x86.lua share/lua/5.1/jitherald/arm64.lua \
          share/man/man1/jitherald.1 share/man/man3/jitherald.3 share/man/man3/jh_code_add.3; do
     [ -e "$T/prefix/$f" ] || fail "missing after install: $f"
 done
