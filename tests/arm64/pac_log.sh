@@ -30,4 +30,19 @@ grep -q "^  lr = $lr (signed: $ret) -> jit_signed+0x10\$" "$T/show" ||
 # The signed value given on the command line resolves too.
 "$CLI" log "$log" show "$lr" | tee "$T/fn"
 grep -q 'jit_signed' "$T/fn" || fail "show of the signed address does not name jit_signed"
-echo "ok: the audit log's PAC mask strips signed return addresses offline"
+# The log's images for arm64 (to-elf): the signed range as DW_CFA_AARCH64_negate_ra_state
+# after paciasp and again after autiasp, in CFI that readelf and llvm-dwarfdump accept.
+"$CLI" log "$log" to-elf "$T/img" >/dev/null || fail "to-elf of the arm64 log"
+img=$(find "$T/img" -name '*.elf' | head -1)
+[ -n "$img" ] || fail "to-elf wrote no image"
+readelf --debug-dump=frames "$img" >"$T/frames" 2>&1
+cat "$T/frames"
+grep -q 'Return address column: 30' "$T/frames" || fail "the image's CIE is not arm64's"
+[ "$(grep -c 'DW_CFA_AARCH64_negate_ra_state\|DW_CFA_GNU_window_save' "$T/frames")" = 2 ] ||
+    fail "the image's FDE does not toggle the signing state twice (after paciasp, autiasp)"
+if command -v llvm-dwarfdump-14 >/dev/null; then
+    llvm-dwarfdump-14 --verify "$img" >"$T/verify" 2>&1 || { cat "$T/verify"; fail "llvm-dwarfdump-14 --verify"; }
+    llvm-dwarfdump-14 --debug-frame "$img" | grep -q 'DW_CFA_AARCH64_negate_ra_state' ||
+        fail "llvm-dwarfdump does not read the signing state"
+fi
+echo "ok: the audit log's PAC mask strips signed return addresses offline; its arm64 images carry the signed range"
