@@ -10,7 +10,7 @@ QEMU=${ARM64_QEMU:?}
 fail() { echo "FAIL: $*"; exit 1; }
 command -v gdb-multiarch >/dev/null || { echo "SKIP gdb-multiarch not installed"; exit 77; }
 [ -x "$P" ] || fail "$P not built"
-T=$(mktemp -d); trap 'kill "$qpid" 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d); trap 'kill -9 "$qpid" 2>/dev/null; rm -rf "$T"' EXIT
 port=$((20000 + RANDOM % 20000))
 # shellcheck disable=SC2086 # QEMU is a command and its options
 $QEMU -g "$port" "$P" >"$T/prog.out" 2>&1 &
@@ -19,6 +19,10 @@ sleep 0.5
 timeout 120 gdb-multiarch -q -nx -batch -ex "set sysroot ${ARM64_SYSROOT:-/usr/aarch64-linux-gnu}" \
     -ex 'set breakpoint pending on' -ex "file $P" -ex "target remote :$port" \
     -ex 'break jit_inner' -ex continue -ex bt -ex continue >"$T/gdb.out" 2>&1
+# a gdb that never attached leaves qemu waiting for one: 20 s to finish, then SIGKILL
+# (qemu-user hands SIGTERM to a guest that has not started, and survives it)
+for _ in $(seq 40); do kill -0 "$qpid" 2>/dev/null || break; sleep 0.5; done
+kill -9 "$qpid" 2>/dev/null
 wait "$qpid"; rc=$?
 cat "$T/gdb.out"
 [ "$rc" = 0 ] || fail "the program exited $rc: $(cat "$T/prog.out")"

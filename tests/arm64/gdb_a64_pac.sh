@@ -21,7 +21,14 @@ fail() { echo "FAIL: $*"; exit 1; }
 command -v gdb-multiarch >/dev/null || { echo "SKIP gdb-multiarch not installed"; exit 77; }
 [ -x "$QEMU" ] || { echo "SKIP no qemu-aarch64 with pointer-authentication registers for gdb at $QEMU (run scripts/arm64-debs.sh, which scripts/install-deps.sh test runs)"; exit 77; }
 [ -x "$P" ] || fail "$P not built"
-T=$(mktemp -d); trap 'kill "$qpid" 2>/dev/null; rm -rf "$T"' EXIT
+T=$(mktemp -d); trap 'kill -9 "$qpid" 2>/dev/null; rm -rf "$T"' EXIT
+# a gdb that never attached leaves qemu waiting for one: 20 s to finish, then SIGKILL
+# (qemu-user hands SIGTERM to a guest that has not started, and survives it)
+reap() {
+    for _ in $(seq 40); do kill -0 "$qpid" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$qpid" 2>/dev/null
+    wait "$qpid"
+}
 SYSROOT=${ARM64_SYSROOT:-/usr/aarch64-linux-gnu}
 start() { # MODE: the program under qemu's gdbstub, on a fresh port
     port=$((20000 + RANDOM % 20000))
@@ -39,7 +46,7 @@ start signed
 gdb_at "$T/tdesc.out" -ex "file $P" -ex "target remote :$port" \
     -ex "pipe maint print xml-tdesc | sed 's/org.gnu.gdb.aarch64.pauth_v2\"/org.gnu.gdb.aarch64.pauth\"/' > $T/tdesc.xml" \
     -ex kill
-wait "$qpid" 2>/dev/null
+reap 2>/dev/null
 grep -q 'org.gnu.gdb.aarch64.pauth"' "$T/tdesc.xml" ||
     fail "qemu's gdbstub gives no pointer-authentication registers: $(head -c 300 "$T/tdesc.xml")"
 
@@ -56,7 +63,7 @@ run_gdb() { # MODE OUT
         cmds+=(-ex kill)
     fi
     gdb_at "$2" "${cmds[@]}"
-    wait "$qpid"
+    reap
 }
 
 run_gdb signed "$T/gdb.out"; rc=$?
