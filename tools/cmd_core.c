@@ -19,8 +19,8 @@
  * (and generation directory) under each --dir (images copied off the host, or rebuilt by
  * `jitherald log FILE to-elf DIR`). A candidate is used only if it describes what the core
  * shows: each of the image's mappings lies in one of its PT_LOADs at the same address, and
- * every byte of them the core holds (pages the JIT wrote, or all of them with bit 2 of
- * coredump_filter) equals the candidate's. When the core holds the image's first page (a
+ * every byte of the functions it names that the core holds (pages the JIT wrote since,
+ * or all of them with bit 2 of coredump_filter) equals the candidate's. When the core holds the image's first page (a
  * mapping at offset 0: the kernel and gcore keep ELF header pages), its build-id is the id
  * the image had at the crash: a candidate must carry the same id, and with DEBUGINFOD_URLS
  * set, `debuginfod-find executable ID` fetches it when no candidate does. elfmap images of
@@ -53,6 +53,8 @@ struct image {
     int nload;
     uint8_t id[64];
     size_t idlen;
+    struct fn { uint64_t start, end; } *fns; /* .symtab's functions: what must match */
+    size_t nfns;
 };
 
 static uint64_t rd(const uint8_t *p, int n)
@@ -194,29 +196,78 @@ static const char *matches(const struct jhr_core *c, const char *path, struct im
                      (unsigned long long)m->offset, (unsigned long long)m->start);
             return why;
         }
-        for (uint64_t a = m->start; a < m->end;) {
-            const uint8_t *cp;
-            size_t n = jhr_core_bytes(c, a, &cp);
-            if (!n) {
-                a = (a | 4095) + 1;
-                continue;
+        /* the bytes of each function the image names in this mapping (padding between
+         * functions is the JIT's, and an image rebuilt from the audit log has zeros there) */
+        for (size_t f = 0; f < im->nfns; f++) {
+            uint64_t a = im->fns[f].start > m->start ? im->fns[f].start : m->start;
+            uint64_t end = im->fns[f].end < m->end ? im->fns[f].end : m->end;
+            while (a < end) {
+                const uint8_t *cp;
+                size_t n = jhr_core_bytes(c, a, &cp);
+                if (!n) {
+                    a = (a | 4095) + 1;
+                    continue;
+                }
+                uint8_t buf[4096];
+                if (n > end - a)
+                    n = (size_t)(end - a);
+                if (n > sizeof buf)
+                    n = sizeof buf;
+                if (pread(im->fd, buf, n, (off_t)(m->offset + (a - m->start))) != (ssize_t)n ||
+                    memcmp(buf, cp, n)) {
+                    snprintf(why, sizeof why, "its bytes at 0x%llx (in a function it names) "
+                             "differ from the core's (rewritten since?)",
+                             (unsigned long long)a);
+                    return why;
+                }
+                *checked += n;
+                a += n;
             }
-            if (n > m->end - a)
-                n = (size_t)(m->end - a);
-            uint8_t buf[4096];
-            if (n > sizeof buf)
-                n = sizeof buf;
-            if (pread(im->fd, buf, n, (off_t)(m->offset + (a - m->start))) != (ssize_t)n ||
-                memcmp(buf, cp, n)) {
-                snprintf(why, sizeof why, "its bytes in the page at 0x%llx differ from the core's "
-                         "(rewritten since?)", (unsigned long long)a);
-                return why;
-            }
-            *checked += n;
-            a += n;
         }
     }
     return NULL;
+}
+
+/* The sized FUNC symbols of the image's .symtab. */
+static int read_functions(struct image *im)
+{
+    uint8_t h[64];
+    if (pread(im->fd, h, 64, 0) != 64)
+        return -1;
+    uint64_t shoff = rd(h + 40, 8), shentsize = rd(h + 58, 2), shnum = rd(h + 60, 2);
+    if (shentsize < 64 || shnum > 4096)
+        return -1;
+    for (uint64_t i = 0; i < shnum; i++) {
+        uint8_t sh[64];
+        if (pread(im->fd, sh, 64, (off_t)(shoff + i * shentsize)) != 64)
+            return -1;
+        uint64_t off = rd(sh + 24, 8), size = rd(sh + 32, 8), entsize = rd(sh + 56, 8);
+        if (rd(sh + 4, 4) != 2 /* SHT_SYMTAB */ || entsize < 24)
+            continue;
+        if (off > im->size || size > im->size - off)
+            return -1;
+        uint8_t *t = malloc(size ? size : 1);
+        im->fns = calloc(size / entsize + 1, sizeof *im->fns);
+        if (!t || !im->fns || pread(im->fd, t, size, (off_t)off) != (ssize_t)size) {
+            free(t);
+            return -1;
+        }
+        for (uint64_t k = 0; k < size / entsize; k++) {
+            const uint8_t *e = t + k * entsize;
+            uint64_t value = rd(e + 8, 8), sz = rd(e + 16, 8);
+            if ((e[4] & 0xf) == 2 /* STT_FUNC */ && sz && value + sz > value)
+                im->fns[im->nfns++] = (struct fn){ value, value + sz };
+        }
+        free(t);
+        return 0;
+    }
+    return 0;
+}
+
+static void close_image(struct image *im)
+{
+    close(im->fd);
+    free(im->fns);
 }
 
 static int open_image(const char *path, struct image *im)
@@ -226,8 +277,9 @@ static int open_image(const char *path, struct image *im)
     if (im->fd < 0)
         return im->fd;
     struct stat st;
-    if (fstat(im->fd, &st) || (im->size = (uint64_t)st.st_size, read_elf(im, file_get, im))) {
-        close(im->fd);
+    if (fstat(im->fd, &st) || (im->size = (uint64_t)st.st_size, read_elf(im, file_get, im)) ||
+        read_functions(im)) {
+        close_image(im);
         return -EINVAL;
     }
     return 0;
@@ -317,7 +369,7 @@ static int one_image(const struct jhr_core *c, const char *path, char **dirs, in
         }
         uint64_t checked = 0;
         const char *why = matches(c, path, &im, want, want_len, &checked);
-        close(im.fd);
+        close_image(&im);
         if (why) {
             fprintf(stderr, "jitherald core: %s: not used for %s: %s\n", cands[i], path, why);
             continue;
