@@ -65,31 +65,17 @@ static uint64_t rd(const uint8_t *p, int n)
     return v;
 }
 
-/* The GNU build-id in the notes at bytes[0, n), if any. */
-static size_t note_id(const uint8_t *d, uint64_t n, uint8_t *id)
+static const uint8_t *file_get(struct image *im, uint64_t off, uint64_t n, uint8_t *buf)
 {
-    for (uint64_t at = 0; n - at >= 12 && at < n;) {
-        uint64_t namesz = rd(d + at, 4), descsz = rd(d + at + 4, 4), type = rd(d + at + 8, 4);
-        uint64_t desc = at + 12 + ((namesz + 3) & ~3ull);
-        if (desc > n || descsz > n - desc)
-            return 0;
-        if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && !memcmp(d + at + 12, "GNU", 4) &&
-            descsz > 0 && descsz <= 64) {
-            memcpy(id, d + desc, descsz);
-            return descsz;
-        }
-        at = desc + ((descsz + 3) & ~3ull);
-    }
-    return 0;
+    return off <= im->size && n <= im->size - off &&
+           pread(im->fd, buf, n, (off_t)off) == (ssize_t)n ? buf : NULL;
 }
 
-/* An ELF64 little-endian file's PT_LOADs and build-id, through get(off, n) -> bytes. */
-typedef const uint8_t *getter(void *ctx, uint64_t off, uint64_t n, uint8_t *buf);
-
-static int read_elf(struct image *im, getter *get, void *ctx)
+/* An ELF64 little-endian image's PT_LOADs and build-id. */
+static int read_elf(struct image *im)
 {
     uint8_t buf[4096];
-    const uint8_t *h = get(ctx, 0, 64, buf);
+    const uint8_t *h = file_get(im, 0, 64, buf);
     if (!h || memcmp(h, "\177ELF", 4) || h[4] != 2 || h[5] != 1)
         return -1;
     uint64_t phoff = rd(h + 32, 8), phentsize = rd(h + 54, 2), phnum = rd(h + 56, 2);
@@ -97,7 +83,7 @@ static int read_elf(struct image *im, getter *get, void *ctx)
         return -1;
     for (uint64_t i = 0; i < phnum; i++) {
         uint8_t pb[56];
-        const uint8_t *ph = get(ctx, phoff + i * phentsize, 56, pb);
+        const uint8_t *ph = file_get(im, phoff + i * phentsize, 56, pb);
         if (!ph)
             return -1;
         uint64_t type = rd(ph, 4), off = rd(ph + 8, 8), filesz = rd(ph + 32, 8);
@@ -106,27 +92,12 @@ static int read_elf(struct image *im, getter *get, void *ctx)
             im->load[im->nload].vaddr = rd(ph + 16, 8);
             im->load[im->nload++].filesz = filesz;
         } else if (type == 4 && !im->idlen && filesz <= sizeof buf) {
-            const uint8_t *n = get(ctx, off, filesz, buf);
+            const uint8_t *n = file_get(im, off, filesz, buf);
             if (n)
-                im->idlen = note_id(n, filesz, im->id);
+                im->idlen = jhr_note_build_id(n, filesz, im->id);
         }
     }
     return 0;
-}
-
-static const uint8_t *file_get(void *ctx, uint64_t off, uint64_t n, uint8_t *buf)
-{
-    struct image *im = ctx;
-    return off <= im->size && n <= im->size - off &&
-           pread(im->fd, buf, n, (off_t)off) == (ssize_t)n ? buf : NULL;
-}
-
-struct held { const uint8_t *p; size_t n; };
-static const uint8_t *core_get(void *ctx, uint64_t off, uint64_t n, uint8_t *buf)
-{
-    (void)buf;
-    struct held *h = ctx;
-    return off <= h->n && n <= h->n - off ? h->p + off : NULL;
 }
 
 static void hex(char *out, const uint8_t *id, size_t n)
@@ -277,7 +248,7 @@ static int open_image(const char *path, struct image *im)
     if (im->fd < 0)
         return im->fd;
     struct stat st;
-    if (fstat(im->fd, &st) || (im->size = (uint64_t)st.st_size, read_elf(im, file_get, im)) ||
+    if (fstat(im->fd, &st) || (im->size = (uint64_t)st.st_size, read_elf(im)) ||
         read_functions(im)) {
         close_image(im);
         return -EINVAL;
@@ -328,17 +299,8 @@ static int one_image(const struct jhr_core *c, const char *path, char **dirs, in
     /* the id, from the image's first page if the core holds it */
     for (size_t i = 0; i < c->nmaps && !want_len; i++) {
         char *p = clean_path(c->maps[i].path);
-        if (p && !strcmp(p, path) && c->maps[i].offset == 0) {
-            struct held h;
-            h.n = jhr_core_bytes(c, c->maps[i].start, &h.p);
-            if (h.n > c->maps[i].end - c->maps[i].start)
-                h.n = (size_t)(c->maps[i].end - c->maps[i].start);
-            struct image im = { .fd = -1 };
-            if (h.n && !read_elf(&im, core_get, &h) && im.idlen) {
-                memcpy(want, im.id, im.idlen);
-                want_len = im.idlen;
-            }
-        }
+        if (p && !strcmp(p, path))
+            want_len = jhr_core_map_build_id(c, i, want);
         free(p);
     }
     char idhex[129] = "";

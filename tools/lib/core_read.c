@@ -57,7 +57,7 @@ static int read_notes(struct jhr_core *c, uint64_t off, uint64_t n)
 {
     const uint8_t *d = c->data + off;
     uint64_t at = 0;
-    while (n - at >= 12) {
+    while (at < n && n - at >= 12) {
         uint64_t namesz = rd(d + at, 4), descsz = rd(d + at + 4, 4), type = rd(d + at + 8, 4);
         uint64_t name_at = at + 12, desc_at = name_at + ((namesz + 3) & ~3ull);
         if (desc_at > n || descsz > n - desc_at)
@@ -124,5 +124,47 @@ size_t jhr_core_bytes(const struct jhr_core *c, uint64_t addr, const uint8_t **p
         }
     }
     *p = NULL;
+    return 0;
+}
+
+size_t jhr_note_build_id(const uint8_t *d, size_t n, uint8_t id[64])
+{
+    for (uint64_t at = 0; n - at >= 12;) {
+        uint64_t namesz = rd(d + at, 4), descsz = rd(d + at + 4, 4), type = rd(d + at + 8, 4);
+        uint64_t desc = at + 12 + ((namesz + 3) & ~3ull);
+        if (namesz > n || desc > n || descsz > n - desc)
+            return 0;
+        if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && !memcmp(d + at + 12, "GNU", 4) &&
+            descsz > 0 && descsz <= 64) {
+            memcpy(id, d + desc, descsz);
+            return (size_t)descsz;
+        }
+        at = desc + ((descsz + 3) & ~3ull);
+        if (at > n)
+            return 0;
+    }
+    return 0;
+}
+
+size_t jhr_core_map_build_id(const struct jhr_core *c, size_t i, uint8_t id[64])
+{
+    const struct jhr_core_map *m = &c->maps[i];
+    const uint8_t *h;
+    size_t n = m->offset ? 0 : jhr_core_bytes(c, m->start, &h);
+    if (n > m->end - m->start)
+        n = (size_t)(m->end - m->start);
+    if (n < 64 || memcmp(h, "\177ELF", 4) || h[4] != 2 || h[5] != 1)
+        return 0;
+    uint64_t phoff = rd(h + 32, 8), phentsize = rd(h + 54, 2), phnum = rd(h + 56, 2);
+    if (phentsize < 56 || !within(phoff, phnum * phentsize, n))
+        return 0;
+    for (uint64_t k = 0; k < phnum; k++) {
+        const uint8_t *ph = h + phoff + k * phentsize;
+        uint64_t off = rd(ph + 8, 8), filesz = rd(ph + 32, 8);
+        size_t len;
+        if (rd(ph, 4) == 4 /* PT_NOTE */ && within(off, filesz, n) &&
+            (len = jhr_note_build_id(h + off, (size_t)filesz, id)))
+            return len;
+    }
     return 0;
 }

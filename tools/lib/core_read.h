@@ -50,4 +50,13 @@ void jhr_core_free(struct jhr_core *c);
  * page was left out or never mapped); *p points at them. */
 size_t jhr_core_bytes(const struct jhr_core *c, uint64_t addr, const uint8_t **p);
 
+/* The GNU build-id (NT_GNU_BUILD_ID) in the notes at notes[0, n): its length (at most
+ * 64, copied to id), or 0 if there is none. */
+size_t jhr_note_build_id(const uint8_t *notes, size_t n, uint8_t id[64]);
+
+/* The build-id of the ELF file mapped by maps[i], if that mapping starts at file offset 0
+ * and the core holds the ELF header, program headers and note there (the kernel and gcore
+ * keep the first page of each ELF file mapped at offset 0): its length, or 0. */
+size_t jhr_core_map_build_id(const struct jhr_core *c, size_t i, uint8_t id[64]);
+
 #endif
