@@ -117,6 +117,17 @@ static char *clean_path(const char *p)
     return s;
 }
 
+/* A path with a control character (a newline above all) would end the gdb command it is
+ * printed in and start another: a core from elsewhere could make `source jit.gdb` run
+ * `shell ...`. Such paths are skipped (elfmap never writes one). */
+static bool has_control(const char *p)
+{
+    for (; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return true;
+    return false;
+}
+
 /* elfmap's image names: jit-PID-N.elf, in the image directory or a jit-PID-gK/ one. Its
  * tail under the image directory, or NULL. */
 static const char *image_tail(const char *path)
@@ -320,7 +331,8 @@ static int one_image(const struct jhr_core *c, const char *path, char **dirs, in
     int rc = 1;
     for (int i = 0; i < n; i++) {
         struct image im;
-        if (!cands[i] || (i > 0 && cands[0] && !strcmp(cands[i], cands[0])))
+        if (!cands[i] || has_control(cands[i]) ||
+            (i > 0 && cands[0] && !strcmp(cands[i], cands[0])))
             continue;
         int err = open_image(cands[i], &im);
         if (err) {
@@ -387,13 +399,18 @@ static int run(const char *core_path, char **dirs, int ndirs)
             first = !q || strcmp(p, q);
             free(q);
         }
+        if (first && has_control(p)) {
+            fprintf(stderr, "jitherald core: %s: an image path with a control character: "
+                    "skipped\n", core_path);
+            rc = 1, first = false;
+        }
         if (first) {
             found++;
             rc |= one_image(&c, p, dirs, ndirs);
         }
         free(p);
     }
-    if (!found) {
+    if (!found && !rc) {
         fprintf(stderr, "jitherald core: %s: %s\n", core_path,
                 c.nmaps ? "no elfmap image is mapped in it (was JITHERALD=elfmap on?)" :
                           "it has no NT_FILE note: it does not say which files were mapped");

@@ -10,6 +10,7 @@
 #     finds no ELF header of the images in the core, docs/cores.md);
 #   - the image moved elsewhere: found with --dir, not without (exit 1, said on stderr);
 #   - the image rewritten since (a code byte changed): refused, the core holds those bytes;
+#   - a core whose image path holds a newline (a gdb command after it): refused;
 #   - on "another machine": the images rebuilt from the audit log of the same run
 #     (`jitherald log FILE to-elf DIR`, JITHERALD=elfmap,auditlog) name the same frames.
 . "$(dirname "$0")/lib.sh"
@@ -87,6 +88,18 @@ mkdir t && cp tampered.elf "t/$(basename "$img")"
 cat t.err
 grep -q 'differ from the core' t.err || fail "no message for the rewritten image"
 ! grep -q add-symbol-file t.gdb || fail "a command for the rewritten image"
+
+# a core whose image path holds a newline: printed, it would end the command and start
+# another one (`shell ...`) when gdb sources the file; refused instead
+python3 - "$T/core.a" "$T/nl.core" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+open(sys.argv[2], 'wb').write(bytes(b).replace(b'/d.a/jit-', b'\nd.a/jit-'))
+PY
+! "$CLI" core --dir "$T/moved" nl.core > nl.gdb 2> nl.err || fail "an image path with a newline was accepted"
+cat nl.err
+grep -q 'control character' nl.err || fail "no message for the path with a newline"
+[ ! -s nl.gdb ] || { cat nl.gdb; fail "commands printed for a path with a newline"; }
 
 # another machine: the same run's images rebuilt from its audit log
 make_core b elfmap,auditlog
