@@ -11,6 +11,7 @@
 #   - the image moved elsewhere: found with --dir, not without (exit 1, said on stderr);
 #   - the image rewritten since (a code byte changed): refused, the core holds those bytes;
 #   - a core whose image path holds a newline (a gdb command after it): refused;
+#   - `gcore PID` of the demo running fib.mini: fib innermost, named down to the C main;
 #   - on "another machine": the images rebuilt from the audit log of the same run
 #     (`jitherald log FILE to-elf DIR`, JITHERALD=elfmap,auditlog) name the same frames.
 . "$(dirname "$0")/lib.sh"
@@ -100,6 +101,39 @@ PY
 cat nl.err
 grep -q 'control character' nl.err || fail "no message for the path with a newline"
 [ ! -s nl.gdb ] || { cat nl.gdb; fail "commands printed for a path with a newline"; }
+
+# gcore PID on a running JIT, stopped wherever it was in fib's recursion (any instruction
+# of fib, prologue and epilogue included): the innermost frame is a JIT frame, and the
+# image's CFI unwinds from it through fib's frames and main's to the C main.
+(echo 0x37 > /proc/self/coredump_filter
+ JITHERALD=elfmap JITHERALD_DIR=$T/d.c exec "$MINIJIT" --pause-file "$T/pause" \
+    "$MINI/fib.mini" 45 > /dev/null) &
+vm=$!
+kill_at_exit $vm
+wait_for_file "$T/pause"
+pid=$(cat "$T/pause")
+rm "$T/pause"
+# into fib's recursion: once it has run 0.2 s of CPU time (a loaded machine may take long
+# to give it that much; 60 s bounds a hang)
+end=$((SECONDS + 60))
+until [ "$(awk '{ print $14 + $15 }' "/proc/$pid/stat")" -ge 20 ]; do
+    [ $SECONDS -lt $end ] || fail "the demo never ran"
+    sleep 0.05
+done
+timeout 120 gcore -o "$T/core.c" "$pid" > gcore.c.out 2>&1 || { cat gcore.c.out; fail "gcore PID"; }
+kill -9 $vm
+"$CLI" core "core.c.$pid" > c.gdb 2> c.err || { cat c.err; fail "jitherald core (gcore PID)"; }
+bt "core.c.$pid" -x c.gdb > running.all
+# (gdb shows the innermost frame once as it opens the core, before the symbols are added)
+sed -n '/^add symbol table from file/,$p' running.all > running.out
+grep -E '^#(0|1|2) ' running.out
+tail -4 running.out
+grep -Eq '^#0  (0x[0-9a-f]+ in )?fib \(\) at .*fib\.mini:[0-9]+$' running.out &&
+    grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in main \(\) at .*fib\.mini:12$' running.out &&
+    grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in mj_call ' running.out &&
+    grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in main \(argc=' running.out &&
+    ! grep -Eq '^#[0-9]+ +0x[0-9a-f]+ in \?\? \(\)' running.out ||
+    { cat running.out; fail "gcore PID: the JIT frames are not all named down to the C main"; }
 
 # another machine: the same run's images rebuilt from its audit log
 make_core b elfmap,auditlog
