@@ -19,6 +19,7 @@ static const struct {
     { "callgrind", "IN OUT", "name JIT code in a callgrind.out file", jhc_cmd_callgrind },
     { "clean", "[DIR]", "remove files of processes that are gone", jhc_cmd_clean },
     { "log", "FILE [CMD]", "read an audit log (jitherald log --help)", jhc_cmd_log },
+    { "core", "CORE", "gdb commands naming a core dump's JIT code", jhc_cmd_core },
     { "run", "-c CH CMD", "run a VM: its perf map and jitdump feed channels CH", jhc_cmd_run },
 };
 
