@@ -3,7 +3,9 @@
  *
  *   bench/elfmap                 ns per jh_code_add (jh_flush included) for 1k/10k/100k
  *                                functions: elfmap beside its peer jitdump (and the perf
- *                                map, and no channel), plus the image files elfmap wrote
+ *                                map, and no channel), plus the image files elfmap wrote:
+ *                                how many, and their apparent and on-disk size per 1,000
+ *                                functions beside the jitdump file's
  *   bench/elfmap --workload N S  the workload of bench/elfmap.sh: N small JIT functions
  *                                announced (channels from $JITHERALD), jh_flush, then all
  *                                called in turn for S seconds, for perf record to sample.
@@ -19,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,18 +114,31 @@ static int workload(size_t n, double seconds)
     return 0;
 }
 
-static size_t count_files(const char *dir, const char *suffix)
+/* The files a run left: how many, their apparent size (st_size: what tar, cp to a host
+ * without holes, perf buildid-cache and debuginfod move) and what they hold on disk. */
+struct files {
+    size_t n;
+    uint64_t apparent, disk;
+};
+
+static struct files count_files(const char *dir, const char *suffix)
 {
+    struct files f = { 0, 0, 0 };
     DIR *d = opendir(dir);
-    size_t n = 0;
     struct dirent *de;
     while (d && (de = readdir(d))) {
         size_t l = strlen(de->d_name), s = strlen(suffix);
-        n += l > s && !strcmp(de->d_name + l - s, suffix);
+        struct stat st;
+        if (l > s && !strcmp(de->d_name + l - s, suffix) &&
+            fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            f.n++;
+            f.apparent += (uint64_t)st.st_size;
+            f.disk += (uint64_t)st.st_blocks * 512;
+        }
     }
     if (d)
         closedir(d);
-    return n;
+    return f;
 }
 
 static void rm_rf(const char *dir)
@@ -133,7 +150,8 @@ static void rm_rf(const char *dir)
 }
 
 /* ns per announcement (announce + jh_flush), best of `runs`. */
-static double cost(unsigned channels, size_t n, int runs, size_t *files_out)
+static double cost(unsigned channels, size_t n, int runs, struct files *files_out,
+                   const char *suffix)
 {
     char (*names)[32] = make_names(n);
     double best = -1;
@@ -152,7 +170,7 @@ static double cost(unsigned channels, size_t n, int runs, size_t *files_out)
         double t = (cpu_now() - t0) / (double)n;
         jh_close(jh);
         if (files_out)
-            *files_out = count_files(dir, ".elf");
+            *files_out = count_files(dir, suffix);
         munmap(code, (n * STRIDE + 4095) & ~(size_t)4095);
         rm_rf(dir);
         if (best < 0 || t < best)
@@ -176,18 +194,29 @@ int main(int argc, char **argv)
     printf("%9s %10s %10s %10s %10s %12s %14s\n", "functions", "none", "perfmap", "jitdump",
            "elfmap", "elfmap files", "elfmap/jitdump");
     size_t sizes[] = { 1000, 10000, 100000 };
+    struct files ef[3], jf[3];
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
-        size_t n = sizes[k], files = 0;
+        size_t n = sizes[k];
         int runs = n >= 100000 ? 1 : 3;
-        double none = cost(0, n, runs, NULL);
-        double pm = cost(JH_PERFMAP, n, runs, NULL);
+        double none = cost(0, n, runs, NULL, NULL);
+        double pm = cost(JH_PERFMAP, n, runs, NULL, NULL);
         char map[64];
         snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)getpid());
         unlink(map);
-        double jd = cost(JH_JITDUMP, n, runs, NULL);
-        double em = cost(JH_ELFMAP, n, runs, &files);
-        printf("%9zu %10.0f %10.0f %10.0f %10.0f %12zu %13.2fx\n", n, none, pm, jd, em, files,
-               em / jd);
+        double jd = cost(JH_JITDUMP, n, runs, &jf[k], ".dump");
+        double em = cost(JH_ELFMAP, n, runs, &ef[k], ".elf");
+        printf("%9zu %10.0f %10.0f %10.0f %10.0f %12zu %13.2fx\n", n, none, pm, jd, em,
+               ef[k].n, em / jd);
+    }
+    /* issue 29: an image's apparent size is what copies without hole support move */
+    printf("\nFiles per 1,000 functions, KiB: elfmap's images beside the jitdump file\n"
+           "(apparent: st_size, what tar, perf buildid-cache and debuginfod move; disk: "
+           "blocks held):\n\n%9s %16s %12s %16s %12s\n", "functions", "elfmap apparent",
+           "elfmap disk", "jitdump apparent", "jitdump disk");
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        double per = 1000.0 / (double)sizes[k] / 1024.0;
+        printf("%9zu %16.0f %12.0f %16.0f %12.0f\n", sizes[k], (double)ef[k].apparent * per,
+               (double)ef[k].disk * per, (double)jf[k].apparent * per, (double)jf[k].disk * per);
     }
     return 0;
 }
