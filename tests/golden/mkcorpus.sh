@@ -78,7 +78,7 @@ unw=$(( $("$J" inspect "$C/calls.jitdump" | awk '$2 == "UNWINDING_INFO" { print 
 patch "$C/calls.jitdump" "$C/badcie.jitdump" $((unw + 8)) 2
 patch "$C/calls.jitdump" "$C/badcfa.jitdump" $((unw + 17)) 63
 head -c -1 "$C/calls.map" > "$C/nonl.map"
-printf '1000 10 low\n1008 0 empty\n100C 20 Upper\n2000 10 alone\n' > "$C/warn.map"
+printf '1000 10 low\n1008 0 empty\n100C 20 Upper\n2000 10 alone\n3000 10 (null)\n3010 8 (null)\n' > "$C/warn.map"
 head -c -30 "$C/calls.jhlog" > "$C/cut.jhlog"
 cp "$C/calls.map" "$C/notalog.jhlog"
 

@@ -107,7 +107,7 @@ static int cmp_rng(const void *a, const void *b)
 int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, bool strict,
                  char *err, size_t errlen, size_t *nlines)
 {
-    size_t off = 0, lineno = 0, n = 0, cap = 0, n0x = 0, first0x = 0;
+    size_t off = 0, lineno = 0, n = 0, cap = 0, n0x = 0, first0x = 0, nnull = 0, firstnull = 0;
     struct rng *r = NULL;
     struct jhr_pm_line l;
     int rc, ret = 0;
@@ -134,6 +134,9 @@ int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, bool st
                     "spaces\n", l.lineno);
             warned_short = true;
         }
+        /* glibc's printf prints a NULL %s as "(null)": a VM that had no name at hand */
+        if (l.name_len == 6 && !memcmp(l.name, "(null)", 6) && !nnull++)
+            firstnull = l.lineno;
         if (l.size == 0 && warn && !warned_zero) {
             fprintf(warn, "warning: line %zu: size 0: no address will ever resolve to it\n",
                     l.lineno);
@@ -170,6 +173,10 @@ int jhr_pm_check(const uint8_t *data, size_t len, FILE *out, FILE *warn, bool st
                     "%zu): addresses were reused; perf shows one of the names arbitrarily\n",
                     overlaps, first, other);
     }
+    if (nnull && warn)
+        fprintf(warn, "warning: %zu line%s named \"(null)\" (first: line %zu): the VM printed a "
+                "NULL name (printf's %%s of NULL), so perf names that code \"(null)\"\n", nnull,
+                nnull > 1 ? "s" : "", firstnull);
     if (n0x && warn)
         fprintf(warn, "%s: line %zu: 0x before the numbers (as Erlang writes them): perf and bcc "
                 "accept it, ddprof and blazesym reject it%s%zu lines%s\n", strict ? "strict" :
