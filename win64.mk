@@ -21,7 +21,7 @@ WIN_CPPFLAGS := -Iinclude -Isrc -D_WIN32_WINNT=0x0601 -D__USE_MINGW_ANSI_STDIO=1
 WIN_CFLAGS   := -std=c11 $(OPT) -g -fno-omit-frame-pointer $(WARN)
 WIN_CXXFLAGS := -std=c++17 $(OPT) -g -fno-omit-frame-pointer $(WARN)
 
-WIN_LIB_SRC := $(addprefix src/base/,buf.c vec.c diag.c registry.c lock_win.c os_win.c files_win.c) \
+WIN_LIB_SRC := $(addprefix src/base/,buf.c vec.c chanlist.c diag.c registry.c lock_win.c os_win.c files_win.c) \
                $(addprefix src/fmt/,arch.c auditlog.c cfa.c cfi.c cfi_hdr.c cfi_pac.c eh_frame.c msgpack.c symbol.c unwind_info.c) \
                $(sort $(wildcard src/core/*.c)) \
                $(sort $(wildcard src/channels/unwind*_win.c)) \

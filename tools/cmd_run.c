@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/chanlist.h"
 #include "cli.h"
 
 #ifndef JH_LIBDIR
@@ -51,26 +52,23 @@ static int bad_usage(const char *what, const char *arg)
     return jhc_usage_error("run", USAGE);
 }
 
+static void refused_channel(void *arg, const char *name, size_t n)
+{
+    *(bool *)arg = false;
+    char can[128];
+    jh__channel_names(jh__channels_run(), ", ", can, sizeof can);
+    if (jh__channel_bit(name, n))
+        fprintf(stderr, "jitherald run: %.*s: the VM writes that file itself; jitherald "
+                "run reads it and adds the other channels\n", (int)n, name);
+    else
+        fprintf(stderr, "jitherald run: unknown channel '%.*s' (%s, all)\n", (int)n, name, can);
+}
+
 static bool check_channels(const char *s)
 {
-    static const char *const ok[] = { "gdb", "unwind", "elfmap", "auditlog", "all" };
-    while (*s) {
-        size_t n = strcspn(s, ",");
-        bool known = n == 0;
-        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-            known |= strlen(ok[i]) == n && !strncmp(s, ok[i], n);
-        if (!known) {
-            if ((n == 7 && !strncmp(s, "perfmap", 7)) || (n == 7 && !strncmp(s, "jitdump", 7)))
-                fprintf(stderr, "jitherald run: %.*s: the VM writes that file itself; jitherald "
-                        "run reads it and adds the other channels\n", (int)n, s);
-            else
-                fprintf(stderr, "jitherald run: unknown channel '%.*s' (gdb, unwind, elfmap, "
-                        "auditlog, all)\n", (int)n, s);
-            return false;
-        }
-        s += n + (s[n] == ',');
-    }
-    return true;
+    bool ok = true;
+    jh__channels_parse(s, jh__channels_run(), refused_channel, &ok);
+    return ok;
 }
 
 /* NAME = VALUE, then what NAME held after SEP; 0 or -errno. */

@@ -27,6 +27,8 @@
  */
 #include "preload.h"
 
+#include "base/chanlist.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -66,25 +68,18 @@ void jhp_warn(const char *fmt, ...)
     fprintf(stderr, "jitherald run[%d]: %s\n", (int)getpid(), msg);
 }
 
+static void unknown_channel(void *arg, const char *name, size_t n)
+{
+    (void)arg;
+    char can[128];
+    jh__channel_names(jh__channels_run(), ", ", can, sizeof can);
+    jhp_warn("JITHERALD_RUN: '%.*s' is not a channel jitherald run can add (%s, all)",
+             (int)n, name, can);
+}
+
 static unsigned parse_channels(const char *s)
 {
-    static const struct { const char *name; unsigned bit; } names[] = {
-        { "gdb", JH_GDB }, { "unwind", JH_UNWIND }, { "elfmap", JH_ELFMAP },
-        { "auditlog", JH_AUDITLOG }, { "all", JH_GDB | JH_UNWIND | JH_ELFMAP | JH_AUDITLOG },
-    };
-    unsigned bits = 0;
-    while (*s) {
-        size_t n = strcspn(s, ",");
-        bool known = false;
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            if (strlen(names[i].name) == n && !strncmp(s, names[i].name, n))
-                bits |= names[i].bit, known = true;
-        if (!known && n)
-            jhp_warn("JITHERALD_RUN: '%.*s' is not a channel jitherald run can add "
-                     "(gdb, unwind, elfmap, auditlog, all)", (int)n, s);
-        s += n + (s[n] == ',');
-    }
-    return bits;
+    return jh__channels_parse(s, jh__channels_run(), unknown_channel, NULL);
 }
 
 static void log_fn(void *arg, int level, const char *msg)

@@ -8,7 +8,7 @@
  */
 #include "channels/channel.h"
 
-const struct jh__channel_ops jh__perfmap_ops = { .name = "perfmap", .bit = JH_PERFMAP };
-const struct jh__channel_ops jh__jitdump_ops = { .name = "jitdump", .bit = JH_JITDUMP };
-const struct jh__channel_ops jh__gdb_ops = { .name = "gdb", .bit = JH_GDB };
-const struct jh__channel_ops jh__elfmap_ops = { .name = "elfmap", .bit = JH_ELFMAP };
+#define STUB(U, l, w, r) STUB_##w(U, l)
+#define STUB_0(U, l) const struct jh__channel_ops jh__##l##_ops = { .name = #l, .bit = JH_##U };
+#define STUB_1(U, l)
+JH__CHANNELS(STUB)

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/chanlist.h"
 #include "base/compat.h"
 #include "base/diag.h"
 #include "base/files.h"
@@ -29,9 +30,8 @@
 #include "fmt/func.h"
 #include "jitherald.h"
 
-/* Channel slots, in the order the core calls them on add (reverse on remove). */
-enum { JH__CH_AUDITLOG, JH__CH_UNWIND, JH__CH_PERFMAP, JH__CH_JITDUMP, JH__CH_GDB,
-       JH__CH_ELFMAP, JH__NCHAN };
+/* Channel slots (JH__CH_AUDITLOG ... JH__NCHAN), in the order the core calls them on add
+ * (reverse on remove): base/chanlist.h, the one list. */
 
 /* One piece of live code: the core's copy of the description, its registry node and one
  * slot per channel for the channel's own bookkeeping (NULL until the channel sets it). */
@@ -121,7 +121,8 @@ struct jh__channel_ops {
     int  (*log_event)(void *state, const char *name, const struct jh_attr *attrs, size_t n);
 };
 
-extern const struct jh__channel_ops jh__perfmap_ops, jh__jitdump_ops, jh__gdb_ops,
-       jh__unwind_ops, jh__elfmap_ops, jh__auditlog_ops;
+#define JH__CH_OPS(U, l, w, r) extern const struct jh__channel_ops jh__##l##_ops;
+JH__CHANNELS(JH__CH_OPS)
+#undef JH__CH_OPS
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/chanlist.h"
 #include "base/files.h"
 
 #define GDB_DEFAULT_BATCH 1024
@@ -14,10 +15,6 @@
                                    own .text section: stay below ELF's 65,280 sections */
 #define AUDITLOG_DEFAULT_LIMIT ((uint64_t)256 << 20)
 
-static const struct { const char *name; unsigned bit; } channel_names[] = {
-    { "perfmap", JH_PERFMAP }, { "jitdump", JH_JITDUMP }, { "gdb", JH_GDB },
-    { "unwind", JH_UNWIND }, { "elfmap", JH_ELFMAP }, { "auditlog", JH_AUDITLOG },
-};
 
 bool jh__tail_is_zero(const void *p, size_t known, size_t sz)
 {
@@ -28,31 +25,17 @@ bool jh__tail_is_zero(const void *p, size_t known, size_t sz)
     return true;
 }
 
+static void unknown_channel(void *arg, const char *name, size_t n)
+{
+    char known[128];
+    jh__channel_names(jh__channels_all(), ",", known, sizeof known);
+    jh__diag(arg, JH_LOG_ERROR, "JITHERALD: unknown channel '%.*s' ignored (known: %s,all,none)",
+             (int)n, name, known);
+}
+
 static unsigned parse_channels(const struct jh__diag *d, const char *s)
 {
-    unsigned bits = 0;
-    while (*s) {
-        size_t n = strcspn(s, ",: ");
-        if (n == 3 && !strncmp(s, "all", 3)) {
-            bits |= JH_ALL;
-        } else if (n == 4 && !strncmp(s, "none", 4)) {
-            bits = 0;
-        } else if (n) {
-            bool found = false;
-            for (size_t i = 0; i < sizeof channel_names / sizeof *channel_names; i++) {
-                if (strlen(channel_names[i].name) == n && !strncmp(s, channel_names[i].name, n)) {
-                    bits |= channel_names[i].bit;
-                    found = true;
-                }
-            }
-            if (!found)
-                jh__diag(d, JH_LOG_ERROR, "JITHERALD: unknown channel '%.*s' ignored (known: "
-                         "perfmap,jitdump,gdb,unwind,elfmap,auditlog,all,none)", (int)n, s);
-        }
-        s += n;
-        s += strspn(s, ",: ");
-    }
-    return bits;
+    return jh__channels_parse(s, jh__channels_all(), unknown_channel, (void *)d);
 }
 
 static const char *env(const struct jh__config *c, const char *name)

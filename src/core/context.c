@@ -16,11 +16,9 @@
 
 #include "core/core.h"
 
-static const struct jh__channel_ops *const channel_table[JH__NCHAN] = {
-    [JH__CH_AUDITLOG] = &jh__auditlog_ops, [JH__CH_UNWIND] = &jh__unwind_ops,
-    [JH__CH_PERFMAP] = &jh__perfmap_ops,   [JH__CH_JITDUMP] = &jh__jitdump_ops,
-    [JH__CH_GDB] = &jh__gdb_ops,           [JH__CH_ELFMAP] = &jh__elfmap_ops,
-};
+#define OPS(U, l, w, r) [JH__CH_##U] = &jh__##l##_ops,
+static const struct jh__channel_ops *const channel_table[JH__NCHAN] = { JH__CHANNELS(OPS) };
+#undef OPS
 
 const char *jh_version(void) { return JH_VERSION_STRING; }
 
