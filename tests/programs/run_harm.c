@@ -178,18 +178,40 @@ static void map_own_dump(void)
     unlink(path);
 }
 
+static atomic_bool mapping;
+
 static void *mapper(void *arg)
 {
     (void)arg;
-    while (!atomic_load(&stop))
+    while (!atomic_load(&stop)) {
         map_own_dump();
+        atomic_store(&mapping, true);
+    }
     return NULL;
+}
+
+/* Where a hung child waits, for the log: gdb outside the preload and its sanitizer. */
+static void show_stacks(pid_t p)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "env -u LD_PRELOAD timeout 60 gdb -nx -p %d -batch "
+             "-ex 'thread apply all bt' 2>&1 | grep -E '^#|^Thread' | head -80", (int)p);
+    fflush(stdout);
+    if (system(cmd) != 0)
+        printf("(no stacks: gdb failed)\n");
 }
 
 static int forkmap(int n)
 {
     pthread_t t;
     pthread_create(&t, NULL, mapper, NULL);
+    /* Forks begin once the thread maps: a thread still starting allocates (its stack
+     * bounds, under ASan), and GCC 12's ASan does not hold its allocator across fork, so a
+     * fork then leaves the child's allocator locked for good (a thread the child creates
+     * hangs in its first malloc) whoever the child is. What this mode tests is a thread
+     * mapping its jitdump while forks happen. */
+    while (!atomic_load(&mapping))
+        msleep(1);
     int hung = 0, failed = 0;
     for (int i = 0; i < n && !hung; i++) {
         pid_t p = fork();
@@ -202,6 +224,7 @@ static int forkmap(int n)
         while (waitpid(p, &st, WNOHANG) == 0) {
             if (now_ms() > end) {
                 hung++;
+                show_stacks(p);
                 kill(p, SIGKILL);
                 waitpid(p, &st, 0);
                 break;
