@@ -586,6 +586,10 @@ static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
         err = unjoin(st, e);
     if (err)
         return err;
+    /* Either may have merged im, freed now, into a new image: one built just now from the
+     * functions' current addresses, e's new one included. */
+    if (SLOT(st, e) != im)
+        return 0;
     /* now, even without a debugger: the code at its new address must be findable */
     return img_changed(st, im, im->n, false, 0, 0);
 }
