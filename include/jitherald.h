@@ -94,7 +94,16 @@ enum {
                                    "bt" flag of /proc/self/smaps, read when this flag is not
                                    set); set it to spare that read, and where /proc cannot
                                    tell (qemu-user answers smaps with the host's mappings).
-                                   A no-op on other architectures. */
+                                   A no-op on other architectures. */,
+    JH_OPT_STANDBY    = 1 << 3  /* retain each function's description (name, lines, unwind
+                                   info; never the code bytes, which stay the JIT's) while
+                                   no channel is on, so that a channel switched on later by
+                                   jh_channels_set() or `jitherald attach` hears every
+                                   function live then, as if it had been on from the start.
+                                   Without it, a context with no channel keeps nothing: its
+                                   calls cost a few nanoseconds, and a channel switched on
+                                   later hears only what comes after. $JITHERALD names it
+                                   "standby" (e.g. JITHERALD=standby) */
 };
 
 /* jh_options.gdb_batch: new code reaches debuggers at jh_flush(), not at each add. */
@@ -371,6 +380,26 @@ JH_API int jh_open(jh_ctx **ctx, const struct jh_options *opts);
 
 /* Bit set of the channels currently live on ctx (JH_PERFMAP...). */
 JH_API unsigned jh_channels(const jh_ctx *ctx);
+
+/*
+ * Switch channels on and off in a running process: afterwards exactly the channels in
+ * `channels` (JH_PERFMAP...) are live, as far as they can start. A channel switched on
+ * hears every function live now (the rundown: same names, lines and unwind info as if it
+ * had been on from the start; code removed before never appears) — all of them when the
+ * context has retained them, that is, when it was opened with a channel live or with
+ * JH_OPT_STANDBY, or after an earlier jh_channels_set (from then on it retains; code added
+ * before that, while nothing was retained, is said once to be missing). A channel switched
+ * off gives back what it holds: debugger images unregistered, unwinder registrations
+ * removed, elfmap's pages anonymous memory again with the same bytes and protections, its
+ * files closed (left for the tools). The audit log, switched off, stops recording but
+ * keeps its file open until jh_close (jh_log_* may be using it without a lock); switched on
+ * again, it records the rundown. Adds, moves, patches and removes in other threads are
+ * neither lost nor doubled (they wait for the context lock). Returns the channels live
+ * now (>= 0), -EINVAL (ctx NULL, bits no channel has), or the first channel's error when
+ * one could not start (reported, the others carry on). Thread-safe; `jitherald attach PID`
+ * calls it from outside.
+ */
+JH_API int jh_channels_set(jh_ctx *ctx, unsigned channels);
 
 /*
  * Announce code. Call after the bytes are in place and before they first run (tools that

@@ -115,6 +115,10 @@ struct jh__channel_ops {
      * locks, and release them on both sides. NULL: it has none. */
     void (*fork_prepare)(void *state);
     void (*fork_release)(void *state, bool child);
+    /* Switched off in a running process (jh_channels_set), before close: give back what
+     * close would leave for the tools after the process (elfmap: its pages become
+     * anonymous memory again, same bytes and protections). NULL: close is enough. */
+    void (*off)(void *state);
     void (*close)(void *state);
     /* Without the context lock, from jh_log_memory / jh_log_event. */
     int  (*log_memory)(void *state, const void *addr, size_t size, const char *hint);

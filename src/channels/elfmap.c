@@ -296,6 +296,15 @@ static int elfmap_forked(void *state)
     return 0;
 }
 
+/* Switched off while the program runs: the JIT's code is anonymous memory again, as if
+ * elfmap had never been on (the files stay for the profilers' samples so far). */
+static void elfmap_off(void *state)
+{
+    struct elfmap *m = state;
+    for (size_t i = 0; i < m->nreg; i++)
+        jh__em_region_unswap_all(m, m->reg[i]);
+}
+
 static void elfmap_close(void *state)
 {
     struct elfmap *m = state;
@@ -327,5 +336,6 @@ static void elfmap_close(void *state)
 const struct jh__channel_ops jh__elfmap_ops = {
     .name = "elfmap", .bit = JH_ELFMAP, .open = elfmap_open, .add = elfmap_add,
     .remove = elfmap_remove, .move = elfmap_move, .patched = elfmap_patched,
-    .forked = elfmap_forked, .fork_prepare = elfmap_fork_prepare, .close = elfmap_close,
+    .forked = elfmap_forked, .fork_prepare = elfmap_fork_prepare, .off = elfmap_off,
+    .close = elfmap_close,
 };

@@ -207,6 +207,9 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
 void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, size_t size,
                           const char *name);
 /* r has no live function left: close it, keep its file for perf (or delete it). */
+/* Every page r maps back to anonymous memory, same bytes and protections (switched off
+ * while the program runs: jh_channels_set). */
+void jh__em_region_unswap_all(struct elfmap *m, struct region *r);
 void jh__em_region_retire(struct elfmap *m, struct region *r);
 /* At close: leave the file where it is, for perf. */
 void jh__em_region_close(struct elfmap *m, struct region *r);

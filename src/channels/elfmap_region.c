@@ -487,6 +487,21 @@ void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, s
     }
 }
 
+void jh__em_region_unswap_all(struct elfmap *m, struct region *r)
+{
+    uintptr_t lo = span_lo(r), end = lo + EM_SPAN, run = 0;
+    for (uintptr_t a = lo; a <= end; a += m->page) {
+        bool ours = a < end && jh__em_region_maps(m, r, a);
+        if (ours && !run)
+            run = a;
+        if (!ours && run) {
+            set_mapped(m, r, run, a, false);
+            jh__em_unswap(m, run, a);
+            run = 0;
+        }
+    }
+}
+
 void jh__em_region_retire(struct elfmap *m, struct region *r)
 {
     jh__em_rw_put(m, r->rw);

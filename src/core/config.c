@@ -25,17 +25,31 @@ bool jh__tail_is_zero(const void *p, size_t known, size_t sz)
     return true;
 }
 
+struct parsed {
+    const struct jh__diag *diag;
+    bool standby;
+};
+
 static void unknown_channel(void *arg, const char *name, size_t n)
 {
+    struct parsed *p = arg;
+    if (n == 7 && !strncmp(name, "standby", 7)) {
+        p->standby = true;
+        return;
+    }
     char known[128];
     jh__channel_names(jh__channels_all(), ",", known, sizeof known);
-    jh__diag(arg, JH_LOG_ERROR, "JITHERALD: unknown channel '%.*s' ignored (known: %s,all,none)",
-             (int)n, name, known);
+    jh__diag(p->diag, JH_LOG_ERROR, "JITHERALD: unknown channel '%.*s' ignored (known: "
+             "%s,all,none,standby)", (int)n, name, known);
 }
 
-static unsigned parse_channels(const struct jh__diag *d, const char *s)
+/* $JITHERALD: the channels, and whether it says standby. */
+static unsigned parse_channels(const struct jh__diag *d, const char *s, bool *standby)
 {
-    return jh__channels_parse(s, jh__channels_all(), unknown_channel, (void *)d);
+    struct parsed p = { d, false };
+    unsigned bits = jh__channels_parse(s, jh__channels_all(), unknown_channel, &p);
+    *standby = p.standby;
+    return bits;
 }
 
 static const char *env(const struct jh__config *c, const char *name)
@@ -106,14 +120,15 @@ int jh__config_load(struct jh__config *c, const struct jh_options *opts)
     if (o.channels & ~(unsigned)JH_ALL)
         return refused(opts, "jh_options.channels %#x has bits no channel has (JH_ALL is %#x)",
                        o.channels, (unsigned)JH_ALL);
-    const unsigned known = JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI;
+    const unsigned known = JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI | JH_OPT_STANDBY;
     if (o.flags & ~known)
         return refused(opts, "jh_options.flags %#x has bits that are not JH_OPT_* flags "
-                       "(JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI is %#x)", o.flags,
-                       known);
+                       "(JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI | JH_OPT_STANDBY "
+                       "is %#x)", o.flags, known);
     c->flags = o.flags;
     c->elfmap.code_bti = o.flags & JH_OPT_CODE_BTI;
     c->channels = o.channels;
+    c->standby = o.flags & JH_OPT_STANDBY;
     /* One rule for every channel (diag.h): without a log callback, what the user must act
      * on reaches stderr, said once per cause; JITHERALD_DEBUG=1 adds the rest. */
     c->diag = (struct jh__diag){ .fn = o.log, .arg = o.log_arg,
@@ -121,7 +136,7 @@ int jh__config_load(struct jh__config *c, const struct jh_options *opts)
 
     const char *chan = env(c, "JITHERALD");
     if (chan)
-        c->channels = parse_channels(&c->diag, chan);
+        c->channels = parse_channels(&c->diag, chan, &c->standby);
     char defdir[64];
     const char *dir = env(c, "JITHERALD_DIR");
     if (!dir)

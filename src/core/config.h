@@ -1,7 +1,8 @@
 /*
  * config.h — what a context is configured with: jh_options and the environment, read in
  * this one place. Every configuration variable is ignored under JH_OPT_IGNORE_ENV:
- *   JITHERALD                  channels: perfmap,jitdump,gdb,unwind,elfmap,auditlog,all,none
+ *   JITHERALD                  channels: perfmap,jitdump,gdb,unwind,elfmap,auditlog,all,none;
+ *                              standby (retain for jh_channels_set)
  *   JITHERALD_DIR              directory for jitdump, elfmap and audit-log files
  *   JITHERALD_GDB_BATCH        functions per debugger image
  *   JITHERALD_GDB_DEFER        1: new code reaches debuggers at jh_flush
@@ -22,6 +23,7 @@
 struct jh__config {
     unsigned channels;          /* requested (JH_PERFMAP ...) */
     unsigned flags;             /* JH_OPT_* */
+    bool standby;               /* JH_OPT_STANDBY, or "standby" in $JITHERALD */
     char *dir;                  /* owned */
     char *engine;               /* owned, "jit" by default */
     struct jh__diag diag;

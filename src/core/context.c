@@ -7,7 +7,11 @@
  * fine and the other tools still deserve to hear about it.
  *
  * With no channel live, jh_code_add only validates, hands out an id and marks it live in a
- * lock-free bit set: no lock, no copy (bench/core.c measures it).
+ * lock-free bit set: no lock, no copy (bench/core.c measures it) — unless the context
+ * retains (standby, or since a jh_channels_set): then it stores the description as if a
+ * channel were live, so that a channel switched on later hears every live function (the
+ * rundown, chan_on). Switching runs under the context lock, so adds, moves and removes in
+ * other threads come wholly before or after it.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -51,6 +55,16 @@ static const char *fix(const struct jh__channel_ops *ops, int err)
     return jh__diag_file_fix(err, ops->bit != JH_PERFMAP);
 }
 
+/* Close channel i (not live any more). Lock held. Its bookkeeping in each entry goes with
+ * it: a channel switched on again starts from empty slots. */
+static void chan_close(jh_ctx *ctx, int i)
+{
+    ctx->chan[i].ops->close(ctx->chan[i].state);
+    ctx->chan[i].state = NULL;
+    for (struct jh__node *n = jh__reg_ceil(&ctx->reg, 0); n; n = jh__reg_next(&ctx->reg, n))
+        jh__entry_of(n)->slot[i] = NULL;
+}
+
 /* A channel failed: say so once, switch it off, carry on without it. Lock held. A channel
  * with lock-free entry points is closed only by jh_close: a jh_log_* call that saw it live
  * an instant ago may still be using its state. */
@@ -62,8 +76,7 @@ static void channel_failed(jh_ctx *ctx, int i, const char *what, int err)
     atomic_fetch_and(&ctx->live, ~ops->bit);
     if (lockfree(ops))
         return;
-    ops->close(ctx->chan[i].state);
-    ctx->chan[i].state = NULL;
+    chan_close(ctx, i);
 }
 
 /* In a fork child's first call: per-process state starts afresh. Lock held. */
@@ -77,6 +90,7 @@ static void check_fork(jh_ctx *ctx)
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->forked)
             continue;
         int err = ctx->chan[i].ops->forked(ctx->chan[i].state);
+        ctx->chan[i].gen = gen;
         if (err < 0)
             channel_failed(ctx, i, "restart after fork", err);
     }
@@ -103,6 +117,37 @@ static void ctx_free(jh_ctx *ctx)
     jh__config_free(&ctx->cfg);
     jh__lock_fini(&ctx->lock);
     free(ctx);
+}
+
+/* Open channel i and make it live. Lock held. 0, or why not (said here): -ENOSYS when
+ * it is not built for this platform. */
+static int chan_open(jh_ctx *ctx, int i)
+{
+    const struct jh__channel_ops *ops = channel_table[i];
+    if (!ops->open) {           /* not built here: "all" means all there are */
+        bool all = ctx->cfg.channels == JH_ALL;
+        jh__diag(&ctx->cfg.diag, all ? JH_LOG_DEBUG : JH_LOG_ERROR, "%s: not built for "
+                 "this platform (nothing here reads it); the other channels carry on",
+                 ops->name);
+        return -ENOSYS;
+    }
+    ctx->chan[i].env = (struct jh__chan_env){
+        .engine = ctx->cfg.engine, .diag = &ctx->cfg.diag, .reg = &ctx->reg,
+        .dir = &ctx->dir, .slot = i,
+        .opts = i == JH__CH_GDB ? (const void *)&ctx->cfg.gdb :
+                i == JH__CH_AUDITLOG ? (const void *)&ctx->cfg.auditlog :
+                i == JH__CH_ELFMAP ? (const void *)&ctx->cfg.elfmap : NULL };
+    void *state = NULL;
+    int err = ops->open(&ctx->chan[i].env, &state);
+    if (err < 0) {
+        jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: cannot start: %s; the other channels "
+                 "carry on", ops->name, why(err));
+        return err;
+    }
+    ctx->chan[i].state = state;
+    ctx->chan[i].gen = jh__fork_generation();
+    atomic_fetch_or(&ctx->live, ops->bit);
+    return 0;
 }
 
 int jh_open(jh_ctx **out, const struct jh_options *opts)
@@ -133,36 +178,13 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
     jh__lock(&ctx->lock);
     int strict_err = 0;
     for (int i = 0; i < JH__NCHAN; i++) {
-        const struct jh__channel_ops *ops = channel_table[i];
-        if (!(ctx->cfg.channels & ops->bit))
+        if (!(ctx->cfg.channels & channel_table[i]->bit))
             continue;
-        if (!ops->open) {       /* not built here: "all" means all there are */
-            bool all = ctx->cfg.channels == JH_ALL;
-            jh__diag(&ctx->cfg.diag, all ? JH_LOG_DEBUG : JH_LOG_ERROR, "%s: not built for "
-                     "this platform (nothing here reads it); the other channels carry on",
-                     ops->name);
-            if (!all && !strict_err)
-                strict_err = -ENOSYS;
-            continue;
-        }
-        ctx->chan[i].env = (struct jh__chan_env){
-            .engine = ctx->cfg.engine, .diag = &ctx->cfg.diag, .reg = &ctx->reg,
-            .dir = &ctx->dir, .slot = i,
-            .opts = i == JH__CH_GDB ? (const void *)&ctx->cfg.gdb :
-                    i == JH__CH_AUDITLOG ? (const void *)&ctx->cfg.auditlog :
-                    i == JH__CH_ELFMAP ? (const void *)&ctx->cfg.elfmap : NULL };
-        void *state = NULL;
-        err = ops->open(&ctx->chan[i].env, &state);
-        if (err < 0) {
-            jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: cannot start: %s; the other channels "
-                     "carry on", ops->name, why(err));
-            if (!strict_err)
-                strict_err = err;
-            continue;
-        }
-        ctx->chan[i].state = state;
-        atomic_fetch_or(&ctx->live, ops->bit);
+        err = chan_open(ctx, i);
+        if (err < 0 && !strict_err && !(err == -ENOSYS && ctx->cfg.channels == JH_ALL))
+            strict_err = err;
     }
+    atomic_store(&ctx->retain, ctx->cfg.standby);
     jh__unlock(&ctx->lock);
     if (strict_err && (ctx->cfg.flags & JH_OPT_STRICT)) {
         jh_close(ctx);
@@ -175,6 +197,82 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
 unsigned jh_channels(const jh_ctx *ctx)
 {
     return ctx ? atomic_load(&ctx->live) : 0;
+}
+
+/* Channel i hears every live function (the rundown), then is live. Lock held. */
+static int chan_on(jh_ctx *ctx, int i)
+{
+    const struct jh__channel_ops *ops = channel_table[i];
+    void *st = ctx->chan[i].state;      /* a lock-free channel switched off keeps its state */
+    if (st && ctx->chan[i].gen != jh__fork_generation() && ops->forked) {
+        /* kept through a fork while off: the parent's files */
+        int err = ops->forked(st);
+        if (err < 0) {
+            channel_failed(ctx, i, "restart after fork", err);
+            return err;
+        }
+        ctx->chan[i].gen = jh__fork_generation();
+    }
+    if (!st) {
+        int err = chan_open(ctx, i);
+        if (err < 0)
+            return err;
+        st = ctx->chan[i].state;
+        atomic_fetch_and(&ctx->live, ~ops->bit);    /* live once it has heard them all */
+    }
+    for (struct jh__node *n = jh__reg_ceil(&ctx->reg, 0); n; n = jh__reg_next(&ctx->reg, n)) {
+        int err = ops->add(st, jh__entry_of(n));
+        if (err < 0) {
+            channel_failed(ctx, i, "announcing the code live at switch-on", err);
+            return err;
+        }
+    }
+    int err = ops->flush ? ops->flush(st) : 0;     /* debuggers hear it now */
+    if (err < 0) {
+        channel_failed(ctx, i, "flushing", err);
+        return err;
+    }
+    atomic_fetch_or_explicit(&ctx->live, ops->bit, memory_order_release);
+    return 0;
+}
+
+/* Channel i is switched off while the program runs. Lock held. */
+static void chan_off(jh_ctx *ctx, int i)
+{
+    const struct jh__channel_ops *ops = channel_table[i];
+    atomic_fetch_and(&ctx->live, ~ops->bit);
+    if (lockfree(ops))          /* jh_log_* may be in it: kept until jh_close */
+        return;
+    if (ops->off)
+        ops->off(ctx->chan[i].state);
+    chan_close(ctx, i);
+}
+
+int jh_channels_set(jh_ctx *ctx, unsigned channels)
+{
+    if (!ctx || (channels & ~(unsigned)JH_ALL))
+        return -EINVAL;
+    jh__ctx_lock(ctx);
+    if (!atomic_exchange(&ctx->retain, true) && !atomic_load(&ctx->live) &&
+        atomic_load(&ctx->unstored_from) != UINT64_MAX)
+        jh__diag(&ctx->cfg.diag, JH_LOG_WARN, "channels switched on in a context that "
+                 "retained nothing (opened with no channel and without JH_OPT_STANDBY or "
+                 "JITHERALD=standby): code added before now is not announced to them");
+    unsigned live = atomic_load(&ctx->live);
+    for (int i = JH__NCHAN - 1; i >= 0; i--)
+        if ((live & channel_table[i]->bit) && !(channels & channel_table[i]->bit))
+            chan_off(ctx, i);
+    int first_err = 0;
+    for (int i = 0; i < JH__NCHAN; i++) {
+        if (!(channels & channel_table[i]->bit) || chan_live(ctx, i))
+            continue;
+        int err = chan_on(ctx, i);
+        if (err < 0 && !first_err && !(err == -ENOSYS && channels == JH_ALL))
+            first_err = err;
+    }
+    int now = (int)atomic_load(&ctx->live);
+    jh__ctx_unlock(ctx);
+    return first_err ? first_err : now;
 }
 
 void jh_close(jh_ctx *ctx)
@@ -246,7 +344,8 @@ static int add(jh_ctx *ctx, const struct jh_code *c, uint64_t *id, char *why, si
     int err = jh__code_validate(c, why, whylen);
     if (err)
         return refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
-    if (!atomic_load_explicit(&ctx->live, memory_order_relaxed)) {
+    if (!atomic_load_explicit(&ctx->live, memory_order_relaxed) &&
+        !atomic_load_explicit(&ctx->retain, memory_order_relaxed)) {
         uint64_t n = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
         uint64_t u = atomic_load_explicit(&ctx->unstored_from, memory_order_relaxed);
         while (n < u && !atomic_compare_exchange_weak(&ctx->unstored_from, &u, n))

@@ -24,14 +24,17 @@ struct jh_ctx {
         void *state;            /* non-NULL while open (a failed lock-free channel's state
                                    stays until jh_close: see channel.h) */
         struct jh__chan_env env;
+        unsigned gen;           /* jh__fork_gen when state was opened or last restarted */
     } chan[JH__NCHAN];
     struct jh__registry reg;    /* entries, while a channel has been live */
     struct jh__idset gone;      /* unstored ids removed (core/idset.h) */
-    _Atomic uint64_t unstored_from; /* the first id handed out while no channel was live:
-                                       channels only ever switch off, so every id below it
-                                       was stored (UINT64_MAX: none yet) */
+    _Atomic uint64_t unstored_from; /* the first id handed out while nothing was retained
+                                       (no channel live, no standby): every id below it was
+                                       stored (UINT64_MAX: none yet) */
     _Atomic uint64_t next_id;
     _Atomic bool stored;        /* the registry has held an entry */
+    _Atomic bool retain;        /* store entries with no channel live (standby, or since a
+                                   jh_channels_set) */
     _Atomic unsigned fork_gen;  /* jh__fork_gen when per-process state was last restarted */
     struct jh__config cfg;
     struct jh__dir dir;

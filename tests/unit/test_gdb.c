@@ -17,72 +17,9 @@
 
 #include "channels/gdb_jit.h"
 #include "check.h"
+#include "gdb_view.h"
 #include "jitherald.h"
 
-
-/* ---- the debugger's view ---- */
-struct sym {
-    uintptr_t addr;
-    uint64_t size;
-    char name[32];
-};
-
-static struct sym *view;
-static size_t nview, view_cap, nimages;
-
-static void add_sym(uintptr_t addr, uint64_t size, const char *name)
-{
-    if (nview == view_cap) {
-        view_cap = view_cap ? 2 * view_cap : 1024;
-        view = realloc(view, view_cap * sizeof *view);
-    }
-    view[nview].addr = addr;
-    view[nview].size = size;
-    snprintf(view[nview].name, sizeof view[nview].name, "%s", name);
-    nview++;
-}
-
-/* Read every image in the list as an attaching debugger would: list order, ELF symtab. */
-static void snapshot(void)
-{
-    nview = nimages = 0;
-    const struct jit_code_entry *prev = NULL;
-    for (const struct jit_code_entry *ce = __jit_debug_descriptor.first_entry; ce;
-         ce = ce->next_entry) {
-        CHECK(ce->prev_entry == prev);
-        prev = ce;
-        nimages++;
-        const uint8_t *p = (const uint8_t *)ce->symfile_addr;
-        const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
-        if (ce->symfile_size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG)) {
-            CHECK(!"image is not ELF");
-            continue;
-        }
-        const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff);
-        CHECK(eh->e_shoff + eh->e_shnum * sizeof *sh <= ce->symfile_size);
-        for (int i = 0; i < eh->e_shnum; i++) {
-            if (sh[i].sh_type != SHT_SYMTAB)
-                continue;
-            const Elf64_Sym *sym = (const Elf64_Sym *)(p + sh[i].sh_offset);
-            const char *str = (const char *)(p + sh[sh[i].sh_link].sh_offset);
-            for (size_t k = 1; k < sh[i].sh_size / sizeof *sym; k++) {
-                const Elf64_Shdr *text = &sh[sym[k].st_shndx];
-                CHECK(sym[k].st_value >= text->sh_addr &&
-                      sym[k].st_value + sym[k].st_size <= text->sh_addr + text->sh_size);
-                add_sym(sym[k].st_value, sym[k].st_size, str + sym[k].st_name);
-            }
-        }
-    }
-    CHECK_EQ(__jit_debug_descriptor.version, 1);
-}
-
-static int count_named(const char *name, uintptr_t addr)
-{
-    int n = 0;
-    for (size_t i = 0; i < nview; i++)
-        n += !strcmp(view[i].name, name) && (!addr || view[i].addr == addr);
-    return n;
-}
 
 /* ---- code to announce (never run: a region of rets is enough) ---- */
 enum { FN_SIZE = 32 };
@@ -134,13 +71,13 @@ static void test_immediate(void)
         ids[i] = add_fn(jh, code + (size_t)i * FN_SIZE, name, (uint32_t)i + 1);
         if (i == 0 || i == 16 || i == 300 || i == N - 1) {
             /* what a debugger attaching right now finds: everything so far, once */
-            snapshot();
+            CHECK_EQ(snapshot(), 0);
             CHECK_EQ(nview, i + 1);
             CHECK_EQ(count_named(name, (uintptr_t)(code + (size_t)i * FN_SIZE)), 1);
             CHECK_EQ(count_named("f0", (uintptr_t)code), 1);
         }
     }
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nview, N);
     /* 3000 = 2 full images of 1024 + classes below: far fewer images than functions */
     printf("immediate: %d functions in %zu images\n", N, nimages);
@@ -157,7 +94,7 @@ static void test_immediate(void)
      * their image is dead, their addresses are reused, or jh_flush */
     for (int i = 0; i < N; i += 3)
         CHECK_EQ(jh_code_remove(jh, ids[i]), 0);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK(nview >= N - (N + 2) / 3);
     /* an image is rebuilt once a quarter of it is dead: staleness stays bounded */
     CHECK(nview <= N - (N + 2) / 3 + N / 4);
@@ -169,7 +106,7 @@ static void test_immediate(void)
      * that lost code elsewhere stay within the bound above (rebuilding them all made a JIT
      * that frees code as it compiles pay for every image at every function) */
     CHECK_EQ(jh_code_move(jh, ids[1], code), 0);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK(nview >= N - (N + 2) / 3 && nview <= N - (N + 2) / 3 + N / 4);
     CHECK_EQ(count_named("f0", 0), 0);
     CHECK(count_named("f2997", 0) <= 1);
@@ -180,20 +117,20 @@ static void test_immediate(void)
     /* a removal then jh_flush: gone */
     CHECK_EQ(jh_code_remove(jh, ids[2]), 0);
     CHECK_EQ(jh_flush(jh), 0);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(count_named("f2", 0), 0);
     CHECK_EQ(nview, N - (N + 2) / 3 - 1);
 
     /* reuse a freed address for new code, right after its removal, no flush between */
     CHECK_EQ(jh_code_remove(jh, ids[4]), 0);
     add_fn(jh, code + 4 * FN_SIZE, "reborn", 7);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(count_named("reborn", (uintptr_t)(code + 4 * FN_SIZE)), 1);
     CHECK_EQ(count_named("f4", 0), 0);
 
     CHECK_EQ(jh_flush(jh), 0);
     jh_close(jh);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nimages, 0);
     CHECK(__jit_debug_descriptor.first_entry == NULL);
     munmap(code, N * FN_SIZE);
@@ -210,29 +147,29 @@ static void test_deferred(void)
         snprintf(name, sizeof name, "d%d", i);
         ids[i] = add_fn(jh, code + (size_t)i * FN_SIZE, name, 1);
     }
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nview, 0);             /* not yet: the JIT flushes before running new code */
     CHECK_EQ(jh_flush(jh), 0);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nview, 100);
     CHECK_EQ(nimages, 1);
     for (int i = 100; i < N; i++) {
         snprintf(name, sizeof name, "d%d", i);
         ids[i] = add_fn(jh, code + (size_t)i * FN_SIZE, name, 1);
     }
-    snapshot();                     /* 256 pending filled an image by themselves, twice */
+    CHECK_EQ(snapshot(), 0);                     /* 256 pending filled an image by themselves, twice */
     CHECK_EQ(nview, 100 + 512);
     CHECK_EQ(jh_code_remove(jh, ids[5]), 0);        /* in an image: rebuilt at the flush */
     CHECK_EQ(jh_code_remove(jh, ids[N - 1]), 0);    /* still pending: never shown */
     CHECK_EQ(jh_flush(jh), 0);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nview, N - 2);
     CHECK_EQ(count_named("d5", 0), 0);
     CHECK_EQ(count_named("d699", 0), 0);
     CHECK_EQ(count_named("d698", 0), 1);
     CHECK(nimages <= 4);
     jh_close(jh);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nimages, 0);
     munmap(code, N * FN_SIZE);
 }
@@ -250,17 +187,17 @@ static void test_move_big(void)
         snprintf(name, sizeof name, "m%d", i);
         ids[i] = add_fn(jh, code + (size_t)i * FN_SIZE, name, 1);
     }
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     size_t before = nimages;
     uint8_t *to = code + (size_t)(N + 4) * FN_SIZE;
     memcpy(to, code + 5 * FN_SIZE, FN_SIZE);
     CHECK_EQ(jh_code_move(jh, ids[5], to), 0);      /* m5 sits in the 256-function image */
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(count_named("m5", (uintptr_t)to), 1);
     CHECK(count_named("m5", (uintptr_t)(code + 5 * FN_SIZE)) <= 1);
     CHECK(nimages <= before + 1);
     CHECK_EQ(jh_flush(jh), 0);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(count_named("m5", 0), 1);
     CHECK_EQ(count_named("m5", (uintptr_t)to), 1);
     CHECK_EQ(nview, N);
@@ -268,7 +205,7 @@ static void test_move_big(void)
     memcpy(code + 6 * FN_SIZE, code, FN_SIZE);
     CHECK_EQ(jh_code_move(jh, ids[6], code + (size_t)(N + 6) * FN_SIZE), 0);
     add_fn(jh, code + 6 * FN_SIZE, "newcomer", 1);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(count_named("m6", (uintptr_t)(code + 6 * FN_SIZE)), 0);
     CHECK_EQ(count_named("newcomer", (uintptr_t)(code + 6 * FN_SIZE)), 1);
     CHECK_EQ(count_named("m6", (uintptr_t)(code + (size_t)(N + 6) * FN_SIZE)), 1);
@@ -306,19 +243,19 @@ static void test_threads(void)
         pthread_join(th[t], (void **)&ctxs[t]);
         CHECK_EQ(jh_flush(ctxs[t]), 0);
     }
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nview, NT * PER / 2);
     CHECK_EQ(count_named("t3_1", 0), 1);
     CHECK_EQ(count_named("t3_0", 0), 0);
     jh_close(ctxs[1]);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nview, (NT - 1) * PER / 2);
     CHECK_EQ(count_named("t1_1", 0), 0);
     CHECK_EQ(count_named("t2_1", 0), 1);
     for (int t = 0; t < NT; t++)
         if (t != 1)
             jh_close(ctxs[t]);
-    snapshot();
+    CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nimages, 0);
     munmap(tcode, NT * PER * FN_SIZE);
 }

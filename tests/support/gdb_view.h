@@ -1,0 +1,29 @@
+/*
+ * gdb_view.h — what a debugger attaching now would see of the JIT code: walk
+ * __jit_debug_descriptor's list as gdb does (list order) and read each image's ELF symbol
+ * table. Shared by the unit tests of the gdb channel and of switching channels on and off.
+ */
+#ifndef JH_TEST_GDB_VIEW_H
+#define JH_TEST_GDB_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sym {
+    uintptr_t addr;
+    uint64_t size;
+    char name[32];
+};
+
+/* After snapshot(): every symbol of every image, and how many images there were. */
+extern struct sym *view;
+extern size_t nview, nimages;
+
+/* Read the list now: the number of faults found in it (its links, each image's bounds and
+ * symbols), each said on stderr. */
+int snapshot(void);
+
+/* How many symbols are named name (at addr, when addr is not 0). */
+int count_named(const char *name, uintptr_t addr);
+
+#endif
