@@ -25,6 +25,7 @@ int jhc_cmd_clean(int argc, char **argv);     /* cmd_clean.c: remove old elfmap/
 int jhc_cmd_log(int argc, char **argv);       /* cmd_log.c: read an audit log */
 int jhc_cmd_run(int argc, char **argv);       /* cmd_run.c: a command with the preload library */
 int jhc_cmd_core(int argc, char **argv);      /* cmd_core.c: gdb commands for a core's JIT images */
+int jhc_cmd_attach(int argc, char **argv);    /* cmd_attach.c: channels on/off in a running JIT */
 
 /* cmd_check.c: check FILE (a jitdump or a perf map) as `cmd` does; print: list every record
  * too (inspect). */

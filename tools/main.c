@@ -21,6 +21,7 @@ static const struct {
     { "log", "FILE [CMD]", "read an audit log (jitherald log --help)", jhc_cmd_log },
     { "core", "CORE", "gdb commands naming a core dump's JIT code", jhc_cmd_core },
     { "run", "-c CH CMD", "run a VM: its perf map and jitdump feed channels CH", jhc_cmd_run },
+    { "attach", "PID [-c CH]", "switch channels on and off in a running JIT", jhc_cmd_attach },
 };
 
 #define USAGE "usage: jitherald COMMAND [ARGS]"

@@ -14,4 +14,11 @@
 /* The struct containing member m, from a pointer to m. */
 #define JH__CONTAINER_OF(p, type, m) ((type *)(void *)((char *)(p) - offsetof(type, m)))
 
+/* mingw-w64's errno.h lacks ESHUTDOWN (jh_channels_set on a context being closed): Linux's
+ * number, so the value is the same on every platform. */
+#include <errno.h>
+#ifndef ESHUTDOWN
+#define ESHUTDOWN 108
+#endif
+
 #endif

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/control.h"
 #include "core/core.h"
 
 #define OPS(U, l, w, r) [JH__CH_##U] = &jh__##l##_ops,
@@ -86,6 +87,7 @@ static void check_fork(jh_ctx *ctx)
     if (atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) == gen)
         return;
     atomic_store_explicit(&ctx->fork_gen, gen, memory_order_relaxed);
+    jh__control_start(ctx);                 /* the child's own socket */
     for (int i = 0; i < JH__NCHAN; i++) {
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->forked)
             continue;
@@ -185,6 +187,7 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
             strict_err = err;
     }
     atomic_store(&ctx->retain, ctx->cfg.standby);
+    jh__control_start(ctx);
     jh__unlock(&ctx->lock);
     if (strict_err && (ctx->cfg.flags & JH_OPT_STRICT)) {
         jh_close(ctx);
@@ -253,6 +256,10 @@ int jh_channels_set(jh_ctx *ctx, unsigned channels)
     if (!ctx || (channels & ~(unsigned)JH_ALL))
         return -EINVAL;
     jh__ctx_lock(ctx);
+    if (ctx->closing) {
+        jh__ctx_unlock(ctx);
+        return -ESHUTDOWN;
+    }
     if (!atomic_exchange(&ctx->retain, true) && !atomic_load(&ctx->live) &&
         atomic_load(&ctx->unstored_from) != UINT64_MAX)
         jh__diag(&ctx->cfg.diag, JH_LOG_WARN, "channels switched on in a context that "
@@ -280,6 +287,7 @@ void jh_close(jh_ctx *ctx)
     if (!ctx)
         return;
     jh__ctx_lock(ctx);
+    ctx->closing = true;
     /* Channels drop their registrations for everything still live, then close. */
     for (int i = JH__NCHAN - 1; i >= 0; i--) {
         if (ctx->chan[i].state)

@@ -33,6 +33,7 @@ struct jh_ctx {
                                        stored (UINT64_MAX: none yet) */
     _Atomic uint64_t next_id;
     _Atomic bool stored;        /* the registry has held an entry */
+    bool closing;               /* jh_close has begun (under the lock) */
     _Atomic bool retain;        /* store entries with no channel live (standby, or since a
                                    jh_channels_set) */
     _Atomic unsigned fork_gen;  /* jh__fork_gen when per-process state was last restarted */
@@ -45,6 +46,9 @@ struct jh_ctx {
 /* Every context of the process, for the fork handler. */
 void jh__ctx_list_add(jh_ctx *ctx);
 void jh__ctx_list_remove(jh_ctx *ctx);
+/* fn on every context, the list locked (a context in it is not freed meanwhile; one being
+ * closed says so: jh_channels_set returns -ESHUTDOWN). */
+void jh__ctx_each(void (*fn)(jh_ctx *ctx, void *arg), void *arg);
 void jh__fork_install(void);
 
 /* Take the context lock; in a fork child's first call, restart per-process state first. */

@@ -32,6 +32,14 @@ void jh__ctx_list_remove(jh_ctx *ctx)
     jh__unlock(&list_lock);
 }
 
+void jh__ctx_each(void (*fn)(jh_ctx *ctx, void *arg), void *arg)
+{
+    jh__lock(&list_lock);
+    for (jh_ctx *c = all_ctx; c; c = c->next_ctx)
+        fn(c, arg);
+    jh__unlock(&list_lock);
+}
+
 static void prepare(void)
 {
     jh__lock(&list_lock);

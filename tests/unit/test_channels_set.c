@@ -65,7 +65,7 @@ static jh_ctx *open_ctx(unsigned channels, unsigned flags, const char *dir)
 {
     jh_ctx *jh = NULL;
     struct jh_options o = { .sz = sizeof o, .channels = channels, .engine = "set",
-                            .flags = JH_OPT_IGNORE_ENV | flags, .dir = dir,
+                            .flags = flags, .dir = dir,
                             .log = log_fn, .gdb_batch = 64 };
     CHECK_EQ(jh_open(&jh, &o), 0);
     return jh;
@@ -316,6 +316,13 @@ static void test_fork(void)
 
 int main(void)
 {
+    /* No attach socket and no configuration from outside: jh_channels_set alone here
+     * (tests/integration/attach_*.sh drive the socket). */
+    unsetenv("JITHERALD");
+    unsetenv("JITHERALD_DIR");
+    unsetenv("JITHERALD_GDB_BATCH");
+    unsetenv("JITHERALD_GDB_DEFER");
+    setenv("JITHERALD_ATTACH", "0", 1);
     CHECK_EQ(jh_channels_set(NULL, JH_GDB), -EINVAL);
     jh_ctx *jh = open_ctx(0, JH_OPT_STANDBY, NULL);
     CHECK_EQ(jh_channels_set(jh, 1u << 12), -EINVAL);
