@@ -103,7 +103,10 @@ enum {
                                    Without it, a context with no channel keeps nothing: its
                                    calls cost a few nanoseconds, and a channel switched on
                                    later hears only what comes after. $JITHERALD names it
-                                   "standby" (e.g. JITHERALD=standby) */
+                                   "standby" (JITHERALD=standby, or standby,gdb to start with
+                                   gdb on). A process with a context in standby listens for
+                                   `jitherald attach PID` (docs/attach.md; JITHERALD_ATTACH=0:
+                                   it does not) */
 };
 
 /* jh_options.gdb_batch: new code reaches debuggers at jh_flush(), not at each add. */

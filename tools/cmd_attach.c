@@ -26,7 +26,7 @@ static int help(void)
 {
     printf(USAGE "\n"
            "  Switches channels on and off in a running JIT process that uses jitherald\n"
-           "  (started with JITHERALD=standby, JH_OPT_STANDBY, or with a channel on):\n"
+           "  in standby (JITHERALD=standby, or standby,gdb..., or the JIT's JH_OPT_STANDBY):\n"
            "  every function compiled so far is announced to a channel switched on, as if\n"
            "  it had been on from the start. With no option, says what is on.\n"
            "  -c, --channels=CHANNELS  exactly these channels (none: back to standby)\n"
@@ -153,7 +153,7 @@ int jhc_cmd_attach(int argc, char **argv)
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
         int e = errno;
         fprintf(stderr, "jitherald attach: cannot reach process %ld at %s: %s\n(is it using "
-                "jitherald, started with JITHERALD=standby or a channel on, as your user?)\n",
+                "jitherald in standby, JITHERALD=standby, as your user?)\n",
                 pid, a.sun_path, strerror(e));
         if (fd >= 0)
             close(fd);

@@ -13,9 +13,10 @@
  * and the answer is one line per context, then "ok" or "error WHY". A malformed or refused
  * request is answered, reported once, and changes nothing.
  *
- * Started by the first context that retains (JH_OPT_STANDBY, or a channel live), unless
- * JITHERALD_ATTACH=0; in a fork child, again at the child's first call (control_forked):
- * the socket is per process. The thread blocks every signal. The socket goes at exit.
+ * Started by the first context opened in standby (JH_OPT_STANDBY, or "standby" in
+ * $JITHERALD, alone or with channels on from the start: JITHERALD=standby,gdb), unless
+ * JITHERALD_ATTACH=0: a program that did not ask to be attachable gets no thread and no
+ * socket. In a fork child, again at the child's first call: the socket is per process. The thread blocks every signal. The socket goes at exit.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -182,10 +183,8 @@ static void unlink_at_exit(void)
 
 void jh__control_start(jh_ctx *ctx)
 {
-    bool retains = ctx->cfg.standby || atomic_load(&ctx->live);
-    bool env = !(ctx->cfg.flags & JH_OPT_IGNORE_ENV);
-    const char *e = env ? getenv("JITHERALD_ATTACH") : NULL;
-    if (!retains || (e && !strcmp(e, "0")) || (!env && !ctx->cfg.standby))
+    const char *e = ctx->cfg.flags & JH_OPT_IGNORE_ENV ? NULL : getenv("JITHERALD_ATTACH");
+    if (!ctx->cfg.standby || (e && !strcmp(e, "0")))
         return;
     jh__lock(&ctl_lock);
     if (ctl_gen == jh__fork_generation()) {
@@ -234,8 +233,8 @@ void jh__control_start(jh_ctx *ctx)
     if (err) {
         if (fd >= 0)
             close(fd);
-        /* a warning where attaching is all standby is for; else the channels that need
-         * the directory have said what is wrong with it */
+        /* a warning where no channel is on (attaching is what standby is for); else the
+         * channels that need the directory have said what is wrong with it */
         jh__diag(&ctx->cfg.diag, atomic_load(&ctx->live) ? JH_LOG_INFO : JH_LOG_WARN,
                  "attach: no socket (%s): `jitherald attach` cannot reach this process",
                  jh__file_error(err));

@@ -8,8 +8,7 @@
 struct jh_ctx;
 
 /* Listen for `jitherald attach` in this process, once per process (a fork child: again),
- * in ctx's directory, when ctx retains (standby, or a channel live) — unless
- * JITHERALD_ATTACH=0, or ctx was opened with JH_OPT_IGNORE_ENV and without JH_OPT_STANDBY.
+ * in ctx's directory, when ctx was opened in standby, unless JITHERALD_ATTACH=0.
  * ctx's lock held. Said once through ctx's diagnostics if it cannot. */
 void jh__control_start(struct jh_ctx *ctx);
 
