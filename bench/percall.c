@@ -3,7 +3,8 @@
  * jh_code_add, jh_code_patched, jh_code_move and jh_code_remove, for N functions of 48
  * bytes (a two-row line table, frame-pointer unwinding, each in r-x pages the way a W^X JIT
  * leaves them), no debugger or profiler attached. One column per channel alone, then all of
- * them, then "none" (jitherald compiled in, nothing asked for). Median of 5 runs.
+ * them, then "none" (jitherald compiled in, nothing asked for) and "standby" (nothing
+ * told, each description kept for a later `jitherald attach`). Median of 5 runs.
  * The peer (the cost without jitherald) is the "none" column: it validates the description
  * and returns. `bench/percall [N]` (default 10000).
  * With JH_BENCH_PERCALL_DOC=FILE (make bench sets docs/cost.md) it also rewrites FILE's
@@ -23,10 +24,10 @@
 enum { OPS = 4 };
 static const char *const op_names[OPS] = { "add", "patched", "move", "remove" };
 
-static const struct { const char *name; unsigned bits; } chans[] = {
-    { "none", 0 }, { "perfmap", JH_PERFMAP }, { "jitdump", JH_JITDUMP }, { "gdb", JH_GDB },
-    { "unwind", JH_UNWIND }, { "elfmap", JH_ELFMAP }, { "auditlog", JH_AUDITLOG },
-    { "all", JH_ALL },
+static const struct { const char *name; unsigned bits, flags; } chans[] = {
+    { "none", 0, 0 }, { "standby", 0, JH_OPT_STANDBY }, { "perfmap", JH_PERFMAP, 0 },
+    { "jitdump", JH_JITDUMP, 0 }, { "gdb", JH_GDB, 0 }, { "unwind", JH_UNWIND, 0 },
+    { "elfmap", JH_ELFMAP, 0 }, { "auditlog", JH_AUDITLOG, 0 }, { "all", JH_ALL, 0 },
 };
 #define NCHAN (sizeof chans / sizeof chans[0])
 
@@ -52,11 +53,11 @@ static uint8_t *code_area(size_t n)
 }
 
 /* ns per call of each op, over n functions */
-static int run(unsigned channels, size_t n, double out[OPS])
+static int run(unsigned channels, unsigned flags, size_t n, double out[OPS])
 {
     jh_ctx *jh;
     struct jh_options o = { .sz = sizeof o, .channels = channels, .dir = dir, .engine = "percall",
-                            .flags = JH_OPT_IGNORE_ENV };
+                            .flags = JH_OPT_IGNORE_ENV | flags };
     if (jh_open(&jh, &o) != 0)
         return -1;
     static const char *files[] = { "bench.js" };
@@ -169,7 +170,7 @@ int main(int argc, char **argv)
         double v[OPS][RUNS];
         for (int r = 0; r < RUNS; r++) {
             double one[OPS] = { -1, -1, -1, -1 };
-            run(chans[k].bits, n, one);
+            run(chans[k].bits, chans[k].flags, n, one);
             for (int op = 0; op < OPS; op++)
                 v[op][r] = one[op];
         }
