@@ -8,7 +8,9 @@
  *
  * What: in jitherald's directory (or DIR), elfmap images (jit-PID-N.elf, older
  * generations in jit-PID-gK/ directories), jitdump files (jit-PID.dump), audit logs
- * (ENGINE-PID.jhlog, ENGINE-PID-N.jhlog), the jitted-PID-N.so files `perf inject --jit`
+ * (ENGINE-PID.jhlog, ENGINE-PID-N.jhlog), the sockets of `jitherald attach` of processes
+ * killed before they could remove them (attach-PID.sock), the jitted-PID-N.so files
+ * `perf inject --jit`
  * writes beside a jitdump, and perf maps (perf-PID.map); in /tmp, when no DIR is given,
  * the perf maps (perf-PID.map: every VM writes its own there, and perf looks for it there),
  * and the jitdumps some VMs write there (PHP) with their jitted-PID-N.so.
@@ -16,7 +18,7 @@
  * Why files outlive their process: `perf report` opens jit-PID-N.elf and the perf map,
  * and `perf inject --jit` reads jit-PID.dump, long after the run, so nothing deletes them
  * at exit; this command is how they go. The policy, in this order:
- *   - only regular files of ours (never symlinks) with those names, in a directory of ours
+ *   - only regular files of ours (sockets for attach-PID.sock; never symlinks) with those names, in a directory of ours
  *     or in a sticky one (/tmp), or in a generation directory of ours (removed once empty);
  *   - a file whose process still runs is kept. "Still runs" means the pid exists and that
  *     process started before the file was last written (else the pid was reused);
@@ -56,7 +58,8 @@ enum {
     K_LOG = 1 << 2,             /* ENGINE-PID.jhlog, ENGINE-PID-N.jhlog */
     K_JITTED = 1 << 3,          /* jitted-PID-N.so (perf inject --jit) */
     K_MAP = 1 << 4,             /* perf-PID.map */
-    K_ALL = 0x1f,
+    K_SOCK = 1 << 5,            /* attach-PID.sock (a socket, src/core/control.c) */
+    K_ALL = 0x3f,
     K_TMP = K_DUMP | K_JITTED | K_MAP,  /* what /tmp holds */
 };
 
@@ -123,6 +126,9 @@ static int kind_of(const char *name, int kinds, long *pid, long *pid2)
     } else if ((*pid = num_after(name, "perf-", &e))) {
         if ((kinds & K_MAP) && !strcmp(e, ".map"))
             return K_MAP;
+    } else if ((*pid = num_after(name, "attach-", &e))) {
+        if ((kinds & K_SOCK) && !strcmp(e, ".sock"))
+            return K_SOCK;
     } else if ((kinds & K_LOG) && (*pid = jhlog_pids(name, pid2))) {
         return K_LOG;
     }
@@ -192,9 +198,11 @@ static void sweep(struct tally *t, int dfd, const char *dir, const char *real, i
     while ((de = readdir(d))) {
         long pid, pid2;
         struct stat st;
-        if (!kind_of(de->d_name, kinds, &pid, &pid2) || (only && pid != only) ||
+        int kind = kind_of(de->d_name, kinds, &pid, &pid2);
+        if (!kind || (only && pid != only) ||
             fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+            !(kind == K_SOCK ? S_ISSOCK(st.st_mode) : S_ISREG(st.st_mode)) ||
+            st.st_uid != geteuid())
             continue;
         if (jhc_running(pid, st.st_mtime, t->btime) ||
             (pid2 && jhc_running(pid2, st.st_mtime, t->btime))) {
@@ -303,8 +311,9 @@ static int help(void)
            "Remove the files JIT tools leave about processes of yours that are gone: elfmap\n"
            "images (jit-PID-N.elf, jit-PID-gK/), jitdump files (jit-PID.dump), audit logs\n"
            "(ENGINE-PID.jhlog), the jitted-PID-N.so files perf inject --jit writes beside a\n"
-           "jitdump, and perf maps (perf-PID.map). A file that a live process still maps (a\n"
-           "fork child running in its parent's image) is kept. Only your own regular files.\n"
+           "jitdump, perf maps (perf-PID.map) and attach sockets (attach-PID.sock). A file\n"
+           "that a live process still maps (a fork child running in its parent's image) is\n"
+           "kept. Only your own regular files (and sockets).\n"
            "DIR: where to clean (a directory of yours, or a sticky one such as /tmp); by\n"
            "default $JITHERALD_DIR, else /tmp/jitherald-UID, and in /tmp the perf maps,\n"
            "jitdumps and jitted-PID-N.so. A default directory that does not exist has nothing\n"

@@ -90,4 +90,17 @@ wait_gone $vm || fail "minijit still running"
 wait $vm || { cat "$T/vm"; fail "minijit exited $?"; }
 grep -qx 225 "$T/vm" || fail "the program's output changed: $(cat "$T/vm")"
 [ ! -e "$T/d/attach-$pid.sock" ] || fail "the socket outlived the process"
+
+# a process killed before it could remove its socket: `jitherald clean` removes it
+rm -f "$T/pause"
+JITHERALD=standby JITHERALD_DIR=$T/d "$MINIJIT" --pause-file "$T/pause" "$MINI/calls.mini" \
+    > /dev/null 2>&1 &
+vm=$!
+kill_at_exit $vm
+wait_for_file "$T/pause" || fail "minijit never paused (2)"
+pid=$(cat "$T/pause")
+[ -S "$T/d/attach-$pid.sock" ] || fail "no socket for the second process"
+kill -9 $vm; wait $vm 2>/dev/null || true
+"$CLI" clean "$T/d" > "$T/clean" || fail "clean: $(cat "$T/clean")"
+[ ! -e "$T/d/attach-$pid.sock" ] || fail "clean left a dead process's socket: $(cat "$T/clean")"
 echo PASS
