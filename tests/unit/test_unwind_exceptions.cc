@@ -2,7 +2,7 @@
 // a C++ exception thrown by the host below four minijit frames is caught above them, and
 // backtrace() / _Unwind_Backtrace walk from the host callback through every JIT frame to
 // main. The same after the functions are removed and compiled again at the same addresses,
-// and in a fork child.
+// and in a fork child; and for code compiled in standby, once the channel is switched on.
 // A control run without the channel shows the walk stopping at the first JIT frame, so the
 // checks cannot pass by accident.
 #include <stdexcept>
@@ -155,7 +155,33 @@ int main()
     mj_run(p, "main", nullptr, 0);
     CHECK(!trace_complete(p, "after removal", true));
     mj_free(p);
+    jh_close(jh);
 
+    // Standby, then the unwinder switched on (jh_channels_set, what `jitherald attach`
+    // does): code compiled before is crossed as if the channel had been on from the start;
+    // switched off, its registrations are gone and the walk stops again.
+    jh_options so = {};
+    so.sz = sizeof so;
+    so.flags = JH_OPT_IGNORE_ENV | JH_OPT_STANDBY;
+    CHECK_EQ(jh_open(&jh, &so), 0);
+    p = chain_compile(jh, "chain.mini");
+    CHECK(p);
+    if (!p)
+        return check_done();
+    cb_mode = CHAIN_BACKTRACE;
+    npcs = 0;
+    mj_run(p, "main", nullptr, 0);
+    CHECK(!trace_complete(p, "standby", true));
+    CHECK_EQ(jh_channels_set(jh, JH_UNWIND), JH_UNWIND);
+    exercise(jh, p, "switched on");
+    CHECK_EQ(jh_channels_set(jh, 0), 0);
+    jh__unwind_get_stats(&st);
+    CHECK_EQ(st.live, 0);
+    npcs = 0;
+    cb_mode = CHAIN_BACKTRACE;
+    mj_run(p, "main", nullptr, 0);
+    CHECK(!trace_complete(p, "switched off", true));
+    mj_free(p);
     jh_close(jh);
     return check_done();
 }
