@@ -23,20 +23,6 @@ static uint8_t *area;
 static char (*names)[32];
 static char dir[] = "/tmp/jh-bench-attach.XXXXXX";
 
-static uint8_t *code_area(size_t n)
-{
-    size_t len = (n * 64 + 4095) & ~(size_t)4095;
-    uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        memset(p + i * 64, 0x90, 48);
-        memcpy(p + i * 64, "\x55\x48\x89\xe5", 4);
-        memcpy(p + i * 64 + 46, "\x5d\xc3", 2);
-    }
-    mprotect(p, len, PROT_READ | PROT_EXEC);
-    return p;
-}
 
 static jh_ctx *open_ctx(unsigned channels, unsigned flags)
 {
@@ -87,7 +73,7 @@ int main(int argc, char **argv)
 {
     size_t sizes[] = { 1000, 10000, 100000 };
     size_t max = argc > 1 ? strtoul(argv[1], NULL, 10) : 100000;
-    if (!mkdtemp(dir) || !(area = code_area(max)) || !(names = calloc(max, sizeof *names)))
+    if (!mkdtemp(dir) || !(area = bench_fp_code(max)) || !(names = calloc(max, sizeof *names)))
         return 1;
     for (size_t i = 0; i < max; i++)
         snprintf(names[i], sizeof names[i], "js_fn_%zu", i);

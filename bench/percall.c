@@ -35,22 +35,6 @@ static uint8_t *area[2];        /* the code, and where it moves to */
 static char (*names)[24];
 static char dir[] = "/tmp/jh-bench-percall.XXXXXX";
 
-/* N functions of 48 bytes at a 64-byte stride: push rbp; mov rbp, rsp; nops; pop rbp; ret */
-static uint8_t *code_area(size_t n)
-{
-    size_t len = (n * 64 + 4095) & ~(size_t)4095;
-    uint8_t *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t *f = p + i * 64;
-        memset(f, 0x90, 48);
-        memcpy(f, "\x55\x48\x89\xe5", 4);
-        memcpy(f + 46, "\x5d\xc3", 2);
-    }
-    mprotect(p, len, PROT_READ | PROT_EXEC);
-    return p;
-}
 
 /* ns per call of each op, over n functions */
 static int run(unsigned channels, unsigned flags, size_t n, double out[OPS])
@@ -159,8 +143,8 @@ int main(int argc, char **argv)
 {
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 0) : 10000;
     names = malloc(n * sizeof *names);
-    area[0] = code_area(n);
-    area[1] = code_area(n);
+    area[0] = bench_fp_code(n);
+    area[1] = bench_fp_code(n);
     if (!names || !area[0] || !area[1] || !mkdtemp(dir))
         return 1;
     for (size_t i = 0; i < n; i++)
