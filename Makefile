@@ -204,6 +204,7 @@ include tests/programs/programs.mk
 include win64.mk
 include arm64.mk
 include adapters/llvm/llvm.mk
+include adapters/jvmti/jvmti.mk
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
 # bounded number of mutations, so every target also runs as a regression test. They link
