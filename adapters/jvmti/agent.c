@@ -82,8 +82,17 @@ struct opts {
     bool unwind;
 };
 
+/* Is word "KEY=..." or "KEY:..."? Then the value. */
+static const char *key(const char *word, const char *k)
+{
+    size_t n = strlen(k);
+    return !strncmp(word, k, n) && (word[n] == '=' || word[n] == ':') ? word + n + 1 : NULL;
+}
+
 /* "channels=gdb,perfmap,dir=/x,unwind=none": a word without '=' continues the channel list
- * (the JVM hands the agent one string, and channel lists have commas). -EINVAL after
+ * (the JVM hands the agent one string, and channel lists have commas). ':' may stand for
+ * '=': jcmd's JVMTI.agent_load passes an option only up to its first '=' unless it is
+ * quoted ('"channels=gdb"'), so `channels:gdb,perfmap` needs no quotes. -EINVAL after
  * saying what is wrong. */
 static int parse_options(const char *s, struct opts *o)
 {
@@ -99,28 +108,25 @@ static int parse_options(const char *s, struct opts *o)
         memcpy(word, s, n);
         word[n] = 0;
         s += n + (s[n] == ',');
-        const char *val = strchr(word, '=');
-        if (val) {
-            val++;
+        const char *val;
+        if ((val = key(word, "channels"))) {
+            in_channels = true;
+            o->channels = 0;
+        } else if ((val = key(word, "dir"))) {
+            snprintf(o->dir, sizeof o->dir, "%s", val);
             in_channels = false;
-            if (!strncmp(word, "channels=", 9)) {
-                in_channels = true;
-                o->channels = 0;
-            } else if (!strncmp(word, "dir=", 4)) {
-                snprintf(o->dir, sizeof o->dir, "%s", val);
-                continue;
-            } else if (!strncmp(word, "unwind=", 7)) {
-                if (strcmp(val, "auto") && strcmp(val, "none")) {
-                    say("unwind=%s: auto or none", val, 0);
-                    return -EINVAL;
-                }
-                o->unwind = !strcmp(val, "auto");
-                continue;
-            } else {
-                say("unknown option '%s' (known: channels=LIST, dir=DIR, unwind=auto|none)",
-                    word, 0);
+            continue;
+        } else if ((val = key(word, "unwind"))) {
+            if (strcmp(val, "auto") && strcmp(val, "none")) {
+                say("unwind=%s: auto or none", val, 0);
                 return -EINVAL;
             }
+            o->unwind = !strcmp(val, "auto");
+            in_channels = false;
+            continue;
+        } else if (strpbrk(word, "=:")) {
+            say("unknown option '%s' (known: channels=LIST, dir=DIR, unwind=auto|none)", word, 0);
+            return -EINVAL;
         } else {
             val = word;
         }
