@@ -4,7 +4,8 @@
 #   perf report                      (the perf map: names)
 #   perf inject --jit; perf report --sort sym,srcline   (the jitdump: names and Hot.java:LINE)
 # Most of the program's user-space samples are demo.Hot.spin's, and after inject every one
-# of them carries a line of spin's body; `jitherald check` accepts the dump.
+# of them carries a line of spin's body; `jitherald check` accepts the dump. The audit log
+# (channels=...,auditlog; `jitherald log FILE code`) records spin with its file and line.
 . "$(dirname "$0")/lib.sh"
 java_setup
 require_tool perf linux-perf
@@ -14,7 +15,7 @@ first=$(grep -n 'static long spin' "$HOTSRC" | cut -d: -f1)
 last=$(( $(hot_line spin) + 2 ))
 
 perf record -q -k 1 -F 999 -o perf.data java -XX:+PreserveFramePointer \
-    -agentpath:"$JAGENT"=channels=jitdump,perfmap,dir="$T/jd" "${HOT[@]}" demo.Hot spin 3 \
+    -agentpath:"$JAGENT"=channels=jitdump,perfmap,auditlog,dir="$T/jd" "${HOT[@]}" demo.Hot spin 3 \
     >run.out 2>run.err || { cat run.out run.err; fail "perf record java"; }
 grep -qx done run.out || { cat run.out run.err; fail "demo.Hot did not finish"; }
 grep jitherald run.err && fail "the agent or the library complained"
@@ -35,4 +36,9 @@ pct=$(share srcline.out "\\[\\.\\] demo\\.Hot\\.spin +Hot\\.java:($lines) *\$" '
 only srcline.out "Hot\\.java:($lines) *\$" '\[\.\] demo\.Hot\.spin ' ||
     { head -30 srcline.out; fail "demo.Hot.spin samples outside its lines $first-$last"; }
 grep -E '\[\.\] demo\.Hot\.spin ' srcline.out | head -3
+
+# 3. The audit log.
+"$CLI" log jd/hotspot-*.jhlog code >log.out || fail "jitherald log"
+grep -Eq "add +[0-9]+  demo\.Hot\.spin +0x[0-9a-f]+ +[0-9]+  demo/Hot\.java:($lines)\$" log.out ||
+    { grep demo log.out; fail "the audit log has no add of demo.Hot.spin with its line"; }
 echo ok
