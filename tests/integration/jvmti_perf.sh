@@ -14,9 +14,10 @@ cd "$T"
 first=$(grep -n 'static long spin' "$HOTSRC" | cut -d: -f1)
 last=$(( $(hot_line spin) + 2 ))
 
-perf record -q -k 1 -F 999 -o perf.data java -XX:+PreserveFramePointer \
+perf record -q -k 1 -F 999 -o perf.data sh -c "$PID_EXEC" "$T/pid" java -XX:+PreserveFramePointer \
     -agentpath:"$JAGENT"=channels=jitdump,perfmap,auditlog,dir="$T/jd" "${HOT[@]}" demo.Hot spin 3 \
     >run.out 2>run.err || { cat run.out run.err; fail "perf record java"; }
+at_exit 'rm -f "/tmp/perf-$(cat "$T/pid").map"'
 grep -qx done run.out || { cat run.out run.err; fail "demo.Hot did not finish"; }
 grep jitherald run.err && fail "the agent or the library complained"
 
