@@ -324,7 +324,7 @@ install: all install-llvm
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/jitherald.h $(DESTDIR)$(LIBDIR)/libjitherald.* \
-	    $(DESTDIR)$(LIBDIR)/libjitherald-run.so \
+	    $(DESTDIR)$(LIBDIR)/libjitherald-run.so $(DESTDIR)$(LIBDIR)/libjitherald-jvmti.so \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald \
 	    $(DESTDIR)$(LUADIR)/jitherald.lua $(LUA_ARCH:adapters/luajit/%=$(DESTDIR)$(LUADIR)/%) \
 	    $(DESTDIR)$(MANDIR)/man1/jitherald.1 \

@@ -58,10 +58,10 @@ test: check-exports-jvmti
 
 # The test program: javac -g (lines and source file), and the JNI library whose function
 # the gdb tests stop in.
-$(JAVA_DIR)/demo/Hot.class: tests/programs/java/demo/Hot.java
+$(JAVA_DIR)/demo/Hot.class: $(wildcard tests/programs/java/demo/*.java)
 	$(call msg,JAVAC,$<)
 	@mkdir -p $(JAVA_DIR)
-	$(Q)$(JAVAC) -g -d $(JAVA_DIR) $<
+	$(Q)$(JAVAC) -g -d $(JAVA_DIR) $^
 
 $(JAVA_DIR)/libhot_native.so: tests/programs/java/hot_native.c
 	$(call msg,CC,$<)
@@ -71,3 +71,10 @@ $(JAVA_DIR)/libhot_native.so: tests/programs/java/hot_native.c
 $(JAVA_DIR)/Hot.missing:
 	@mkdir -p $(@D)
 	@echo 'no JDK: jvmti.h or javac missing (Debian package openjdk-17-jdk-headless)' > $@
+
+# `make install` puts the agent beside libjitherald (its RUNPATH, $ORIGIN, finds it there).
+.PHONY: install-jvmti
+install: install-jvmti
+install-jvmti: $(JVMTI_ADAPTER)
+	@if [ -n "$(JVMTI_ADAPTER)" ]; then \
+	    install -d $(DESTDIR)$(LIBDIR) && install -m 755 $(JHJ_SO) $(DESTDIR)$(LIBDIR)/; fi

@@ -5,6 +5,8 @@
 //   java demo.Hot spin SECONDS   spin() for that long (perf samples it)
 //   java demo.Hot late READY     warm up, write READY, then spin and call recurse armed
 //                                about every 50 ms, for ever (the test kills it)
+//   java demo.Hot unload         demo.Victim in a class loader of its own, compiled, then
+//                                dropped and unloaded by full GCs (Victim.java)
 //   java demo.Hot bench N        JIT-heavy: N rounds over many small generated-looking
 //                                methods, so much of the run is compiling
 package demo;
@@ -80,6 +82,19 @@ public class Hot {
                 sink += recurse(6, 1);
                 Thread.sleep(20);
             }
+        case "unload": {
+            java.net.URL[] cp = { Paths.get(System.getProperty("hot.classes")).toUri().toURL() };
+            java.net.URLClassLoader l = new java.net.URLClassLoader(cp, null);
+            java.util.function.LongUnaryOperator v = (java.util.function.LongUnaryOperator)
+                l.loadClass("demo.Victim").getDeclaredConstructor().newInstance();
+            for (int i = 0; i < 20000; i++) sink += v.applyAsLong(i);
+            System.out.println("compiled");
+            v = null;
+            l.close();
+            l = null;
+            for (int i = 0; i < 5; i++) { System.gc(); Thread.sleep(200); }
+            break;
+        }
         case "bench":
             sink += bench(Integer.parseInt(args[1]));
             break;
