@@ -346,6 +346,7 @@ help:
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
 	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
 	@echo "make fuzz-run      each target FUZZ_SECONDS (60) under libFuzzer, a table of executions"
+	@echo "make jvmti         the JVMTI agent build/libjitherald-jvmti.so (make builds it when jvmti.h is there)"
 	@echo "make test-arm64    unit + fuzz tiers and tests/arm64 cross-built for arm64, under qemu-aarch64"
 	@echo "make win64         Windows x64 build with mingw-w64 in build-win64/ (docs/windows.md)"
 	@echo "make win64-tests   the Windows programs make test runs under Wine"

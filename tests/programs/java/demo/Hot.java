@@ -1,6 +1,7 @@
 // Hot.java — the Java program of the JVMTI agent's tests (tests/integration/jvmti_*.sh) and
 // benchmark (bench/jvmti.sh). The tests find its lines by the markers at their ends.
-//   java demo.Hot gdb            warm recurse up, then call it armed once: stop's native
+//   java demo.Hot gdb            warm recurse up, wait until the agent has announced it
+//                                (awaitNamed), then call it armed once: stop's native
 //                                code calls jh_java_hit, where gdb breaks
 //   java demo.Hot spin SECONDS   spin() for that long (perf samples it)
 //   java demo.Hot late READY     warm up, write READY, then spin and call recurse armed
@@ -35,6 +36,27 @@ public class Hot {
         return s;
     }
 
+    static int fence(int x) {
+        return x + 1;
+    }
+
+    // HotSpot posts CompiledMethodLoad from its ServiceThread after the code is installed:
+    // compiled code may run before the agent has announced it, and on a busy machine it
+    // does. The agent's perf map (the test asks for it beside gdb) says when: fence, compiled
+    // after recurse and stop, is announced after them (one queue, in order), and once its
+    // line is there every channel has heard of them.
+    static void awaitNamed(String name) throws Exception {
+        java.nio.file.Path map = Paths.get("/tmp/perf-" + ProcessHandle.current().pid() + ".map");
+        long end = System.nanoTime() + 300_000_000_000L;
+        while (System.nanoTime() < end) {
+            if (Files.exists(map))
+                for (String l : Files.readAllLines(map))
+                    if (l.endsWith(" " + name)) return;
+            Thread.sleep(50);
+        }
+        throw new IllegalStateException(name + " never announced in " + map);
+    }
+
     // Many distinct methods, each compiled by C1 then C2: the agent's work per method.
     interface Op { long apply(long x); }
 
@@ -66,6 +88,8 @@ public class Hot {
         switch (args[0]) {
         case "gdb":
             for (int i = 0; i < 20000; i++) sink += recurse(6, 0);
+            for (int i = 0; i < 20000; i++) sink += fence(i);
+            awaitNamed("demo.Hot.fence");
             sink += recurse(6, 1);
             break;
         case "spin": {
