@@ -25,7 +25,8 @@
 #                   this tree with this build's library; LUAJIT_SCRIPTS is where the tests'
 #                   Lua scripts are; PID_EXEC runs a command with its pid in a file
 #   java_setup      for the JVMTI agent's tests (jvmti_*.sh): skips only without Java
-#                   (Debian package openjdk-17-jdk-headless); sets JAGENT (the agent),
+#                   (Debian package openjdk-17-jdk-headless), fails when java is there but
+#                   its JDK (jvmti.h, javac) was not when make ran; sets JAGENT (the agent),
 #                   HOT (java's options to run tests/programs/java/demo/Hot.java: append
 #                   demo.Hot MODE ARGS) and HOTSRC; hot_line MARK: the line of "// @MARK"
 set -eu
@@ -235,7 +236,8 @@ injected() { # DIR PID
 java_setup() {
     require_tool java openjdk-17-jdk-headless
     local d=$B/tests/programs/java
-    [ -f "$d/Hot.missing" ] && skip "demo.Hot not built: $(cat "$d/Hot.missing")"
+    # java without its JDK is an install step missing, not a machine without Java
+    [ -f "$d/Hot.missing" ] && fail "java is here but demo.Hot was not built: $(cat "$d/Hot.missing")"
     JAGENT=$B/libjitherald-jvmti.so
     [ -f "$JAGENT" ] || fail "$JAGENT not built (make; it needs jvmti.h)"
     [ -f "$d/demo/Hot.class" ] && [ -f "$d/libhot_native.so" ] || fail "$d not built (make programs)"
