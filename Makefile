@@ -204,6 +204,7 @@ include tests/programs/programs.mk
 include win64.mk
 include arm64.mk
 include adapters/llvm/llvm.mk
+include adapters/jvmti/jvmti.mk
 
 # Fuzz targets: LLVMFuzzerTestOneInput + fuzz/driver.c, which replays the corpus and a
 # bounded number of mutations, so every target also runs as a regression test. They link
@@ -323,7 +324,7 @@ install: all install-llvm
 
 uninstall:
 	rm -f $(DESTDIR)$(INCDIR)/jitherald.h $(DESTDIR)$(LIBDIR)/libjitherald.* \
-	    $(DESTDIR)$(LIBDIR)/libjitherald-run.so \
+	    $(DESTDIR)$(LIBDIR)/libjitherald-run.so $(DESTDIR)$(LIBDIR)/libjitherald-jvmti.so \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/jitherald.pc $(DESTDIR)$(BINDIR)/jitherald \
 	    $(DESTDIR)$(LUADIR)/jitherald.lua $(LUA_ARCH:adapters/luajit/%=$(DESTDIR)$(LUADIR)/%) \
 	    $(DESTDIR)$(MANDIR)/man1/jitherald.1 \
@@ -345,6 +346,7 @@ help:
 	@echo "make bench         benchmarks beside their peers (never fails on a number)"
 	@echo "make fuzz          libFuzzer builds of the fuzz targets (clang) in build-fuzz/"
 	@echo "make fuzz-run      each target FUZZ_SECONDS (60) under libFuzzer, a table of executions"
+	@echo "make jvmti         the JVMTI agent build/libjitherald-jvmti.so (make builds it when jvmti.h is there)"
 	@echo "make test-arm64    unit + fuzz tiers and tests/arm64 cross-built for arm64, under qemu-aarch64"
 	@echo "make win64         Windows x64 build with mingw-w64 in build-win64/ (docs/windows.md)"
 	@echo "make win64-tests   the Windows programs make test runs under Wine"

@@ -5,7 +5,8 @@
 #      tools/lib <- tools (the CLI); the CLI may use base and fmt, never core or channels;
 #      adapters (adapters/llvm) use the public API only, as any JIT does;
 #      the preload of `jitherald run` (adapters/preload) may use the reader library and
-#      base too, never fmt, channels or core;
+#      base too, never fmt, channels or core; the JVMTI agent (adapters/jvmti) the reader
+#      library's prologue reader (tools/lib/prologue.h);
 #      a name without a directory is a file of the includer's own directory (so tools/lib
 #      cannot reach the commands' headers through -Itools);
 #   2. no .c file is included by another file (link a library instead);
@@ -35,6 +36,7 @@ allowed() {
     tools/lib/*)    echo "base fmt lib" ;;
     tools/*)        echo "base fmt lib" ;;
     adapters/preload/*) echo "base lib" ;;
+    adapters/jvmti/*) echo "lib" ;;     # the prologue reader: one list of VMs' prologues
     adapters/*)     echo "(its own directory and the public API)" ;;
     *)              echo "*" ;;
     esac

@@ -24,6 +24,11 @@
 #   luajit_adapter  after it, `luajit -l jitherald` loads adapters/luajit/jitherald.lua of
 #                   this tree with this build's library; LUAJIT_SCRIPTS is where the tests'
 #                   Lua scripts are; PID_EXEC runs a command with its pid in a file
+#   java_setup      for the JVMTI agent's tests (jvmti_*.sh): skips only without Java
+#                   (Debian package openjdk-17-jdk-headless), fails when java is there but
+#                   its JDK (jvmti.h, javac) was not when make ran; sets JAGENT (the agent),
+#                   HOT (java's options to run tests/programs/java/demo/Hot.java: append
+#                   demo.Hot MODE ARGS) and HOTSRC; hot_line MARK: the line of "// @MARK"
 set -eu
 R=${JH_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 B=${JH_BUILD:-$R/${BUILD:-build}}
@@ -227,3 +232,36 @@ injected() { # DIR PID
     find "$1" -maxdepth 1 -name "jitted-$2-*.so" | wc -l
 }
 
+
+java_setup() {
+    require_tool java openjdk-17-jdk-headless
+    local d=$B/tests/programs/java
+    # java without its JDK is an install step missing, not a machine without Java
+    [ -f "$d/Hot.missing" ] && fail "java is here but demo.Hot was not built: $(cat "$d/Hot.missing")"
+    JAGENT=$B/libjitherald-jvmti.so
+    [ -f "$JAGENT" ] || fail "$JAGENT not built (make; it needs jvmti.h)"
+    [ -f "$d/demo/Hot.class" ] && [ -f "$d/libhot_native.so" ] || fail "$d not built (make programs)"
+    HOT=(-Dhot.native="$d/libhot_native.so" -cp "$d")
+    HOTSRC=$R/tests/programs/java/demo/Hot.java
+}
+hot_line() { grep -n "// @$1\$" "$HOTSRC" | cut -d: -f1; }
+# java_bt_ok BT: gdb's backtrace (file BT) from jh_java_hit, where demo.Hot.recurse's
+# deepest call stops: the native function's frames, then demo.Hot.stop (its native
+# wrapper), recurse at the line of its call to stop, recurse at the line of its own
+# recursive call at least once more, and no unknown frame (??) among them.
+java_bt_ok() {
+    local stop rec
+    stop=$(hot_line stop) rec=$(hot_line recurse)
+    awk -v stop="$stop" -v rec="$rec" '
+        /^#[0-9]+ / { f[n++] = $0 }
+        END {
+            for (i = 0; i < n && f[i] !~ / Java_demo_Hot_stop /; i++) ;
+            if (i == n) { print "no Java_demo_Hot_stop frame"; exit 1 }
+            if (f[i + 1] !~ / in demo\.Hot\.stop \(\)/) { print "not demo.Hot.stop: " f[i + 1]; exit 1 }
+            if (f[i + 2] !~ (" in demo\\.Hot\\.recurse \\(\\) at demo/Hot\\.java:" stop "$")) {
+                print "not recurse at Hot.java:" stop ": " f[i + 2]; exit 1 }
+            if (f[i + 3] !~ (" in demo\\.Hot\\.recurse \\(\\) at demo/Hot\\.java:" rec "$")) {
+                print "not recurse at Hot.java:" rec ": " f[i + 3]; exit 1 }
+            for (k = 0; k <= i + 3; k++) if (f[k] ~ / \?\? /) { print "unknown frame: " f[k]; exit 1 }
+        }' "$1"
+}
