@@ -75,6 +75,8 @@ static void apply(jh_ctx *ctx, void *arg)
                     r->verb == R_OFF ? now & ~r->bits : now;
     if (r->verb != R_STATUS) {
         int rc = jh_channels_set(ctx, want);
+        if (rc == -ESHUTDOWN)
+            return;                     /* being closed: not one to list */
         if (rc < 0 && !r->err)
             r->err = rc;
     }
