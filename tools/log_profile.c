@@ -4,7 +4,7 @@
  *
  *     $ JITHERALD=auditlog perf record -k 1 -g ./minijit --recompile-from b.mini a.mini
  *     $ jitherald log minijit-4242.jhlog profile perf.data
- *     perf.data: 3350 samples of cpu-clock, 3312 of pid 4242, with call chains
+ *     perf.data: 3350 samples, 3350 of cpu-clock in pid 4242, with call chains
  *       self%   self   total%  total  function
  *      74.52%   2468   74.94%   2482  spin_b
  *      24.91%    825   25.27%    837  spin_a    (the perf map says spin_b for all 825)
@@ -231,8 +231,8 @@ static double pct(uint64_t n, uint64_t of) { return of ? 100.0 * (double)n / (do
 static void print(struct prof *pr, const char *path, const struct jhr_pd *pd, FILE *f)
 {
     const struct jhr_pd_attr *ev = &pd->attrs[main_event(pd)];
-    fprintf(f, "%s: %" PRIu64 " samples of %s, %" PRIu64 " of pid %" PRIu64 "%s\n", path,
-            pr->samples, event_name(ev), pr->ours, pr->lf->pid,
+    fprintf(f, "%s: %" PRIu64 " samples, %" PRIu64 " of %s in pid %" PRIu64 "%s\n", path,
+            pr->samples, pr->ours, event_name(ev), pr->lf->pid,
             pr->chains ? ", with call chains" : " (no call chains: total is self; record with -g)");
     if (!pr->timed)
         fprintf(f, "warning: %s was not recorded with perf record -k 1: its times are not "
