@@ -13,7 +13,8 @@
 #     (3 by construction: each sample counts CPU time, so a loaded machine keeps the ratio);
 #  2. `perf report` with the perf map gives every one of those samples to one name, and the
 #     profile's "the perf map would name N differently" is exactly the other name's count;
-#  3. total: nearly every sample of the process has the JIT main on its call chain.
+#  3. total: the JIT main is on the call chain of every sample of its callees;
+#  4. a file that is not a perf.data, one of another process, a pipe-mode one: exit 1, said.
 . "$(dirname "$0")/lib.sh"
 require_tool perf linux-perf
 private_perf_cache
@@ -84,4 +85,13 @@ grep -q "(the perf map says $shown for all $want)" prof.out || fail "no per-row 
 # 3. Call chains: main (of either program) under nearly every sample of the JIT.
 main_total=$(awk '$5 == "main" { print $4 }' prof.out)
 [ "${main_total:-0}" -ge $((a + b)) ] || fail "main's total ${main_total:-none} is below its callees' $((a + b))"
+# 4. Inputs it cannot use are said so, with the exit status of a log command: 1.
+rc=0; "$CLI" log "$log" profile "$log" >/dev/null 2>err || rc=$?
+[ $rc = 1 ] && grep -q 'not a perf.data file: an audit log' err || fail "profile of a log: rc $rc, $(cat err)"
+perf record -q -o other.data true 2>/dev/null
+rc=0; "$CLI" log "$log" profile other.data >/dev/null 2>err || rc=$?
+[ $rc = 1 ] && grep -q "no samples of pid $pid" err || fail "profile of another process: rc $rc, $(cat err)"
+perf record -q -o - true 2>/dev/null >pipe.data
+rc=0; "$CLI" log "$log" profile pipe.data >/dev/null 2>err || rc=$?
+[ $rc = 1 ] && grep -q 'pipe-mode' err || fail "profile of pipe-mode perf.data: rc $rc, $(cat err)"
 echo "PASS: the profile names $a samples spin_a and $b spin_b by time; perf with the perf map misnames $want"
