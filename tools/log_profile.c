@@ -342,8 +342,14 @@ int jhc_log_profile(const struct jhr_al *lf, const char *path, FILE *out)
         return 2;
     }
     enum jhr_kind k = jhr_kind_of(data, len < JHR_KIND_PEEK ? len : JHR_KIND_PEEK);
+    if (k == JHR_KIND_CALLGRIND) {
+        int crc = jhc_log_profile_cg(lf, (const char *)data, len, path, out);
+        free(data);
+        return crc;
+    }
     if (k != JHR_KIND_PERFDATA) {
-        fprintf(stderr, "jitherald log: %s: not a perf.data file: %s\n", path, jhr_kind_name(k));
+        fprintf(stderr, "jitherald log: %s: not a perf.data file or a callgrind profile: %s\n",
+                path, jhr_kind_name(k));
         free(data);
         return 1;
     }

@@ -128,3 +128,41 @@ const struct jhr_al_fn *jhr_al_when_fn(const struct jhr_al_when *w, uint64_t add
     *live = best && !bestd;
     return best ? &w->lf->fns[best->fn] : NULL;
 }
+
+size_t jhr_al_when_all(const struct jhr_al_when *w, uint64_t addr, const struct jhr_al_fn **out,
+                       size_t max)
+{
+    size_t lo = 0, hi = w->nstays, n = 0;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->stays[mid].start <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i-- > 0;) {
+        const struct jhr_al_stay *s = &w->stays[i];
+        if (addr - s->start >= w->maxsize)
+            break;
+        if (addr - s->start >= s->size)
+            continue;
+        const struct jhr_al_fn *fn = &w->lf->fns[s->fn];
+        bool seen = false;                  /* a function that moved back holds it twice */
+        for (size_t k = 0; k < n && k < max; k++)
+            seen |= out[k] == fn;
+        if (seen)
+            continue;
+        if (n < max)
+            out[n] = fn;
+        n++;
+    }
+    /* found newest start first: oldest add first reads better */
+    for (size_t a = 0; a + 1 < (n < max ? n : max); a++)
+        for (size_t b = a + 1; b < (n < max ? n : max); b++)
+            if (out[b]->rec < out[a]->rec) {
+                const struct jhr_al_fn *t = out[a];
+                out[a] = out[b];
+                out[b] = t;
+            }
+    return n;
+}

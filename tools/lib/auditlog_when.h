@@ -51,4 +51,9 @@ size_t jhr_al_when_rec(const struct jhr_al_when *w, uint64_t t);
 const struct jhr_al_fn *jhr_al_when_fn(const struct jhr_al_when *w, uint64_t addr, uint64_t t,
                                        bool *live);
 
+/* Every function that ever held addr, oldest first, up to max of them into out: how many
+ * there were (may exceed max). For a profile with no times (callgrind). */
+size_t jhr_al_when_all(const struct jhr_al_when *w, uint64_t addr, const struct jhr_al_fn **out,
+                       size_t max);
+
 #endif
