@@ -9,14 +9,17 @@
 # Asserted, each against an independent count:
 #  1. the truth from perf's own samples (perf script), split at the time spin_a was removed
 #     (the log's CLOCK_MONOTONIC start, `info`, plus its remove record, `code`): the profile's
-#     spin_a and spin_b self counts are exactly those, and spin_b has 2 to 4.5 times spin_a's
-#     (3 by construction: each sample counts CPU time, so a loaded machine keeps the ratio);
+#     spin_a and spin_b self counts are exactly those, and spin_b has 1.5 to 5 times spin_a's
+#     (3 by construction: each sample counts CPU time, so a loaded machine keeps the ratio;
+#     measured here 2.5 to 3.3, asserted 1.5 to 5);
 #  2. `perf report` with the perf map gives every one of those samples to one name, and the
 #     profile's "the perf map would name N differently" is exactly the other name's count;
 #  3. total: the JIT main is on the call chain of every sample of its callees;
-#  4. a file that is not a perf.data, one of another process, a pipe-mode one: exit 1, said.
+#  4. callgrind.out (no times): the reused address's cost shown under both names, counted;
+#  5. a file that is not a perf.data, one of another process, a pipe-mode one: exit 1, said.
 . "$(dirname "$0")/lib.sh"
 require_tool perf linux-perf
+require_tool valgrind valgrind
 private_perf_cache
 cd "$T"
 P=$R/tests/integration/profile
@@ -60,7 +63,7 @@ read -r ta tb < <(awk -v pid="$pid" -v lo="$lo" -v size="$size" -v bs="$base_s" 
 echo "truth: spin_a $ta, spin_b $tb; profile: spin_a $a, spin_b $b"
 [ "$ta" = "$a" ] && [ "$tb" = "$b" ] || fail "the profile does not match the samples' times"
 [ "$a" -ge 100 ] || fail "only $a samples of spin_a: too few to say anything"
-awk -v a="$a" -v b="$b" 'BEGIN { exit !(b >= 2 * a && b <= 4.5 * a) }' ||
+awk -v a="$a" -v b="$b" 'BEGIN { exit !(b >= 1.5 * a && b <= 5 * a) }' ||
     fail "spin_b has $b samples for spin_a's $a: not about 3 times"
 [ "$(sed -n 3p prof.out | awk '{ print $5 }')" = spin_b ] || fail "spin_b is not the hottest row"
 
@@ -85,9 +88,24 @@ grep -q "(the perf map says $shown for all $want)" prof.out || fail "no per-row 
 # 3. Call chains: main (of either program) under nearly every sample of the JIT.
 main_total=$(awk '$5 == "main" { print $4 }' prof.out)
 [ "${main_total:-0}" -ge $((a + b)) ] || fail "main's total ${main_total:-none} is below its callees' $((a + b))"
-# 4. Inputs it cannot use are said so, with the exit status of a log command: 1.
+# 4. callgrind: no time, so the cost at the reused address is shown under both names, and
+#    counted as such; the same log names it (valgrind's own names are addresses).
+cd "$T" && mkdir cg && cd cg
+JITHERALD=auditlog JITHERALD_DIR=$T/cg valgrind -q --tool=callgrind --callgrind-out-file=cg.out \
+    "$MINIJIT" --recompile-from "$P/phase2.mini" "$P/phase1.mini" 1000000 >/dev/null 2>vg.err ||
+    { cat vg.err; fail "valgrind --tool=callgrind minijit"; }
+cglog=$(ls minijit-*.jhlog)
+"$CLI" log "$cglog" profile cg.out >cgprof.out 2>cgprof.err || { cat cgprof.err; fail "profile of callgrind.out"; }
+head -5 cgprof.out
+grep -Eq '^ *9[0-9]\.[0-9]+% +[0-9]+ .* spin_a \| spin_b  \(JIT\)$' cgprof.out ||
+    fail "callgrind: no spin_a | spin_b row with 90% or more of the cost"
+shared=$(awk '/spin_a \| spin_b  \(JIT\)$/ { print $2 }' cgprof.out)
+grep -q "^JIT code: [0-9]* Ir; $shared (" cgprof.out || fail "callgrind: the merged cost is not counted"
+cd "$T"
+
+# 5. Inputs it cannot use are said so, with the exit status of a log command: 1.
 rc=0; "$CLI" log "$log" profile "$log" >/dev/null 2>err || rc=$?
-[ $rc = 1 ] && grep -q 'not a perf.data file: an audit log' err || fail "profile of a log: rc $rc, $(cat err)"
+[ $rc = 1 ] && grep -q 'not a perf.data file or a callgrind profile: an audit log' err || fail "profile of a log: rc $rc, $(cat err)"
 perf record -q -o other.data true 2>/dev/null
 rc=0; "$CLI" log "$log" profile other.data >/dev/null 2>err || rc=$?
 [ $rc = 1 ] && grep -q "no samples of pid $pid" err || fail "profile of another process: rc $rc, $(cat err)"
