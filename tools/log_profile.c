@@ -267,6 +267,8 @@ static void print(struct prof *pr, const char *path, const struct jhr_pd *pd, FI
     if (pr->other_pid || pr->other_event)
         fprintf(f, "not counted: %" PRIu64 " samples of other processes, %" PRIu64 " of other "
                 "events\n", pr->other_pid, pr->other_event);
+    if (pd->cut)
+        fprintf(f, "warning: %s ends before its data section does: read as far as it goes\n", path);
     if (pd->bad || pd->compressed || pd->unknown_id)
         fprintf(f, "warning: %s: %zu damaged records%s, %zu compressed (perf record -z: "
                 "not read), %zu samples of unknown events\n", path, pd->bad,

@@ -120,8 +120,14 @@ int jhr_pd_open(struct jhr_pd *pd, const uint8_t *data, size_t size, char *err, 
         return fail(err, errlen, "perf.data header too short (%llu bytes)",
                     (unsigned long long)hsize);
     uint64_t attr_size = le64(data + 16), aoff, asize, doff, dsize;
-    if (!section(data + 24, size, &aoff, &asize) || !section(data + 40, size, &doff, &dsize))
-        return fail(err, errlen, "perf.data header: a section lies outside the file");
+    if (!section(data + 24, size, &aoff, &asize))
+        return fail(err, errlen, "perf.data header: the attributes lie outside the file");
+    if (!section(data + 40, size, &doff, &dsize)) {
+        if (doff > size)
+            return fail(err, errlen, "perf.data header: the data lies outside the file");
+        dsize = size - doff;            /* a copy cut short: read what is there */
+        pd->cut = true;
+    }
     if (attr_size < ATTR_VER0 + 16 || attr_size > 4096 || asize % attr_size ||
         !asize || asize / attr_size > MAX_ATTRS)
         return fail(err, errlen, "perf.data header: attributes of %llu bytes in %llu",

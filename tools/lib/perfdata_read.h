@@ -16,7 +16,8 @@
  * header ("PERFILE2", sections for the attributes and the data), then perf_event_header
  * records whose layout each attribute's sample_type decides. Only files of a
  * little-endian machine in file mode are read (pipe mode, `perf record -o -`, and
- * compressed records, `perf record -z`, are refused by name). Every length is checked
+ * compressed records, `perf record -z`, are refused by name); a file cut short is read as
+ * far as it goes (cut). Every length is checked
  * against the bytes that hold it: a damaged record ends the walk (counted), never a read
  * outside the file.
  */
@@ -75,6 +76,7 @@ struct jhr_pd {
     uint32_t *id_attr;
     size_t nid;
     bool same_layout;           /* every attribute has the same sample_type */
+    bool cut;                   /* the file ends before its data section does */
     /* what the walk met */
     size_t bad;                 /* records that did not decode (a walk stops at the first) */
     size_t compressed;          /* PERF_RECORD_COMPRESSED: perf record -z */
