@@ -16,7 +16,8 @@
 #     profile's "the perf map would name N differently" is exactly the other name's count;
 #  3. total: the JIT main is on the call chain of every sample of its callees;
 #  4. callgrind.out (no times): the reused address's cost shown under both names, counted;
-#  5. a file that is not a perf.data, one of another process, a pipe-mode one: exit 1, said.
+#  5. a file that is not a perf.data, one of another process, a pipe-mode one: exit 1, said;
+#     one recorded without -k 1: named anyway, with a warning.
 . "$(dirname "$0")/lib.sh"
 require_tool perf linux-perf
 require_tool valgrind valgrind
@@ -112,4 +113,13 @@ rc=0; "$CLI" log "$log" profile other.data >/dev/null 2>err || rc=$?
 perf record -q -o - true 2>/dev/null >pipe.data
 rc=0; "$CLI" log "$log" profile pipe.data >/dev/null 2>err || rc=$?
 [ $rc = 1 ] && grep -q 'pipe-mode' err || fail "profile of pipe-mode perf.data: rc $rc, $(cat err)"
+# Without -k 1 the times are perf's own clock: named by the code at the end, said so.
+mkdir -p nok
+JITHERALD=auditlog JITHERALD_DIR=$T/nok perf record -q -e cpu-clock -o nok.data \
+    "$MINIJIT" "$P/phase1.mini" 10000000 >/dev/null 2>&1 || true
+if "$CLI" log "$(ls nok/minijit-*.jhlog 2>/dev/null | head -1)" profile nok.data >nok.out 2>&1; then
+    grep -q 'was not recorded with perf record -k 1' nok.out || { cat nok.out; fail "no -k 1 warning"; }
+else
+    cat nok.out; fail "profile of a perf.data without -k 1"
+fi
 echo "PASS: the profile names $a samples spin_a and $b spin_b by time; perf with the perf map misnames $want"
