@@ -1,14 +1,42 @@
 /*
  * fuzz_auditlog.c — the audit-log reader (tools/lib/auditlog_read.c) and everything that
  * presents what it read (text, disassembly, perf map, jitdump, HTML) on arbitrary bytes. The corpus
- * holds real logs: minijit with --log-structs, one with patch/move/remove and every
+ * holds real logs (and `profile`'s time lookup runs on each): minijit with --log-structs, one with patch/move/remove and every
  * attribute kind, one cut by SIGKILL, a fork child's.
  */
 #include <stdint.h>
 #include <stdio.h>
 
+#include <stdlib.h>
+
 #include "fmt/arch.h"
+#include "lib/auditlog_when.h"
 #include "log_present.h"
+
+/* `profile`'s time lookup (lib/auditlog_when.h) at each function's start and middle, at the
+ * times of its add and of its last record: what it finds must hold the address. */
+static void when(const struct jhr_al *lf)
+{
+    struct jhr_al_when w;
+    if (jhr_al_when_build(&w, lf) < 0)
+        return;
+    for (size_t i = 0; i < lf->nfns && i < 16; i++) {
+        const struct jhr_al_fn *fn = &lf->fns[i];
+        uint64_t addrs[] = { fn->start, fn->start + fn->size / 2, fn->cur_start };
+        uint64_t times[] = { fn->t_add, fn->t_remove, 0, UINT64_MAX };
+        for (size_t a = 0; a < 3; a++)
+            for (size_t t = 0; t < 4; t++) {
+                bool live;
+                const struct jhr_al_fn *hit = jhr_al_when_fn(&w, addrs[a], times[t], &live);
+                if (hit && addrs[a] - hit->start >= hit->size && addrs[a] - hit->cur_start >= hit->size) {
+                    /* a function moved more than once may hold it at a middle place */
+                    if (hit->nmoves < 2)
+                        abort();
+                }
+            }
+    }
+    jhr_al_when_free(&w);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -34,6 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const struct jh__arch *a = jh__arch_by_name(lf.arch);
     jhc_export_jitdump(&lf, a ? a : &jh__arch_arm64, null);   /* arm64: the one not the host */
     jhc_report_html(&lf, NULL, null);
+    when(&lf);
     jhr_al_free(&lf);
     return 0;
 }

@@ -10,12 +10,15 @@
  * tests/producers/cg-excerpt.pl, and hand-written ones with relative positions, ids
  * defined on cfn= lines, a call into the middle of a JIT function, recursion, context
  * names and a 0x perf map).
+ * The same callgrind.out also goes through the cost reader of `jitherald log FILE profile`
+ * (tools/lib/callgrind_cost.c), whose self costs must add up to its total.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "jitherald.h"
+#include "lib/callgrind_cost.h"
 #include "lib/callgrind_rewrite.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -33,6 +36,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     jh__buf_free(&out);
     jh__buf_free(&again);
+    struct jhr_cgc c = { 0 };
+    if (jhr_cgc_read(&c, text, text_len) == 0) {
+        uint64_t sum = 0;
+        for (size_t i = 0; i < c.nfns; i++)
+            sum += c.fns[i].self;
+        if (sum != c.total)
+            abort();
+    }
+    jhr_cgc_free(&c);
     jhr_syms_free(&s);
     return 0;
 }

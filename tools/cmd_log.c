@@ -6,10 +6,12 @@
  *     $ jitherald log minijit-4242.jhlog show 0x55d0c0a8e2a0 --vm ./minijit   # a C struct
  *     $ jitherald log minijit-4242.jhlog to-perfmap > /tmp/perf-4242.map
  *     $ jitherald log minijit-4242.jhlog report -o report.html
+ *     $ jitherald log minijit-4242.jhlog profile perf.data      # hot functions, by time
  *
  * The log is read into a model by lib/auditlog_read.h; the views are log_text.c (info,
  * list, events, code, show), log_disasm.c and log_dwarf.c (what show prints), log_export.c
- * (to-perfmap, to-jitdump), log_elf.c (to-elf) and log_report.c (report). The files
+ * (to-perfmap, to-jitdump), log_elf.c (to-elf), log_report.c (report) and log_profile.c
+ * (profile). The files
  * to-jitdump and to-elf write are for the architecture the log recorded, not the host's.
  */
 #include <errno.h>
@@ -45,6 +47,10 @@ static int help(void)
         "  to-jitdump        a jitdump of the code in the log (-o FILE; perf inject reads it\n"
         "                    as jit-PID.dump)\n"
         "  report            one self-contained HTML page (-o FILE)\n"
+        "  profile PERF.DATA the hot functions of a profile (perf record -k 1 [-g]), self and\n"
+        "                    total, each sample named by the code at its address at its\n"
+        "                    time; and how many the perf map would name otherwise. Or a\n"
+        "                    callgrind.out (no time: an address reused shows all its names)\n"
         "  to-elf DIR        the elfmap channel's image files, rebuilt into DIR with the\n"
         "                    build-ids the live ones had (prints each path and id)\n"
         "options:\n"
@@ -69,6 +75,7 @@ static const struct {
 } cmds[] = {
     { "info", 0 }, { "list", 0 }, { "events", -1 }, { "code", -1 }, { "show", 1 },
     { "to-perfmap", 0 }, { "to-jitdump", 0 }, { "report", 0 }, { "to-elf", 1 },
+    { "profile", 1 },
 };
 
 static int bad_usage(const char *fmt, const char *a)
@@ -247,6 +254,8 @@ int jhc_cmd_log(int argc, char **argv)
     } else if (!strcmp(cmd, "to-elf")) {
         /* DIR or an image in it that cannot be made or written: exit 2, as for -o FILE */
         rc = jhc_export_elf(&lf, arch, arg, out) < 0 ? 2 : 0;
+    } else if (!strcmp(cmd, "profile")) {
+        rc = jhc_log_profile(&lf, arg, out);
     } else if (!strcmp(cmd, "report")) {
         char err[512];
         struct jhc_types *dt = vm ? jhc_types_open(vm, err, sizeof err) : NULL;

@@ -59,6 +59,15 @@ void jhc_func_of(const struct jhr_al_fn *fn, struct jh__func *out, struct jh_lin
 int jhc_export_elf(const struct jhr_al *lf, const struct jh__arch *arch, const char *dir,
                    FILE *f);
 
+/* log_profile.c: the samples of perf.data at path named by the log, each by the code at
+ * its address at its time, with how many the perf map names otherwise. The exit status:
+ * 0, 1 (not a perf.data, or none of its samples are the log's process), 2 (unreadable). */
+int jhc_log_profile(const struct jhr_al *lf, const char *path, FILE *out);
+/* log_profile_cg.c: the same for a callgrind profile (text, len bytes), which has no time:
+ * cost at an address several functions held is shown under all their names. */
+int jhc_log_profile_cg(const struct jhr_al *lf, const char *text, size_t len, const char *path,
+                       FILE *out);
+
 /* log_report.c: one self-contained HTML page; dt may be NULL (structs shown as bytes). */
 int jhc_report_html(const struct jhr_al *lf, struct jhc_types *dt, FILE *f);
 

@@ -136,7 +136,9 @@ void jhc_log_info(FILE *f, const struct jhr_al *lf)
     fprintf(f, "%zu records: %zu functions (%zu live at the end), %zu memory snapshots, %zu events\n",
             lf->nrecs, lf->nfns, live, lf->nmems, nev);
     if (lf->nrecs)
-        fprintf(f, "spans %.6f s\n", jhr_al_secs(lf, lf->recs[lf->nrecs - 1].time));
+        fprintf(f, "spans %.6f s from %" PRIu64 ".%09" PRIu64 " s of CLOCK_MONOTONIC (perf "
+                "script's times with perf record -k 1)\n", jhr_al_secs(lf, lf->recs[lf->nrecs - 1].time),
+                lf->t0 / 1000000000, lf->t0 % 1000000000);
     if (lf->closed)
         fprintf(f, "closed cleanly%s\n", lf->dropped ? "" : ", nothing dropped");
     else

@@ -34,6 +34,8 @@ static const char usage[] =
     "  --remove           jh_code_remove every function after running\n"
     "  --recompile        with --remove: free the code, compile again (same addresses\n"
     "                     are reused), announce and run main again\n"
+    "  --recompile-from OTHER.mini  as --remove --recompile, but compile OTHER.mini the\n"
+    "                     second time: other functions at the same addresses\n"
     "  --log-structs      audit log: log each function's struct mj_function and a\n"
     "                     'compile' event (no-op unless JITHERALD includes auditlog)\n"
     "  --print-result     print 'main returned R' after running\n"
@@ -44,8 +46,8 @@ static const char usage[] =
     "Exit status: 0 on success, 1 on a compile or run error, 2 on a usage error.\n";
 
 struct config {
-    const char *path;
-    char *source;
+    const char *path, *path2;           /* path2: --recompile-from, else path */
+    char *source, *source2;
     int threads;
     long repeat;
     const char *pause_file;
@@ -64,10 +66,11 @@ struct worker {
     int64_t result;
 };
 
-static mj_program *compile(struct config *cfg)
+static mj_program *compile(struct config *cfg, int again)
 {
     char err[512];
-    mj_program *p = mj_compile_ex(cfg->source, cfg->path, cfg->jh,
+    const char *path = again ? cfg->path2 : cfg->path;
+    mj_program *p = mj_compile_ex(again ? cfg->source2 : cfg->source, path, cfg->jh,
                                   cfg->log_structs ? MJ_LOG_STRUCTS : 0, err, sizeof err);
     if (!p) {
         fprintf(stderr, "%s\n", err);
@@ -75,13 +78,13 @@ static mj_program *compile(struct config *cfg)
     }
     const struct mj_function *m = mj_function_get(p, "main");
     if (!m) {
-        fprintf(stderr, "%s: error: no function 'main'\n", cfg->path);
+        fprintf(stderr, "%s: error: no function 'main'\n", path);
         mj_free(p);
         return NULL;
     }
     if (cfg->nargs > m->nparams) {
         fprintf(stderr, "%s:%u:%u: error: main takes %d argument%s, %d given on the command line\n",
-                cfg->path, m->line, m->column, m->nparams, m->nparams == 1 ? "" : "s", cfg->nargs);
+                path, m->line, m->column, m->nparams, m->nparams == 1 ? "" : "s", cfg->nargs);
         mj_free(p);
         return NULL;
     }
@@ -123,7 +126,7 @@ static void *work(void *arg)
 {
     struct worker *w = arg;
     struct config *cfg = w->cfg;
-    mj_program *p = compile(cfg);
+    mj_program *p = compile(cfg, 0);
     w->failed = !p;
     if (cfg->threads > 1) {
         pthread_barrier_wait(&cfg->compiled);
@@ -142,12 +145,12 @@ static void *work(void *arg)
         }
         if (cfg->recompile) {
             mj_free(p);
-            if (!(p = compile(cfg))) {
+            if (!(p = compile(cfg, 1))) {
                 w->failed = 1;
                 return NULL;
             }
             int64_t again = run_main(cfg, p);
-            if (again != w->result) {
+            if (again != w->result && cfg->source2 == cfg->source) {
                 fprintf(stderr, "minijit: recompiled main returned %" PRId64 ", first %" PRId64 "\n",
                         again, w->result);
                 w->failed = 1;
@@ -196,6 +199,13 @@ int main(int argc, char **argv)
             cfg.remove = 1;
         } else if (!strcmp(o, "--recompile")) {
             cfg.recompile = 1;
+        } else if (!strcmp(o, "--recompile-from")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "minijit: --recompile-from needs a path\n%s", usage);
+                return 2;
+            }
+            cfg.path2 = argv[++i];
+            cfg.remove = cfg.recompile = 1;
         } else if (!strcmp(o, "--log-structs")) {
             cfg.log_structs = 1;
         } else if (!strcmp(o, "--print-result")) {
@@ -236,10 +246,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "minijit: %s\n", err);
         return 1;
     }
+    cfg.source2 = cfg.source;
+    if (!cfg.path2) {
+        cfg.path2 = cfg.path;
+    } else if (!(cfg.source2 = mj_read_file(cfg.path2, err, sizeof err))) {
+        fprintf(stderr, "minijit: %s\n", err);
+        free(cfg.source);
+        return 1;
+    }
     struct jh_options o = { .sz = sizeof o, .engine = "minijit" };
     int rc = jh_open(&cfg.jh, &o);
     if (rc < 0) {
         fprintf(stderr, "minijit: jh_open: %s\n", jh_strerror(rc));
+        if (cfg.source2 != cfg.source)
+            free(cfg.source2);
         free(cfg.source);
         return 1;
     }
@@ -289,6 +309,8 @@ int main(int argc, char **argv)
     fflush(stdout);
     jh_close(cfg.jh);
     free(w);
+    if (cfg.source2 != cfg.source)
+        free(cfg.source2);
     free(cfg.source);
     return failed ? 1 : 0;
 }
