@@ -39,15 +39,20 @@ static int ctl_fd = -1;
 static pid_t ctl_pid;
 static char ctl_path[sizeof ((struct sockaddr_un *)0)->sun_path];
 
-/* One context's line of the answer. */
-static void describe(jh_ctx *ctx, char *out, size_t n)
+/* One context's line of the answer; false for a context being closed (not listed). */
+static bool describe(jh_ctx *ctx, char *out, size_t n)
 {
+    jh__ctx_lock(ctx);
+    bool closing = ctx->closing;
+    size_t count = ctx->reg.count;
+    jh__ctx_unlock(ctx);
     char live[128];
     jh__channel_names(jh_channels(ctx), ",", live, sizeof live);
     snprintf(out, n, "context engine=%s live=%s retained=%zu%s\n", ctx->cfg.engine,
-             live[0] ? live : "none", ctx->reg.count,
+             live[0] ? live : "none", count,
              atomic_load(&ctx->unstored_from) != UINT64_MAX ? " (some code was added while "
              "nothing was retained: not in a rundown)" : "");
+    return !closing;
 }
 
 struct request {
@@ -81,8 +86,8 @@ static void apply(jh_ctx *ctx, void *arg)
             r->err = rc;
     }
     char line[512];
-    describe(ctx, line, sizeof line);
-    append(r, line);
+    if (describe(ctx, line, sizeof line))
+        append(r, line);
 }
 
 static void unknown(void *arg, const char *name, size_t n)
