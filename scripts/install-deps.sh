@@ -10,8 +10,9 @@
 #               compiler, qemu-user and Debian's arm64 libunwind and LuaJIT (unpacked by
 #               scripts/arm64-debs.sh) for make test-arm64, LuaJIT for its
 #               adapter; other JITs whose files the CLI must read: node, Erlang, rakudo,
-#               Mono; PHP 8.2 with opcache, whose tracing JIT gdb must name under
-#               `jitherald run` (run_php_gdb.sh); debuginfod and elfutils for the build-id tests), LLVM 14 and clang-14
+#               Mono; PHP 8.2 with opcache, OpenJDK 17 (java, javac, jcmd) and Mono, whose
+#               JIT frames gdb must name and unwind under `jitherald run` (run_php_gdb.sh,
+#               run_java_gdb.sh, run_mono_gdb.sh); debuginfod and elfutils for the build-id tests), LLVM 14 and clang-14
 #               (the LLVM adapter, the C and C++ its tests JIT-compile, the GDB benchmark's
 #               peer) and the libraries the offline CLI uses (libdw, capstone, msgpack-c).
 #               .ci/run uses this one.
@@ -25,7 +26,8 @@ test_pkgs="build-essential g++ clang make pkg-config binutils file procps psmisc
     chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2
     g++-mingw-w64-x86-64-win32 wine wine64
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gdb-multiarch
-    nodejs erlang-base rakudo mono-runtime mono-4.0-gac php8.2-cli php8.2-opcache"
+    nodejs erlang-base rakudo mono-runtime mono-4.0-gac php8.2-cli php8.2-opcache
+    openjdk-17-jdk-headless"
 
 case ${1:-test} in
     demo) pkgs=$demo_pkgs ;;
