@@ -113,16 +113,12 @@ static bool in_loaded_object(uint64_t a)
  * c. JITHERALD_RUN_FP=0: nothing said (the tools' own heuristics). */
 static void frame_of(struct jh_code *c, uint8_t cfi[JHR_PROLOGUE_CFI_MAX])
 {
-#if defined(__x86_64__)
     if (!jhp_cfg.guess_fp)
         return;
     if (jhr_prologue_describe(c, cfi) == JHR_FRAME_NONE)
         jhp_st.no_frame++;
     else
         jhp_st.fp_frames++;
-#else
-    (void)c, (void)cfi;         /* the prologue list is x86-64's */
-#endif
 }
 
 /* c into ctx, over the code it replaces (that code is gone: the VM reused the addresses),

@@ -20,9 +20,9 @@
  * Environment, read once here: JITHERALD_RUN (channels: gdb, unwind, elfmap, auditlog,
  * all; perfmap and jitdump are the VM's own files and are refused), JITHERALD_RUN_STATS (a
  * file to which each process appends one line of counts at exit), JITHERALD_RUN_FP=0 (no
- * frame described from the code's bytes, proven or not), JITHERALD_RUN_ROOT (the pid `jitherald run` exec'd: it says at exit
- * when no process of the run wrote a map), JITHERALD_DEBUG=1 (the library's diagnostics,
- * and the counts, on stderr). The library's JITHERALD_DIR is read as usual; JITHERALD, if
+ * frame described from the code's bytes, proven or not), JITHERALD_RUN_ROOT (the pid
+ * `jitherald run` exec'd: it says at exit when no process of the run wrote a map),
+ * JITHERALD_DEBUG=1 (the library's diagnostics, and the counts, on stderr). The library's JITHERALD_DIR is read as usual; JITHERALD, if
  * set, chooses the channels the library's way.
  */
 #include "preload.h"
@@ -185,7 +185,8 @@ static void stats_line(void)
     const struct jhp_stats *s = &jhp_st;
     snprintf(line, sizeof line, "pid=%d exe=%s map_lines=%llu dump_loads=%llu dump_moves=%llu "
              "dump_debug=%llu announced=%llu with_lines=%llu realigned=%llu with_cfi=%llu "
-             "cfi_refused=%llu fp_frames=%llu no_frame=%llu replaced=%llu same=%llu moved=%llu unreadable=%llu "
+             "cfi_refused=%llu fp_frames=%llu no_frame=%llu replaced=%llu same=%llu moved=%llu "
+             "unreadable=%llu "
              "malformed=%llu rewrites=%llu failed=%llu forgotten=%llu no_swap=%llu keyed=%llu "
              "flushes=%llu "
              "in_jh_p50_ns=%llu in_jh_p99_ns=%llu in_jh_max_ns=%llu vm_write_p50_ns=%llu "

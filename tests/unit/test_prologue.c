@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include "check.h"
+#include "fmt/arch.h"
 #include "fmt/cfi.h"
 #include "jitherald.h"
 #include "lib/prologue.h"
@@ -102,7 +103,7 @@ static void test_matcher(void)
         CHECK_EQ(f.set_end, 19);
         CHECK_EQ(f.frame, 0x28);
         uint8_t cfi[JHR_PROLOGUE_CFI_MAX];
-        size_t n = jhr_prologue_cfi(&f, cfi);
+        size_t n = jhr_prologue_cfi(&f, &jh__arch_x86_64, cfi);
         /* advance 7, CFA = rsp+48; advance 5, rbp at CFA-16; advance 7, CFA = rbp+16 */
         static const uint8_t want[] = { 0x47, 0x0e, 0x30, 0x45, 0x86, 0x02, 0x47, 0x0c,
                                         0x06, 0x10 };
@@ -173,10 +174,12 @@ static void test_matcher(void)
     /* no frame: the return address undefined, so unwinders end there */
     struct jhr_frame none = { 0 };
     uint8_t cfi[JHR_PROLOGUE_CFI_MAX];
-    size_t n = jhr_prologue_cfi(&none, cfi);
+    size_t n = jhr_prologue_cfi(&none, &jh__arch_x86_64, cfi);
     CHECK_EQ(n, 2);
     CHECK(cfi[0] == 0x07 && cfi[1] == 16);              /* DW_CFA_undefined rip */
     CHECK_EQ(jh__cfi_validate(cfi, n, 1), 0);
+    CHECK_EQ(jhr_prologue_cfi(&none, &jh__arch_arm64, cfi), 2);
+    CHECK(cfi[0] == 0x07 && cfi[1] == 30);              /* DW_CFA_undefined x30 */
 }
 
 /* ---- 3. libgcc's unwinder through each shape (x86-64 code: run where it runs) ---- */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "jitherald.h"
+#include "fmt/arch.h"
 
 #define MAX_TARGETS 32
 
@@ -327,12 +328,13 @@ static size_t advance(uint8_t *o, uint32_t delta)
     return 3;                                           /* DW_CFA_advance_loc2 */
 }
 
-size_t jhr_prologue_cfi(const struct jhr_frame *f, uint8_t out[JHR_PROLOGUE_CFI_MAX])
+size_t jhr_prologue_cfi(const struct jhr_frame *f, const struct jh__arch *arch,
+                        uint8_t out[JHR_PROLOGUE_CFI_MAX])
 {
     size_t n = 0;
     switch (f->kind) {
     case JHR_FRAME_NONE:
-        out[n++] = 0x07, out[n++] = 16;                 /* DW_CFA_undefined rip */
+        out[n++] = 0x07, out[n++] = arch->ra;           /* DW_CFA_undefined ra */
         return n;
     case JHR_FRAME_PUSH:
         return 0;
@@ -349,21 +351,24 @@ size_t jhr_prologue_cfi(const struct jhr_frame *f, uint8_t out[JHR_PROLOGUE_CFI_
             break;
     }
     n += advance(out + n, f->save_end - f->sub_end);
-    out[n++] = 0x80 | 6, out[n++] = 2;                  /* DW_CFA_offset rbp, CFA - 16 */
+    out[n++] = (uint8_t)(0x80 | arch->fp), out[n++] = 2;  /* DW_CFA_offset rbp, CFA - 16 */
     n += advance(out + n, f->set_end - f->save_end);
-    out[n++] = 0x0c, out[n++] = 6, out[n++] = 16;       /* DW_CFA_def_cfa rbp, 16 */
+    out[n++] = 0x0c, out[n++] = arch->fp, out[n++] = 16;  /* DW_CFA_def_cfa rbp, 16 */
     return n;
 }
 
 enum jhr_frame_kind jhr_prologue_describe(struct jh_code *c, uint8_t cfi[JHR_PROLOGUE_CFI_MAX])
 {
+    const struct jh__arch *host = JH__ARCH_HOST;
+    if (host != &jh__arch_x86_64)
+        return JHR_FRAME_NONE;
     struct jhr_frame f;
     if (jhr_prologue_frame(c->start, c->size, &f) == JHR_FRAME_PUSH) {
         c->unwind = JH_UNWIND_FRAME_POINTER;
         c->fp_push_end = f.push_end, c->fp_set_end = f.set_end;
     } else {
         c->unwind = JH_UNWIND_CFI;
-        c->cfi = cfi, c->cfi_len = jhr_prologue_cfi(&f, cfi);
+        c->cfi = cfi, c->cfi_len = jhr_prologue_cfi(&f, host, cfi);
     }
     return f.kind;
 }

@@ -56,19 +56,23 @@ struct jhr_frame {
  * JHR_FRAME_NONE when nothing is. Returns kind. Pure, thread-safe. */
 enum jhr_frame_kind jhr_prologue_frame(const uint8_t *code, size_t size, struct jhr_frame *f);
 
-/* Call-frame instructions for f, as jh_code.cfi takes them (after a CIE that says CFA =
- * rsp + 8, return address at CFA - 8): for JHR_FRAME_NONE, `DW_CFA_undefined rip` (the
- * frame is where unwinding ends); for JHR_FRAME_SUB, the CFA at rsp + N + 8 after the
- * sub, rbp saved at CFA - 16 after the store, then CFA = rbp + 16. (JHR_FRAME_PUSH is
- * said with JH_UNWIND_FRAME_POINTER.) Returns the length written (at most
- * JHR_PROLOGUE_CFI_MAX), 0 for JHR_FRAME_PUSH. */
+/* Call-frame instructions for f, as jh_code.cfi takes them (after the CIE arch says:
+ * x86-64's CFA = rsp + 8, return address at CFA - 8): for JHR_FRAME_NONE, DW_CFA_undefined
+ * of arch's return-address column (the frame is where unwinding ends); for JHR_FRAME_SUB
+ * (x86-64), the CFA at rsp + N + 8 after the sub, rbp saved at CFA - 16 after the store,
+ * then CFA = rbp + 16. (JHR_FRAME_PUSH is said with JH_UNWIND_FRAME_POINTER.) Returns the
+ * length written (at most JHR_PROLOGUE_CFI_MAX), 0 for JHR_FRAME_PUSH. */
 #define JHR_PROLOGUE_CFI_MAX 24
-size_t jhr_prologue_cfi(const struct jhr_frame *f, uint8_t out[JHR_PROLOGUE_CFI_MAX]);
+struct jh__arch;
+size_t jhr_prologue_cfi(const struct jhr_frame *f, const struct jh__arch *arch,
+                        uint8_t out[JHR_PROLOGUE_CFI_MAX]);
 
 /* c's unwind description from its bytes (c->start, c->size bytes readable; c->unwind
- * JH_UNWIND_NONE): JHR_FRAME_PUSH as JH_UNWIND_FRAME_POINTER, the others as JH_UNWIND_CFI
- * whose instructions are written to cfi (which must outlive every use of c). What
- * `jitherald run` says of code a VM describes by name and range only. Returns the kind. */
+ * JH_UNWIND_NONE), for code of this process: JHR_FRAME_PUSH as JH_UNWIND_FRAME_POINTER,
+ * the others as JH_UNWIND_CFI whose instructions are written to cfi (which must outlive
+ * every use of c). What `jitherald run` says of code a VM describes by name and range
+ * only. The list is x86-64's: on another host, c is left as it is and the result is
+ * JHR_FRAME_NONE. Returns the kind. */
 struct jh_code;
 enum jhr_frame_kind jhr_prologue_describe(struct jh_code *c,
                                           uint8_t cfi[JHR_PROLOGUE_CFI_MAX]);
