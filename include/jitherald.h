@@ -175,7 +175,13 @@ struct jh_line {
 
 /* How a debugger or unwinder finds the caller's frame while the pc is in this code. */
 enum jh_unwind_kind {
-    JH_UNWIND_NONE = 0,           /* unknown: tools fall back to their own heuristics */
+    JH_UNWIND_NONE = 0,           /* unknown: tools fall back to their own heuristics,
+                                     which in frameless code take whatever sits at the
+                                     stack pointer for the return address; to have
+                                     unwinders end at this frame instead (gdb's bt stops
+                                     there, libgcc reports the end of the stack), say
+                                     JH_UNWIND_CFI with DW_CFA_undefined of the return
+                                     address: { 0x07, 16 } (x86-64), { 0x07, 30 } (arm64) */
     JH_UNWIND_FRAME_POINTER = 1,  /* standard prologue: push rbp; mov rbp,rsp (x86-64) or
                                      stp x29,x30,[sp,#-16]!; mov x29,sp (arm64); the frame
                                      pointer stays valid until the epilogue (see epilogues) */

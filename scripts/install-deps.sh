@@ -10,9 +10,11 @@
 #               compiler, qemu-user and Debian's arm64 libunwind and LuaJIT (unpacked by
 #               scripts/arm64-debs.sh) for make test-arm64, LuaJIT for its
 #               adapter; other JITs whose files the CLI must read: node, Erlang, rakudo,
-#               Mono; OpenJDK 17 (its jvmti.h builds the JVMTI agent, adapters/jvmti, and its
-#               java, javac and jcmd run the agent's tests); PHP 8.2 with opcache, whose tracing JIT gdb must name under
-#               `jitherald run` (run_php_gdb.sh); debuginfod and elfutils for the build-id tests), LLVM 14 and clang-14
+#               Mono; OpenJDK 17 (its jvmti.h builds the JVMTI agent, adapters/jvmti; its
+#               java, javac and jcmd run the agent's tests); PHP 8.2 with opcache, OpenJDK 17
+#               and Mono, whose JIT frames gdb must name and unwind under `jitherald run`
+#               (run_php_gdb.sh, run_java_gdb.sh, run_mono_gdb.sh); debuginfod and elfutils
+#               for the build-id tests), LLVM 14 and clang-14
 #               (the LLVM adapter, the C and C++ its tests JIT-compile, the GDB benchmark's
 #               peer) and the libraries the offline CLI uses (libdw, capstone, msgpack-c).
 #               .ci/run uses this one.

@@ -8,7 +8,9 @@
  *      nothing to do; with lines or CFI, the new description replaces the old;
  *   3. old code in the range (the VM reused the addresses, and perf maps have no
  *      removal): removed, in O(k log n) (jh_code_remove_range);
- *   4. no CFI: the frame-pointer guess (tools/lib/prologue.h), where the bytes are there;
+ *   4. no CFI: the frame its first bytes prove (tools/lib/prologue.h), or, where they prove
+ *      none, CFI that ends unwinding there: a frame described wrongly sends gdb's `bt`
+ *      and every unwinder into garbage, one described as the last ends the backtrace;
  *   5. the contexts (preload.c): the tools' (gdb, unwind) for JIT code, debuggers told
  *      before jh_code_add returns, so a stop in it names it; the tools' for code the
  *      process already has a file for (V8's builtins in node's own text, 2,400 listed at
@@ -104,9 +106,26 @@ static bool in_loaded_object(uint64_t a)
 #endif
 }
 
+/* c's frame from its bytes, for code described without CFI: the frame-pointer prologues
+ * real VMs emit (prologue.h), and where none is proven, the return address undefined, so
+ * that unwinders end there (gdb: the last frame of `bt`; libgcc: end of stack) instead of
+ * taking whatever sits at [rsp] for it. cfi: room for the instructions, alive as long as
+ * c. JITHERALD_RUN_FP=0: nothing said (the tools' own heuristics). */
+static void frame_of(struct jh_code *c, uint8_t cfi[JHR_PROLOGUE_CFI_MAX])
+{
+    if (!jhp_cfg.guess_fp)
+        return;
+    if (jhr_prologue_describe(c, cfi) == JHR_FRAME_NONE)
+        jhp_st.no_frame++;
+    else
+        jhp_st.fp_frames++;
+}
+
 /* c into ctx, over the code it replaces (that code is gone: the VM reused the addresses),
- * and without its CFI if the library refuses that. */
-static int add_to(jh_ctx *ctx, struct jh_code *c, unsigned *replaced)
+ * and without its CFI if the library refuses that (then with the frame its bytes prove,
+ * described in cfi). */
+static int add_to(jh_ctx *ctx, struct jh_code *c, unsigned *replaced,
+                  uint8_t cfi[JHR_PROLOGUE_CFI_MAX])
 {
     int n = jh_code_remove_range(ctx, c->start, c->size);
     if (replaced && n > 0)
@@ -118,9 +137,7 @@ static int add_to(jh_ctx *ctx, struct jh_code *c, unsigned *replaced)
         jhp_st.with_cfi--, jhp_st.cfi_refused++;
         c->unwind = JH_UNWIND_NONE;
         c->eh_frame = NULL, c->eh_frame_len = 0, c->eh_frame_addr = 0;
-        if (jhp_cfg.guess_fp &&
-            jhr_prologue_fp(c->start, c->size, &c->fp_push_end, &c->fp_set_end))
-            c->unwind = JH_UNWIND_FRAME_POINTER;
+        frame_of(c, cfi);
         rc = jh_code_add(ctx, c, NULL);
     }
     return rc;
@@ -211,6 +228,7 @@ void jhp_announce(const struct jhp_fn *f)
     } else {
         const void *at = (const void *)(uintptr_t)f->start;
         struct jh_code c = { .sz = sizeof c, .name = name, .start = at, .size = f->size };
+        uint8_t cfi[JHR_PROLOGUE_CFI_MAX];
         if (f->nlines) {
             c.lines = f->lines, c.nlines = f->nlines;
             c.files = f->files, c.nfiles = f->nfiles;
@@ -220,9 +238,8 @@ void jhp_announce(const struct jhp_fn *f)
             c.eh_frame = f->eh_frame, c.eh_frame_len = f->eh_frame_len;
             c.eh_frame_addr = (uintptr_t)f->eh_frame_addr;
             jhp_st.with_cfi++;
-        } else if (jhp_cfg.guess_fp &&
-                   jhr_prologue_fp(at, f->size, &c.fp_push_end, &c.fp_set_end)) {
-            c.unwind = JH_UNWIND_FRAME_POINTER;
+        } else {
+            frame_of(&c, cfi);
         }
         spans(f->start, f->size);
         unsigned replaced = 0;
@@ -235,7 +252,7 @@ void jhp_announce(const struct jhp_fn *f)
             if (guarded)
                 swap_window(tools, f->start, f->start + f->size, &lo, &hi);
             bool in = !guarded || jhp_swap_begin(lo, hi);
-            rc = add_to(tools, &c, &replaced);
+            rc = add_to(tools, &c, &replaced, cfi);
             if (guarded && in)
                 jhp_swap_end();
         }
@@ -247,7 +264,7 @@ void jhp_announce(const struct jhp_fn *f)
         } else if (jhp_elf && rc >= 0) {
             swap_window(jhp_elf, f->start, f->start + f->size, &lo, &hi);
             if (jhp_swap_begin(lo, hi)) {
-                int erc = add_to(jhp_elf, &c, tools ? NULL : &replaced);
+                int erc = add_to(jhp_elf, &c, tools ? NULL : &replaced, cfi);
                 jhp_swap_end();
                 if (!tools)
                     rc = erc;
@@ -256,7 +273,7 @@ void jhp_announce(const struct jhp_fn *f)
             }
         }
         if (jhp_rec && rc >= 0)
-            add_to(jhp_rec, &c, tools || jhp_elf ? NULL : &replaced);
+            add_to(jhp_rec, &c, tools || jhp_elf ? NULL : &replaced, cfi);
         jhp_st.replaced += replaced;
         if (rc < 0) {
             jhp_st.failed++;

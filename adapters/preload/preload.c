@@ -20,9 +20,9 @@
  * Environment, read once here: JITHERALD_RUN (channels: gdb, unwind, elfmap, auditlog,
  * all; perfmap and jitdump are the VM's own files and are refused), JITHERALD_RUN_STATS (a
  * file to which each process appends one line of counts at exit), JITHERALD_RUN_FP=0 (no
- * frame-pointer guess), JITHERALD_RUN_ROOT (the pid `jitherald run` exec'd: it says at exit
- * when no process of the run wrote a map), JITHERALD_DEBUG=1 (the library's diagnostics,
- * and the counts, on stderr). The library's JITHERALD_DIR is read as usual; JITHERALD, if
+ * frame described from the code's bytes, proven or not), JITHERALD_RUN_ROOT (the pid
+ * `jitherald run` exec'd: it says at exit when no process of the run wrote a map),
+ * JITHERALD_DEBUG=1 (the library's diagnostics, and the counts, on stderr). The library's JITHERALD_DIR is read as usual; JITHERALD, if
  * set, chooses the channels the library's way.
  */
 #include "preload.h"
@@ -180,7 +180,8 @@ static void stats_line(void)
     const struct jhp_stats *s = &jhp_st;
     snprintf(line, sizeof line, "pid=%d exe=%s map_lines=%llu dump_loads=%llu dump_moves=%llu "
              "dump_debug=%llu announced=%llu with_lines=%llu realigned=%llu with_cfi=%llu "
-             "cfi_refused=%llu replaced=%llu same=%llu moved=%llu unreadable=%llu "
+             "cfi_refused=%llu fp_frames=%llu no_frame=%llu replaced=%llu same=%llu moved=%llu "
+             "unreadable=%llu "
              "malformed=%llu rewrites=%llu failed=%llu forgotten=%llu no_swap=%llu keyed=%llu "
              "flushes=%llu "
              "in_jh_p50_ns=%llu in_jh_p99_ns=%llu in_jh_max_ns=%llu vm_write_p50_ns=%llu "
@@ -189,7 +190,8 @@ static void stats_line(void)
              (unsigned long long)s->dump_moves, (unsigned long long)s->dump_debug,
              (unsigned long long)s->announced, (unsigned long long)s->with_lines,
              (unsigned long long)s->realigned, (unsigned long long)s->with_cfi,
-             (unsigned long long)s->cfi_refused, (unsigned long long)s->replaced,
+             (unsigned long long)s->cfi_refused, (unsigned long long)s->fp_frames,
+             (unsigned long long)s->no_frame, (unsigned long long)s->replaced,
              (unsigned long long)s->same, (unsigned long long)s->moved,
              (unsigned long long)s->unreadable, (unsigned long long)s->malformed,
              (unsigned long long)s->rewrites, (unsigned long long)s->failed,

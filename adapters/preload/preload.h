@@ -48,6 +48,8 @@ struct jhp_stats {
     uint64_t map_lines, dump_loads, dump_moves, dump_debug;
     uint64_t announced, replaced, same, moved, with_lines, with_cfi, realigned;
     uint64_t cfi_refused;       /* unwinding info that could not be handed on */
+    uint64_t fp_frames;         /* without CFI: a frame-pointer prologue proven (prologue.h) */
+    uint64_t no_frame;          /* without CFI: none proven, described as where unwinding ends */
     uint64_t unreadable;        /* code not mapped readable when its line was heard */
     uint64_t malformed;         /* lines and records that could not be read */
     uint64_t rewrites;          /* a heard file started again (truncated, opened anew) */
@@ -67,7 +69,7 @@ struct jhp_stats {
 struct jhp_config {
     unsigned channels;          /* JITHERALD_RUN; 0: nothing is heard */
     bool debug;                 /* JITHERALD_DEBUG */
-    bool guess_fp;              /* JITHERALD_RUN_FP != 0 */
+    bool guess_fp;              /* JITHERALD_RUN_FP != 0: frames from the code's bytes */
     bool library_rule;          /* JITHERALD is set: the library chooses, one context */
     char stats[1024];           /* JITHERALD_RUN_STATS, or "" */
 };

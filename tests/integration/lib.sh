@@ -21,6 +21,10 @@
 #                   sets WIN (the Windows test programs) and a Wine prefix of our own
 #   run_win NAME EXE ARGS...   runs a Windows program under Wine, stdout to $T/NAME.out and
 #                   stderr to $T/NAME.err (CRLF made LF); its exit status
+#   bt_ends_clean LOG   the backtrace in a gdb log (`bt`, then `info proc mappings`) ends
+#                   cleanly: no unwinding error, and no frame gdb cannot name outside a file
+#                   the process mapped (a stripped binary's own code is fine; a garbage
+#                   return address is not)
 #   luajit_adapter  after it, `luajit -l jitherald` loads adapters/luajit/jitherald.lua of
 #                   this tree with this build's library; LUAJIT_SCRIPTS is where the tests'
 #                   Lua scripts are; PID_EXEC runs a command with its pid in a file
@@ -216,6 +220,28 @@ check_quirks() { # FILE QUIRK...
     [ "$(grep -acE '^0x[0-9a-f]{8} [A-Z_]+ ' inspect.out)" = "$rec" ] || fail "inspect $f: not all $rec records"
     [ "$(grep -acE '^ +0x[0-9a-f]+ \([-+]0x[0-9a-f]+\) ' inspect.out)" = "${ent:-0}" ] ||
         fail "inspect $f: not all ${ent:-0} line entries"
+}
+# What a user sees as a backtrace that went wrong: gdb's own complaints, and `?? ()` frames
+# at addresses no file backs (JIT code without a name, or a value read as a return address
+# from where there was none: `#2 0x0000000000000000 in ?? ()`). Frames in a stripped
+# executable (Mono's) are `??` too, but real. The log holds `bt` and `info proc mappings`.
+bt_ends_clean() { # LOG
+    local log=$1
+    grep -aE '^Backtrace stopped|previous frame (identical|inner)|[Cc]orrupt stack' "$log" &&
+        { grep -a '^#' "$log"; fail "$log: gdb's backtrace ended in an error"; }
+    perl -ne '
+        if (/^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x[0-9a-f]+\s+0x[0-9a-f]+\s+\S+\s+\//) {
+            push @m, [hex $1, hex $2]; next }
+        push @q, [hex $1, $_] if /^#\d+\s+0x([0-9a-f]+) in \?\? \(\)/;
+        END {
+            die "no mappings in the log\n" unless @m;
+            for my $f (@q) {
+                my $in = grep { $f->[0] >= $_->[0] && $f->[0] < $_->[1] } @m;
+                print "not in any file: $f->[1]" unless $in;
+            }
+        }' "$log" > "$log.garbage" || fail "$log: no 'info proc mappings' output"
+    [ ! -s "$log.garbage" ] || { grep -a '^#' "$log"; cat "$log.garbage"
+                                 fail "$log: frames gdb cannot name, outside any file"; }
 }
 loads() { sed -n 's/.*ok: jitdump, [0-9]* records: \([0-9]*\) LOAD.*/\1/p' check.out; }
 map_lines() { # MAP: inspect reads every line

@@ -8,7 +8,12 @@
 # __jit_debug_descriptor, which gdb 13 read instead of jitherald's (docs/gdb.md, "A program
 # with its own descriptor"). Control: the same run with the descriptor's section not
 # marked executable (as before that fix) leaves the breakpoint pending.
-# (bt beyond the trace is not checked: PHP's traces are frameless, issue 24 defect 3.)
+# And bt from PHP's own code called by a trace (ftell(), after 1,000 calls: long since
+# compiled into the loop's trace) names the trace and ends there, cleanly: a trace runs in
+# the VM's frame, entered by a jmp, with no frame of its own, and jitherald describes it
+# as the place unwinding ends (issue 24, defect 3). Control: with JITHERALD_RUN_FP=0 (no
+# description from the code's bytes) gdb's own analysis took [rsp] for the return address
+# and went on into garbage (`#2 0x0000000004a100ba in ?? ()`, `#3 0x0 in ?? ()`).
 . "$(dirname "$0")/lib.sh"
 require_tool php php8.2-cli
 require_tool gdb gdb
@@ -69,6 +74,46 @@ for n in 1 2 3; do
         fail "run $n: no warning that lldb sees only PHP's own descriptor"
 done
 echo "PASS 3 runs: gdb breaks in PHP's tracing JIT code by name"
+
+# bt from native code called by a trace
+cat > ftell.php <<'PHP'
+<?php
+function spin($f, $n) {
+    $s = 0;
+    for ($i = 0; $i < $n; $i++) {
+        $s += ftell($f) + $i % 7;
+    }
+    return $s;
+}
+$f = fopen("php://memory", "r");
+$t = 0;
+for ($k = 0; $k < 200; $k++) {
+    $t += spin($f, 10000);
+}
+echo "pid ", getmypid(), " sum $t\n";
+PHP
+BT=(gdb -q -nx -batch -ex 'break zif_ftell' -ex 'ignore 1 1000' -ex run -ex bt
+    -ex 'info proc mappings' -ex kill --args php "${PHPF[@]}" ftell.php)
+for n in 1 2 3; do
+    timeout 300 "$CLI" run -c gdb -- "${BT[@]}" > "bt.$n.gdb" 2>&1 || true
+    forget_map "bt.$n.gdb"
+    grep -a '^#' "bt.$n.gdb"
+    grep -Eq '^#0 +0x[0-9a-f]+ in zif_ftell \(\)' "bt.$n.gdb" ||
+        { cat "bt.$n.gdb"; fail "run $n: no stop in zif_ftell"; }
+    grep -Eq '^#1 +0x[0-9a-f]+ in TRACE-1\$spin\$4 \(\)$' "bt.$n.gdb" ||
+        fail "run $n: zif_ftell's caller is not the trace"
+    bt_ends_clean "bt.$n.gdb"
+    ! grep -q '^#2 ' "bt.$n.gdb" || fail "run $n: bt goes on past the trace, which has no frame"
+done
+echo "PASS 3 runs: bt from PHP's ftell names the trace that called it and ends there"
+JITHERALD_RUN_FP=0 timeout 300 "$CLI" run -c gdb -- "${BT[@]}" > bt.control.gdb 2>&1 || true
+forget_map bt.control.gdb
+grep -a '^#' bt.control.gdb
+grep -Eq '^#1 +0x[0-9a-f]+ in TRACE-1\$spin\$4 \(\)$' bt.control.gdb ||
+    fail "control: zif_ftell's caller is not the trace"
+! (bt_ends_clean bt.control.gdb) >/dev/null ||
+    fail "control: without a description gdb's bt ends cleanly too: the check proves nothing"
+echo "PASS control: without the description, bt past the trace shows garbage"
 
 # control: the library as ld wrote it, descriptor section not marked executable
 mkdir unmarked

@@ -68,7 +68,7 @@ run junk
 [ "$(stat announced)" = 4 ] || fail "junk: $(stat announced) announced, not 4"
 [ "$(stat unreadable)" = 1 ] || fail "junk: the unmapped address was not counted"
 grep -q 'pages are writable' junk.err || fail "junk: the writable page was not reported"
-# with the unwind channel and no frame-pointer guess: the process's unwinder has an FDE
+# with the unwind channel and no frame described from the bytes: the process's unwinder has an FDE
 # exactly for the code whose UNWINDING_INFO came with it
 CH=elfmap,unwind JITHERALD_RUN_FP=0 run dump
 [ "$(stat moved)" = 1 ] && [ "$(stat with_lines)" = 1 ] && [ "$(stat with_cfi)" = 1 ] ||
