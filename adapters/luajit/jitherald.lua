@@ -317,16 +317,19 @@ end
 
 -- ---- the events ----------------------------------------------------------------------
 
+-- One attribute array, its keys set once: each FFI store costs ~50 ns in the handler.
+local attrs, attr_tr, attr_what
+local KEY_TRACE, KEY_WHAT = "trace", "what"   -- the keys' bytes, alive with this module
 local function log_event(name, tr, extra)
   if not want_events then return end
-  local attrs = ffi.new("struct jh_attr[2]")
-  attrs[0].key = "trace"; attrs[0].kind = 1; attrs[0].v.u = tr
-  local n = 1
-  if extra then
-    attrs[1].key = "what"; attrs[1].kind = 3; attrs[1].v.s = extra
-    n = 2
+  if not attrs then
+    attrs = ffi.new("struct jh_attr[2]")
+    attrs[0].key, attrs[0].kind, attrs[1].key, attrs[1].kind = KEY_TRACE, 1, KEY_WHAT, 3
+    attr_tr, attr_what = attrs[0].v, attrs[1].v
   end
-  lib.jh_log_event(ctx, name, attrs, n)
+  attr_tr.u = tr
+  if extra then attr_what.s = extra end
+  lib.jh_log_event(ctx, name, attrs, extra and 2 or 1)
 end
 
 local function on_start(tr, func, pc, otr, oex)
