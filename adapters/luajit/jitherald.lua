@@ -99,6 +99,7 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
 [[unsigned jh_channels(const jh_ctx *ctx);]],
 [[int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);]],
 [[int jh_code_remove(jh_ctx *ctx, uint64_t id);]],
+[[int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len);]],
 [[int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len);]],
 [[int jh_flush(jh_ctx *ctx);]],
 [[void jh_close(jh_ctx *ctx);]],
@@ -412,9 +413,12 @@ local function on_stop(tr)
   log_event("trace_stop", tr, name)
 end
 
+-- Everything goes: one jh_code_remove_range over all this context announced, so a channel
+-- settles once (gdb rebuilds each image once, not as each quarter of it dies).
 local function on_flush()
-  for tr, t in pairs(live) do remove(t.id); live[tr] = nil end
-  for g, s in pairs(groups) do remove(s.id); groups[g] = nil end
+  local n = lib.jh_code_remove_range(ctx, nil, 2 ^ 63)
+  if n > 0 then counts.removed = counts.removed + n end
+  live, groups = {}, {}
   pending = {}
   rec_tr = nil
   log_event("trace_flush", 0)
