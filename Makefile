@@ -33,6 +33,10 @@ LIBS     := -lpthread -ldl
 SONAME   := libjitherald.so.0
 # Files named *_win.c are the Windows side of a platform difference (make win64, win64.mk).
 LIB_SRC  := $(filter-out %_win.c,$(sort $(wildcard src/base/*.c src/fmt/*.c src/channels/*.c src/core/*.c)))
+# The LuaJIT adapter's C half (adapters/luajit/trace.h): what its event handlers, which
+# LuaJIT runs interpreted, hand over to be derived in C.
+LUAJIT_SRC := adapters/luajit/trace.c
+LIB_SRC  += $(LUAJIT_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A    := $(BUILD)/libjitherald.a
 LIB_SO   := $(BUILD)/$(SONAME)
@@ -120,6 +124,11 @@ $(MJ_A): $(MJ_OBJ)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/src/%.o: src/%.c $(wildcard src/*/*.h) include/jitherald.h
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/adapters/luajit/%.o: adapters/luajit/%.c adapters/luajit/trace.h include/jitherald.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@

@@ -47,7 +47,7 @@ local jit = require("jit")
 local jutil = require("jit.util")
 
 local band, bor = bit.band, bit.bor
-local format = string.format
+local format, concat = string.format, table.concat
 local funcinfo, traceinfo, tracemc = jutil.funcinfo, jutil.traceinfo, jutil.tracemc
 local tracesnap, traceir = jutil.tracesnap, jutil.traceir
 
@@ -99,17 +99,25 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
 [[unsigned jh_channels(const jh_ctx *ctx);]],
 [[int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);]],
 [[int jh_code_remove(jh_ctx *ctx, uint64_t id);]],
+[[int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len);]],
 [[int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len);]],
 [[int jh_flush(jh_ctx *ctx);]],
 [[void jh_close(jh_ctx *ctx);]],
 [[const char *jh_strerror(int err);]],
 [[int jh_log_event(jh_ctx *ctx, const char *name, const struct jh_attr *attrs, size_t nattrs);]],
 [[int jh_frame_at(const void *pc, struct jh_frame *out);]],
+[[struct jh_lj_frame {
+  uint32_t arch; uint32_t vm_cfa; uint32_t nsaved_regs; const struct jh_saved_reg *saved_regs;
+  const void *personality;
+};]],
+[[int jh_luajit_add(jh_ctx *ctx, const char *name, const char *symbol, const char *mcode,
+  uint32_t size, uint64_t addr, uint32_t loop, const char *lines, size_t lines_len,
+  const char *const *files, uint32_t nfiles, const struct jh_lj_frame *frame,
+  int32_t parent_spadj, int is_side, uint32_t prologue_end, uint64_t *id);]],
 }
 M._cdef = CDEF
 
 local JH_PERFMAP, JH_JITDUMP, JH_GDB, JH_UNWIND, JH_ELFMAP, JH_AUDITLOG = 1, 2, 4, 8, 16, 32
-local JH_UNWIND_NONE, JH_UNWIND_FRAMELESS = 0, 3
 
 local function load_library()
   local tried = {}
@@ -132,14 +140,12 @@ local lib, ctx
 -- What this architecture's machine code says (jitherald/x86.lua, jitherald/arm64.lua),
 -- loaded by open(); elsewhere traces get their names and start lines.
 local ARCH = { x86 = "jitherald.x86", x64 = "jitherald.x86", arm64 = "jitherald.arm64" }
-local arch = { exit_branches = function() return {} end }
+local arch = {}
 local live = {}          -- trace number -> { id, addr, size, spadj }
 local pending = {}       -- trace number -> what its start event said, and its records
 local groups = {}        -- exit stub group -> { id, addr }
 local counts = { traces = 0, patches = 0, removed = 0, groups = 0, failed = 0, no_unwind = 0 }
 local want_lines, want_events = false, false
-local vm_cfa
-local saved_regs_c, nsaved
 local sources = setmetatable({}, { __mode = "k" })     -- func -> source file name
 
 -- The frame the process's unwinder has at addr, read and translated by the library
@@ -178,40 +184,21 @@ end
 local id_out = ffi.new("uint64_t[1]")
 local code                -- one struct jh_code, reused (made once the type is declared)
 
--- LuaJIT's personality routine for its machine code, from the FDE it registers over each
--- code area (a number; false if it has none: LuaJIT before 2.1's external unwinding).
--- Passed with each trace's unwind description, it asks the unwind channel to describe the
--- trace with it, the rest of the area left to LuaJIT's FDE: Lua errors thrown through a
--- trace still reach LuaJIT, and backtrace() walks through it.
-local mc_personality
+-- The interpreter's frame traces run in and LuaJIT's personality routine for its machine
+-- code (from the FDE it registers over each code area; none before 2.1's external
+-- unwinding), one struct jh_lj_frame for jh_luajit_add, or nil (no unwind descriptions).
+-- With the personality, the unwind channel describes each trace with it, the rest of the
+-- area left to LuaJIT's FDE: Lua errors thrown through a trace still reach LuaJIT, and
+-- backtrace() walks through it.
+local vm_frame
 
-local function announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe, sym)
+-- Anything but a trace (the exit stub groups): a name, an address and a size.
+local function announce(name, addr, size)
   ffi.fill(code, ffi.sizeof(code))
   code.sz = ffi.sizeof(code)
   code.name = name
-  code.symbol = sym
   code.start = ffi.cast("const void *", addr)
   code.size = size
-  if files then
-    code.files = files.c
-    code.nfiles = files.n
-    code.lines = lines
-    code.nlines = nlines
-    code.prologue_end = pe or 0   -- where `break` stops: the trace's frame is set up
-  end
-  if cfa then
-    code.unwind = JH_UNWIND_FRAMELESS
-    code.cfa_offset = cfa
-    code.cfa_steps = steps
-    code.ncfa_steps = nsteps
-    code.saved_regs = saved_regs_c
-    code.nsaved_regs = nsaved
-    if mc_personality == nil then
-      local _, _, pers = frame_at(addr)
-      mc_personality = pers or false
-    end
-    if mc_personality then code.personality = ffi.cast("const void *", mc_personality) end
-  end
   local rc = lib.jh_code_add(ctx, code, id_out)
   if rc ~= 0 then
     counts.failed = counts.failed + 1
@@ -247,13 +234,15 @@ local function announce_groups(nexit)
 end
 
 -- ---- lines ---------------------------------------------------------------------------
--- Records: the bytecodes LuaJIT recorded for the trace, in order (parallel arrays of func,
--- pc, and the IR count when each began: record i made IR [nins[i], nins[i+1])). A snapshot
--- at IR position ref was taken while recording the last record that began at or before
--- it. The code of a guard's region (from the previous exit branch to this one) computes
--- the IR between the two snapshots: it gets the line of the first record that made IR
--- there (a call's return address then has the call's line), the exit branch itself its
--- snapshot's line.
+-- Records: the bytecodes LuaJIT recorded for the trace, in order, each with the IR count
+-- when it began (record i made IR [nins[i], nins[i+1])) and its file and line, written by
+-- on_record straight into C arrays (one trace records at a time). A snapshot at IR
+-- position ref was taken while recording the last record that began at or before it. The
+-- code of a guard's region (from the previous exit branch to this one) computes the IR
+-- between the two snapshots: it gets the line of the first record that made IR there (a
+-- call's return address then has the call's line), the exit branch itself its snapshot's
+-- line. jh_luajit_lines (adapters/luajit/lines.c) finds the guards and derives the rows:
+-- LuaJIT runs these handlers interpreted, where the same work cost ~15 µs a trace.
 
 -- The line of func's bytecode pc, cached (funcinfo builds a table of 15 fields a call).
 local line_cache = setmetatable({}, { __mode = "k" })
@@ -271,96 +260,48 @@ local function line_of(func, pc)
   return l
 end
 
-local function rec_loc(rec, i)
-  return source_of(rec.func[i]), line_of(rec.func[i], rec.pc[i])
-end
+local rec_tr               -- the trace being recorded, if its lines are wanted
+local rec, rec_k, rec_ni = {}, 0, 0   -- its records: IR count, line, file index each
+local rec_files, rec_fidx  -- its files (1-based; 0 for C is the start's) and indexes
+local rec_func, rec_fi     -- the last record's function and its file index
 
--- The last record that began at or before ref.
-local function rec_at(rec, ref)
-  local lo, hi, best = 1, rec.n, nil
-  while lo <= hi do
-    local mid = math.floor((lo + hi) / 2)
-    if rec.nins[mid] <= ref then best = mid; lo = mid + 1 else hi = mid - 1 end
-  end
-  return best
-end
-
--- The first record that made IR in (s, e], or nil.
-local function rec_first(rec, s, e)
-  if e <= s then return nil end
-  local i = rec_at(rec, s + 1) or 1
-  while i <= rec.n do
-    local a, b = rec.nins[i], rec.nins[i + 1] or math.huge
-    if a > e then return nil end
-    if b > a and b > s + 1 and a <= e then return i end
-    i = i + 1
-  end
-  return nil
+local function rec_begin(tr, src0)
+  rec_tr, rec_k, rec_ni = tr, 0, 0
+  rec_files, rec_fidx = { src0 }, { [src0] = 0 }
+  rec_func, rec_fi = nil, nil
 end
 
 local Cfiles = {}        -- interned C file-name arrays per set of names
-local line_buf, line_cap = nil, 0
+local head = {}          -- the data before the records, reused
 
-local function line_table(tr, st, mc, addr, loop, nexit)
-  local src0 = source_of(st.func)
+-- What jh_luajit_add takes to derive the trace's lines (trace.h): a string of numbers,
+-- which table.concat builds in C (every FFI store from here costs ~50 ns), and the files.
+local function lines_data(tr, st, addr, nexit)
   local line0 = st.line
-  if not src0 or not line0 then return nil end
-  local files, fidx = { src0 }, { [src0] = 0 }
-  local rows = { { 0, line0, 0 } }
-  local function row(off, src, line)
-    if not src or not line or line <= 0 then return end
-    local f = fidx[src]
-    if not f then
-      files[#files + 1] = src
-      f = #files - 1
-      fidx[src] = f
-    end
-    local last = rows[#rows]
-    if last[2] == line and last[3] == f then return end
-    if last[1] == off then
-      if off > 0 then rows[#rows] = { off, line, f } end      -- offset 0 keeps the start line
-    else
-      rows[#rows + 1] = { off, line, f }
-    end
-  end
-  local rec = st.rec
-  if rec and rec.n > 0 and nexit > 0 then
-    local branches = arch.exit_branches(mc, addr, tr, nexit)
-    -- per exit: the snapshot's IR position and frame size
-    local ref, slots = {}, {}
+  if rec_tr ~= tr or not line0 then return nil end
+  rec_tr = nil
+  local h, n = head, 2
+  h[1], h[2] = arch.lj_arch or 0, line0
+  if arch.stub_bases and nexit > 0 then
+    local nb, per = arch.stub_bases(tr, nexit, addr, h, n + 2)
+    h[n + 1], h[n + 2] = per, nb
+    n = n + 3 + nb
+    h[n] = nexit
     for k = 0, nexit - 1 do
       local s = tracesnap(tr, k)
-      if s then ref[k], slots[k] = s[0], s[1] end
+      if s then h[n + 1], h[n + 2] = s[0], s[1] else h[n + 1], h[n + 2] = 0, -1 end
+      n = n + 2
     end
-    -- guards of the loop part copy earlier ones: matched in order by frame size
-    local copy_of, cursor = {}, 1
-    if loop and loop > 0 then
-      for _, b in ipairs(branches) do
-        if b[1] >= loop and not copy_of[b[3]] then
-          local k, j = b[3], cursor
-          local rk = ref[k] or 0
-          while j < nexit and (ref[j] or 0) < rk and slots[j] ~= slots[k] do j = j + 1 end
-          if j < nexit and slots[j] == slots[k] and (ref[j] or 0) < rk then
-            copy_of[k] = j
-            cursor = j + 1
-          end
-        end
-      end
-    end
-    local from, prev_ref = 0, 0
-    for _, b in ipairs(branches) do
-      local k = copy_of[b[3]] or b[3]
-      local r = ref[k] or 0
-      local i = rec_at(rec, r)
-      if i then
-        local first = not copy_of[b[3]] and rec_first(rec, prev_ref, r)
-        if first and first ~= i then row(from, rec_loc(rec, first)) end
-        row(first and first ~= i and b[1] or from, rec_loc(rec, i))
-      end
-      from, prev_ref = b[2], r
-    end
+    n = n + 1
+    h[n] = rec_k / 3
+  else
+    h[3], h[4], h[5], h[6] = 1, 0, 0, 0
+    n = 6
   end
-  local key = table.concat(files, "\0")
+  local data = concat(h, " ", 1, n)
+  if rec_k > 0 and n > 6 then data = data .. " " .. concat(rec, " ", 1, rec_k) end
+  local files = rec_files
+  local key = #files == 1 and files[1] or concat(files, "\0")
   local cf = Cfiles[key]
   if not cf then
     local c = ffi.new("const char *[?]", #files)
@@ -372,30 +313,24 @@ local function line_table(tr, st, mc, addr, loop, nexit)
     cf = { c = c, n = #files, keep = keep }
     Cfiles[key] = cf
   end
-  if #rows > line_cap then                      -- one buffer, reused: jh_code_add copies it
-    line_cap = math.max(#rows, 2 * line_cap)
-    line_buf = ffi.new("struct jh_line[?]", line_cap)
-  end
-  local lines = line_buf
-  for i, r in ipairs(rows) do
-    local l = lines[i - 1]
-    l.offset, l.line, l.column, l.file = r[1], r[2], 0, r[3]
-  end
-  return cf, lines, #rows
+  return data, cf
 end
 
 -- ---- the events ----------------------------------------------------------------------
 
+-- One attribute array, its keys set once: each FFI store costs ~50 ns in the handler.
+local attrs, attr_tr, attr_what
+local KEY_TRACE, KEY_WHAT = "trace", "what"   -- the keys' bytes, alive with this module
 local function log_event(name, tr, extra)
   if not want_events then return end
-  local attrs = ffi.new("struct jh_attr[2]")
-  attrs[0].key = "trace"; attrs[0].kind = 1; attrs[0].v.u = tr
-  local n = 1
-  if extra then
-    attrs[1].key = "what"; attrs[1].kind = 3; attrs[1].v.s = extra
-    n = 2
+  if not attrs then
+    attrs = ffi.new("struct jh_attr[2]")
+    attrs[0].key, attrs[0].kind, attrs[1].key, attrs[1].kind = KEY_TRACE, 1, KEY_WHAT, 3
+    attr_tr, attr_what = attrs[0].v, attrs[1].v
   end
-  lib.jh_log_event(ctx, name, attrs, n)
+  attr_tr.u = tr
+  if extra then attr_what.s = extra end
+  lib.jh_log_event(ctx, name, attrs, extra and 2 or 1)
 end
 
 local function on_start(tr, func, pc, otr, oex)
@@ -407,23 +342,31 @@ local function on_start(tr, func, pc, otr, oex)
   local fi = funcinfo(func, pc)
   local side = otr and oex and oex >= 0
   pending[tr] = { func = func, line = fi.currentline, loc = fi.loc or "?",
-                  parent = side and otr or nil, exit = side and oex or nil,
-                  rec = want_lines and { n = 0, func = {}, pc = {}, nins = {} } or nil }
+                  parent = side and otr or nil, exit = side and oex or nil }
+  rec_tr = nil
+  local src0 = want_lines and source_of(func)
+  if src0 then rec_begin(tr, src0) end
 end
 
--- The frame traces run in, read once (arch.trace_frame: x64 only so far).
-local vm_tried = false
-local function find_vm_frame()
+-- The frame traces run in, read once (arch.trace_frame: x64 only so far), with LuaJIT's
+-- personality routine from the FDE over the first trace's code area.
+local vm_tried, saved_regs_c = false, nil
+local function find_vm_frame(addr)
   vm_tried = true
-  local regs
+  local vm_cfa, regs
   if arch.trace_frame then vm_cfa, regs = arch.trace_frame(frame_at) end
   if vm_cfa then
-    nsaved = #regs
+    local nsaved = #regs
     saved_regs_c = ffi.new("struct jh_saved_reg[?]", nsaved)
     for i, r in ipairs(regs) do
       saved_regs_c[i - 1].reg = r[1]
       saved_regs_c[i - 1].cfa_offset = r[2]
     end
+    vm_frame = ffi.new("struct jh_lj_frame")
+    vm_frame.arch = arch.lj_arch or 0
+    vm_frame.vm_cfa, vm_frame.nsaved_regs, vm_frame.saved_regs = vm_cfa, nsaved, saved_regs_c
+    local _, _, pers = frame_at(addr)
+    if pers then vm_frame.personality = ffi.cast("const void *", pers) end
     say("debug", format("trace frames: CFA = rsp + %d at entry, %d registers saved", vm_cfa,
                         nsaved))
   else
@@ -441,26 +384,28 @@ local function on_stop(tr)
   local info = traceinfo(tr)
   local nexit = info and info.nexit or 0
   announce_groups(nexit)
-  if not vm_tried then find_vm_frame() end
+  if not vm_tried then find_vm_frame(addr) end
   local name = format("TRACE_%d %s", tr, st.loc)
-  local files, lines, nlines
-  if want_lines then files, lines, nlines = line_table(tr, st, mcode, addr, loop, nexit) end
-  local spadj, cfa, steps, nsteps, head_end
-  if vm_cfa then
-    local parent = st.parent and live[st.parent]
-    spadj, cfa, steps, nsteps, head_end =
-      arch.frame_steps(mcode, parent and parent.spadj, st.parent ~= nil, vm_cfa)
+  local data, files
+  if want_lines then data, files = lines_data(tr, st, addr, nexit) end
+  local parent = st.parent and live[st.parent]
+  local rc = lib.jh_luajit_add(ctx, name, format("TRACE_%d", tr), mcode, size, addr, loop or 0,
+                               data, data and #data or 0, files and files.c, files and files.n or 0,
+                               vm_frame, parent and parent.spadj or -1, st.parent and 1 or 0,
+                               arch.prologue_end or 0, id_out)
+  local id, spadj
+  if rc < 0 then
+    counts.failed = counts.failed + 1
+    say("debug", format("%s at 0x%x: %s", name, addr, ffi.string(lib.jh_strerror(rc))))
+  else
+    id = id_out[0]
+    if rc > 0 then spadj = rc - 1 end
   end
-  if not cfa then counts.no_unwind = counts.no_unwind + 1 end
-  local pe = head_end and nsteps and nsteps > 0 and steps[0].offset or nil
-  if not pe and arch.prologue_end and size > arch.prologue_end then pe = arch.prologue_end end
-  local id = announce(name, addr, size, files, lines, nlines, cfa, steps, nsteps, pe,
-                      format("TRACE_%d", tr))
+  if not spadj then counts.no_unwind = counts.no_unwind + 1 end
   live[tr] = { id = id, addr = addr, size = size, spadj = spadj, name = name }
   counts.traces = counts.traces + 1
   -- the parent's exit branch now jumps here (lj_asm_patchexit rewrote it, and any other
   -- branch to that exit stub, somewhere in the parent's code)
-  local parent = st.parent and live[st.parent]
   if parent and parent.id then
     lib.jh_code_patched(ctx, ffi.cast("const void *", parent.addr), parent.size)
     counts.patches = counts.patches + 1
@@ -468,10 +413,14 @@ local function on_stop(tr)
   log_event("trace_stop", tr, name)
 end
 
+-- Everything goes: one jh_code_remove_range over all this context announced, so a channel
+-- settles once (gdb rebuilds each image once, not as each quarter of it dies).
 local function on_flush()
-  for tr, t in pairs(live) do remove(t.id); live[tr] = nil end
-  for g, s in pairs(groups) do remove(s.id); groups[g] = nil end
+  local n = lib.jh_code_remove_range(ctx, nil, 2 ^ 63)
+  if n > 0 then counts.removed = counts.removed + n end
+  live, groups = {}, {}
   pending = {}
+  rec_tr = nil
   log_event("trace_flush", 0)
 end
 
@@ -480,19 +429,32 @@ local function on_trace(what, tr, func, pc, otr, oex)
   elseif what == "stop" then on_stop(tr)
   elseif what == "abort" then
     pending[tr] = nil
+    if rec_tr == tr then rec_tr = nil end
     log_event("trace_abort", tr)
   elseif what == "flush" then on_flush() end
 end
 
 local function on_record(tr, func, pc)
-  local st = pending[tr]
-  local rec = st and st.rec
-  if not rec or pc < 0 then return end
-  local n = rec.n + 1
-  local ni = n > 1 and rec.nins[n - 1] or 0
+  if tr ~= rec_tr or pc < 0 then return end
+  local ni = rec_ni
   while traceir(tr, ni + 1) do ni = ni + 1 end      -- the IR so far, without a table
-  rec.n = n
-  rec.func[n], rec.pc[n], rec.nins[n] = func, pc, ni
+  local fi = rec_fi
+  if func ~= rec_func then
+    local src = source_of(func)
+    fi = -1
+    if src then
+      fi = rec_fidx[src]
+      if not fi then
+        rec_files[#rec_files + 1] = src
+        fi = #rec_files - 1
+        rec_fidx[src] = fi
+      end
+    end
+    rec_func, rec_fi = func, fi
+  end
+  local k = rec_k
+  rec[k + 1], rec[k + 2], rec[k + 3] = ni, line_of(func, pc), fi
+  rec_k, rec_ni = k + 3, ni
 end
 
 -- ---- sharing jit.attach ----------------------------------------------------------------

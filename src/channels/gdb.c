@@ -86,6 +86,7 @@ struct gdb_state {
     size_t cap;                 /* functions per full image */
     size_t big_cap;             /* per merged full image (0: cap is too big to merge) */
     bool defer;
+    bool batch;                 /* inside a jh_code_remove_range: rebuilds wait for its end */
     struct jh__entry **pending;  /* deferred mode: added, not yet in any image */
     size_t npending, pending_cap;
     struct img *cls[BIG + 1];
@@ -352,7 +353,8 @@ static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool 
     class_unlink(st, im);
     im->n = n;
     class_link(st, im);
-    bool wait = st->defer || (may_wait && (old_n >= LAZY_MIN || !jh__gdb_listening()));
+    bool wait = st->defer || (may_wait && (st->batch || old_n >= LAZY_MIN ||
+                                           !jh__gdb_listening()));
     if (n && wait) {
         if (!im->dirty)
             st->ndirty++;
@@ -368,7 +370,7 @@ static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool 
             if (hi > im->dead_hi)
                 im->dead_hi = hi;
         }
-        if (st->defer || im->ndead * 4 < n + im->ndead)
+        if (st->defer || st->batch || im->ndead * 4 < n + im->ndead)
             return 0;
     }
     int c = im->cls;
@@ -550,6 +552,15 @@ static int gdb_remove(void *state, struct jh__entry *e)
     return img_changed(st, im, im->n + 1, true, lo, hi);
 }
 
+/* A range removal (a JIT flushing its code): each image is rebuilt once at the end, not
+ * each time another quarter of it dies; images left empty are just dropped. */
+static int gdb_batch(void *state, bool begin)
+{
+    struct gdb_state *st = state;
+    st->batch = begin;
+    return begin || !st->ndirty || st->defer ? 0 : rebuild_dirty(st);
+}
+
 static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
     struct gdb_state *st = state;
@@ -636,5 +647,5 @@ static int gdb_open(const struct jh__chan_env *env, void **state)
 
 const struct jh__channel_ops jh__gdb_ops = {
     .name = "gdb", .bit = JH_GDB, .open = gdb_open, .add = gdb_add, .remove = gdb_remove,
-    .move = gdb_move, .flush = gdb_flush, .close = gdb_close,
+    .move = gdb_move, .flush = gdb_flush, .batch = gdb_batch, .close = gdb_close,
 };

@@ -66,10 +66,25 @@ struct jitdump {
 
 /* ---- the file ------------------------------------------------------------------------ */
 
+/* The process id, cached per thread and per fork (jh__fork_generation): it goes into every
+ * record and decides whether the file is ours, and getpid() twice per record was a tenth
+ * of this channel's system calls. */
+static pid_t jd_pid(void)
+{
+    static _Thread_local pid_t pid;
+    static _Thread_local unsigned gen;
+    unsigned g = jh__fork_generation();
+    if (!pid || gen != g) {
+        pid = getpid();
+        gen = g;
+    }
+    return pid;
+}
+
 /* jd_lock held. Create jit-<pid>.dump for the current process, header and marker. */
 static int file_start(const struct jh__chan_env *env, struct jd_file *f)
 {
-    pid_t pid = getpid();
+    pid_t pid = jd_pid();
     int n = snprintf(f->path, sizeof f->path, "%s/jit-%d.dump", f->dir, (int)pid);
     if (n < 0 || (size_t)n >= sizeof f->path)
         return -ENAMETOOLONG;
@@ -117,7 +132,7 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
  * untouched (no CLOSE record) and start our own. */
 static int file_ready(const struct jh__chan_env *env, struct jd_file *f)
 {
-    if (f->pid == getpid() && (f->fd.fd >= 0 || f->err)) {
+    if (f->pid == jd_pid() && (f->fd.fd >= 0 || f->err)) {
         /* the program may have closed our descriptor: the same file is opened again, or
          * the channel stops (its file is gone), never a file of the program's written */
         if (!f->err && jh__kfd_get(&f->fd, f->path, O_RDWR | O_APPEND) < 0)
@@ -164,7 +179,7 @@ static int emit_function(struct jitdump *jd, struct jh__entry *e, bool again)
     b->err = 0;
     struct jh__entry *next = jh__view_ceil(jd->env, e->node.start + 1);
     struct jh__jd_unit u;
-    int err = jh__jd_function(b, &e->fn, JH__ARCH_HOST, (uint32_t)getpid(), jh__thread_id(),
+    int err = jh__jd_function(b, &e->fn, JH__ARCH_HOST, (uint32_t)jd_pid(), jh__thread_id(),
                               0, 0, next ? next->node.start : 0, &u);
     if (err)
         return err;
@@ -255,7 +270,7 @@ static int jitdump_move(void *state, struct jh__entry *e, uintptr_t old_start)
     jh__lock(&jd_lock);
     int err = file_ready(jd->env, jd->f);
     if (!err) {
-        jh__jd_move(b, (uint32_t)getpid(), jh__thread_id(), old_start, e->node.start,
+        jh__jd_move(b, (uint32_t)jd_pid(), jh__thread_id(), old_start, e->node.start,
                     e->node.size, slot - 1, jh__now_ns());
         err = b->err ? b->err : file_write(jd->f, b, NULL, 0);
     }
@@ -296,7 +311,7 @@ static void jitdump_close(void *state)
     jh__lock(&jd_lock);
     struct jd_file *f = jd->f;
     if (--f->refs == 0) {
-        if (f->fd.fd >= 0 && f->pid == getpid() &&
+        if (f->fd.fd >= 0 && f->pid == jd_pid() &&
             jh__kfd_get(&f->fd, f->path, O_RDWR | O_APPEND) >= 0) {
             if (!f->err) {
                 struct jh__buf b = { 0 };

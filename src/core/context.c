@@ -440,6 +440,11 @@ int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len)
     struct jh__node *node = jh__reg_find(&ctx->reg, lo);
     if (!node)
         node = jh__reg_ceil(&ctx->reg, lo);
+    EACH_LIVE(ctx, i, batch) {
+        int cerr = ctx->chan[i].ops->batch(ctx->chan[i].state, true);
+        if (cerr < 0)
+            channel_failed(ctx, i, "removing code", cerr);
+    }
     while (node && node->start <= last && n < INT_MAX) {
         struct jh__node *next = jh__reg_next(&ctx->reg, node);
         struct jh__entry *e = jh__entry_of(node);
@@ -452,6 +457,11 @@ int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len)
         jh__entry_free(e);
         n++;
         node = next;
+    }
+    EACH_LIVE(ctx, i, batch) {
+        int cerr = ctx->chan[i].ops->batch(ctx->chan[i].state, false);
+        if (cerr < 0)
+            channel_failed(ctx, i, "removing code", cerr);
     }
     jh__ctx_unlock(ctx);
     return n;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "jitherald.h"
+#include "../../adapters/luajit/trace.h"   /* the adapter's own: jh_luajit_add */
 
 #define F(s, f) printf("%s %s %zu\n", #s, #f, offsetof(struct s, f))
 #define S(s) printf("%s - %zu\n", #s, sizeof(struct s))
@@ -34,5 +35,7 @@ int main(void)
     F(jh_frame, nsaved_regs); F(jh_frame, fde_start); F(jh_frame, fde_size);
     F(jh_frame, personality); S(jh_frame);
     F(jh_attr, key); F(jh_attr, kind); F(jh_attr, v); S(jh_attr);
+    F(jh_lj_frame, arch); F(jh_lj_frame, vm_cfa); F(jh_lj_frame, nsaved_regs);
+    F(jh_lj_frame, saved_regs); F(jh_lj_frame, personality); S(jh_lj_frame);
     return 0;
 }

@@ -136,6 +136,36 @@ static void test_immediate(void)
     munmap(code, N * FN_SIZE);
 }
 
+/* jh_code_remove_range (a JIT flushing its code): images are settled once, at its end,
+ * not as each quarter of them dies; when it returns, nothing removed is named any more and
+ * what stays is named exactly once. */
+static void test_remove_range(void)
+{
+    enum { N = 2000 };
+    uint8_t *code = code_region(N);
+    char name[32];
+    jh_ctx *jh = open_gdb(0);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "r%d", i);
+        add_fn(jh, code + (size_t)i * FN_SIZE, name, 1 + i % 50);
+    }
+    /* the first 10 go in one call */
+    CHECK_EQ(jh_code_remove_range(jh, code, 10 * FN_SIZE), 10);
+    snapshot();
+    CHECK_EQ(nview, N - 10);
+    CHECK_EQ(count_named("r0", 0), 0);
+    CHECK_EQ(count_named("r9", 0), 0);
+    CHECK_EQ(count_named("r10", (uintptr_t)(code + 10 * FN_SIZE)), 1);
+    CHECK_EQ(count_named("r1999", (uintptr_t)(code + 1999 * FN_SIZE)), 1);
+    /* and the rest: no image left */
+    CHECK_EQ(jh_code_remove_range(jh, code, (size_t)N * FN_SIZE), N - 10);
+    snapshot();
+    CHECK_EQ(nview, 0);
+    CHECK_EQ(nimages, 0);
+    jh_close(jh);
+    munmap(code, N * FN_SIZE);
+}
+
 static void test_deferred(void)
 {
     enum { N = 700 };
@@ -303,6 +333,7 @@ int main(void)
     CHECK(*(volatile uint8_t *)(uintptr_t)__jit_debug_register_code != 0);
     test_immediate();
     test_deferred();
+    test_remove_range();
     test_move_big();
     test_threads();
     test_verify();

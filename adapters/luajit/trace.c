@@ -1,0 +1,428 @@
+/*
+ * trace.c — a LuaJIT trace to jh_code_add (trace.h), what jitherald.lua did in
+ * interpreted Lua: find every guard (a branch to an exit stub), match the guards of a
+ * looping trace's loop part to the ones before the loop they copy, give each guard's code
+ * the lines of the bytecodes its IR came from, and read how the trace moves the stack
+ * pointer from its head and tail (x64: vm_x64.dasc, lj_asm_x86.h).
+ *
+ * Every byte read is of mcode within size; every count in the adapter's data is checked
+ * against what follows it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace.h"
+
+/* The data of one trace's lines (trace.h), parsed. */
+struct jh_lj_trace {
+    const uint8_t *mcode;
+    uint32_t size, loop;
+    uint64_t addr;
+    uint32_t arch, nexit, stubs_per, nstub_base;
+    const uint64_t *stub_base;
+    const int32_t *snap_ref, *snap_slots;
+    uint32_t nrec, line0;
+    const int32_t *rec_nins, *rec_line, *rec_file;
+};
+
+struct branch { uint32_t off, end, exit; };
+
+/* The exit whose stub target is, or -1. */
+static int64_t stub_exit(const struct jh_lj_trace *t, uint64_t target)
+{
+    for (uint32_t g = 0; g < t->nstub_base; g++) {
+        uint64_t base = t->stub_base[g];
+        if (!base || target < base)
+            continue;
+        uint64_t d = target - base;
+        if (d < 4ull * t->stubs_per && d % 4 == 0) {
+            uint64_t k = (uint64_t)g * t->stubs_per + d / 4;
+            if (k < t->nexit)
+                return (int64_t)k;
+        }
+    }
+    return -1;
+}
+
+static int32_t s32(const uint8_t *p)
+{
+    uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    return (int32_t)v;
+}
+
+/* x86: every jcc rel32 / jmp rel32 to an exit stub; a match resumes the scan after it. */
+static uint32_t branches_x86(const struct jh_lj_trace *t, struct branch *out, uint32_t cap)
+{
+    const uint8_t *mc = t->mcode;
+    uint32_t size = t->size, n = 0;
+    for (uint32_t i = 0; i < size && n < cap;) {
+        uint32_t len = 0;
+        if (mc[i] == 0x0f) {
+            if (i + 6 <= size && mc[i + 1] >= 0x80 && mc[i + 1] <= 0x8f)
+                len = 6;
+        } else if (mc[i] == 0xe9 && i + 5 <= size) {
+            len = 5;
+        }
+        int64_t k = len ? stub_exit(t, t->addr + i + len + (int64_t)s32(mc + i + len - 4)) : -1;
+        if (k >= 0) {
+            out[n++] = (struct branch){ i, i + len, (uint32_t)k };
+            i += len;
+        } else {
+            i++;
+        }
+    }
+    return n;
+}
+
+/* arm64: b.cond, cbz/cbnz, tbz/tbnz and b to an exit stub, one instruction each. */
+static uint32_t branches_arm64(const struct jh_lj_trace *t, struct branch *out, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i + 4 <= t->size && n < cap; i += 4) {
+        uint32_t w = (uint32_t)s32(t->mcode + i), top = w >> 24, op = top & 0x7f;
+        int64_t imm;
+        if ((top == 0x54 && (w & 0x10) == 0) || op == 0x34 || op == 0x35)
+            imm = (int64_t)((int32_t)(w << 8) >> 13);               /* imm19 at bit 5 */
+        else if (op == 0x36 || op == 0x37)
+            imm = (int64_t)((int32_t)(w << 13) >> 18);              /* imm14 at bit 5 */
+        else if (top >= 0x14 && top <= 0x17)
+            imm = (int64_t)((int32_t)(w << 6) >> 6);                /* imm26 */
+        else
+            continue;
+        int64_t k = stub_exit(t, t->addr + i + (uint64_t)(imm * 4));
+        if (k >= 0)
+            out[n++] = (struct branch){ i, i + 4, (uint32_t)k };
+    }
+    return n;
+}
+
+/* The last record that began at or before ref, or -1. */
+static int64_t rec_at(const struct jh_lj_trace *t, int64_t ref)
+{
+    int64_t lo = 0, hi = (int64_t)t->nrec - 1, best = -1;
+    while (lo <= hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (t->rec_nins[mid] <= ref) {
+            best = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return best;
+}
+
+/* The first record that made IR in (s, e], or -1. */
+static int64_t rec_first(const struct jh_lj_trace *t, int64_t s, int64_t e)
+{
+    if (e <= s)
+        return -1;
+    int64_t i = rec_at(t, s + 1);
+    if (i < 0)
+        i = 0;
+    for (; i < (int64_t)t->nrec; i++) {
+        int64_t a = t->rec_nins[i], b = i + 1 < (int64_t)t->nrec ? t->rec_nins[i + 1] : INT64_MAX;
+        if (a > e)
+            return -1;
+        if (b > a && b > s + 1 && a <= e)
+            return i;
+    }
+    return -1;
+}
+
+struct rows { struct jh_line *out; uint32_t cap, n; struct jh_line last; };
+
+/* A row at off for record i: none for an unknown line, none where the line does not
+ * change; one at the same offset as the last replaces it (but the start line at 0). */
+static void row(struct rows *r, uint32_t off, const struct jh_lj_trace *t, int64_t i)
+{
+    int32_t line = t->rec_line[i], file = t->rec_file[i];
+    if (line <= 0 || file < 0)
+        return;
+    struct jh_line *last = &r->last;
+    if (last->line == (uint32_t)line && last->file == (uint32_t)file)
+        return;
+    struct jh_line l = { off, (uint32_t)line, 0, (uint32_t)file };
+    if (last->offset == off) {
+        if (off == 0)
+            return;
+        r->n--;
+    }
+    if (r->n < r->cap)
+        r->out[r->n] = l;
+    r->n++;
+    r->last = l;
+}
+
+/* The rows into out (cap of them); how many there are (more than cap: only cap written). */
+static uint32_t derive_lines(const struct jh_lj_trace *t, struct jh_line *out, uint32_t cap)
+{
+    struct rows r = { out, cap, 0, { 0, t->line0, 0, 0 } };
+    if (cap)
+        out[0] = r.last;
+    r.n = 1;
+    if (t->nrec == 0 || t->nexit == 0)
+        return r.n;
+
+    /* a branch takes at least 4 bytes: the trace's size bounds how many there are */
+    enum { MAXB = 4096 };
+    struct branch b[MAXB];
+    uint32_t cap_b = t->size / 4 + 1 < MAXB ? t->size / 4 + 1 : MAXB;
+    uint32_t nb = t->arch == JH_LJ_ARM64 ? branches_arm64(t, b, cap_b) : branches_x86(t, b, cap_b);
+
+    /* guards of the loop part copy earlier ones: matched in order by frame size, from
+     * exit 1 on, as the Lua derivation this replaces did */
+    int32_t copy_of[MAXB];
+    uint32_t ncopy = t->nexit < MAXB ? t->nexit : MAXB;
+    for (uint32_t k = 0; k < ncopy; k++)
+        copy_of[k] = -1;
+    if (t->loop > 0) {
+        uint32_t cursor = 1;
+        for (uint32_t x = 0; x < nb; x++) {
+            uint32_t k = b[x].exit;
+            if (b[x].off < t->loop || k >= ncopy || copy_of[k] >= 0)
+                continue;
+            int32_t rk = t->snap_ref[k], sk = t->snap_slots[k];
+            uint32_t j = cursor;
+            while (j < t->nexit && t->snap_ref[j] < rk && t->snap_slots[j] != sk)
+                j++;
+            if (j < t->nexit && t->snap_slots[j] == sk && t->snap_ref[j] < rk) {
+                copy_of[k] = (int32_t)j;
+                cursor = j + 1;
+            }
+        }
+    }
+
+    uint32_t from = 0;
+    int64_t prev_ref = 0;
+    for (uint32_t x = 0; x < nb; x++) {
+        uint32_t e = b[x].exit;
+        int copied = e < ncopy && copy_of[e] >= 0;
+        uint32_t k = copied ? (uint32_t)copy_of[e] : e;
+        int64_t ref = t->snap_ref[k];
+        int64_t i = rec_at(t, ref);
+        if (i >= 0) {
+            int64_t first = copied ? -1 : rec_first(t, prev_ref, ref);
+            if (first >= 0 && first != i) {
+                row(&r, from, t, first);
+                row(&r, b[x].off, t, i);
+            } else {
+                row(&r, from, t, i);
+            }
+        }
+        from = b[x].end;
+        prev_ref = ref;
+    }
+    return r.n;
+}
+
+/* ---- the adapter's data ------------------------------------------------------------- */
+
+struct reader { const char *p, *end; int bad; };
+
+static int64_t next_int(struct reader *r, int64_t lo, int64_t hi)
+{
+    while (r->p < r->end && *r->p == ' ')
+        r->p++;
+    int neg = r->p < r->end && *r->p == '-';
+    if (neg)
+        r->p++;
+    if (r->p >= r->end || *r->p < '0' || *r->p > '9') {
+        r->bad = 1;
+        return 0;
+    }
+    int64_t v = 0;
+    while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
+        if (v > (INT64_MAX - 9) / 10) {
+            r->bad = 1;
+            return 0;
+        }
+        v = v * 10 + (*r->p++ - '0');
+    }
+    v = neg ? -v : v;
+    if (v < lo || v > hi)
+        r->bad = 1;
+    return v;
+}
+
+/* Parse the lines data into t; its arrays are one allocation, *mem (free it). */
+static int parse_lines(struct jh_lj_trace *t, const char *s, size_t len, uint32_t nfiles,
+                       void **mem)
+{
+    struct reader r = { s, s + len, 0 };
+    /* every number takes two bytes but the last: no array holds more than `most` */
+    size_t most = len / 2 + 1;
+    char *all = malloc(most * (sizeof(uint64_t) + 3 * sizeof(int32_t)));
+    if (!(*mem = all))
+        return -ENOMEM;
+    uint64_t *base = (uint64_t *)all;
+    int32_t *ex = (int32_t *)(all + most * sizeof(uint64_t)), *rec = ex + most;
+    t->arch = (uint32_t)next_int(&r, 0, 255);
+    t->line0 = (uint32_t)next_int(&r, 0, INT32_MAX);
+    t->stubs_per = (uint32_t)next_int(&r, 1, INT32_MAX);
+    t->nstub_base = (uint32_t)next_int(&r, 0, (int64_t)most);
+    for (uint32_t g = 0; !r.bad && g < t->nstub_base; g++) {
+        int64_t rel = next_int(&r, INT32_MIN * 4ll, INT32_MAX * 4ll);
+        base[g] = rel ? t->addr + (uint64_t)rel : 0;
+    }
+    t->nexit = (uint32_t)next_int(&r, 0, (int64_t)most / 2);
+    for (uint32_t k = 0; !r.bad && k < t->nexit; k++) {
+        ex[k] = (int32_t)next_int(&r, INT32_MIN, INT32_MAX);
+        ex[t->nexit + k] = (int32_t)next_int(&r, -1, INT32_MAX);
+    }
+    t->nrec = (uint32_t)next_int(&r, 0, (int64_t)most / 3);
+    for (uint32_t i = 0; !r.bad && i < t->nrec; i++) {
+        rec[i] = (int32_t)next_int(&r, 0, INT32_MAX);
+        rec[t->nrec + i] = (int32_t)next_int(&r, INT32_MIN, INT32_MAX);
+        rec[2 * t->nrec + i] = (int32_t)next_int(&r, -1, (int64_t)nfiles - 1);
+        if (i > 0 && rec[i] < rec[i - 1])
+            r.bad = 1;                        /* IR counts never go down: rec_at bisects */
+    }
+    /* the start line's file is files[0]: without files, no rows */
+    if (r.bad || nfiles == 0)
+        return -EINVAL;
+    t->stub_base = base;
+    t->snap_ref = ex;
+    t->snap_slots = ex + t->nexit;
+    t->rec_nins = rec;
+    t->rec_line = rec + t->nrec;
+    t->rec_file = rec + 2 * t->nrec;
+    return 0;
+}
+
+/* ---- the trace's frame (x64) -------------------------------------------------------- */
+
+/* `add rsp, imm` at offset i (48 83 c4 ib / 48 81 c4 id), ending by limit: its length
+ * (0: none there) and *imm. */
+static uint32_t add_rsp(const uint8_t *mc, int64_t i, int64_t limit, int32_t *imm)
+{
+    if (i < 0 || i + 4 > limit || mc[i] != 0x48 || mc[i + 2] != 0xc4)
+        return 0;
+    if (mc[i + 1] == 0x83) {
+        *imm = (int8_t)mc[i + 3];
+        return 4;
+    }
+    if (mc[i + 1] == 0x81 && i + 7 <= limit) {
+        *imm = s32(mc + i + 3);
+        return 7;
+    }
+    return 0;
+}
+
+struct frame { int32_t spadj; uint32_t cfa, nsteps, head_end; struct jh_cfa_step steps[2]; };
+
+/* How the trace moves rsp (0 when its code is not the shape read here: then no unwind
+ * description). A root trace starts with `add rsp,-N`; a side trace starts at its
+ * parent's adjustment and adds the difference somewhere in its head; a trace that does
+ * not loop ends with `add rsp,+N; jmp rel32`. */
+static int frame_steps(const uint8_t *mc, uint32_t size, int32_t parent_spadj, int is_side,
+                       uint32_t vm_cfa, struct frame *f)
+{
+    if (is_side && parent_spadj < 0)
+        return 0;
+    int32_t entry = is_side ? parent_spadj : 0, tail = 0, v;
+    uint32_t n = 0;
+    f->head_end = 0;
+    if (size >= 9 && mc[size - 5] == 0xe9) {
+        static const uint32_t back[] = { 9, 12 };
+        for (int b = 0; b < 2; b++) {
+            int64_t at = (int64_t)size - back[b];
+            uint32_t l = add_rsp(mc, at, (int64_t)size - 5, &v);
+            if (l && at + l == (int64_t)size - 5 && v > 0)
+                tail = v;
+        }
+    }
+    int32_t spadj = 0;
+    if (!is_side) {
+        uint32_t l = add_rsp(mc, 0, size, &v);
+        if (l && v < 0) {
+            spadj = -v;
+            f->steps[n++] = (struct jh_cfa_step){ l, vm_cfa + (uint32_t)spadj };
+            f->head_end = 1;
+        }
+    } else {
+        spadj = tail ? tail : entry;
+        int32_t delta = spadj - entry;
+        if (delta < 0)
+            return 0;
+        if (delta > 0) {                    /* `add rsp,-delta` in the first 256 bytes */
+            uint32_t found = 0;
+            for (uint32_t i = 0; !found && i < 256 && i + 3 <= size; i++) {
+                uint32_t l = mc[i] == 0x48 && (mc[i + 1] == 0x83 || mc[i + 1] == 0x81) &&
+                             mc[i + 2] == 0xc4 ? add_rsp(mc, i, size, &v) : 0;
+                if (l && v == -delta)
+                    found = i + l;
+            }
+            if (!found)
+                return 0;
+            f->steps[n++] = (struct jh_cfa_step){ found, vm_cfa + (uint32_t)spadj };
+            f->head_end = 1;
+        }
+    }
+    if (tail) {
+        if (tail != spadj)
+            return 0;
+        f->steps[n++] = (struct jh_cfa_step){ size - 5, vm_cfa };
+    }
+    f->spadj = spadj;
+    f->cfa = vm_cfa + (uint32_t)entry;
+    f->nsteps = n;
+    return 1;
+}
+
+/* ---- the announcement --------------------------------------------------------------- */
+
+int jh_luajit_add(jh_ctx *ctx, const char *name, const char *symbol,
+                  const uint8_t *mcode, uint32_t size, uint64_t addr, uint32_t loop,
+                  const char *lines, size_t lines_len, const char *const *files,
+                  uint32_t nfiles, const struct jh_lj_frame *frame, int32_t parent_spadj,
+                  int is_side, uint32_t prologue_end, uint64_t *id)
+{
+    if (!ctx || !name || (size && !mcode) || (lines && !files))
+        return -EINVAL;
+    struct jh_code c = { .sz = sizeof c, .name = name, .symbol = symbol,
+                         .start = (const void *)(uintptr_t)addr, .size = size };
+    struct frame f;
+    int framed = frame && frame->arch == JH_LJ_X86 && frame->vm_cfa && frame_steps(mcode, size, parent_spadj, is_side,
+                                                       frame->vm_cfa, &f);
+    if (framed) {
+        c.unwind = JH_UNWIND_FRAMELESS;
+        c.cfa_offset = f.cfa;
+        c.cfa_steps = f.steps;
+        c.ncfa_steps = f.nsteps;
+        c.saved_regs = frame->saved_regs;
+        c.nsaved_regs = frame->nsaved_regs;
+        c.personality = frame->personality;
+    }
+    void *mem = NULL;
+    struct jh_line small[256], *rows = small;
+    if (lines) {
+        struct jh_lj_trace t = { .mcode = mcode, .size = size, .loop = loop, .addr = addr };
+        int err = parse_lines(&t, lines, lines_len, nfiles, &mem);
+        if (err) {
+            free(mem);
+            return err;
+        }
+        uint32_t n = derive_lines(&t, small, 256);
+        if (n > 256) {
+            if (!(rows = malloc(sizeof *rows * n))) {
+                free(mem);
+                return -ENOMEM;
+            }
+            derive_lines(&t, rows, n);
+        }
+        c.files = files;
+        c.nfiles = nfiles;
+        c.lines = rows;
+        c.nlines = n;
+        /* where `break` stops: the trace's frame is set up */
+        c.prologue_end = framed && f.head_end && f.nsteps ? f.steps[0].offset
+                       : prologue_end < size ? prologue_end : 0;
+    }
+    int err = jh_code_add(ctx, &c, id);
+    if (rows != small)
+        free(rows);
+    free(mem);
+    return err < 0 ? err : framed ? 1 + f.spadj : 0;
+}
