@@ -13,8 +13,10 @@ JAVAC    := $(if $(JDK_HOME),$(wildcard $(JDK_HOME)/bin/javac))
 
 JHJ_SO  := $(BUILD)/libjitherald-jvmti.so
 JHJ_SRC := $(sort $(wildcard adapters/jvmti/*.c))
-# The prologue reader (tools/lib/prologue.c) is the one list of frame-pointer prologues.
-JHJ_OBJ := $(JHJ_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/tools/lib/prologue.o
+# The prologue reader (tools/lib/prologue.c) is the one list of frame-pointer prologues;
+# it takes the architecture description (src/fmt/arch.c), which the library keeps hidden.
+JHJ_OBJ := $(JHJ_SRC:%.c=$(BUILD)/pic/%.o) $(BUILD)/pic/tools/lib/prologue.o \
+           $(BUILD)/pic/src/fmt/arch.o
 JHJ_CPPFLAGS := -I$(JDK_HOME)/include -I$(JDK_HOME)/include/linux
 
 JAVA_DIR := $(PROG_DIR)/java

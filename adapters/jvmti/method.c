@@ -273,11 +273,12 @@ int jhj_method_describe(jvmtiEnv *jvmti, jmethodID method, const void *code_addr
      * no unwind information: a debugger's own analysis, never a wrong rule of ours. A C2
      * method that makes no call and needs no stack bang saves rbp with a `mov` instead of
      * a push: it is left undescribed too (docs/jvmti.md). */
-    uint32_t push_end, set_end;
-    if (frame_pointer && jhr_prologue_fp(code_addr, (size_t)code_size, &push_end, &set_end)) {
+    struct jhr_frame f;
+    if (frame_pointer &&
+        jhr_prologue_frame(code_addr, (size_t)code_size, &f) == JHR_FRAME_PUSH) {
         out->code.unwind = JH_UNWIND_FRAME_POINTER;
-        out->code.fp_push_end = push_end;
-        out->code.fp_set_end = set_end;
+        out->code.fp_push_end = f.push_end;
+        out->code.fp_set_end = f.set_end;
     }
     return 0;
 }
