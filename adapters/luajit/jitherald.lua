@@ -549,13 +549,20 @@ local function open()
   end
   ctx = pctx[0]
   local ch = lib.jh_channels(ctx)
-  if ch == 0 then
+  -- JITHERALD=standby: no channel now, but the library retains every trace for
+  -- `jitherald attach` (docs/attach.md), so traces are described in full all the same.
+  local standby = false
+  for w in (os.getenv("JITHERALD") or ""):gmatch("[^,: ]+") do
+    if w == "standby" then standby = true end
+  end
+  if ch == 0 and not standby then
     lib.jh_close(ctx)
     ctx = nil
     return
   end
   M.channels = ch
-  want_lines = band(ch, bor(JH_JITDUMP, JH_GDB, JH_ELFMAP, JH_AUDITLOG)) ~= 0 and
+  M.standby = standby
+  want_lines = (standby or band(ch, bor(JH_JITDUMP, JH_GDB, JH_ELFMAP, JH_AUDITLOG)) ~= 0) and
                os.getenv("JITHERALD_LUAJIT_LINES") ~= "0"
   want_events = band(ch, JH_AUDITLOG) ~= 0
   install("trace", on_trace)
