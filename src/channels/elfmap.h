@@ -227,6 +227,7 @@ uint64_t jh__em_new_id(void);
 bool jh__em_own_file(void *arg, dev_t dev, ino_t ino);
 uint64_t jh__em_name_hash(const char *s);
 bool jh__em_build_ids(void);        /* jh__elfmap_build_ids (elfmap_tune.h) */
+bool jh__em_eh_frames(void);        /* images carry .eh_frame (a test turns it off) */
 /* <dir>/jit-<pid>-<id>.elf, or <dir>/jit-<pid>-g<gen>/jit-<pid>-<id>.elf (created). */
 int jh__em_path(struct elfmap *m, pid_t pid, unsigned gen, uint64_t id, char *path, size_t len);
 /* Create path as a new file of ours (replacing one a dead process with our pid left), kept

@@ -66,6 +66,15 @@ bool jh__em_build_ids(void)
     return atomic_load(&build_ids);
 }
 
+/* JITHERALD_ELFMAP_NO_EH_FRAME=1: images without .eh_frame/.eh_frame_hdr, only .debug_frame
+ * (what they held before): the control of tests/integration/elfmap_unwind.sh, which shows
+ * that perf's DWARF unwinder gets through JIT frames because of the .eh_frame. Not for users. */
+bool jh__em_eh_frames(void)
+{
+    const char *v = getenv("JITHERALD_ELFMAP_NO_EH_FRAME");
+    return !v || !*v || !strcmp(v, "0");
+}
+
 /* ---- the channel's own facts ------------------------------------------------------------ */
 
 void jh__em_report_once(struct elfmap *m, int bit, const char *fmt, ...)

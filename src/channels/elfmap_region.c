@@ -214,7 +214,10 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
         .anchor_off = m->page + EM_LEAD,
         .lo = r->lo, .hi = r->hi, .meta_off = m->page + EM_SPAN + EM_GAP,
         .rw_addr = (uintptr_t)r->rw, .page_size = m->page, .producer = "jitherald elfmap",
-        .no_build_id = !jh__em_build_ids() };
+        .no_build_id = !jh__em_build_ids(),
+        /* valgrind 3.19 takes an .eh_frame only inside a mapped segment and may refuse the
+         * whole image otherwise (not measured: left out to be safe); it reads .debug_frame */
+        .no_eh_frame = m->valgrind || !jh__em_eh_frames() };
     struct jh__elfg img;
     err = jh__elfg_init(&img, &spec);
     for (size_t i = 0; i < nf && !err; i++)

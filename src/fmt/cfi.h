@@ -152,6 +152,20 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
                             const struct jh__func *f);
 
 /*
+ * A growing .eh_frame, for an image file whose sections grow by appending (elfmap's,
+ * fmt/elf_grow.c): CIEs ("zR", or "zRB" for arm64's B key, each appended the first time a
+ * function needs it: cie_off[0] plain, [1] B key, SIZE_MAX until then), one FDE per
+ * function in any order, no terminator (readers stop at the section's end; the
+ * .eh_frame_hdr table is what finds an FDE). Pointers are absolute (JH__CFI_ABS): the
+ * bytes do not depend on where the section lies, so a section that moves in its file is
+ * copied, never re-encoded. Appends f's FDE (and the CIE it needs); *fde_off gets its
+ * offset in b. 1, 0 when f has no unwind info (nothing appended), -EINVAL, -E2BIG, -ENOMEM
+ * (b as it was, b->err cleared).
+ */
+int jh__cfi_eh_frame_grow(struct jh__buf *b, const struct jh__arch *arch, size_t cie_off[2],
+                          const struct jh__func *f, size_t *fde_off);
+
+/*
  * perf's jitdump layout for one function (what UNWINDING_INFO carries): the .eh_frame for
  * code at text_addr, laid out at eh_addr = ALIGN_8(text_addr + size), immediately followed
  * by its .eh_frame_hdr. Appends both; *hdr_size gets the header's size. Returns 1 (one FDE),

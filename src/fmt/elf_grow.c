@@ -7,13 +7,14 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fmt/cfi.h"
 #include "fmt/func.h"
 
 /* Growing sections, in chunk order; then the fixed ones. */
-enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES, G_ARANGES };
+enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES, G_ARANGES, G_EH, G_EHDR };
 enum { X_TEXT = JH__ELFG_NGROW, X_DATA, X_ABBREV, X_SHSTRTAB, X_NOTE, X_MAX };
 
 static const char *const sec_name[X_MAX] = {
@@ -21,7 +22,7 @@ static const char *const sec_name[X_MAX] = {
     [G_INFO] = ".debug_info", [G_LINE] = ".debug_line", [G_STR] = ".debug_str",
     [G_RANGES] = ".debug_ranges", [G_ARANGES] = ".debug_aranges", [X_TEXT] = ".text",
     [X_DATA] = ".data", [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab",
-    [X_NOTE] = ".note.gnu.build-id",
+    [X_NOTE] = ".note.gnu.build-id", [G_EH] = ".eh_frame", [G_EHDR] = ".eh_frame_hdr",
 };
 
 /* Section header order in the file: index 0 is SHN_UNDEF, .text is 1 (symbols refer to it);
@@ -30,7 +31,7 @@ static const char *const sec_name[X_MAX] = {
  * reads no symbol of the file at all. */
 static const int shdr_order[X_MAX] = { X_TEXT, X_DATA, G_SYMTAB, G_STRTAB, X_SHSTRTAB, X_NOTE,
                                        G_FRAME, G_INFO, X_ABBREV, G_LINE, G_STR, G_RANGES,
-                                       G_ARANGES };
+                                       G_ARANGES, G_EHDR, G_EH };
 
 #define DATA_SIZE 16
 
@@ -54,6 +55,8 @@ static struct jh__buf *sec(struct jh__elfg *g, int i)
     case G_LINE: return &g->dw.line;
     case G_STR: return &g->dw.str;
     case G_ARANGES: return &g->aranges;
+    case G_EH: return &g->eh;
+    case G_EHDR: return &g->ehdr;
     default: return &g->dw.ranges;
     }
 }
@@ -72,6 +75,7 @@ static bool present(const struct jh__elfg *g, int sec)
     switch (sec) {
     case X_DATA: return g->s.rw_addr != 0;
     case G_FRAME: return g->nfde != 0;
+    case G_EH: case G_EHDR: return g->neh != 0;
     case G_INFO: case X_ABBREV: case G_LINE: case G_STR: case G_RANGES: case G_ARANGES:
         return g->dw.info.len != 0;
     default: return true;
@@ -97,7 +101,18 @@ static uint32_t shndx(const struct jh__elfg *g, int sec)
     return 0;
 }
 
-static size_t nphdrs(const struct jh__elfg *g) { return g->s.rw_addr ? 3 : 2; }
+/* PT_LOAD (text), [PT_LOAD (data)], PT_NOTE, [PT_GNU_EH_FRAME] */
+static size_t nphdrs(const struct jh__elfg *g)
+{
+    return 2 + (g->s.rw_addr != 0) + (g->neh != 0);
+}
+
+/* The address a file offset has by the window's rule (off_of backwards): where .eh_frame
+ * and .eh_frame_hdr say they are. */
+static uint64_t addr_of(const struct jh__elfg *g, uint64_t off)
+{
+    return g->s.anchor_addr + (off - g->s.anchor_off);
+}
 static size_t hdr_len(const struct jh__elfg *g)
 {
     return sizeof(Elf64_Ehdr) + nphdrs(g) * sizeof(Elf64_Phdr);
@@ -155,10 +170,18 @@ static void build_hdr(struct jh__elfg *g)
     }
     Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = g->s.meta_off,
                         .p_filesz = JH__BUILD_ID_NOTE_SIZE, .p_align = 4 };
+    size_t nload = 1 + (g->s.rw_addr != 0);
     memset(g->hdr, 0, sizeof g->hdr);
     memcpy(g->hdr, &eh, sizeof eh);
-    memcpy(g->hdr + sizeof eh, ph, (nphdrs(g) - 1) * sizeof ph[0]);
-    memcpy(g->hdr + sizeof eh + (nphdrs(g) - 1) * sizeof ph[0], &note, sizeof note);
+    memcpy(g->hdr + sizeof eh, ph, nload * sizeof ph[0]);
+    memcpy(g->hdr + sizeof eh + nload * sizeof ph[0], &note, sizeof note);
+    if (g->neh) {
+        const struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
+        Elf64_Phdr ehp = { .p_type = PT_GNU_EH_FRAME, .p_flags = PF_R, .p_offset = c->off,
+                           .p_vaddr = addr_of(g, c->off), .p_paddr = addr_of(g, c->off),
+                           .p_filesz = g->ehdr.len, .p_memsz = g->ehdr.len, .p_align = 4 };
+        memcpy(g->hdr + sizeof eh + (nload + 1) * sizeof ph[0], &ehp, sizeof ehp);
+    }
 }
 
 /* The meta page: section headers, then .shstrtab and .debug_abbrev after them. */
@@ -237,6 +260,11 @@ static int build_meta(struct jh__elfg *g)
         case G_FRAME:
             sh.sh_addralign = 8;
             break;
+        case G_EH: case G_EHDR:
+            sh.sh_flags = SHF_ALLOC;
+            sh.sh_addr = addr_of(g, g->chunk[i].off);
+            sh.sh_addralign = i == G_EH ? 8 : 4;
+            break;
         case G_STR:
             sh.sh_flags = SHF_MERGE | SHF_STRINGS;
             sh.sh_entsize = 1;
@@ -268,6 +296,8 @@ static void place(struct jh__elfg *g)
         c->synced = 0;
         g->end += cap;
         g->meta_dirty = true;
+        if (i == G_EH || i == G_EHDR)
+            g->ehdr_from = 0;           /* the table is relative to both addresses */
     }
 }
 
@@ -291,6 +321,8 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
     jh__buf_put(&g->symtab, &null, sizeof null);
     jh__buf_u8(&g->strtab, 0);
     jh__cfi_debug_frame_cie(&g->frame, g->s.arch);
+    g->eh_cie[0] = g->eh_cie[1] = SIZE_MAX;
+    g->ehdr_from = SIZE_MAX;
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
         if (sec(g, i)->err) {
             err = sec(g, i)->err;
@@ -319,6 +351,9 @@ void jh__elfg_free(struct jh__elfg *g)
     jh__buf_free(&g->symtab);
     jh__buf_free(&g->strtab);
     jh__buf_free(&g->aranges);
+    jh__buf_free(&g->eh);
+    jh__buf_free(&g->ehdr);
+    free(g->ehidx);
     jh__buf_free(&g->meta);
     memset(g, 0, sizeof *g);
 }
@@ -342,6 +377,60 @@ void jh__elfg_code(struct jh__elfg *g, uint64_t addr, const void *p, size_t len)
         return;
     jh__bid_bytes(&g->bid, addr, p, len);
     build_note(g);
+}
+
+/* Where an FDE for code at pc goes in the sorted table. */
+static size_t eh_slot(const struct jh__elfg *g, uint64_t pc)
+{
+    size_t lo = 0, hi = g->neh;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->ehidx[mid].pc < pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int eh_reserve(struct jh__elfg *g)
+{
+    size_t cap = g->capeh ? 2 * g->capeh : 64;
+    struct jh__cfi_index *p = realloc(g->ehidx, cap * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    g->ehidx = p;
+    g->capeh = cap;
+    return 0;
+}
+
+/* Bring .eh_frame_hdr up to date from entry ehdr_from on (fmt/cfi_hdr.c builds it) and say
+ * which of its bytes the file lacks: from ehdr_from's entry on, and the head (the count). */
+static int build_eh_hdr(struct jh__elfg *g, bool *head)
+{
+    *head = false;
+    if (!g->neh || g->ehdr_from == SIZE_MAX)
+        return 0;
+    struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
+    size_t want = g->ehdr.len;
+    g->ehdr.len = 0;
+    int err = jh__cfi_eh_frame_hdr(&g->ehdr, addr_of(g, c->off), addr_of(g, g->chunk[G_EH].off),
+                                   g->ehidx, g->neh);
+    if (!err && g->ehdr.len != want)
+        err = -EPROTO;
+    if (err) {
+        g->ehdr.len = want;
+        g->ehdr.err = 0;
+        return err;
+    }
+    size_t from = jh__cfi_eh_frame_hdr_size(g->ehdr_from);
+    if (c->synced > from)
+        c->synced = from;
+    *head = c->synced > 12;
+    g->ehdr_from = SIZE_MAX;
+    build_hdr(g);                       /* PT_GNU_EH_FRAME's size */
+    g->hdr_dirty = true;
+    return 0;
 }
 
 int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
@@ -368,6 +457,23 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
         fde = jh__cfi_debug_frame_fde(&g->frame, g->s.arch, 0, f);
         err = fde < 0 ? fde : 0;
     }
+    size_t cie_was[2] = { g->eh_cie[0], g->eh_cie[1] }, at = 0, fde_at = 0;
+    int ehn = 0;
+    bool replace = false;           /* code at a start already described: the new FDE wins */
+    if (!err && fde > 0 && !g->s.no_eh_frame) {
+        at = eh_slot(g, f->start);
+        if (g->neh == g->capeh && eh_reserve(g))
+            err = -ENOMEM;
+        if (!err) {
+            ehn = jh__cfi_eh_frame_grow(&g->eh, g->s.arch, g->eh_cie, f, &fde_at);
+            err = ehn < 0 ? ehn : 0;
+        }
+        replace = !err && ehn && at < g->neh && g->ehidx[at].pc == f->start;
+        if (!err && ehn && !replace)
+            jh__buf_zeros(&g->ehdr, 8);     /* its table entry: built in jh__elfg_spans */
+        if (!err)
+            err = g->ehdr.err;
+    }
     size_t cu = g->dw.info.len;
     if (!err)
         err = jh__dwarf_add(&g->dw, f);
@@ -389,10 +495,23 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
             sec(g, i)->err = 0;
             sec(g, i)->len = lens[i];
         }
+        g->eh_cie[0] = cie_was[0];
+        g->eh_cie[1] = cie_was[1];
         return err;
     }
     g->nsyms++;
     g->nfde += fde > 0;
+    if (ehn > 0) {
+        if (!g->neh)
+            jh__buf_zeros(&g->ehdr, 12);    /* the head, there from the first FDE on */
+        if (!replace) {
+            memmove(&g->ehidx[at + 1], &g->ehidx[at], (g->neh - at) * sizeof *g->ehidx);
+            g->neh++;
+        }
+        g->ehidx[at] = (struct jh__cfi_index){ .pc = f->start, .size = f->size, .off = fde_at };
+        if (at < g->ehdr_from)
+            g->ehdr_from = at;
+    }
     if (!g->s.no_build_id) {
         jh__bid_func(&g->bid, f);
         build_note(g);
@@ -409,9 +528,14 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
 int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
 {
     int n = 0;
-    int err = g->meta_dirty ? build_meta(g) : 0;
+    bool head;
+    int err = build_eh_hdr(g, &head);
+    if (!err && g->meta_dirty)
+        err = build_meta(g);
     if (err)
         return err;
+    if (head)
+        v[n++] = (struct jh__elfg_span){ .off = g->chunk[G_EHDR].off, .p = g->ehdr.p, .len = 12 };
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
         const struct jh__elfg_chunk *c = &g->chunk[i];
         if (sec(g, i)->len > c->synced)

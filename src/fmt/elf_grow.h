@@ -19,14 +19,25 @@
  *                every change anyway), the section headers, .shstrtab, .debug_abbrev
  *   +1 page      with rw_addr: one page holding .data, the R+W segment
  *   then         a chunk per growing section (.symtab, .strtab, .debug_frame, .debug_info,
- *                .debug_line, .debug_str, .debug_ranges) with room to grow; a section that
+ *                .debug_line, .debug_str, .debug_ranges, .debug_aranges, .eh_frame,
+ *                .eh_frame_hdr) with room to grow; a section that
  *                outgrows its chunk moves to a new one twice its size at the end of the file
  *                (the old chunk becomes garbage the caller may punch out: jh__elfg_freed).
  * Sections: .text (PROGBITS, the window), [.data], .debug_frame (unwinding with absolute
- * addresses: nothing has to map it; perf and valgrind read it from the file), the DWARF of
+ * addresses: nothing has to map it; perf and valgrind read it from the file), .eh_frame and
+ * .eh_frame_hdr with a PT_GNU_EH_FRAME (what unwinders of binaries read: libunwind in perf
+ * --call-graph dwarf, libdw, eBPF profilers; unless spec.no_eh_frame), the DWARF of
  * fmt/dwarf.h with one compile unit per function and its .debug_aranges set (elfutils
  * before 0.191 finds a line's compile unit only through .debug_aranges), .symtab (one sized global STT_FUNC per
  * function), .strtab, .shstrtab.
+ *
+ * .eh_frame and .eh_frame_hdr have the addresses the same rule gives their file offsets
+ * (past the window: no PT_LOAD covers them, nothing maps them; readers take them from the
+ * file, and libdw converts PT_GNU_EH_FRAME's pointers to offsets by that rule). The
+ * .eh_frame's pointers are absolute (fmt/cfi.h, jh__cfi_eh_frame_grow), so it grows by
+ * appending and moves by copying; the .eh_frame_hdr's binary-search table (relative to its
+ * own address, sorted by pc) is rebuilt from the first entry a new function moved, in
+ * memory, and written from there (its 12-byte head, which holds the count, on its own).
  *
  * Why the fixed address-to-offset rule: perf merges samples into one row per symbol by
  * (image file name, symbol start as a file offset, size); an image built again for the same
@@ -50,6 +61,7 @@
 
 struct jh__arch;
 struct jh__func;
+struct jh__cfi_index;
 
 struct jh__elfg_spec {
     const struct jh__arch *arch;    /* the code's (fmt/arch.h); NULL: the host's */
@@ -62,10 +74,13 @@ struct jh__elfg_spec {
     size_t page_size;           /* 0: 4096 */
     const char *producer;       /* DW_AT_producer (NULL: "jitherald") */
     bool no_build_id;           /* leave the note's id at zero (a benchmark's baseline) */
+    bool no_eh_frame;           /* no .eh_frame/.eh_frame_hdr (elfmap under valgrind, and
+                                   a test's control) */
 };
 
-enum { JH__ELFG_NGROW = 8 };    /* .symtab .strtab .debug_frame .debug_info .debug_line
-                                   .debug_str .debug_ranges .debug_aranges */
+enum { JH__ELFG_NGROW = 10 };   /* .symtab .strtab .debug_frame .debug_info .debug_line
+                                   .debug_str .debug_ranges .debug_aranges .eh_frame
+                                   .eh_frame_hdr */
 
 struct jh__elfg_chunk {
     uint64_t off, cap;          /* where the section lives in the file, and its room */
@@ -77,6 +92,13 @@ struct jh__elfg {
     struct jh__elfg_spec s;
     struct jh__dwarf dw;
     struct jh__buf frame, symtab, strtab, aranges;
+    struct jh__buf eh, ehdr;    /* .eh_frame; .eh_frame_hdr as last built (its length always
+                                   12 + 8 * neh) */
+    struct jh__cfi_index *ehidx;    /* the FDEs of .eh_frame, ascending pc */
+    size_t neh, capeh;
+    size_t eh_cie[2];           /* fmt/cfi.h, jh__cfi_eh_frame_grow */
+    size_t ehdr_from;           /* .eh_frame_hdr entries from this one on need building
+                                   (SIZE_MAX: none) */
     struct jh__elfg_chunk chunk[JH__ELFG_NGROW];
     uint64_t end;               /* end of the last chunk: the file's size */
     uint64_t end_synced;        /* the file's size as last written */
@@ -84,7 +106,7 @@ struct jh__elfg {
     size_t nfde;                /* of which with unwind info */
     bool hdr_dirty, meta_dirty, data_dirty;
     struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
-    uint8_t hdr[64 + 3 * 56];   /* ELF header + program headers */
+    uint8_t hdr[64 + 4 * 56];   /* ELF header + program headers */
     struct jh__buf meta;        /* the meta page as last built */
 };
 
@@ -94,7 +116,7 @@ struct jh__elfg_span {
     const void *p;
     size_t len;
 };
-#define JH__ELFG_MAXSPANS (JH__ELFG_NGROW + 4)
+#define JH__ELFG_MAXSPANS (JH__ELFG_NGROW + 5)
 
 /* Start an image with no function. g is overwritten. 0, -EINVAL (bad spec), -ENOMEM. */
 int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s);
@@ -111,7 +133,8 @@ int jh__elfg_set_text(struct jh__elfg *g, uint64_t lo, uint64_t hi);
 
 /*
  * Append f (inside the window; overlaps with functions already in are the caller's
- * business): its symbol, compile unit and FDE. 0, -EINVAL (outside the window, bad unwind
+ * business; in .eh_frame_hdr, the last function added at a start is the one found): its
+ * symbol, compile unit and FDEs (.debug_frame and .eh_frame). 0, -EINVAL (outside the window, bad unwind
  * description), -ENOMEM, -E2BIG. On error the image is as it was.
  */
 int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f);

@@ -109,6 +109,47 @@ static void decoders(const char *path, int nfns)
     free(o);
 }
 
+/* The .eh_frame_hdr search table as elfutils decodes it: n entries, ascending, the i-th at
+ * the file offset of want[i] (the code's address, through the window's rule) and pointing
+ * at an FDE that readelf decodes with that function's range. */
+static void eh_table(const char *path, const uint64_t *want, const uint64_t *size, int n)
+{
+    char cmd[512], line[256];
+    snprintf(cmd, sizeof cmd, "eu-readelf --debug-dump=frames %s 2>&1", path);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    int k = -1;
+    unsigned long long prev = 0, off, fde;
+    unsigned long long pcrel;
+    while (p && fgets(line, sizeof line, p)) {
+        if (strstr(line, "fde_count:"))
+            CHECK_EQ(strtol(strchr(line, ':') + 1, NULL, 0), n);
+        else if (strstr(line, " Table:"))
+            k = 0;
+        else if (k >= 0 && k < n &&
+                 sscanf(line, " %llx (offset: %llx) -> %llx", &pcrel, &off, &fde) == 3) {
+            CHECK(k == 0 || off > prev);
+            CHECK_EQ(off, PG + (want[k] - ANCHOR));
+            prev = off;
+            k++;
+        }
+    }
+    CHECK(p && pclose(p) == 0);
+    CHECK_EQ(k, n);
+    snprintf(cmd, sizeof cmd, "readelf -W -l --debug-dump=frames %s 2>&1", path);
+    int rc;
+    char *o = capture(cmd, &rc);
+    CHECK(o && !strstr(o, "Warning") && !strstr(o, "Error"));
+    expect(o, "GNU_EH_FRAME ");
+    expect(o, "Contents of the .eh_frame section");
+    for (int i = 0; i < n; i += n > 10 ? 97 : 1) {
+        snprintf(line, sizeof line, "pc=%016llx..%016llx", (unsigned long long)want[i],
+                 (unsigned long long)(want[i] + size[i]));
+        expect(o, line);
+    }
+    free(o);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir))
@@ -172,6 +213,12 @@ int main(void)
     sync_file(&g, fd);
     CHECK(g.chunk[0].off != first_symtab);
     decoders(path, 1000);
+    static uint64_t pcs[1000], sizes[1000];
+    for (int i = 0; i < 1000; i++) {
+        pcs[i] = f[i].start;
+        sizes[i] = f[i].size;
+    }
+    eh_table(path, pcs, sizes, 1000);
 
     /* perf's view: symbol start as a file offset = off(address), through the PT_LOAD */
     char cmd[512];
@@ -217,6 +264,55 @@ int main(void)
     CHECK_EQ(jh__elfg_add(&g, &framed), 0);
     sync_file(&g, fd);
     decoders(path, 3);
+    jh__elfg_free(&g);
+    close(fd);
+
+    /* .eh_frame_hdr stays sorted whatever the order functions come in, written through
+     * the spans (a sync after each, after some, at the end); code added again at a start
+     * already described replaces that entry; functions without unwind info get none */
+    snprintf(path, sizeof path, "%s/shuffled.elf", tmpdir);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK_EQ(jh__elfg_init(&g, &s), 0);
+    CHECK_EQ(pwrite(fd, code, sizeof code, PG), (ssize_t)sizeof code);
+    int order[200], nin = 0;
+    for (int i = 0; i < 200; i++)
+        order[i] = (i * 73 + 11) % 200;         /* 73 is prime to 200: a permutation */
+    for (int i = 0; i < 200; i++) {
+        struct jh__func h = f[order[i]];
+        h.unwind = order[i] % 7 == 3 ? JH_UNWIND_NONE : h.unwind;
+        CHECK_EQ(jh__elfg_add(&g, &h), 0);
+        if (i < 20 || i % 37 == 0)
+            sync_file(&g, fd);
+    }
+    struct jh__func again = f[5];
+    again.size = 24;
+    CHECK_EQ(jh__elfg_add(&g, &again), 0);
+    sync_file(&g, fd);
+    for (int i = 0; i < 200; i++) {
+        if (i % 7 == 3)
+            continue;
+        pcs[nin] = f[i].start;
+        sizes[nin++] = i == 5 ? 24 : f[i].size;
+    }
+    eh_table(path, pcs, sizes, nin);
+    jh__elfg_free(&g);
+    close(fd);
+
+    /* without .eh_frame (spec.no_eh_frame): .debug_frame only, no PT_GNU_EH_FRAME */
+    snprintf(path, sizeof path, "%s/no_eh.elf", tmpdir);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    struct jh__elfg_spec noeh = s;
+    noeh.no_eh_frame = true;
+    CHECK_EQ(jh__elfg_init(&g, &noeh), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(jh__elfg_add(&g, &f[i]), 0);
+    sync_file(&g, fd);
+    decoders(path, 3);
+    snprintf(cmd, sizeof cmd, "readelf -W -l -S %s 2>&1", path);
+    o = capture(cmd, &rc);
+    CHECK(o && !strstr(o, "eh_frame") && !strstr(o, "EH_FRAME"));
+    expect(o, ".debug_frame");
+    free(o);
     jh__elfg_free(&g);
     close(fd);
 
