@@ -68,6 +68,9 @@ struct region {
     bool frozen;                /* a fork child maps this file: its code bytes stay as they are */
     bool foreign;               /* (in a fork child) the parent's file: never written to */
     void *rw;                   /* under valgrind: the R+W mapping, one page */
+    uintptr_t eh_at[2];         /* .eh_frame_hdr's and .eh_frame's chunks mapped read-only at
+                                   their addresses (jh__em_map_eh); 0: none */
+    size_t eh_len[2];
     dev_t dev;
     ino_t ino;
 };
@@ -92,7 +95,7 @@ struct kept_file {
 
 /* One-time reports. */
 enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE, R_SEALED,
-       R_BTI };
+       R_BTI, R_EH };
 
 struct elfmap {
     const struct jh__chan_env *env;
@@ -256,6 +259,12 @@ int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uin
 void jh__em_unswap(struct elfmap *m, uintptr_t lo, uintptr_t hi);
 /* Under valgrind: the image's R+W page of fd (at off) at rw. 0, or 1 (reported). */
 int jh__em_map_rw(struct elfmap *m, void *rw, int fd, const char *path, uint64_t off);
+/* Map r's .eh_frame_hdr and .eh_frame (of img, in file fd) where the image says they are,
+ * for perf --call-graph dwarf; fresh: fd is another file than the one mapped there before.
+ * A failure is reported once and costs only that. jh__em_unmap_eh undoes it. */
+void jh__em_map_eh(struct elfmap *m, struct region *r, const struct jh__elfg *img, int fd,
+                   const char *path, bool fresh);
+void jh__em_unmap_eh(struct region *r);
 /* Under valgrind: a page for an image's R+W segment, reserved (NULL: none left, reported);
  * given back at retirement; all of them freed at close. */
 void *jh__em_rw_get(struct elfmap *m);

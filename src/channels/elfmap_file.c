@@ -360,6 +360,58 @@ int jh__em_map_rw(struct elfmap *m, void *rw, int fd, const char *path, uint64_t
 }
 
 /*
+ * perf --call-graph dwarf unwinds with libunwind, which reads a mapping's .eh_frame_hdr and
+ * .eh_frame through the process's memory as perf recorded it (its mmap events, then the
+ * file at the mapping's offset), at the addresses the section headers give, not from the
+ * file alone: without a mapping there, "unwind: no map for ADDR" and the chain stops in the
+ * first JIT frame. Those addresses lie past the window and its 64 MiB gap (fmt/elf_grow.h):
+ * each chunk is mapped read-only there, never over anything (MAP_FIXED_NOREPLACE), and
+ * replaced only where we mapped it before. The pages read the file's page cache, so the
+ * sections' growth shows without a new mapping until a chunk moves.
+ */
+void jh__em_map_eh(struct elfmap *m, struct region *r, const struct jh__elfg *img, int fd,
+                   const char *path, bool fresh)
+{
+    for (int k = 0; k < 2; k++) {
+        uint64_t addr, off, len;
+        if (!jh__elfg_eh_chunk(img, k, &addr, &off, &len) || addr > UINTPTR_MAX - len)
+            continue;
+        bool same = r->eh_at[k] == addr && r->eh_len[k] == len;
+        if (same && !fresh)
+            continue;
+        if (r->eh_at[k] && !same) {
+            munmap((void *)r->eh_at[k], r->eh_len[k]);
+            r->eh_at[k] = 0;
+        }
+        int how = same ? MAP_FIXED : MAP_FIXED_NOREPLACE;
+        void *p = mmap((void *)(uintptr_t)addr, len, PROT_READ, MAP_PRIVATE | how, fd, (off_t)off);
+        if (p != MAP_FAILED && p != (void *)(uintptr_t)addr) {
+            munmap(p, len);             /* a kernel that took the address as a hint */
+            p = MAP_FAILED;
+            errno = EEXIST;
+        }
+        if (p == MAP_FAILED) {
+            r->eh_at[k] = 0;
+            jh__em_report_once(m, R_EH, "cannot map the unwind tables of %s at %#llx: %s "
+                               "(perf --call-graph dwarf stops at its code)", path,
+                               (unsigned long long)addr, strerror(errno));
+            continue;
+        }
+        r->eh_at[k] = (uintptr_t)addr;
+        r->eh_len[k] = len;
+    }
+}
+
+void jh__em_unmap_eh(struct region *r)
+{
+    for (int k = 0; k < 2; k++) {
+        if (r->eh_at[k])
+            munmap((void *)r->eh_at[k], r->eh_len[k]);
+        r->eh_at[k] = 0;
+    }
+}
+
+/*
  * The R+W pages come from reservations of 1024 pages, kept until close. Valgrind remembers
  * every mapping it saw of an object, also after it is gone, and drops the symbols of any
  * object one of whose remembered mappings overlaps an image it reads (debuginfo.c,

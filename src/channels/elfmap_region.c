@@ -249,6 +249,8 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     nr.ntombs = 0;
     nr.frozen = nr.foreign = false;
     *r = nr;
+    if (res >= 0)
+        jh__em_map_eh(m, r, &r->img, fd, path, true);
     if (!r->path) {
         res = res < 0 ? res : -ENOMEM;
     }
@@ -427,6 +429,8 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
     } else if (!res && (err = jh__em_sync(&r->img, fd))) {
         return err;
     }
+    if (!res)
+        jh__em_map_eh(m, r, &r->img, fd, r->path, false);
     if (res) {
         m->fallbacks += res > 0;
         return res;
@@ -507,6 +511,7 @@ void jh__em_region_unswap_all(struct elfmap *m, struct region *r)
 
 void jh__em_region_retire(struct elfmap *m, struct region *r)
 {
+    jh__em_unmap_eh(r);
     jh__em_rw_put(m, r->rw);
     drop_file(m, r);
     free(r->mapped);

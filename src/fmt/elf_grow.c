@@ -101,10 +101,15 @@ static uint32_t shndx(const struct jh__elfg *g, int sec)
     return 0;
 }
 
-/* PT_LOAD (text), [PT_LOAD (data)], PT_NOTE, [PT_GNU_EH_FRAME] */
+/* [PT_LOAD (headers)], PT_LOAD (text), [PT_LOAD (data)], PT_NOTE, [PT_GNU_EH_FRAME] */
+static bool base_load(const struct jh__elfg *g)
+{
+    return g->neh && g->s.anchor_addr >= g->s.anchor_off;
+}
+
 static size_t nphdrs(const struct jh__elfg *g)
 {
-    return 2 + (g->s.rw_addr != 0) + (g->neh != 0);
+    return 2 + (g->s.rw_addr != 0) + (g->neh != 0) + base_load(g);
 }
 
 /* The address a file offset has by the window's rule (off_of backwards): where .eh_frame
@@ -170,17 +175,32 @@ static void build_hdr(struct jh__elfg *g)
     }
     Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = g->s.meta_off,
                         .p_filesz = JH__BUILD_ID_NOTE_SIZE, .p_align = 4 };
-    size_t nload = 1 + (g->s.rw_addr != 0);
     memset(g->hdr, 0, sizeof g->hdr);
     memcpy(g->hdr, &eh, sizeof eh);
-    memcpy(g->hdr + sizeof eh, ph, nload * sizeof ph[0]);
-    memcpy(g->hdr + sizeof eh + nload * sizeof ph[0], &note, sizeof note);
+    uint8_t *at = g->hdr + sizeof eh;
+    if (base_load(g)) {
+        /* perf's libunwind (unwind-libunwind-local.c) places .eh_frame_hdr at the lowest
+         * start - offset of the file's mappings, minus the first PT_LOAD's address, plus
+         * the section's address: it takes the first PT_LOAD to begin at offset 0, as a
+         * linker's does. This one says where offset 0 is by the window's rule (nothing is
+         * mapped there: the headers are read from the file). */
+        Elf64_Phdr base = { .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = 0,
+                            .p_vaddr = addr_of(g, 0), .p_paddr = addr_of(g, 0),
+                            .p_filesz = pg, .p_memsz = pg, .p_align = pg };
+        memcpy(at, &base, sizeof base);
+        at += sizeof base;
+    }
+    size_t nload = 1 + (g->s.rw_addr != 0);
+    memcpy(at, ph, nload * sizeof ph[0]);
+    at += nload * sizeof ph[0];
+    memcpy(at, &note, sizeof note);
+    at += sizeof note;
     if (g->neh) {
         const struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
         Elf64_Phdr ehp = { .p_type = PT_GNU_EH_FRAME, .p_flags = PF_R, .p_offset = c->off,
                            .p_vaddr = addr_of(g, c->off), .p_paddr = addr_of(g, c->off),
                            .p_filesz = g->ehdr.len, .p_memsz = g->ehdr.len, .p_align = 4 };
-        memcpy(g->hdr + sizeof eh + (nload + 1) * sizeof ph[0], &ehp, sizeof ehp);
+        memcpy(at, &ehp, sizeof ehp);
     }
 }
 
@@ -583,4 +603,16 @@ void jh__elfg_all_dirty(struct jh__elfg *g)
         g->chunk[i].synced = 0;
     g->hdr_dirty = g->meta_dirty = true;
     g->data_dirty = g->s.rw_addr != 0;
+}
+
+bool jh__elfg_eh_chunk(const struct jh__elfg *g, int k, uint64_t *addr, uint64_t *off,
+                       uint64_t *len)
+{
+    if (!g->neh || k < 0 || k > 1)
+        return false;
+    const struct jh__elfg_chunk *c = &g->chunk[k ? G_EH : G_EHDR];
+    *addr = addr_of(g, c->off);
+    *off = c->off;
+    *len = c->cap;
+    return true;
 }

@@ -106,7 +106,7 @@ struct jh__elfg {
     size_t nfde;                /* of which with unwind info */
     bool hdr_dirty, meta_dirty, data_dirty;
     struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
-    uint8_t hdr[64 + 4 * 56];   /* ELF header + program headers */
+    uint8_t hdr[64 + 5 * 56];   /* ELF header + program headers */
     struct jh__buf meta;        /* the meta page as last built */
 };
 
@@ -151,6 +151,13 @@ void jh__elfg_synced(struct jh__elfg *g);
 /* The file ranges sections moved out of since the last jh__elfg_synced (their old chunks:
  * garbage the caller may punch out of the file). Returns how many went into v (p NULL). */
 int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v);
+
+/* Where .eh_frame_hdr (k = 0) and .eh_frame (k = 1) lie: their chunks, whole pages, at the
+ * addresses the section headers give them. A reader that takes them through the process's
+ * memory (perf's libunwind: "unwind: no map for ADDR" otherwise) needs them mapped there.
+ * false when the image has none. */
+bool jh__elfg_eh_chunk(const struct jh__elfg *g, int k, uint64_t *addr, uint64_t *off,
+                       uint64_t *len);
 
 /* All spans as they would be for a new file (everything dirty again): for a copy. */
 void jh__elfg_all_dirty(struct jh__elfg *g);
