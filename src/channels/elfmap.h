@@ -68,9 +68,10 @@ struct region {
     bool frozen;                /* a fork child maps this file: its code bytes stay as they are */
     bool foreign;               /* (in a fork child) the parent's file: never written to */
     void *rw;                   /* under valgrind: the R+W mapping, one page */
-    uintptr_t eh_at[2];         /* .eh_frame_hdr's and .eh_frame's chunks mapped read-only at
-                                   their addresses (jh__em_map_eh); 0: none */
-    size_t eh_len[2];
+    uintptr_t eh_at[3];         /* .eh_frame_hdr's and .eh_frame's chunks and the header
+                                   page, mapped read-only at their addresses (jh__em_map_eh);
+                                   0: none */
+    size_t eh_len[3];
     dev_t dev;
     ino_t ino;
 };

@@ -367,12 +367,14 @@ int jh__em_map_rw(struct elfmap *m, void *rw, int fd, const char *path, uint64_t
  * first JIT frame. Those addresses lie past the window and its 64 MiB gap (fmt/elf_grow.h):
  * each chunk is mapped read-only there, never over anything (MAP_FIXED_NOREPLACE), and
  * replaced only where we mapped it before. The pages read the file's page cache, so the
- * sections' growth shows without a new mapping until a chunk moves.
+ * sections' growth shows without a new mapping until a chunk moves. The file's first page
+ * goes below the window, where its first PT_LOAD says: libdw (eu-stack) takes a file's
+ * lowest mapping for its first PT_LOAD, and names nothing in it otherwise.
  */
 void jh__em_map_eh(struct elfmap *m, struct region *r, const struct jh__elfg *img, int fd,
                    const char *path, bool fresh)
 {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         uint64_t addr, off, len;
         if (!jh__elfg_eh_chunk(img, k, &addr, &off, &len) || addr > UINTPTR_MAX - len)
             continue;
@@ -404,7 +406,7 @@ void jh__em_map_eh(struct elfmap *m, struct region *r, const struct jh__elfg *im
 
 void jh__em_unmap_eh(struct region *r)
 {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         if (r->eh_at[k])
             munmap((void *)r->eh_at[k], r->eh_len[k]);
         r->eh_at[k] = 0;

@@ -179,11 +179,12 @@ static void build_hdr(struct jh__elfg *g)
     memcpy(g->hdr, &eh, sizeof eh);
     uint8_t *at = g->hdr + sizeof eh;
     if (base_load(g)) {
-        /* perf's libunwind (unwind-libunwind-local.c) places .eh_frame_hdr at the lowest
-         * start - offset of the file's mappings, minus the first PT_LOAD's address, plus
-         * the section's address: it takes the first PT_LOAD to begin at offset 0, as a
-         * linker's does. This one says where offset 0 is by the window's rule (nothing is
-         * mapped there: the headers are read from the file). */
+        /* Measured with perf 6.1 (libunwind): it looks for .eh_frame_hdr at the section's
+         * address plus the lowest (start - file offset) of the file's mappings minus the
+         * first PT_LOAD's address: it takes the first PT_LOAD to begin at offset 0, as a
+         * linker's does. libdw takes the lowest mapping of the file for the first PT_LOAD.
+         * So this one covers the header page, at the address the window's rule gives
+         * offset 0, and elfmap maps that page there (jh__elfg_eh_chunk, k = 2). */
         Elf64_Phdr base = { .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = 0,
                             .p_vaddr = addr_of(g, 0), .p_paddr = addr_of(g, 0),
                             .p_filesz = pg, .p_memsz = pg, .p_align = pg };
@@ -608,6 +609,12 @@ void jh__elfg_all_dirty(struct jh__elfg *g)
 bool jh__elfg_eh_chunk(const struct jh__elfg *g, int k, uint64_t *addr, uint64_t *off,
                        uint64_t *len)
 {
+    if (k == 2 && base_load(g)) {
+        *addr = addr_of(g, 0);
+        *off = 0;
+        *len = page_of(g);
+        return true;
+    }
     if (!g->neh || k < 0 || k > 1)
         return false;
     const struct jh__elfg_chunk *c = &g->chunk[k ? G_EH : G_EHDR];

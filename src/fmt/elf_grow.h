@@ -153,9 +153,11 @@ void jh__elfg_synced(struct jh__elfg *g);
 int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v);
 
 /* Where .eh_frame_hdr (k = 0) and .eh_frame (k = 1) lie: their chunks, whole pages, at the
- * addresses the section headers give them. A reader that takes them through the process's
- * memory (perf's libunwind: "unwind: no map for ADDR" otherwise) needs them mapped there.
- * false when the image has none. */
+ * addresses the section headers give them; k = 2: the file's first page, at the address of
+ * the first PT_LOAD. Readers that take them through the process's memory need them mapped
+ * there (perf's libunwind reads the sections so: "unwind: no map for ADDR" otherwise; libdw
+ * takes the lowest mapping of a file, in /proc/PID/maps, for its first PT_LOAD). false
+ * when the image has none (no .eh_frame). */
 bool jh__elfg_eh_chunk(const struct jh__elfg *g, int k, uint64_t *addr, uint64_t *off,
                        uint64_t *len);
 
