@@ -137,6 +137,12 @@ size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
  */
 int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
                          const struct jh__cfi_index *idx, size_t nfde);
+/* The same, rewritten in place in the header b holds at offset at (sized for nfde entries):
+ * its 12-byte head and the table's entries from `from` on (a table that grows by inserting
+ * keeps the entries before the first one that moved). Same results; b as it was on error. */
+int jh__cfi_eh_frame_hdr_from(struct jh__buf *b, size_t at, uint64_t hdr_addr,
+                              uint64_t eh_addr, const struct jh__cfi_index *idx, size_t nfde,
+                              size_t from);
 
 /*
  * .debug_frame, for an image read from a file and never mapped (the elfmap channel's): the

@@ -200,7 +200,7 @@ static void build_hdr(struct jh__elfg *g)
         const struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
         Elf64_Phdr ehp = { .p_type = PT_GNU_EH_FRAME, .p_flags = PF_R, .p_offset = c->off,
                            .p_vaddr = addr_of(g, c->off), .p_paddr = addr_of(g, c->off),
-                           .p_filesz = g->ehdr.len, .p_memsz = g->ehdr.len, .p_align = 4 };
+                           .p_filesz = c->cap, .p_memsz = c->cap, .p_align = 4 };
         memcpy(at, &ehp, sizeof ehp);
     }
 }
@@ -433,24 +433,22 @@ static int build_eh_hdr(struct jh__elfg *g, bool *head)
     if (!g->neh || g->ehdr_from == SIZE_MAX)
         return 0;
     struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
-    size_t want = g->ehdr.len;
-    g->ehdr.len = 0;
-    int err = jh__cfi_eh_frame_hdr(&g->ehdr, addr_of(g, c->off), addr_of(g, g->chunk[G_EH].off),
-                                   g->ehidx, g->neh);
-    if (!err && g->ehdr.len != want)
-        err = -EPROTO;
-    if (err) {
-        g->ehdr.len = want;
-        g->ehdr.err = 0;
+    int err = jh__cfi_eh_frame_hdr_from(&g->ehdr, 0, addr_of(g, c->off),
+                                        addr_of(g, g->chunk[G_EH].off), g->ehidx, g->neh,
+                                        g->ehdr_from);
+    if (err)
         return err;
-    }
     size_t from = jh__cfi_eh_frame_hdr_size(g->ehdr_from);
     if (c->synced > from)
         c->synced = from;
     *head = c->synced > 12;
     g->ehdr_from = SIZE_MAX;
-    build_hdr(g);                       /* PT_GNU_EH_FRAME's size */
-    g->hdr_dirty = true;
+    /* PT_GNU_EH_FRAME covers the chunk (zeros after the table; readers bound the table by
+     * its count): the program headers change only when the chunk moves */
+    uint8_t was[sizeof g->hdr];
+    memcpy(was, g->hdr, sizeof was);
+    build_hdr(g);
+    g->hdr_dirty |= memcmp(was, g->hdr, sizeof was) != 0;
     return 0;
 }
 
