@@ -101,22 +101,27 @@ static uint32_t shndx(const struct jh__elfg *g, int sec)
     return 0;
 }
 
-/* [PT_LOAD (headers)], PT_LOAD (text), [PT_LOAD (data)], PT_NOTE, [PT_GNU_EH_FRAME] */
-static bool base_load(const struct jh__elfg *g)
+/* The tables' arena (spec.eh_addr): the file's first page and its tables mapped by the
+ * caller in address space of its own; the image then has a PT_LOAD for each. */
+static bool arena(const struct jh__elfg *g)
 {
-    return g->neh && g->s.anchor_addr >= g->s.anchor_off;
+    return g->neh && g->s.eh_addr;
 }
 
+/* PT_LOADs (text, [data], [headers, .eh_frame_hdr, .eh_frame]) in address order, PT_NOTE,
+ * [PT_GNU_EH_FRAME] */
 static size_t nphdrs(const struct jh__elfg *g)
 {
-    return 2 + (g->s.rw_addr != 0) + (g->neh != 0) + base_load(g);
+    return 2 + (g->s.rw_addr != 0) + (g->neh != 0) + 3 * arena(g);
 }
 
-/* The address a file offset has by the window's rule (off_of backwards): where .eh_frame
- * and .eh_frame_hdr say they are. */
+/* The address of file offset off: the window's rule (off_of backwards); in the arena, for
+ * the first page and from meta_off on: where .eh_frame and .eh_frame_hdr say they are. */
 static uint64_t addr_of(const struct jh__elfg *g, uint64_t off)
 {
-    return g->s.anchor_addr + (off - g->s.anchor_off);
+    if (!g->s.eh_addr)
+        return g->s.anchor_addr + (off - g->s.anchor_off);
+    return off < page_of(g) ? g->s.eh_addr + off : g->s.eh_addr + page_of(g) + (off - g->s.meta_off);
 }
 static size_t hdr_len(const struct jh__elfg *g)
 {
@@ -160,40 +165,47 @@ static void build_hdr(struct jh__elfg *g)
     eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = (uint16_t)nsections(g);
     eh.e_shstrndx = (uint16_t)shndx(g, X_SHSTRTAB);
-    Elf64_Phdr ph[2] = {
-        { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = off_of(g, g->s.lo),
-          .p_vaddr = g->s.lo, .p_paddr = g->s.lo, .p_filesz = g->s.hi - g->s.lo,
-          .p_memsz = g->s.hi - g->s.lo, .p_align = pg },
+    uint64_t text = g->load_lo ? g->load_lo : g->s.lo;
+    Elf64_Phdr load[5] = {
+        { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = off_of(g, text),
+          .p_vaddr = text, .p_paddr = text, .p_filesz = g->s.hi - text,
+          .p_memsz = g->s.hi - text, .p_align = pg },
         { .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = g->s.meta_off + pg,
           .p_vaddr = g->s.rw_addr, .p_paddr = g->s.rw_addr, .p_filesz = DATA_SIZE,
           .p_memsz = DATA_SIZE, .p_align = pg },
     };
-    if (g->s.rw_addr && g->s.rw_addr < g->s.lo) {      /* valgrind wants them in address order */
-        Elf64_Phdr t = ph[0];
-        ph[0] = ph[1];
-        ph[1] = t;
+    size_t nload = 1 + (g->s.rw_addr != 0);
+    if (arena(g)) {
+        /* The first page (ELF header, program headers) and the tables' chunks, where the
+         * caller maps them (jh__elfg_eh_chunk). perf 6.1 takes the lowest mapping of the
+         * file for the first PT_LOAD's address, libdw the lowest of the lines of the file
+         * that /proc/PID/maps lists one after the other: docs/elfmap.md. */
+        load[nload++] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = 0,
+            .p_vaddr = addr_of(g, 0), .p_paddr = addr_of(g, 0), .p_filesz = pg, .p_memsz = pg,
+            .p_align = pg };
+        for (int i = G_EH; i <= G_EHDR; i++) {
+            const struct jh__elfg_chunk *c = &g->chunk[i];
+            load[nload++] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R,
+                .p_offset = c->off, .p_vaddr = addr_of(g, c->off),
+                .p_paddr = addr_of(g, c->off), .p_filesz = c->cap, .p_memsz = c->cap,
+                .p_align = pg };
+        }
     }
+    /* in address order, as the ELF spec wants them (valgrind requires it; perf and libdw
+     * take the first for the lowest) */
+    for (size_t i = 1; i < nload; i++)
+        for (size_t k = i; k > 0 && load[k].p_vaddr < load[k - 1].p_vaddr; k--) {
+            Elf64_Phdr t = load[k];
+            load[k] = load[k - 1];
+            load[k - 1] = t;
+        }
     Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = g->s.meta_off,
                         .p_filesz = JH__BUILD_ID_NOTE_SIZE, .p_align = 4 };
     memset(g->hdr, 0, sizeof g->hdr);
     memcpy(g->hdr, &eh, sizeof eh);
     uint8_t *at = g->hdr + sizeof eh;
-    if (base_load(g)) {
-        /* Measured with perf 6.1 (libunwind): it looks for .eh_frame_hdr at the section's
-         * address plus the lowest (start - file offset) of the file's mappings minus the
-         * first PT_LOAD's address: it takes the first PT_LOAD to begin at offset 0, as a
-         * linker's does. libdw takes the lowest mapping of the file for the first PT_LOAD.
-         * So this one covers the header page, at the address the window's rule gives
-         * offset 0, and elfmap maps that page there (jh__elfg_eh_chunk, k = 2). */
-        Elf64_Phdr base = { .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = 0,
-                            .p_vaddr = addr_of(g, 0), .p_paddr = addr_of(g, 0),
-                            .p_filesz = pg, .p_memsz = pg, .p_align = pg };
-        memcpy(at, &base, sizeof base);
-        at += sizeof base;
-    }
-    size_t nload = 1 + (g->s.rw_addr != 0);
-    memcpy(at, ph, nload * sizeof ph[0]);
-    at += nload * sizeof ph[0];
+    memcpy(at, load, nload * sizeof load[0]);
+    at += nload * sizeof load[0];
     memcpy(at, &note, sizeof note);
     at += sizeof note;
     if (g->neh) {
@@ -332,7 +344,7 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
         g->s.arch = JH__ARCH_HOST;
     size_t pg = page_of(g);
     if (pg & (pg - 1) || s->anchor_addr % pg || s->anchor_off % pg || s->anchor_off < pg ||
-        s->meta_off % pg || s->rw_addr % pg || !window_ok(g, s->lo, s->hi))
+        s->meta_off % pg || s->rw_addr % pg || s->eh_addr % pg || !window_ok(g, s->lo, s->hi))
         return -EINVAL;
     struct jh__dwarf_opts dopts = { .producer = s->producer };
     int err = jh__dwarf_begin(&g->dw, &dopts);
@@ -607,17 +619,45 @@ void jh__elfg_all_dirty(struct jh__elfg *g)
 bool jh__elfg_eh_chunk(const struct jh__elfg *g, int k, uint64_t *addr, uint64_t *off,
                        uint64_t *len)
 {
-    if (k == 2 && base_load(g)) {
+    if (!arena(g) || k < 0 || k > 2)
+        return false;
+    if (k == 2) {
         *addr = addr_of(g, 0);
         *off = 0;
         *len = page_of(g);
         return true;
     }
-    if (!g->neh || k < 0 || k > 1)
-        return false;
     const struct jh__elfg_chunk *c = &g->chunk[k ? G_EH : G_EHDR];
     *addr = addr_of(g, c->off);
     *off = c->off;
     *len = c->cap;
     return true;
+}
+
+uint64_t jh__elfg_eh_reach(const struct jh__elfg *g)
+{
+    uint64_t end = 0;
+    for (int i = G_EH; i <= G_EHDR && g->neh; i++)
+        if (g->chunk[i].off + g->chunk[i].cap > end)
+            end = g->chunk[i].off + g->chunk[i].cap;
+    return end ? page_of(g) + (end - g->s.meta_off) : 0;
+}
+
+void jh__elfg_set_eh_addr(struct jh__elfg *g, uint64_t addr)
+{
+    if (addr == g->s.eh_addr)
+        return;
+    g->s.eh_addr = addr;
+    g->ehdr_from = g->neh ? 0 : SIZE_MAX;   /* the table is relative to its own address */
+    build_hdr(g);
+    g->hdr_dirty = g->meta_dirty = true;
+}
+
+void jh__elfg_set_load(struct jh__elfg *g, uint64_t a)
+{
+    if (a == g->load_lo || (a && (a < g->s.lo || a >= g->s.hi || a % page_of(g))))
+        return;
+    g->load_lo = a;
+    build_hdr(g);
+    g->hdr_dirty = true;
 }

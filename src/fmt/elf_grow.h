@@ -31,13 +31,19 @@
  * before 0.191 finds a line's compile unit only through .debug_aranges), .symtab (one sized global STT_FUNC per
  * function), .strtab, .shstrtab.
  *
- * .eh_frame and .eh_frame_hdr have the addresses the same rule gives their file offsets
- * (past the window: no PT_LOAD covers them, nothing maps them; readers take them from the
- * file, and libdw converts PT_GNU_EH_FRAME's pointers to offsets by that rule). The
- * .eh_frame's pointers are absolute (fmt/cfi.h, jh__cfi_eh_frame_grow), so it grows by
+ * Where .eh_frame and .eh_frame_hdr are in memory: with spec.eh_addr, in the caller's
+ * arena, by one rule for both (libdw finds .eh_frame from PT_GNU_EH_FRAME through the
+ * table's own address-to-offset difference): the file's first page at eh_addr, its bytes
+ * from meta_off on from eh_addr + one page on; each of the three has a read-only PT_LOAD and
+ * the caller maps them there (jh__elfg_eh_chunk). Without eh_addr (images built offline,
+ * tools/log_elf.c), the window's rule gives them the addresses of their file offsets, past
+ * the window, and no PT_LOAD: readers that take the tables from the file alone need none.
+ * The .eh_frame's pointers are absolute (fmt/cfi.h, jh__cfi_eh_frame_grow), so it grows by
  * appending and moves by copying; the .eh_frame_hdr's binary-search table (relative to its
  * own address, sorted by pc) is rebuilt from the first entry a new function moved, in
  * memory, and written from there (its 12-byte head, which holds the count, on its own).
+ * The PT_LOADs are in address order; the text's starts where the caller says the lowest
+ * page it maps is (jh__elfg_set_load).
  *
  * Why the fixed address-to-offset rule: perf merges samples into one row per symbol by
  * (image file name, symbol start as a file offset, size); an image built again for the same
@@ -76,6 +82,10 @@ struct jh__elfg_spec {
     bool no_build_id;           /* leave the note's id at zero (a benchmark's baseline) */
     bool no_eh_frame;           /* no .eh_frame/.eh_frame_hdr (elfmap under valgrind, and
                                    a test's control) */
+    uint64_t eh_addr;           /* page aligned; 0: none. The tables' arena: address space
+                                   the caller maps the file's first page at (eh_addr) and
+                                   its bytes from meta_off on (from eh_addr + one page on),
+                                   so that the tables have a PT_LOAD each (see above) */
 };
 
 enum { JH__ELFG_NGROW = 10 };   /* .symtab .strtab .debug_frame .debug_info .debug_line
@@ -100,13 +110,14 @@ struct jh__elfg {
     size_t ehdr_from;           /* .eh_frame_hdr entries from this one on need building
                                    (SIZE_MAX: none) */
     struct jh__elfg_chunk chunk[JH__ELFG_NGROW];
+    uint64_t load_lo;           /* the text PT_LOAD starts here (0: at s.lo) */
     uint64_t end;               /* end of the last chunk: the file's size */
     uint64_t end_synced;        /* the file's size as last written */
     size_t nsyms;               /* functions added */
     size_t nfde;                /* of which with unwind info */
     bool hdr_dirty, meta_dirty, data_dirty;
     struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
-    uint8_t hdr[64 + 5 * 56];   /* ELF header + program headers */
+    uint8_t hdr[64 + 7 * 56];   /* ELF header + program headers */
     struct jh__buf meta;        /* the meta page as last built */
 };
 
@@ -152,14 +163,22 @@ void jh__elfg_synced(struct jh__elfg *g);
  * garbage the caller may punch out of the file). Returns how many went into v (p NULL). */
 int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v);
 
-/* Where .eh_frame_hdr (k = 0) and .eh_frame (k = 1) lie: their chunks, whole pages, at the
- * addresses the section headers give them; k = 2: the file's first page, at the address of
- * the first PT_LOAD. Readers that take them through the process's memory need them mapped
- * there (perf's libunwind reads the sections so: "unwind: no map for ADDR" otherwise; libdw
- * takes the lowest mapping of a file, in /proc/PID/maps, for its first PT_LOAD). false
- * when the image has none (no .eh_frame). */
+/* With an arena (spec.eh_addr): where .eh_frame_hdr (k = 0), .eh_frame (k = 1) and the
+ * file's first page (k = 2) lie, whole pages, at the addresses the image gives them; false
+ * without (no arena, or no .eh_frame yet). The caller maps them there read-only: readers
+ * that take the tables through the process's memory need them mapped (perf's libunwind:
+ * "unwind: no map for ADDR" otherwise). */
 bool jh__elfg_eh_chunk(const struct jh__elfg *g, int k, uint64_t *addr, uint64_t *off,
                        uint64_t *len);
+/* How much of the arena those take: from eh_addr to the end of the higher chunk (0: none).
+ * It grows when a table outgrows its chunk (jh__elfg_add). */
+uint64_t jh__elfg_eh_reach(const struct jh__elfg *g);
+/* The arena moved to addr (page aligned, non-zero): headers and table written again. */
+void jh__elfg_set_eh_addr(struct jh__elfg *g, uint64_t addr);
+/* The text PT_LOAD starts at page a of the window (0: at its start): the lowest page the
+ * caller maps from the file (perf and libdw take the lowest mapping for the first PT_LOAD's
+ * address: docs/elfmap.md). Ignored if a is not a page of the window. */
+void jh__elfg_set_load(struct jh__elfg *g, uint64_t a);
 
 /* All spans as they would be for a new file (everything dirty again): for a copy. */
 void jh__elfg_all_dirty(struct jh__elfg *g);

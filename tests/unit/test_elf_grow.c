@@ -27,6 +27,7 @@ static char tmpdir[] = "/tmp/jh-test-elfg.XXXXXX";
 #define PG 4096u
 #define ANCHOR 0x7f1234500000ull
 #define META (PG + (4u << 20))
+#define EH_ADDR (ANCHOR - (32ull << 20))      /* an arena below the code */
 
 static const char *files[] = { "/src/fib.mini", "prelude.mini" };
 static struct jh_line lines[] = {
@@ -109,10 +110,11 @@ static void decoders(const char *path, int nfns)
     free(o);
 }
 
-/* The .eh_frame_hdr search table as elfutils decodes it: n entries, ascending, the i-th at
- * the file offset of want[i] (the code's address, through the window's rule) and pointing
+/* The .eh_frame_hdr search table as elfutils decodes it: n entries, ascending, the i-th for
+ * want[i] (the code's address) and pointing
  * at an FDE that readelf decodes with that function's range. */
-static void eh_table(const char *path, const uint64_t *want, const uint64_t *size, int n)
+static void eh_table(const char *path, const uint64_t *want, const uint64_t *size, int n,
+                     uint64_t hdr_off)
 {
     char cmd[512], line[256];
     snprintf(cmd, sizeof cmd, "eu-readelf --debug-dump=frames %s 2>&1", path);
@@ -129,7 +131,9 @@ static void eh_table(const char *path, const uint64_t *want, const uint64_t *siz
         else if (k >= 0 && k < n &&
                  sscanf(line, " %llx (offset: %llx) -> %llx", &pcrel, &off, &fde) == 3) {
             CHECK(k == 0 || off > prev);
-            CHECK_EQ(off, PG + (want[k] - ANCHOR));
+            /* (eu-readelf turns the pc into an offset through the table's own PT_LOAD, the
+             * arena's: vaddr - offset = EH_ADDR + PG - META) */
+            CHECK_EQ(off, want[k] - (EH_ADDR + PG - META));
             prev = off;
             k++;
         }
@@ -141,12 +145,21 @@ static void eh_table(const char *path, const uint64_t *want, const uint64_t *siz
     char *o = capture(cmd, &rc);
     CHECK(o && !strstr(o, "Warning") && !strstr(o, "Error"));
     expect(o, "GNU_EH_FRAME ");
-    /* the first PT_LOAD starts at offset 0, at the address the window's rule gives it
-     * (perf 6.1 and libdw both take it for the file's base: docs/elfmap.md) */
+    /* with an arena (spec.eh_addr, below the code as elfmap reserves it): the first PT_LOAD
+     * is the file's first page, at the arena's start (perf 6.1 and libdw both take it for
+     * the file's base: docs/elfmap.md); the tables have a PT_LOAD each in the arena, at
+     * eh_addr + one page + (offset - meta_off) */
     snprintf(line, sizeof line, "LOAD           0x000000 0x%016llx 0x%016llx 0x001000 0x001000 R ",
-             (unsigned long long)(ANCHOR - PG), (unsigned long long)(ANCHOR - PG));
+             (unsigned long long)EH_ADDR, (unsigned long long)EH_ADDR);
     expect(o, line);
-    CHECK(o && strstr(o, line) && strstr(o, line) < strstr(o, "LOAD           0x001000"));
+    const char *load = strstr(o ? o : "", "LOAD ");
+    CHECK(load && strstr(o, line) == load);
+    snprintf(line, sizeof line, "GNU_EH_FRAME   0x%llx 0x%016llx", (unsigned long long)hdr_off,
+             (unsigned long long)(EH_ADDR + PG + (hdr_off - META)));
+    expect(o, line);
+    snprintf(line, sizeof line, "LOAD           0x%llx 0x%016llx", (unsigned long long)hdr_off,
+             (unsigned long long)(EH_ADDR + PG + (hdr_off - META)));
+    expect(o, line);
     expect(o, "Contents of the .eh_frame section");
     for (int i = 0; i < n; i += n > 10 ? 97 : 1) {
         snprintf(line, sizeof line, "pc=%016llx..%016llx", (unsigned long long)want[i],
@@ -168,7 +181,7 @@ int main(void)
     struct jh__elfg g;
     struct jh__elfg_spec s = { .anchor_addr = ANCHOR, .anchor_off = PG, .lo = ANCHOR,
                                .hi = ANCHOR + 16 * PG, .meta_off = META,
-                               .rw_addr = ANCHOR + (64u << 20) };
+                               .rw_addr = ANCHOR + (64u << 20), .eh_addr = EH_ADDR };
     /* bad specs */
     struct jh__elfg_spec bad = s;
     bad.lo = ANCHOR - PG;                      /* off(lo) would be 0: the headers' page */
@@ -224,7 +237,7 @@ int main(void)
         pcs[i] = f[i].start;
         sizes[i] = f[i].size;
     }
-    eh_table(path, pcs, sizes, 1000);
+    eh_table(path, pcs, sizes, 1000, g.chunk[9].off);
 
     /* perf's view: symbol start as a file offset = off(address), through the PT_LOAD */
     char cmd[512];
@@ -300,7 +313,24 @@ int main(void)
         pcs[nin] = f[i].start;
         sizes[nin++] = i == 5 ? 24 : f[i].size;
     }
-    eh_table(path, pcs, sizes, nin);
+    eh_table(path, pcs, sizes, nin, g.chunk[9].off);
+    /* the text PT_LOAD from the lowest page the caller maps (jh__elfg_set_load): the
+     * table's entries and the window's rule stay as they were */
+    jh__elfg_set_load(&g, ANCHOR + 2 * PG);
+    jh__elfg_set_load(&g, ANCHOR + 2 * PG + 1);    /* not a page: ignored */
+    sync_file(&g, fd);
+    eh_table(path, pcs, sizes, nin, g.chunk[9].off);
+    {
+        char lcmd[512], lwant[160];
+        int lrc;
+        snprintf(lcmd, sizeof lcmd, "readelf -W -l %s 2>&1", path);
+        char *lo = capture(lcmd, &lrc);
+        snprintf(lwant, sizeof lwant, "LOAD           0x%06x 0x%016llx 0x%016llx 0x%06llx",
+                 3 * PG, ANCHOR + 2 * PG, ANCHOR + 2 * PG,
+                 (unsigned long long)(g.s.hi - ANCHOR - 2 * PG));
+        expect(lo, lwant);
+        free(lo);
+    }
     jh__elfg_free(&g);
     close(fd);
 
