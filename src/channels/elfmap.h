@@ -68,9 +68,11 @@ struct region {
     bool frozen;                /* a fork child maps this file: its code bytes stay as they are */
     bool foreign;               /* (in a fork child) the parent's file: never written to */
     void *rw;                   /* under valgrind: the R+W mapping, one page */
-    uintptr_t eh_at[3];         /* .eh_frame_hdr's and .eh_frame's chunks and the header
-                                   page, mapped read-only at their addresses (jh__em_map_eh);
-                                   0: none */
+    uintptr_t arena;            /* the tables' address space, reserved (jh__em_arena_new) */
+    size_t arena_len;
+    bool arena_lost;            /* a piece of it could not be reserved again: left alone */
+    uintptr_t eh_at[3];         /* .eh_frame_hdr's and .eh_frame's chunks and the file's
+                                   first page, mapped read-only in the arena (0: not) */
     size_t eh_len[3];
     dev_t dev;
     ino_t ino;
@@ -260,12 +262,15 @@ int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uin
 void jh__em_unswap(struct elfmap *m, uintptr_t lo, uintptr_t hi);
 /* Under valgrind: the image's R+W page of fd (at off) at rw. 0, or 1 (reported). */
 int jh__em_map_rw(struct elfmap *m, void *rw, int fd, const char *path, uint64_t off);
-/* Map r's .eh_frame_hdr and .eh_frame (of img, in file fd) where the image says they are,
- * for perf --call-graph dwarf; fresh: fd is another file than the one mapped there before.
- * A failure is reported once and costs only that. jh__em_unmap_eh undoes it. */
-void jh__em_map_eh(struct elfmap *m, struct region *r, const struct jh__elfg *img, int fd,
-                   const char *path, bool fresh);
-void jh__em_unmap_eh(struct region *r);
+/* r's arena for its image's tables, at least need bytes (a new one replaces the old):
+ * 0, or 1 (reported once). jh__em_arena_free gives it back. */
+int jh__em_arena_new(struct elfmap *m, struct region *r, uint64_t need);
+void jh__em_arena_free(struct region *r);
+/* After r's image (of file fd) changed: its text PT_LOAD from the lowest page mapped, its
+ * tables and first page mapped read-only in r's arena (a bigger arena if they outgrew it),
+ * the file brought up to date. fresh: fd is another file than the one mapped there before.
+ * 0, or a write error. A mapping that fails is reported once and costs only that. */
+int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, bool fresh);
 /* Under valgrind: a page for an image's R+W segment, reserved (NULL: none left, reported);
  * given back at retirement; all of them freed at close. */
 void *jh__em_rw_get(struct elfmap *m);
