@@ -82,7 +82,7 @@ names_jit_frames moved.out || { cat moved.out; fail "the moved image does not na
 # rewritten: one byte of c's code changed in the file
 img=$(ls moved/jit-*.elf)
 cp "$img" tampered.elf
-off=$(readelf -lW tampered.elf | awk '$1 == "LOAD" { print $2; exit }')
+off=$(readelf -lW tampered.elf | awk '$1 == "LOAD" && / R E / { print $2; exit }')   # the code's
 printf '\xcc' | dd of=tampered.elf bs=1 seek=$((off + 1)) conv=notrunc 2> /dev/null
 mkdir t && cp tampered.elf "t/$(basename "$img")"
 ! "$CLI" core --dir "$T/t" core.a > t.gdb 2> t.err || fail "a rewritten image was used"
