@@ -127,9 +127,14 @@ static size_t hdr_len(const struct jh__elfg *g)
 {
     return sizeof(Elf64_Ehdr) + nphdrs(g) * sizeof(Elf64_Phdr);
 }
-/* The build-id note opens the meta page, which every change rewrites anyway: the id costs
- * no write of its own. The section headers follow it. */
+/* The build-id note lies in the first page, after the program headers (at most 7: 456
+ * bytes), where readers that look only there find it (older kernels' and perf's build-id
+ * of a mapping, a core's first page of each mapped ELF file: tools/lib/core_read.c). It is
+ * written on its own, once per change of the id. The meta page keeps NOTE_SPACE bytes of
+ * zeros before the section headers (its layout predates the move). */
 #define NOTE_SPACE 40       /* JH__BUILD_ID_NOTE_SIZE, rounded up to 8 */
+#define NOTE_OFF 512
+_Static_assert(sizeof(Elf64_Ehdr) + 7 * sizeof(Elf64_Phdr) <= NOTE_OFF, "phdrs reach the note");
 
 void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
 {
@@ -143,7 +148,7 @@ void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
  * once when it is. */
 static void build_note(struct jh__elfg *g)
 {
-    g->meta_dirty = true;
+    g->note_dirty = true;
 }
 
 static void build_hdr(struct jh__elfg *g)
@@ -199,8 +204,12 @@ static void build_hdr(struct jh__elfg *g)
             load[k] = load[k - 1];
             load[k - 1] = t;
         }
-    Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = g->s.meta_off,
-                        .p_filesz = JH__BUILD_ID_NOTE_SIZE, .p_align = 4 };
+    /* (in memory where the first page is mapped: a core holds that page) */
+    uint64_t note_at = arena(g) ? addr_of(g, NOTE_OFF) : 0;
+    Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = NOTE_OFF,
+                        .p_vaddr = note_at, .p_paddr = note_at,
+                        .p_filesz = JH__BUILD_ID_NOTE_SIZE,
+                        .p_memsz = note_at ? JH__BUILD_ID_NOTE_SIZE : 0, .p_align = 4 };
     memset(g->hdr, 0, sizeof g->hdr);
     memcpy(g->hdr, &eh, sizeof eh);
     uint8_t *at = g->hdr + sizeof eh;
@@ -235,9 +244,7 @@ static int build_meta(struct jh__elfg *g)
     if (abbrev_off + g->dw.abbrev.len > page_of(g))
         return -E2BIG;
 
-    uint8_t note[NOTE_SPACE] = { 0 }, id[JH__BUILD_ID_SIZE];
-    jh__elfg_build_id(g, id);
-    jh__bid_note(note, id);
+    uint8_t note[NOTE_SPACE] = { 0 };
     jh__buf_put(b, note, sizeof note);
     Elf64_Shdr sh = { 0 };
     jh__buf_put(b, &sh, sizeof sh);
@@ -271,7 +278,11 @@ static int build_meta(struct jh__elfg *g)
             break;
         case X_NOTE:
             sh.sh_type = SHT_NOTE;
-            sh.sh_offset = g->s.meta_off;
+            sh.sh_offset = NOTE_OFF;
+            if (arena(g)) {
+                sh.sh_flags = SHF_ALLOC;
+                sh.sh_addr = addr_of(g, NOTE_OFF);
+            }
             sh.sh_size = JH__BUILD_ID_NOTE_SIZE;
             sh.sh_addralign = 4;
             break;
@@ -370,7 +381,7 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
     }
     place(g);
     build_hdr(g);
-    g->hdr_dirty = g->meta_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->note_dirty = true;
     g->data_dirty = s->rw_addr != 0;
     return 0;
 }
@@ -584,6 +595,13 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
         v[n++] = (struct jh__elfg_span){ .off = g->s.meta_off, .p = g->meta.p, .len = g->meta.len };
     if (g->hdr_dirty)
         v[n++] = (struct jh__elfg_span){ .off = 0, .p = g->hdr, .len = hdr_len(g) };
+    if (g->note_dirty) {
+        uint8_t id[JH__BUILD_ID_SIZE];
+        jh__elfg_build_id(g, id);
+        jh__bid_note(g->note, id);
+        v[n++] = (struct jh__elfg_span){ .off = NOTE_OFF, .p = g->note,
+                                         .len = JH__BUILD_ID_NOTE_SIZE };
+    }
     return n;
 }
 
@@ -604,7 +622,7 @@ void jh__elfg_synced(struct jh__elfg *g)
         g->chunk[i].old_cap = 0;
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         g->chunk[i].synced = sec(g, i)->len;
-    g->hdr_dirty = g->meta_dirty = g->data_dirty = false;
+    g->hdr_dirty = g->meta_dirty = g->data_dirty = g->note_dirty = false;
 }
 
 void jh__elfg_all_dirty(struct jh__elfg *g)
@@ -612,7 +630,7 @@ void jh__elfg_all_dirty(struct jh__elfg *g)
     g->end_synced = 0;
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         g->chunk[i].synced = 0;
-    g->hdr_dirty = g->meta_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->note_dirty = true;
     g->data_dirty = g->s.rw_addr != 0;
 }
 

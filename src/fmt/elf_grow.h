@@ -9,14 +9,14 @@
  *   0            ELF header and program headers: an R+X PT_LOAD over the text window and,
  *                with rw_addr, a small R+W one (valgrind 3.19 reads an image's symbols
  *                only once it has seen a writable mapping of it too), in address order
- *                (valgrind rejects them otherwise), then a PT_NOTE over the build-id note
+ *                (valgrind rejects them otherwise), then a PT_NOTE over the build-id note,
+ *                which lies in this page too (at 512)
  *   off(a)       the code at address a, for a in the window [lo, hi):
  *                off(a) = anchor_off + (a - anchor_addr). The window may grow (set_text);
  *                the address-to-offset rule never changes. The builder never writes these
  *                bytes: the caller copies the live code there, page by page.
- *   meta_off     one page: the GNU build-id note (fmt/build_id.h: it changes with every
- *                function or code byte the image gains, and this page is rewritten at
- *                every change anyway), the section headers, .shstrtab, .debug_abbrev
+ *   meta_off     one page: 40 bytes of zeros, the section headers, .shstrtab,
+ *                .debug_abbrev (rewritten at every change)
  *   +1 page      with rw_addr: one page holding .data, the R+W segment
  *   then         a chunk per growing section (.symtab, .strtab, .debug_frame, .debug_info,
  *                .debug_line, .debug_str, .debug_ranges, .debug_aranges, .eh_frame,
@@ -115,7 +115,8 @@ struct jh__elfg {
     uint64_t end_synced;        /* the file's size as last written */
     size_t nsyms;               /* functions added */
     size_t nfde;                /* of which with unwind info */
-    bool hdr_dirty, meta_dirty, data_dirty;
+    bool hdr_dirty, meta_dirty, data_dirty, note_dirty;
+    uint8_t note[JH__BUILD_ID_NOTE_SIZE];   /* the build-id note as last built */
     struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
     uint8_t hdr[64 + 7 * 56];   /* ELF header + program headers */
     struct jh__buf meta;        /* the meta page as last built */
@@ -127,7 +128,7 @@ struct jh__elfg_span {
     const void *p;
     size_t len;
 };
-#define JH__ELFG_MAXSPANS (JH__ELFG_NGROW + 5)
+#define JH__ELFG_MAXSPANS (JH__ELFG_NGROW + 6)
 
 /* Start an image with no function. g is overwritten. 0, -EINVAL (bad spec), -ENOMEM. */
 int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s);

@@ -250,6 +250,13 @@ int main(void)
              (unsigned long long)(g.s.hi - g.s.lo));
     expect(o, want);
     expect(o, " RW  ");
+    /* the build-id note in the first page, in memory where the arena maps that page */
+    snprintf(want, sizeof want, "NOTE           0x000200 0x%016llx", (unsigned long long)(EH_ADDR + 0x200));
+    expect(o, want);
+    free(o);
+    snprintf(cmd, sizeof cmd, "readelf -n %s 2>&1", path);
+    o = capture(cmd, &rc);
+    expect(o, "Build ID: ");
     free(o);
 
     struct stat st;
