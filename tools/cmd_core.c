@@ -164,16 +164,30 @@ static const char *matches(const struct jhr_core *c, const char *path, struct im
         free(p);
         if (!mine)
             continue;
-        int l = 0;
-        for (; l < im->nload; l++)
-            if (m->offset >= im->load[l].offset &&
-                m->end - m->start <= im->load[l].filesz - (m->offset - im->load[l].offset) &&
-                m->offset - im->load[l].offset <= im->load[l].filesz &&
-                im->load[l].vaddr + (m->offset - im->load[l].offset) == m->start)
+        /* Each part of the mapping where a PT_LOAD says: the kernel merges the mappings of
+         * adjacent PT_LOADs at adjacent offsets (elfmap's two tables) into one. */
+        uint64_t at = m->start, off = m->offset;
+        while (at < m->end) {
+            int l = 0;
+            for (; l < im->nload; l++)
+                if (off >= im->load[l].offset && off - im->load[l].offset < im->load[l].filesz &&
+                    im->load[l].vaddr + (off - im->load[l].offset) == at)
+                    break;
+            if (l == im->nload)
                 break;
-        if (l == im->nload) {
-            if (m->offset == 0)
-                continue;       /* the header page: no code */
+            uint64_t n = im->load[l].filesz - (off - im->load[l].offset);
+            if (n > m->end - at)
+                n = m->end - at;
+            at += n;
+            off += n;
+        }
+        bool code = false;
+        for (size_t f = 0; f < im->nfns && !code; f++)
+            code = im->fns[f].start < m->end && im->fns[f].end > m->start;
+        if (at < m->end) {
+            if (!code)
+                continue;       /* the header page, the unwind tables: no code to match
+                                   (an image rebuilt from the audit log maps them nowhere) */
             snprintf(why, sizeof why, "no PT_LOAD of it maps offset 0x%llx at 0x%llx",
                      (unsigned long long)m->offset, (unsigned long long)m->start);
             return why;

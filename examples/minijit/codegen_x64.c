@@ -15,6 +15,18 @@
  *        ...                   rbp valid throughout
  *        c9                    leave               the only exit
  *        c3                    ret
+ *
+ * With mj_set_no_frame_pointer(1) (--no-frame-pointer) rbp is still the locals' base but no
+ * frame record: it points 8 bytes below the saved rbp, so a frame-pointer walker (perf -g,
+ * libdw's and libunwind's fallbacks) cannot follow it and only the CFI this frame is
+ * described with (JH_UNWIND_CFI, minijit.c) unwinds it:
+ *     0: 55                    push rbp            CFA = rsp+16, rbp at cfa-16
+ *     1: 48 8d 6c 24 f8        lea  rbp,[rsp-8]    CFA = rbp+24
+ *     6: 48 81 ec XX XX XX XX  sub  rsp,FRAME+16   (the locals sit 8 bytes lower)
+ *        ...
+ *        48 8d 65 08           lea  rsp,[rbp+8]
+ *        5d                    pop  rbp
+ *        c3                    ret                 CFA = rsp+8, rbp restored
  */
 #include "mj_internal.h"
 
@@ -82,19 +94,55 @@ void mj__asm_free(struct mj_asm *a)
 
 size_t mj__asm_pos(const struct mj_asm *a) { return a->len; }
 
+static int no_fp;               /* mj_set_no_frame_pointer */
+static int no_unwind;           /* mj_set_no_unwind_info */
+
+void mj_set_no_frame_pointer(int on) { no_fp = on != 0; }
+int mj__x_no_frame_pointer(void) { return no_fp; }
+void mj_set_no_unwind_info(int on) { no_unwind = on != 0; }
+int mj__x_no_unwind_info(void) { return no_unwind; }
+
+/* The frame above, without a frame record, in DWARF call-frame instructions (what
+ * JH_UNWIND_CFI takes: after the CIE's CFA = rsp+8, return address at cfa-8). */
+size_t mj__x_frame_cfi(uint8_t out[MJ__X_FRAME_CFI], size_t len)
+{
+    uint32_t to_ret = (uint32_t)len - 1 - 6;       /* from after the lea to the ret */
+    const uint8_t cfi[MJ__X_FRAME_CFI] = {
+        0x41, 0x0e, 0x10, 0x86, 0x02,   /* advance 1; def_cfa_offset 16; rbp at cfa-16 */
+        0x45, 0x0c, 0x06, 0x18,         /* advance 5; def_cfa rbp, 24 */
+        0x04, (uint8_t)to_ret, (uint8_t)(to_ret >> 8), (uint8_t)(to_ret >> 16),
+        (uint8_t)(to_ret >> 24),        /* advance_loc4 to the ret */
+        0x0c, 0x07, 0x08, 0xc6,         /* def_cfa rsp, 8; restore rbp */
+    };
+    memcpy(out, cfi, sizeof cfi);
+    return sizeof cfi;
+}
+
 size_t mj__x_prologue(struct mj_asm *a)
 {
     EMIT(a, 0x55);                              /* push rbp */
-    EMIT(a, 0x48, 0x89, 0xe5);                  /* mov rbp,rsp */
+    if (no_fp)
+        EMIT(a, 0x48, 0x8d, 0x6c, 0x24, 0xf8);  /* lea rbp,[rsp-8] */
+    else
+        EMIT(a, 0x48, 0x89, 0xe5);              /* mov rbp,rsp */
     EMIT(a, 0x48, 0x81, 0xec);                  /* sub rsp,imm32 */
     size_t at = a->len;
     emit_u32(a, 0);
     return at;
 }
 
-void mj__x_patch_frame(struct mj_asm *a, size_t at, uint32_t bytes) { put_u32(a, at, bytes); }
+void mj__x_patch_frame(struct mj_asm *a, size_t at, uint32_t bytes)
+{
+    put_u32(a, at, bytes + (no_fp ? 16 : 0));
+}
 
-void mj__x_epilogue(struct mj_asm *a) { EMIT(a, 0xc9, 0xc3); }   /* leave; ret */
+void mj__x_epilogue(struct mj_asm *a)
+{
+    if (no_fp)
+        EMIT(a, 0x48, 0x8d, 0x65, 0x08, 0x5d, 0xc3);   /* lea rsp,[rbp+8]; pop rbp; ret */
+    else
+        EMIT(a, 0xc9, 0xc3);                    /* leave; ret */
+}
 
 void mj__x_mov_rax_imm(struct mj_asm *a, int64_t v)
 {

@@ -41,6 +41,10 @@ static const char usage[] =
     "  --print-result     print 'main returned R' after running\n"
     "  --rwx              keep code pages writable and executable (as HotSpot, Mono and\n"
     "                     node do) instead of read+exec once written (W^X)\n"
+    "  --no-frame-pointer compile without a frame record (rbp is no frame pointer a\n"
+    "                     walker can follow) and describe each frame with raw CFI\n"
+    "  --no-unwind-info   announce every function without unwind information\n"
+    "                     (JH_UNWIND_NONE): a control for unwinding tests\n"
     "  --help             this text\n"
     "\n"
     "Exit status: 0 on success, 1 on a compile or run error, 2 on a usage error.\n";
@@ -212,6 +216,10 @@ int main(int argc, char **argv)
             cfg.print_result = 1;
         } else if (!strcmp(o, "--rwx")) {
             mj_set_code_rwx(1);
+        } else if (!strcmp(o, "--no-frame-pointer")) {
+            mj_set_no_frame_pointer(1);
+        } else if (!strcmp(o, "--no-unwind-info")) {
+            mj_set_no_unwind_info(1);
         } else {
             fprintf(stderr, "minijit: unknown option %s\n%s", o, usage);
             return 2;

@@ -80,6 +80,19 @@ static int announce(void *arg, size_t i, void *code)
         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4,
         .epilogues = &epi, .nepilogues = 1, .prologue_end = u->prologue_end,
     };
+    uint8_t cfi[MJ__X_FRAME_CFI];
+    if (mj__x_no_frame_pointer()) {
+        c.unwind = JH_UNWIND_CFI;
+        c.cfi = cfi;
+        c.cfi_len = mj__x_frame_cfi(cfi, u->len);
+        c.epilogues = NULL;
+        c.nepilogues = 0;
+    }
+    if (mj__x_no_unwind_info()) {
+        c.unwind = JH_UNWIND_NONE;
+        c.epilogues = NULL;
+        c.nepilogues = 0;
+    }
     int rc = jh_code_add(p->jh, &c, &f->jh_id);
     if (rc < 0) {
         f->code = NULL;         /* the arena takes the bytes back */

@@ -17,7 +17,8 @@
  *
  * Every function starts with `push rbp; mov rbp,rsp` (announced as fp_push_end = 1,
  * fp_set_end = 4) and keeps rbp valid up to its single `leave; ret` at the very end, so a
- * frame-pointer unwinder works from any instruction after the prologue. Calls into C (the
+ * frame-pointer unwinder works from any instruction after the prologue (unless
+ * mj_set_no_frame_pointer: no frame record then, raw CFI; see codegen_x64.c). Calls into C (the
  * builtins print() and callback()) are made with a 16-byte aligned stack, so C code, C++
  * exceptions and backtrace() work below JIT frames.
  *
@@ -137,6 +138,13 @@ size_t mj_arena_used(void);
  * node keep theirs; off (the default): read+exec once published (W^X). For tests of what
  * tools do with RWX code (elfmap leaves it anonymous, and says so). */
 void mj_set_code_rwx(int on);
+/* Compile functions from now on without a frame record (rbp is not a frame pointer a
+ * walker can follow), described to jitherald as raw CFI (JH_UNWIND_CFI): what a profiler
+ * that unwinds with DWARF alone meets. Process-wide; set it before compiling. */
+void mj_set_no_frame_pointer(int on);
+/* Announce functions from now on with JH_UNWIND_NONE: the control of tests that show a
+ * tool unwinds through JIT frames because of what jitherald told it. */
+void mj_set_no_unwind_info(int on);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,12 @@ extern const uint8_t mj__argreg[MJ_MAX_PARAMS];
 /* Function frame. prologue returns the offset of the frame size's imm32 for patching. */
 size_t mj__x_prologue(struct mj_asm *a);
 void mj__x_patch_frame(struct mj_asm *a, size_t at, uint32_t bytes);
-void mj__x_epilogue(struct mj_asm *a);            /* leave; ret */
+void mj__x_epilogue(struct mj_asm *a);            /* leave; ret (see codegen_x64.c) */
+int mj__x_no_frame_pointer(void);
+/* The raw CFI of a function of len bytes compiled without a frame record. */
+#define MJ__X_FRAME_CFI 18
+size_t mj__x_frame_cfi(uint8_t out[MJ__X_FRAME_CFI], size_t len);
+int mj__x_no_unwind_info(void);
 
 void mj__x_mov_rax_imm(struct mj_asm *a, int64_t v);
 void mj__x_load_slot(struct mj_asm *a, uint32_t slot);        /* rax = [rbp - 8(slot+1)] */

@@ -9,6 +9,9 @@
  *        2,103,544  fib.mini:fib [/tmp/jitherald-1000/jit-4242-2.elf]
  *     $ JITHERALD=elfmap perf record -g ./minijit fib.mini      # no -k 1, no perf inject
  *     $ perf report --sort sym,srcline;  perf annotate fib
+ *     $ JITHERALD=elfmap perf record --call-graph dwarf ./minijit --no-frame-pointer fib.mini
+ *     $ perf script      # fib <- fib <- main <- mj_call, through the images' .eh_frame
+ *                        # (elfmap_file.c, jh__em_map_eh: what perf and libdw need mapped)
  *
  * How (docs/elfmap.md): code lives in image windows (elfmap.h), each described by one file
  * at a time. jh_code_add copies the code's pages into the window's file at fixed offsets,

@@ -68,6 +68,12 @@ struct region {
     bool frozen;                /* a fork child maps this file: its code bytes stay as they are */
     bool foreign;               /* (in a fork child) the parent's file: never written to */
     void *rw;                   /* under valgrind: the R+W mapping, one page */
+    uintptr_t arena;            /* the tables' address space, reserved (jh__em_arena_new) */
+    size_t arena_len;
+    bool arena_lost;            /* a piece of it could not be reserved again: left alone */
+    uintptr_t eh_at[3];         /* .eh_frame_hdr's and .eh_frame's chunks and the file's
+                                   first page, mapped read-only in the arena (0: not) */
+    size_t eh_len[3];
     dev_t dev;
     ino_t ino;
 };
@@ -92,7 +98,7 @@ struct kept_file {
 
 /* One-time reports. */
 enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE, R_SEALED,
-       R_BTI };
+       R_BTI, R_EH };
 
 struct elfmap {
     const struct jh__chan_env *env;
@@ -227,6 +233,7 @@ uint64_t jh__em_new_id(void);
 bool jh__em_own_file(void *arg, dev_t dev, ino_t ino);
 uint64_t jh__em_name_hash(const char *s);
 bool jh__em_build_ids(void);        /* jh__elfmap_build_ids (elfmap_tune.h) */
+bool jh__em_eh_frames(void);        /* images carry .eh_frame (a test turns it off) */
 /* <dir>/jit-<pid>-<id>.elf, or <dir>/jit-<pid>-g<gen>/jit-<pid>-<id>.elf (created). */
 int jh__em_path(struct elfmap *m, pid_t pid, unsigned gen, uint64_t id, char *path, size_t len);
 /* Create path as a new file of ours (replacing one a dead process with our pid left), kept
@@ -255,6 +262,15 @@ int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uin
 void jh__em_unswap(struct elfmap *m, uintptr_t lo, uintptr_t hi);
 /* Under valgrind: the image's R+W page of fd (at off) at rw. 0, or 1 (reported). */
 int jh__em_map_rw(struct elfmap *m, void *rw, int fd, const char *path, uint64_t off);
+/* r's arena for its image's tables, at least need bytes (a new one replaces the old):
+ * 0, or 1 (reported once). jh__em_arena_free gives it back. */
+int jh__em_arena_new(struct elfmap *m, struct region *r, uint64_t need);
+void jh__em_arena_free(struct region *r);
+/* After r's image (of file fd) changed: its text PT_LOAD from the lowest page mapped, its
+ * tables and first page mapped read-only in r's arena (a bigger arena if they outgrew it),
+ * the file brought up to date. fresh: fd is another file than the one mapped there before.
+ * 0, or a write error. A mapping that fails is reported once and costs only that. */
+int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, bool fresh);
 /* Under valgrind: a page for an image's R+W segment, reserved (NULL: none left, reported);
  * given back at retirement; all of them freed at close. */
 void *jh__em_rw_get(struct elfmap *m);

@@ -66,6 +66,15 @@ bool jh__em_build_ids(void)
     return atomic_load(&build_ids);
 }
 
+/* JITHERALD_ELFMAP_NO_EH_FRAME=1: images without .eh_frame/.eh_frame_hdr, only .debug_frame
+ * (what they held before): the control of tests/integration/elfmap_unwind.sh, which shows
+ * that perf's DWARF unwinder gets through JIT frames because of the .eh_frame. Not for users. */
+bool jh__em_eh_frames(void)
+{
+    const char *v = getenv("JITHERALD_ELFMAP_NO_EH_FRAME");
+    return !v || !*v || !strcmp(v, "0");
+}
+
 /* ---- the channel's own facts ------------------------------------------------------------ */
 
 void jh__em_report_once(struct elfmap *m, int bit, const char *fmt, ...)
@@ -346,6 +355,137 @@ int jh__em_map_rw(struct elfmap *m, void *rw, int fd, const char *path, uint64_t
         MAP_FAILED) {
         jh__em_report_once(m, R_MAP, "cannot map %s: %s", path, strerror(errno));
         return 1;
+    }
+    return 0;
+}
+
+/*
+ * The tables' arena. perf --call-graph dwarf (libunwind in perf 6.1) reads a mapping's
+ * .eh_frame_hdr and .eh_frame through the process's memory as perf recorded it (its mmap
+ * events, then the file at the mapping's offset), at the addresses the image gives them,
+ * not from the file alone: with nothing mapped there, "unwind: no map for ADDR" and the
+ * chain stops in the first JIT frame. So they must be mapped somewhere, and the only
+ * address space elfmap may map into is its own: each window reserves an arena (PROT_NONE,
+ * anonymous, like the R+W pages below), its image gives the tables and its first page
+ * addresses in it (fmt/elf_grow.h, spec.eh_addr), and they are mapped read-only there,
+ * MAP_FIXED only ever over the arena. The pages read the file's page cache: the tables'
+ * growth shows without a new mapping until a chunk moves. The file's first page is mapped
+ * at the arena's start for perf 6.1, which takes the lowest mapping of the file for its
+ * first PT_LOAD: an arena below the code then starts the image at a mapping that never
+ * moves (docs/elfmap.md, "Unwinding without frame pointers", has what each tool needs).
+ */
+#define EM_ARENA ((size_t)16 << 20)
+#define EM_ARENA_TRIES 4
+
+/*
+ * Where an arena is of use: below every page of the window's span, so that its first page
+ * is the file's lowest mapping, and near enough that .eh_frame_hdr's table (4-byte
+ * offsets from its own address: the only form perf's libunwind and libdw search) reaches
+ * all the code.
+ */
+static bool arena_fits(const struct region *r, uintptr_t p, size_t len)
+{
+    uintptr_t top = span_lo(r) + EM_SPAN;
+    return p + len <= span_lo(r) && top - p < ((uintptr_t)1 << 31);
+}
+
+int jh__em_arena_new(struct elfmap *m, struct region *r, uint64_t need)
+{
+    size_t len = EM_ARENA;
+    while (len < need && len < ((size_t)1 << 30))
+        len *= 2;
+    /* Address space the kernel gives anywhere (mmap(NULL)), never a place chosen for it:
+     * one that does not fit is held while the next is asked for, then given back. */
+    uintptr_t got[EM_ARENA_TRIES], pick = 0;
+    int n = 0;
+    while (len >= need && !pick && n < EM_ARENA_TRIES) {
+        void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            break;
+        if (arena_fits(r, (uintptr_t)p, len))
+            pick = (uintptr_t)p;
+        else
+            got[n++] = (uintptr_t)p;
+    }
+    while (n > 0)
+        munmap((void *)got[--n], len);
+    if (!pick) {
+        jh__em_report_once(m, R_EH, "no address space below the JIT code at %#lx and within "
+                           "2 GiB of it for its unwind tables: perf --call-graph dwarf stops "
+                           "at that code (eu-stack, and profilers that read .eh_frame from "
+                           "the image file, still unwind it)", (unsigned long)r->lo);
+        return 1;
+    }
+    jh__em_arena_free(r);
+    r->arena = pick;
+    r->arena_len = len;
+    return 0;
+}
+
+void jh__em_arena_free(struct region *r)
+{
+    if (r->arena && !r->arena_lost)     /* (a lost one may hold another's mapping now) */
+        munmap((void *)r->arena, r->arena_len);
+    r->arena_lost = false;
+    r->arena = 0;
+    r->arena_len = 0;
+    memset(r->eh_at, 0, sizeof r->eh_at);
+}
+
+/* Piece k of the arena back to the reservation (never munmap: the hole could be taken). */
+static void eh_unmap(struct region *r, int k)
+{
+    if (r->eh_at[k] && mmap((void *)r->eh_at[k], r->eh_len[k], PROT_NONE, MAP_FIXED |
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+        r->arena_lost = true;
+    r->eh_at[k] = 0;
+}
+
+int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, bool fresh)
+{
+    struct jh__elfg *img = &r->img;
+    if (m->valgrind)
+        return 0;
+    /* The text PT_LOAD starts at the lowest page ever mapped from this file: libdw takes
+     * the lowest of the file's lines for it, perf 6.1 the lowest mapping it recorded (it
+     * sees no munmap). */
+    uintptr_t a = span_lo(r), low;
+    if (next_run(m, r, &a, &low) && (!img->load_lo || low < img->load_lo))
+        jh__elfg_set_load(img, low);
+    uint64_t reach = jh__elfg_eh_reach(img);
+    if (r->arena && !r->arena_lost && reach > r->arena_len &&
+        jh__em_arena_new(m, r, reach) == 0) {
+        jh__elfg_set_eh_addr(img, r->arena);
+        fresh = true;
+    }
+    int err = jh__em_sync(img, fd);
+    if (err)
+        return err;
+    for (int k = 0; k < 3 && r->arena && !r->arena_lost; k++) {
+        uint64_t addr, off, len;
+        if (!jh__elfg_eh_chunk(img, k, &addr, &off, &len))
+            continue;
+        if (addr < r->arena || addr - r->arena > r->arena_len ||
+            len > r->arena_len - (addr - r->arena))
+            continue;                   /* (an arena that could not grow: never outside) */
+        bool same = r->eh_at[k] == addr && r->eh_len[k] == len;
+        if (same && !fresh)
+            continue;
+        if (!same)
+            eh_unmap(r, k);
+        if (mmap((void *)(uintptr_t)addr, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd,
+                 (off_t)off) == MAP_FAILED) {
+            /* a failed MAP_FIXED may have unmapped the range: reserve it again, or leave
+             * the whole arena alone from now on */
+            r->eh_at[k] = (uintptr_t)addr;
+            r->eh_len[k] = len;
+            jh__em_report_once(m, R_EH, "cannot map the unwind tables of %s: %s (perf "
+                               "--call-graph dwarf stops at its code)", path, strerror(errno));
+            eh_unmap(r, k);
+            continue;
+        }
+        r->eh_at[k] = (uintptr_t)addr;
+        r->eh_len[k] = len;
     }
     return 0;
 }

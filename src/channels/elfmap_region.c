@@ -214,7 +214,10 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
         .anchor_off = m->page + EM_LEAD,
         .lo = r->lo, .hi = r->hi, .meta_off = m->page + EM_SPAN + EM_GAP,
         .rw_addr = (uintptr_t)r->rw, .page_size = m->page, .producer = "jitherald elfmap",
-        .no_build_id = !jh__em_build_ids() };
+        .no_build_id = !jh__em_build_ids(), .eh_addr = r->arena,
+        /* valgrind 3.19 takes an .eh_frame only inside a mapped segment and may refuse the
+         * whole image otherwise (not measured: left out to be safe); it reads .debug_frame */
+        .no_eh_frame = m->valgrind || !jh__em_eh_frames() };
     struct jh__elfg img;
     err = jh__elfg_init(&img, &spec);
     for (size_t i = 0; i < nf && !err; i++)
@@ -246,6 +249,8 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     nr.ntombs = 0;
     nr.frozen = nr.foreign = false;
     *r = nr;
+    if (res >= 0 && (err = jh__em_map_eh(m, r, fd, path, true)))
+        res = err;
     if (!r->path) {
         res = res < 0 ? res : -ENOMEM;
     }
@@ -338,6 +343,8 @@ struct region *jh__em_region_new(struct elfmap *m, uintptr_t anchor, uintptr_t l
     r->fd = JH__KFD_NONE;
     if (m->valgrind)
         r->rw = jh__em_rw_get(m);
+    else if (jh__em_eh_frames())
+        jh__em_arena_new(m, r, 0);      /* (none: the tables by the window's rule, unmapped) */
     *err = 0;
     return r;
 }
@@ -424,6 +431,8 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
     } else if (!res && (err = jh__em_sync(&r->img, fd))) {
         return err;
     }
+    if (!res && (err = jh__em_map_eh(m, r, fd, r->path, false)))
+        return err;
     if (res) {
         m->fallbacks += res > 0;
         return res;
@@ -504,6 +513,7 @@ void jh__em_region_unswap_all(struct elfmap *m, struct region *r)
 
 void jh__em_region_retire(struct elfmap *m, struct region *r)
 {
+    jh__em_arena_free(r);
     jh__em_rw_put(m, r->rw);
     drop_file(m, r);
     free(r->mapped);
@@ -514,6 +524,7 @@ void jh__em_region_retire(struct elfmap *m, struct region *r)
 void jh__em_region_close(struct elfmap *m, struct region *r)
 {
     (void)m;                        /* (its R+W page goes with the arenas) */
+    jh__em_arena_free(r);
     jh__kfd_close(&r->fd);
     jh__elfg_free(&r->img);
     free(r->path);

@@ -634,3 +634,38 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
         jh__buf_set_u32(b, at, (uint32_t)(w.n - 4));
     return b->err ? b->err : 1;
 }
+
+/* elfmap's growing .eh_frame: see cfi.h. The CIE a function needs (plain, or arm64's B key)
+ * is appended the first time one needs it. */
+int jh__cfi_eh_frame_grow(struct jh__buf *b, const struct jh__arch *arch, size_t cie_off[2],
+                          const struct jh__func *f, size_t *fde_off)
+{
+    const struct jh__arch *a = arch_or_host(arch);
+    if (!b || !f || !func_ok(a, f))
+        return -EINVAL;
+    if (f->unwind == JH_UNWIND_NONE)
+        return 0;
+    struct jh__cfi_opts o = { .arch = a, .ptr = JH__CFI_ABS };
+    struct cie_key k = cie_key_of(&o, f);
+    size_t base = b->len, old = cie_off[k.b_key];
+    struct out w = { b, 0 };
+    if (old == SIZE_MAX) {
+        cie_off[k.b_key] = b->len;
+        put_cie(&w, &o, k);
+    }
+    size_t at = b->len;
+    if (at - cie_off[k.b_key] + 4 > UINT32_MAX)
+        b->err = b->err ? b->err : -E2BIG;
+    else
+        put_fde(&w, &o, f, (uint32_t)(at + 4 - cie_off[k.b_key]), 0);
+    if (b->err) {
+        int err = b->err;
+        b->err = 0;
+        b->len = base;
+        cie_off[k.b_key] = old;
+        return err;
+    }
+    if (fde_off)
+        *fde_off = at;
+    return 1;
+}

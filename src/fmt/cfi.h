@@ -137,6 +137,12 @@ size_t jh__cfi_eh_frame_hdr_size(size_t nfde);
  */
 int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
                          const struct jh__cfi_index *idx, size_t nfde);
+/* The same, rewritten in place in the header b holds at offset at (sized for nfde entries):
+ * its 12-byte head and the table's entries from `from` on (a table that grows by inserting
+ * keeps the entries before the first one that moved). Same results; b as it was on error. */
+int jh__cfi_eh_frame_hdr_from(struct jh__buf *b, size_t at, uint64_t hdr_addr,
+                              uint64_t eh_addr, const struct jh__cfi_index *idx, size_t nfde,
+                              size_t from);
 
 /*
  * .debug_frame, for an image read from a file and never mapped (the elfmap channel's): the
@@ -150,6 +156,20 @@ int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
 void jh__cfi_debug_frame_cie(struct jh__buf *b, const struct jh__arch *arch);
 int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint64_t cie_off,
                             const struct jh__func *f);
+
+/*
+ * A growing .eh_frame, for an image file whose sections grow by appending (elfmap's,
+ * fmt/elf_grow.c): CIEs ("zR", or "zRB" for arm64's B key, each appended the first time a
+ * function needs it: cie_off[0] plain, [1] B key, SIZE_MAX until then), one FDE per
+ * function in any order, no terminator (readers stop at the section's end; the
+ * .eh_frame_hdr table is what finds an FDE). Pointers are absolute (JH__CFI_ABS): the
+ * bytes do not depend on where the section lies, so a section that moves in its file is
+ * copied, never re-encoded. Appends f's FDE (and the CIE it needs); *fde_off gets its
+ * offset in b. 1, 0 when f has no unwind info (nothing appended), -EINVAL, -E2BIG, -ENOMEM
+ * (b as it was, b->err cleared).
+ */
+int jh__cfi_eh_frame_grow(struct jh__buf *b, const struct jh__arch *arch, size_t cie_off[2],
+                          const struct jh__func *f, size_t *fde_off);
 
 /*
  * perf's jitdump layout for one function (what UNWINDING_INFO carries): the .eh_frame for

@@ -14,36 +14,46 @@ size_t jh__cfi_eh_frame_hdr_size(size_t nfde) { return 12 + 8 * nfde; }
 int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
                          const struct jh__cfi_index *idx, size_t nfde)
 {
-    if (!b || (nfde && !idx) || nfde > UINT32_MAX)
+    if (!b)
+        return -EINVAL;
+    size_t base = b->len;
+    jh__buf_zeros(b, jh__cfi_eh_frame_hdr_size(nfde));
+    if (b->err)
+        return b->err;
+    int err = jh__cfi_eh_frame_hdr_from(b, base, hdr_addr, eh_addr, idx, nfde, 0);
+    if (err)
+        b->len = base;
+    return err;
+}
+
+int jh__cfi_eh_frame_hdr_from(struct jh__buf *b, size_t at, uint64_t hdr_addr,
+                              uint64_t eh_addr, const struct jh__cfi_index *idx, size_t nfde,
+                              size_t from)
+{
+    if (!b || (nfde && !idx) || nfde > UINT32_MAX || from > nfde ||
+        at > b->len || b->len - at < jh__cfi_eh_frame_hdr_size(nfde))
         return -EINVAL;
     int64_t rel = (int64_t)(eh_addr - (hdr_addr + 4));
     if (!fits_s32(rel))
         return -ERANGE;
-    for (size_t i = 0; i < nfde; i++) {
+    for (size_t i = from; i < nfde; i++) {
         if (i && idx[i].pc < idx[i - 1].pc)
             return -EINVAL;                     /* the table is binary-searched */
         if (!fits_s32((int64_t)(idx[i].pc - hdr_addr)) ||
             !fits_s32((int64_t)(eh_addr + idx[i].off - hdr_addr)))
             return -ERANGE;
     }
-    size_t base = b->len;
-    jh__buf_u8(b, 1);                                   /* version */
-    jh__buf_u8(b, JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4);   /* eh_frame_ptr */
-    jh__buf_u8(b, JH__DW_EH_PE_udata4);                  /* fde_count */
-    jh__buf_u8(b, JH__DW_EH_PE_datarel | JH__DW_EH_PE_sdata4); /* table */
-    jh__buf_u32(b, (uint32_t)rel);
-    jh__buf_u32(b, (uint32_t)nfde);
-    for (size_t i = 0; i < nfde; i++) {
-        jh__buf_u32(b, (uint32_t)(idx[i].pc - hdr_addr));
-        jh__buf_u32(b, (uint32_t)(eh_addr + idx[i].off - hdr_addr));
+    b->p[at] = 1;                                       /* version */
+    b->p[at + 1] = JH__DW_EH_PE_pcrel | JH__DW_EH_PE_sdata4;   /* eh_frame_ptr */
+    b->p[at + 2] = JH__DW_EH_PE_udata4;                 /* fde_count */
+    b->p[at + 3] = JH__DW_EH_PE_datarel | JH__DW_EH_PE_sdata4; /* table */
+    jh__buf_set_u32(b, at + 4, (uint32_t)rel);
+    jh__buf_set_u32(b, at + 8, (uint32_t)nfde);
+    for (size_t i = from; i < nfde; i++) {
+        jh__buf_set_u32(b, at + 12 + 8 * i, (uint32_t)(idx[i].pc - hdr_addr));
+        jh__buf_set_u32(b, at + 16 + 8 * i, (uint32_t)(eh_addr + idx[i].off - hdr_addr));
     }
-    if (b->err)
-        return b->err;
-    if (b->len - base != jh__cfi_eh_frame_hdr_size(nfde)) {
-        b->len = base;
-        return -EPROTO;
-    }
-    return 0;
+    return b->err;
 }
 
 int jh__cfi_perf_unwinding(struct jh__buf *b, const struct jh__func *f, uint64_t text_addr,

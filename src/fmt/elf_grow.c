@@ -7,13 +7,14 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fmt/cfi.h"
 #include "fmt/func.h"
 
 /* Growing sections, in chunk order; then the fixed ones. */
-enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES, G_ARANGES };
+enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES, G_ARANGES, G_EH, G_EHDR };
 enum { X_TEXT = JH__ELFG_NGROW, X_DATA, X_ABBREV, X_SHSTRTAB, X_NOTE, X_MAX };
 
 static const char *const sec_name[X_MAX] = {
@@ -21,7 +22,7 @@ static const char *const sec_name[X_MAX] = {
     [G_INFO] = ".debug_info", [G_LINE] = ".debug_line", [G_STR] = ".debug_str",
     [G_RANGES] = ".debug_ranges", [G_ARANGES] = ".debug_aranges", [X_TEXT] = ".text",
     [X_DATA] = ".data", [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab",
-    [X_NOTE] = ".note.gnu.build-id",
+    [X_NOTE] = ".note.gnu.build-id", [G_EH] = ".eh_frame", [G_EHDR] = ".eh_frame_hdr",
 };
 
 /* Section header order in the file: index 0 is SHN_UNDEF, .text is 1 (symbols refer to it);
@@ -30,7 +31,7 @@ static const char *const sec_name[X_MAX] = {
  * reads no symbol of the file at all. */
 static const int shdr_order[X_MAX] = { X_TEXT, X_DATA, G_SYMTAB, G_STRTAB, X_SHSTRTAB, X_NOTE,
                                        G_FRAME, G_INFO, X_ABBREV, G_LINE, G_STR, G_RANGES,
-                                       G_ARANGES };
+                                       G_ARANGES, G_EHDR, G_EH };
 
 #define DATA_SIZE 16
 
@@ -54,6 +55,8 @@ static struct jh__buf *sec(struct jh__elfg *g, int i)
     case G_LINE: return &g->dw.line;
     case G_STR: return &g->dw.str;
     case G_ARANGES: return &g->aranges;
+    case G_EH: return &g->eh;
+    case G_EHDR: return &g->ehdr;
     default: return &g->dw.ranges;
     }
 }
@@ -72,6 +75,7 @@ static bool present(const struct jh__elfg *g, int sec)
     switch (sec) {
     case X_DATA: return g->s.rw_addr != 0;
     case G_FRAME: return g->nfde != 0;
+    case G_EH: case G_EHDR: return g->neh != 0;
     case G_INFO: case X_ABBREV: case G_LINE: case G_STR: case G_RANGES: case G_ARANGES:
         return g->dw.info.len != 0;
     default: return true;
@@ -97,14 +101,40 @@ static uint32_t shndx(const struct jh__elfg *g, int sec)
     return 0;
 }
 
-static size_t nphdrs(const struct jh__elfg *g) { return g->s.rw_addr ? 3 : 2; }
+/* The tables' arena (spec.eh_addr): the file's first page and its tables mapped by the
+ * caller in address space of its own; the image then has a PT_LOAD for each. */
+static bool arena(const struct jh__elfg *g)
+{
+    return g->neh && g->s.eh_addr;
+}
+
+/* PT_LOADs (text, [data], [headers, .eh_frame_hdr, .eh_frame]) in address order, PT_NOTE,
+ * [PT_GNU_EH_FRAME] */
+static size_t nphdrs(const struct jh__elfg *g)
+{
+    return 2 + (g->s.rw_addr != 0) + (g->neh != 0) + 3 * arena(g);
+}
+
+/* The address of file offset off: the window's rule (off_of backwards); in the arena, for
+ * the first page and from meta_off on: where .eh_frame and .eh_frame_hdr say they are. */
+static uint64_t addr_of(const struct jh__elfg *g, uint64_t off)
+{
+    if (!g->s.eh_addr)
+        return g->s.anchor_addr + (off - g->s.anchor_off);
+    return off < page_of(g) ? g->s.eh_addr + off : g->s.eh_addr + page_of(g) + (off - g->s.meta_off);
+}
 static size_t hdr_len(const struct jh__elfg *g)
 {
     return sizeof(Elf64_Ehdr) + nphdrs(g) * sizeof(Elf64_Phdr);
 }
-/* The build-id note opens the meta page, which every change rewrites anyway: the id costs
- * no write of its own. The section headers follow it. */
+/* The build-id note lies in the first page, after the program headers (at most 7: 456
+ * bytes), where readers that look only there find it (older kernels' and perf's build-id
+ * of a mapping, a core's first page of each mapped ELF file: tools/lib/core_read.c). It is
+ * written on its own, once per change of the id. The meta page keeps NOTE_SPACE bytes of
+ * zeros before the section headers (its layout predates the move). */
 #define NOTE_SPACE 40       /* JH__BUILD_ID_NOTE_SIZE, rounded up to 8 */
+#define NOTE_OFF 512
+_Static_assert(sizeof(Elf64_Ehdr) + 7 * sizeof(Elf64_Phdr) <= NOTE_OFF, "phdrs reach the note");
 
 void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
 {
@@ -118,7 +148,7 @@ void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
  * once when it is. */
 static void build_note(struct jh__elfg *g)
 {
-    g->meta_dirty = true;
+    g->note_dirty = true;
 }
 
 static void build_hdr(struct jh__elfg *g)
@@ -140,25 +170,60 @@ static void build_hdr(struct jh__elfg *g)
     eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = (uint16_t)nsections(g);
     eh.e_shstrndx = (uint16_t)shndx(g, X_SHSTRTAB);
-    Elf64_Phdr ph[2] = {
-        { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = off_of(g, g->s.lo),
-          .p_vaddr = g->s.lo, .p_paddr = g->s.lo, .p_filesz = g->s.hi - g->s.lo,
-          .p_memsz = g->s.hi - g->s.lo, .p_align = pg },
+    uint64_t text = g->load_lo ? g->load_lo : g->s.lo;
+    Elf64_Phdr load[5] = {
+        { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = off_of(g, text),
+          .p_vaddr = text, .p_paddr = text, .p_filesz = g->s.hi - text,
+          .p_memsz = g->s.hi - text, .p_align = pg },
         { .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = g->s.meta_off + pg,
           .p_vaddr = g->s.rw_addr, .p_paddr = g->s.rw_addr, .p_filesz = DATA_SIZE,
           .p_memsz = DATA_SIZE, .p_align = pg },
     };
-    if (g->s.rw_addr && g->s.rw_addr < g->s.lo) {      /* valgrind wants them in address order */
-        Elf64_Phdr t = ph[0];
-        ph[0] = ph[1];
-        ph[1] = t;
+    size_t nload = 1 + (g->s.rw_addr != 0);
+    if (arena(g)) {
+        /* The first page (ELF header, program headers) and the tables' chunks, where the
+         * caller maps them (jh__elfg_eh_chunk). perf 6.1 takes the lowest mapping of the
+         * file for the first PT_LOAD's address, libdw the lowest of the lines of the file
+         * that /proc/PID/maps lists one after the other: docs/elfmap.md. */
+        load[nload++] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = 0,
+            .p_vaddr = addr_of(g, 0), .p_paddr = addr_of(g, 0), .p_filesz = pg, .p_memsz = pg,
+            .p_align = pg };
+        for (int i = G_EH; i <= G_EHDR; i++) {
+            const struct jh__elfg_chunk *c = &g->chunk[i];
+            load[nload++] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R,
+                .p_offset = c->off, .p_vaddr = addr_of(g, c->off),
+                .p_paddr = addr_of(g, c->off), .p_filesz = c->cap, .p_memsz = c->cap,
+                .p_align = pg };
+        }
     }
-    Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = g->s.meta_off,
-                        .p_filesz = JH__BUILD_ID_NOTE_SIZE, .p_align = 4 };
+    /* in address order, as the ELF spec wants them (valgrind requires it; perf and libdw
+     * take the first for the lowest) */
+    for (size_t i = 1; i < nload; i++)
+        for (size_t k = i; k > 0 && load[k].p_vaddr < load[k - 1].p_vaddr; k--) {
+            Elf64_Phdr t = load[k];
+            load[k] = load[k - 1];
+            load[k - 1] = t;
+        }
+    /* (in memory where the first page is mapped: a core holds that page) */
+    uint64_t note_at = arena(g) ? addr_of(g, NOTE_OFF) : 0;
+    Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = NOTE_OFF,
+                        .p_vaddr = note_at, .p_paddr = note_at,
+                        .p_filesz = JH__BUILD_ID_NOTE_SIZE,
+                        .p_memsz = note_at ? JH__BUILD_ID_NOTE_SIZE : 0, .p_align = 4 };
     memset(g->hdr, 0, sizeof g->hdr);
     memcpy(g->hdr, &eh, sizeof eh);
-    memcpy(g->hdr + sizeof eh, ph, (nphdrs(g) - 1) * sizeof ph[0]);
-    memcpy(g->hdr + sizeof eh + (nphdrs(g) - 1) * sizeof ph[0], &note, sizeof note);
+    uint8_t *at = g->hdr + sizeof eh;
+    memcpy(at, load, nload * sizeof load[0]);
+    at += nload * sizeof load[0];
+    memcpy(at, &note, sizeof note);
+    at += sizeof note;
+    if (g->neh) {
+        const struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
+        Elf64_Phdr ehp = { .p_type = PT_GNU_EH_FRAME, .p_flags = PF_R, .p_offset = c->off,
+                           .p_vaddr = addr_of(g, c->off), .p_paddr = addr_of(g, c->off),
+                           .p_filesz = c->cap, .p_memsz = c->cap, .p_align = 4 };
+        memcpy(at, &ehp, sizeof ehp);
+    }
 }
 
 /* The meta page: section headers, then .shstrtab and .debug_abbrev after them. */
@@ -179,9 +244,7 @@ static int build_meta(struct jh__elfg *g)
     if (abbrev_off + g->dw.abbrev.len > page_of(g))
         return -E2BIG;
 
-    uint8_t note[NOTE_SPACE] = { 0 }, id[JH__BUILD_ID_SIZE];
-    jh__elfg_build_id(g, id);
-    jh__bid_note(note, id);
+    uint8_t note[NOTE_SPACE] = { 0 };
     jh__buf_put(b, note, sizeof note);
     Elf64_Shdr sh = { 0 };
     jh__buf_put(b, &sh, sizeof sh);
@@ -215,7 +278,11 @@ static int build_meta(struct jh__elfg *g)
             break;
         case X_NOTE:
             sh.sh_type = SHT_NOTE;
-            sh.sh_offset = g->s.meta_off;
+            sh.sh_offset = NOTE_OFF;
+            if (arena(g)) {
+                sh.sh_flags = SHF_ALLOC;
+                sh.sh_addr = addr_of(g, NOTE_OFF);
+            }
             sh.sh_size = JH__BUILD_ID_NOTE_SIZE;
             sh.sh_addralign = 4;
             break;
@@ -236,6 +303,11 @@ static int build_meta(struct jh__elfg *g)
             break;
         case G_FRAME:
             sh.sh_addralign = 8;
+            break;
+        case G_EH: case G_EHDR:
+            sh.sh_flags = SHF_ALLOC;
+            sh.sh_addr = addr_of(g, g->chunk[i].off);
+            sh.sh_addralign = i == G_EH ? 8 : 4;
             break;
         case G_STR:
             sh.sh_flags = SHF_MERGE | SHF_STRINGS;
@@ -268,6 +340,8 @@ static void place(struct jh__elfg *g)
         c->synced = 0;
         g->end += cap;
         g->meta_dirty = true;
+        if (i == G_EH || i == G_EHDR)
+            g->ehdr_from = 0;           /* the table is relative to both addresses */
     }
 }
 
@@ -281,7 +355,7 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
         g->s.arch = JH__ARCH_HOST;
     size_t pg = page_of(g);
     if (pg & (pg - 1) || s->anchor_addr % pg || s->anchor_off % pg || s->anchor_off < pg ||
-        s->meta_off % pg || s->rw_addr % pg || !window_ok(g, s->lo, s->hi))
+        s->meta_off % pg || s->rw_addr % pg || s->eh_addr % pg || !window_ok(g, s->lo, s->hi))
         return -EINVAL;
     struct jh__dwarf_opts dopts = { .producer = s->producer };
     int err = jh__dwarf_begin(&g->dw, &dopts);
@@ -291,6 +365,8 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
     jh__buf_put(&g->symtab, &null, sizeof null);
     jh__buf_u8(&g->strtab, 0);
     jh__cfi_debug_frame_cie(&g->frame, g->s.arch);
+    g->eh_cie[0] = g->eh_cie[1] = SIZE_MAX;
+    g->ehdr_from = SIZE_MAX;
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
         if (sec(g, i)->err) {
             err = sec(g, i)->err;
@@ -305,7 +381,7 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
     }
     place(g);
     build_hdr(g);
-    g->hdr_dirty = g->meta_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->note_dirty = true;
     g->data_dirty = s->rw_addr != 0;
     return 0;
 }
@@ -319,6 +395,9 @@ void jh__elfg_free(struct jh__elfg *g)
     jh__buf_free(&g->symtab);
     jh__buf_free(&g->strtab);
     jh__buf_free(&g->aranges);
+    jh__buf_free(&g->eh);
+    jh__buf_free(&g->ehdr);
+    free(g->ehidx);
     jh__buf_free(&g->meta);
     memset(g, 0, sizeof *g);
 }
@@ -342,6 +421,58 @@ void jh__elfg_code(struct jh__elfg *g, uint64_t addr, const void *p, size_t len)
         return;
     jh__bid_bytes(&g->bid, addr, p, len);
     build_note(g);
+}
+
+/* Where an FDE for code at pc goes in the sorted table. */
+static size_t eh_slot(const struct jh__elfg *g, uint64_t pc)
+{
+    size_t lo = 0, hi = g->neh;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->ehidx[mid].pc < pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int eh_reserve(struct jh__elfg *g)
+{
+    size_t cap = g->capeh ? 2 * g->capeh : 64;
+    struct jh__cfi_index *p = realloc(g->ehidx, cap * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    g->ehidx = p;
+    g->capeh = cap;
+    return 0;
+}
+
+/* Bring .eh_frame_hdr up to date from entry ehdr_from on (fmt/cfi_hdr.c builds it) and say
+ * which of its bytes the file lacks: from ehdr_from's entry on, and the head (the count). */
+static int build_eh_hdr(struct jh__elfg *g, bool *head)
+{
+    *head = false;
+    if (!g->neh || g->ehdr_from == SIZE_MAX)
+        return 0;
+    struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
+    int err = jh__cfi_eh_frame_hdr_from(&g->ehdr, 0, addr_of(g, c->off),
+                                        addr_of(g, g->chunk[G_EH].off), g->ehidx, g->neh,
+                                        g->ehdr_from);
+    if (err)
+        return err;
+    size_t from = jh__cfi_eh_frame_hdr_size(g->ehdr_from);
+    if (c->synced > from)
+        c->synced = from;
+    *head = c->synced > 12;
+    g->ehdr_from = SIZE_MAX;
+    /* PT_GNU_EH_FRAME covers the chunk (zeros after the table; readers bound the table by
+     * its count): the program headers change only when the chunk moves */
+    uint8_t was[sizeof g->hdr];
+    memcpy(was, g->hdr, sizeof was);
+    build_hdr(g);
+    g->hdr_dirty |= memcmp(was, g->hdr, sizeof was) != 0;
+    return 0;
 }
 
 int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
@@ -368,6 +499,23 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
         fde = jh__cfi_debug_frame_fde(&g->frame, g->s.arch, 0, f);
         err = fde < 0 ? fde : 0;
     }
+    size_t cie_was[2] = { g->eh_cie[0], g->eh_cie[1] }, at = 0, fde_at = 0;
+    int ehn = 0;
+    bool replace = false;           /* code at a start already described: the new FDE wins */
+    if (!err && fde > 0 && !g->s.no_eh_frame) {
+        at = eh_slot(g, f->start);
+        if (g->neh == g->capeh && eh_reserve(g))
+            err = -ENOMEM;
+        if (!err) {
+            ehn = jh__cfi_eh_frame_grow(&g->eh, g->s.arch, g->eh_cie, f, &fde_at);
+            err = ehn < 0 ? ehn : 0;
+        }
+        replace = !err && ehn && at < g->neh && g->ehidx[at].pc == f->start;
+        if (!err && ehn && !replace)
+            jh__buf_zeros(&g->ehdr, 8);     /* its table entry: built in jh__elfg_spans */
+        if (!err)
+            err = g->ehdr.err;
+    }
     size_t cu = g->dw.info.len;
     if (!err)
         err = jh__dwarf_add(&g->dw, f);
@@ -389,10 +537,23 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
             sec(g, i)->err = 0;
             sec(g, i)->len = lens[i];
         }
+        g->eh_cie[0] = cie_was[0];
+        g->eh_cie[1] = cie_was[1];
         return err;
     }
     g->nsyms++;
     g->nfde += fde > 0;
+    if (ehn > 0) {
+        if (!g->neh)
+            jh__buf_zeros(&g->ehdr, 12);    /* the head, there from the first FDE on */
+        if (!replace) {
+            memmove(&g->ehidx[at + 1], &g->ehidx[at], (g->neh - at) * sizeof *g->ehidx);
+            g->neh++;
+        }
+        g->ehidx[at] = (struct jh__cfi_index){ .pc = f->start, .size = f->size, .off = fde_at };
+        if (at < g->ehdr_from)
+            g->ehdr_from = at;
+    }
     if (!g->s.no_build_id) {
         jh__bid_func(&g->bid, f);
         build_note(g);
@@ -409,9 +570,14 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
 int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
 {
     int n = 0;
-    int err = g->meta_dirty ? build_meta(g) : 0;
+    bool head;
+    int err = build_eh_hdr(g, &head);
+    if (!err && g->meta_dirty)
+        err = build_meta(g);
     if (err)
         return err;
+    if (head)
+        v[n++] = (struct jh__elfg_span){ .off = g->chunk[G_EHDR].off, .p = g->ehdr.p, .len = 12 };
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
         const struct jh__elfg_chunk *c = &g->chunk[i];
         if (sec(g, i)->len > c->synced)
@@ -429,6 +595,13 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
         v[n++] = (struct jh__elfg_span){ .off = g->s.meta_off, .p = g->meta.p, .len = g->meta.len };
     if (g->hdr_dirty)
         v[n++] = (struct jh__elfg_span){ .off = 0, .p = g->hdr, .len = hdr_len(g) };
+    if (g->note_dirty) {
+        uint8_t id[JH__BUILD_ID_SIZE];
+        jh__elfg_build_id(g, id);
+        jh__bid_note(g->note, id);
+        v[n++] = (struct jh__elfg_span){ .off = NOTE_OFF, .p = g->note,
+                                         .len = JH__BUILD_ID_NOTE_SIZE };
+    }
     return n;
 }
 
@@ -449,7 +622,7 @@ void jh__elfg_synced(struct jh__elfg *g)
         g->chunk[i].old_cap = 0;
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         g->chunk[i].synced = sec(g, i)->len;
-    g->hdr_dirty = g->meta_dirty = g->data_dirty = false;
+    g->hdr_dirty = g->meta_dirty = g->data_dirty = g->note_dirty = false;
 }
 
 void jh__elfg_all_dirty(struct jh__elfg *g)
@@ -457,6 +630,52 @@ void jh__elfg_all_dirty(struct jh__elfg *g)
     g->end_synced = 0;
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         g->chunk[i].synced = 0;
-    g->hdr_dirty = g->meta_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->note_dirty = true;
     g->data_dirty = g->s.rw_addr != 0;
+}
+
+bool jh__elfg_eh_chunk(const struct jh__elfg *g, int k, uint64_t *addr, uint64_t *off,
+                       uint64_t *len)
+{
+    if (!arena(g) || k < 0 || k > 2)
+        return false;
+    if (k == 2) {
+        *addr = addr_of(g, 0);
+        *off = 0;
+        *len = page_of(g);
+        return true;
+    }
+    const struct jh__elfg_chunk *c = &g->chunk[k ? G_EH : G_EHDR];
+    *addr = addr_of(g, c->off);
+    *off = c->off;
+    *len = c->cap;
+    return true;
+}
+
+uint64_t jh__elfg_eh_reach(const struct jh__elfg *g)
+{
+    uint64_t end = 0;
+    for (int i = G_EH; i <= G_EHDR && g->neh; i++)
+        if (g->chunk[i].off + g->chunk[i].cap > end)
+            end = g->chunk[i].off + g->chunk[i].cap;
+    return end ? page_of(g) + (end - g->s.meta_off) : 0;
+}
+
+void jh__elfg_set_eh_addr(struct jh__elfg *g, uint64_t addr)
+{
+    if (addr == g->s.eh_addr)
+        return;
+    g->s.eh_addr = addr;
+    g->ehdr_from = g->neh ? 0 : SIZE_MAX;   /* the table is relative to its own address */
+    build_hdr(g);
+    g->hdr_dirty = g->meta_dirty = true;
+}
+
+void jh__elfg_set_load(struct jh__elfg *g, uint64_t a)
+{
+    if (a == g->load_lo || (a && (a < g->s.lo || a >= g->s.hi || a % page_of(g))))
+        return;
+    g->load_lo = a;
+    build_hdr(g);
+    g->hdr_dirty = true;
 }

@@ -9,24 +9,41 @@
  *   0            ELF header and program headers: an R+X PT_LOAD over the text window and,
  *                with rw_addr, a small R+W one (valgrind 3.19 reads an image's symbols
  *                only once it has seen a writable mapping of it too), in address order
- *                (valgrind rejects them otherwise), then a PT_NOTE over the build-id note
+ *                (valgrind rejects them otherwise), then a PT_NOTE over the build-id note,
+ *                which lies in this page too (at 512)
  *   off(a)       the code at address a, for a in the window [lo, hi):
  *                off(a) = anchor_off + (a - anchor_addr). The window may grow (set_text);
  *                the address-to-offset rule never changes. The builder never writes these
  *                bytes: the caller copies the live code there, page by page.
- *   meta_off     one page: the GNU build-id note (fmt/build_id.h: it changes with every
- *                function or code byte the image gains, and this page is rewritten at
- *                every change anyway), the section headers, .shstrtab, .debug_abbrev
+ *   meta_off     one page: 40 bytes of zeros, the section headers, .shstrtab,
+ *                .debug_abbrev (rewritten at every change)
  *   +1 page      with rw_addr: one page holding .data, the R+W segment
  *   then         a chunk per growing section (.symtab, .strtab, .debug_frame, .debug_info,
- *                .debug_line, .debug_str, .debug_ranges) with room to grow; a section that
+ *                .debug_line, .debug_str, .debug_ranges, .debug_aranges, .eh_frame,
+ *                .eh_frame_hdr) with room to grow; a section that
  *                outgrows its chunk moves to a new one twice its size at the end of the file
  *                (the old chunk becomes garbage the caller may punch out: jh__elfg_freed).
  * Sections: .text (PROGBITS, the window), [.data], .debug_frame (unwinding with absolute
- * addresses: nothing has to map it; perf and valgrind read it from the file), the DWARF of
+ * addresses: nothing has to map it; perf and valgrind read it from the file), .eh_frame and
+ * .eh_frame_hdr with a PT_GNU_EH_FRAME (what unwinders of binaries read: libunwind in perf
+ * --call-graph dwarf, libdw, eBPF profilers; unless spec.no_eh_frame), the DWARF of
  * fmt/dwarf.h with one compile unit per function and its .debug_aranges set (elfutils
  * before 0.191 finds a line's compile unit only through .debug_aranges), .symtab (one sized global STT_FUNC per
  * function), .strtab, .shstrtab.
+ *
+ * Where .eh_frame and .eh_frame_hdr are in memory: with spec.eh_addr, in the caller's
+ * arena, by one rule for both (libdw finds .eh_frame from PT_GNU_EH_FRAME through the
+ * table's own address-to-offset difference): the file's first page at eh_addr, its bytes
+ * from meta_off on from eh_addr + one page on; each of the three has a read-only PT_LOAD and
+ * the caller maps them there (jh__elfg_eh_chunk). Without eh_addr (images built offline,
+ * tools/log_elf.c), the window's rule gives them the addresses of their file offsets, past
+ * the window, and no PT_LOAD: readers that take the tables from the file alone need none.
+ * The .eh_frame's pointers are absolute (fmt/cfi.h, jh__cfi_eh_frame_grow), so it grows by
+ * appending and moves by copying; the .eh_frame_hdr's binary-search table (relative to its
+ * own address, sorted by pc) is rebuilt from the first entry a new function moved, in
+ * memory, and written from there (its 12-byte head, which holds the count, on its own).
+ * The PT_LOADs are in address order; the text's starts where the caller says the lowest
+ * page it maps is (jh__elfg_set_load).
  *
  * Why the fixed address-to-offset rule: perf merges samples into one row per symbol by
  * (image file name, symbol start as a file offset, size); an image built again for the same
@@ -50,6 +67,7 @@
 
 struct jh__arch;
 struct jh__func;
+struct jh__cfi_index;
 
 struct jh__elfg_spec {
     const struct jh__arch *arch;    /* the code's (fmt/arch.h); NULL: the host's */
@@ -62,10 +80,17 @@ struct jh__elfg_spec {
     size_t page_size;           /* 0: 4096 */
     const char *producer;       /* DW_AT_producer (NULL: "jitherald") */
     bool no_build_id;           /* leave the note's id at zero (a benchmark's baseline) */
+    bool no_eh_frame;           /* no .eh_frame/.eh_frame_hdr (elfmap under valgrind, and
+                                   a test's control) */
+    uint64_t eh_addr;           /* page aligned; 0: none. The tables' arena: address space
+                                   the caller maps the file's first page at (eh_addr) and
+                                   its bytes from meta_off on (from eh_addr + one page on),
+                                   so that the tables have a PT_LOAD each (see above) */
 };
 
-enum { JH__ELFG_NGROW = 8 };    /* .symtab .strtab .debug_frame .debug_info .debug_line
-                                   .debug_str .debug_ranges .debug_aranges */
+enum { JH__ELFG_NGROW = 10 };   /* .symtab .strtab .debug_frame .debug_info .debug_line
+                                   .debug_str .debug_ranges .debug_aranges .eh_frame
+                                   .eh_frame_hdr */
 
 struct jh__elfg_chunk {
     uint64_t off, cap;          /* where the section lives in the file, and its room */
@@ -77,14 +102,23 @@ struct jh__elfg {
     struct jh__elfg_spec s;
     struct jh__dwarf dw;
     struct jh__buf frame, symtab, strtab, aranges;
+    struct jh__buf eh, ehdr;    /* .eh_frame; .eh_frame_hdr as last built (its length always
+                                   12 + 8 * neh) */
+    struct jh__cfi_index *ehidx;    /* the FDEs of .eh_frame, ascending pc */
+    size_t neh, capeh;
+    size_t eh_cie[2];           /* fmt/cfi.h, jh__cfi_eh_frame_grow */
+    size_t ehdr_from;           /* .eh_frame_hdr entries from this one on need building
+                                   (SIZE_MAX: none) */
     struct jh__elfg_chunk chunk[JH__ELFG_NGROW];
+    uint64_t load_lo;           /* the text PT_LOAD starts here (0: at s.lo) */
     uint64_t end;               /* end of the last chunk: the file's size */
     uint64_t end_synced;        /* the file's size as last written */
     size_t nsyms;               /* functions added */
     size_t nfde;                /* of which with unwind info */
-    bool hdr_dirty, meta_dirty, data_dirty;
+    bool hdr_dirty, meta_dirty, data_dirty, note_dirty;
+    uint8_t note[JH__BUILD_ID_NOTE_SIZE];   /* the build-id note as last built */
     struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
-    uint8_t hdr[64 + 3 * 56];   /* ELF header + program headers */
+    uint8_t hdr[64 + 7 * 56];   /* ELF header + program headers */
     struct jh__buf meta;        /* the meta page as last built */
 };
 
@@ -94,7 +128,7 @@ struct jh__elfg_span {
     const void *p;
     size_t len;
 };
-#define JH__ELFG_MAXSPANS (JH__ELFG_NGROW + 4)
+#define JH__ELFG_MAXSPANS (JH__ELFG_NGROW + 6)
 
 /* Start an image with no function. g is overwritten. 0, -EINVAL (bad spec), -ENOMEM. */
 int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s);
@@ -111,7 +145,8 @@ int jh__elfg_set_text(struct jh__elfg *g, uint64_t lo, uint64_t hi);
 
 /*
  * Append f (inside the window; overlaps with functions already in are the caller's
- * business): its symbol, compile unit and FDE. 0, -EINVAL (outside the window, bad unwind
+ * business; in .eh_frame_hdr, the last function added at a start is the one found): its
+ * symbol, compile unit and FDEs (.debug_frame and .eh_frame). 0, -EINVAL (outside the window, bad unwind
  * description), -ENOMEM, -E2BIG. On error the image is as it was.
  */
 int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f);
@@ -128,6 +163,23 @@ void jh__elfg_synced(struct jh__elfg *g);
 /* The file ranges sections moved out of since the last jh__elfg_synced (their old chunks:
  * garbage the caller may punch out of the file). Returns how many went into v (p NULL). */
 int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v);
+
+/* With an arena (spec.eh_addr): where .eh_frame_hdr (k = 0), .eh_frame (k = 1) and the
+ * file's first page (k = 2) lie, whole pages, at the addresses the image gives them; false
+ * without (no arena, or no .eh_frame yet). The caller maps them there read-only: readers
+ * that take the tables through the process's memory need them mapped (perf's libunwind:
+ * "unwind: no map for ADDR" otherwise). */
+bool jh__elfg_eh_chunk(const struct jh__elfg *g, int k, uint64_t *addr, uint64_t *off,
+                       uint64_t *len);
+/* How much of the arena those take: from eh_addr to the end of the higher chunk (0: none).
+ * It grows when a table outgrows its chunk (jh__elfg_add). */
+uint64_t jh__elfg_eh_reach(const struct jh__elfg *g);
+/* The arena moved to addr (page aligned, non-zero): headers and table written again. */
+void jh__elfg_set_eh_addr(struct jh__elfg *g, uint64_t addr);
+/* The text PT_LOAD starts at page a of the window (0: at its start): the lowest page the
+ * caller maps from the file (perf and libdw take the lowest mapping for the first PT_LOAD's
+ * address: docs/elfmap.md). Ignored if a is not a page of the window. */
+void jh__elfg_set_load(struct jh__elfg *g, uint64_t a);
 
 /* All spans as they would be for a new file (everything dirty again): for a copy. */
 void jh__elfg_all_dirty(struct jh__elfg *g);

@@ -6,8 +6,9 @@
 #   - control: gdb on the core alone shows ?? for the four JIT frames;
 #   - `jitherald core CORE > jit.gdb` and `gdb -x jit.gdb EXE CORE`: bt names c, b, a and
 #     main with calls.mini:7, 12, 17, 22, then mj_call and the C main below them;
-#   - eu-stack --core unwinds through the JIT frames down to the C main (unnamed: elfutils
-#     finds no ELF header of the images in the core, docs/cores.md);
+#   - eu-stack --core unwinds through the JIT frames down to the C main, and names them
+#     (c, b, a: elfutils finds each image by its first page, which elfmap maps in the
+#     window's arena, as the image's first PT_LOAD says: docs/cores.md);
 #   - the image moved elsewhere: found with --dir, not without (exit 1, said on stderr);
 #   - the image rewritten since (a code byte changed): refused, the core holds those bytes;
 #   - a core whose image path holds a newline (a gdb command after it): refused;
@@ -68,6 +69,8 @@ cat eu.out
 grep -Eq '^#0 +0x[0-9a-f]+ mj__builtin_callback$' eu.out &&
     grep -Eq '^#5 +0x[0-9a-f]+ mj_call$' eu.out && grep -Eq '^#[0-9]+ +0x[0-9a-f]+ main$' eu.out ||
     fail "eu-stack did not unwind through the JIT frames"
+grep -Eq '^#1 +0x[0-9a-f]+ c$' eu.out && grep -Eq '^#3 +0x[0-9a-f]+ a$' eu.out ||
+    fail "eu-stack --core does not name the JIT frames"
 
 # moved: the path in the core is gone
 mkdir moved
@@ -82,7 +85,7 @@ names_jit_frames moved.out || { cat moved.out; fail "the moved image does not na
 # rewritten: one byte of c's code changed in the file
 img=$(ls moved/jit-*.elf)
 cp "$img" tampered.elf
-off=$(readelf -lW tampered.elf | awk '$1 == "LOAD" { print $2; exit }')
+off=$(readelf -lW tampered.elf | awk '$1 == "LOAD" && / R E / { print $2; exit }')   # the code's
 printf '\xcc' | dd of=tampered.elf bs=1 seek=$((off + 1)) conv=notrunc 2> /dev/null
 mkdir t && cp tampered.elf "t/$(basename "$img")"
 ! "$CLI" core --dir "$T/t" core.a > t.gdb 2> t.err || fail "a rewritten image was used"

@@ -27,6 +27,7 @@ static char tmpdir[] = "/tmp/jh-test-elfg.XXXXXX";
 #define PG 4096u
 #define ANCHOR 0x7f1234500000ull
 #define META (PG + (4u << 20))
+#define EH_ADDR (ANCHOR - (32ull << 20))      /* an arena below the code */
 
 static const char *files[] = { "/src/fib.mini", "prelude.mini" };
 static struct jh_line lines[] = {
@@ -109,6 +110,65 @@ static void decoders(const char *path, int nfns)
     free(o);
 }
 
+/* The .eh_frame_hdr search table as elfutils decodes it: n entries, ascending, the i-th for
+ * want[i] (the code's address) and pointing
+ * at an FDE that readelf decodes with that function's range. */
+static void eh_table(const char *path, const uint64_t *want, const uint64_t *size, int n,
+                     uint64_t hdr_off)
+{
+    char cmd[512], line[256];
+    snprintf(cmd, sizeof cmd, "eu-readelf --debug-dump=frames %s 2>&1", path);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    int k = -1;
+    unsigned long long prev = 0, off, fde;
+    unsigned long long pcrel;
+    while (p && fgets(line, sizeof line, p)) {
+        if (strstr(line, "fde_count:"))
+            CHECK_EQ(strtol(strchr(line, ':') + 1, NULL, 0), n);
+        else if (strstr(line, " Table:"))
+            k = 0;
+        else if (k >= 0 && k < n &&
+                 sscanf(line, " %llx (offset: %llx) -> %llx", &pcrel, &off, &fde) == 3) {
+            CHECK(k == 0 || off > prev);
+            /* (eu-readelf turns the pc into an offset through the table's own PT_LOAD, the
+             * arena's: vaddr - offset = EH_ADDR + PG - META) */
+            CHECK_EQ(off, want[k] - (EH_ADDR + PG - META));
+            prev = off;
+            k++;
+        }
+    }
+    CHECK(p && pclose(p) == 0);
+    CHECK_EQ(k, n);
+    snprintf(cmd, sizeof cmd, "readelf -W -l --debug-dump=frames %s 2>&1", path);
+    int rc;
+    char *o = capture(cmd, &rc);
+    CHECK(o && !strstr(o, "Warning") && !strstr(o, "Error"));
+    expect(o, "GNU_EH_FRAME ");
+    /* with an arena (spec.eh_addr, below the code as elfmap reserves it): the first PT_LOAD
+     * is the file's first page, at the arena's start (perf 6.1 and libdw both take it for
+     * the file's base: docs/elfmap.md); the tables have a PT_LOAD each in the arena, at
+     * eh_addr + one page + (offset - meta_off) */
+    snprintf(line, sizeof line, "LOAD           0x000000 0x%016llx 0x%016llx 0x001000 0x001000 R ",
+             (unsigned long long)EH_ADDR, (unsigned long long)EH_ADDR);
+    expect(o, line);
+    const char *load = strstr(o ? o : "", "LOAD ");
+    CHECK(load && strstr(o, line) == load);
+    snprintf(line, sizeof line, "GNU_EH_FRAME   0x%llx 0x%016llx", (unsigned long long)hdr_off,
+             (unsigned long long)(EH_ADDR + PG + (hdr_off - META)));
+    expect(o, line);
+    snprintf(line, sizeof line, "LOAD           0x%llx 0x%016llx", (unsigned long long)hdr_off,
+             (unsigned long long)(EH_ADDR + PG + (hdr_off - META)));
+    expect(o, line);
+    expect(o, "Contents of the .eh_frame section");
+    for (int i = 0; i < n; i += n > 10 ? 97 : 1) {
+        snprintf(line, sizeof line, "pc=%016llx..%016llx", (unsigned long long)want[i],
+                 (unsigned long long)(want[i] + size[i]));
+        expect(o, line);
+    }
+    free(o);
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir))
@@ -121,7 +181,7 @@ int main(void)
     struct jh__elfg g;
     struct jh__elfg_spec s = { .anchor_addr = ANCHOR, .anchor_off = PG, .lo = ANCHOR,
                                .hi = ANCHOR + 16 * PG, .meta_off = META,
-                               .rw_addr = ANCHOR + (64u << 20) };
+                               .rw_addr = ANCHOR + (64u << 20), .eh_addr = EH_ADDR };
     /* bad specs */
     struct jh__elfg_spec bad = s;
     bad.lo = ANCHOR - PG;                      /* off(lo) would be 0: the headers' page */
@@ -172,6 +232,12 @@ int main(void)
     sync_file(&g, fd);
     CHECK(g.chunk[0].off != first_symtab);
     decoders(path, 1000);
+    static uint64_t pcs[1000], sizes[1000];
+    for (int i = 0; i < 1000; i++) {
+        pcs[i] = f[i].start;
+        sizes[i] = f[i].size;
+    }
+    eh_table(path, pcs, sizes, 1000, g.chunk[9].off);
 
     /* perf's view: symbol start as a file offset = off(address), through the PT_LOAD */
     char cmd[512];
@@ -184,6 +250,13 @@ int main(void)
              (unsigned long long)(g.s.hi - g.s.lo));
     expect(o, want);
     expect(o, " RW  ");
+    /* the build-id note in the first page, in memory where the arena maps that page */
+    snprintf(want, sizeof want, "NOTE           0x000200 0x%016llx", (unsigned long long)(EH_ADDR + 0x200));
+    expect(o, want);
+    free(o);
+    snprintf(cmd, sizeof cmd, "readelf -n %s 2>&1", path);
+    o = capture(cmd, &rc);
+    expect(o, "Build ID: ");
     free(o);
 
     struct stat st;
@@ -217,6 +290,72 @@ int main(void)
     CHECK_EQ(jh__elfg_add(&g, &framed), 0);
     sync_file(&g, fd);
     decoders(path, 3);
+    jh__elfg_free(&g);
+    close(fd);
+
+    /* .eh_frame_hdr stays sorted whatever the order functions come in, written through
+     * the spans (a sync after each, after some, at the end); code added again at a start
+     * already described replaces that entry; functions without unwind info get none */
+    snprintf(path, sizeof path, "%s/shuffled.elf", tmpdir);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    CHECK_EQ(jh__elfg_init(&g, &s), 0);
+    CHECK_EQ(pwrite(fd, code, sizeof code, PG), (ssize_t)sizeof code);
+    int order[200], nin = 0;
+    for (int i = 0; i < 200; i++)
+        order[i] = (i * 73 + 11) % 200;         /* 73 is prime to 200: a permutation */
+    for (int i = 0; i < 200; i++) {
+        struct jh__func h = f[order[i]];
+        h.unwind = order[i] % 7 == 3 ? JH_UNWIND_NONE : h.unwind;
+        CHECK_EQ(jh__elfg_add(&g, &h), 0);
+        if (i < 20 || i % 37 == 0)
+            sync_file(&g, fd);
+    }
+    struct jh__func again = f[5];
+    again.size = 24;
+    CHECK_EQ(jh__elfg_add(&g, &again), 0);
+    sync_file(&g, fd);
+    for (int i = 0; i < 200; i++) {
+        if (i % 7 == 3)
+            continue;
+        pcs[nin] = f[i].start;
+        sizes[nin++] = i == 5 ? 24 : f[i].size;
+    }
+    eh_table(path, pcs, sizes, nin, g.chunk[9].off);
+    /* the text PT_LOAD from the lowest page the caller maps (jh__elfg_set_load): the
+     * table's entries and the window's rule stay as they were */
+    jh__elfg_set_load(&g, ANCHOR + 2 * PG);
+    jh__elfg_set_load(&g, ANCHOR + 2 * PG + 1);    /* not a page: ignored */
+    sync_file(&g, fd);
+    eh_table(path, pcs, sizes, nin, g.chunk[9].off);
+    {
+        char lcmd[512], lwant[160];
+        int lrc;
+        snprintf(lcmd, sizeof lcmd, "readelf -W -l %s 2>&1", path);
+        char *lo = capture(lcmd, &lrc);
+        snprintf(lwant, sizeof lwant, "LOAD           0x%06x 0x%016llx 0x%016llx 0x%06llx",
+                 3 * PG, ANCHOR + 2 * PG, ANCHOR + 2 * PG,
+                 (unsigned long long)(g.s.hi - ANCHOR - 2 * PG));
+        expect(lo, lwant);
+        free(lo);
+    }
+    jh__elfg_free(&g);
+    close(fd);
+
+    /* without .eh_frame (spec.no_eh_frame): .debug_frame only, no PT_GNU_EH_FRAME */
+    snprintf(path, sizeof path, "%s/no_eh.elf", tmpdir);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    struct jh__elfg_spec noeh = s;
+    noeh.no_eh_frame = true;
+    CHECK_EQ(jh__elfg_init(&g, &noeh), 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(jh__elfg_add(&g, &f[i]), 0);
+    sync_file(&g, fd);
+    decoders(path, 3);
+    snprintf(cmd, sizeof cmd, "readelf -W -l -S %s 2>&1", path);
+    o = capture(cmd, &rc);
+    CHECK(o && !strstr(o, "eh_frame") && !strstr(o, "EH_FRAME"));
+    expect(o, ".debug_frame");
+    free(o);
     jh__elfg_free(&g);
     close(fd);
 
