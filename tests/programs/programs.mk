@@ -37,6 +37,7 @@ $(eval $(call program,run_vm,yes))
 $(eval $(call program,run_harm,yes))
 $(eval $(call program,run_deepbind,yes))
 $(eval $(call program,unwind_asan,yes))
+$(eval $(call program,attach_unwind,yes))
 $(eval $(call program,clean_fork,yes))
 $(eval $(call program,auditlog_msgpack_walk,$(MSGPACK_PKG),msgpack-c missing (Debian package libmsgpack-dev)))
 $(eval $(call program,unwind_libunwind,$(LIBUNWIND_PKG),libunwind.h missing (Debian package libunwind-dev)))
@@ -107,6 +108,13 @@ $(PROG_DIR)/mj_lines: tests/programs/mj_lines.c $(MJ_A) $(LIB_A)
 	$(Q)$(CC) $(PROG_CFLAGS) $(LDFLAGS) -o $@ $< $(MJ_A) $(LIB_A) $(LIBS)
 
 # ASan's fatal report uses the slow unwinder (_Unwind_Backtrace): it must cross JIT frames.
+# -O1 as unwind_libunwind: at -O2 main's frame is in code _Unwind_FindEnclosingFunction
+# does not give main's address for (the check of the walk's root).
+$(PROG_DIR)/attach_unwind: tests/programs/attach_unwind.cc $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
+	$(call msg,CXX,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CXX) $(TEST_CPPFLAGS) $(CXXFLAGS) -O1 $(LDFLAGS) -o $@ $< $(PROG_STATIC)
+
 $(PROG_DIR)/unwind_asan: tests/programs/unwind_asan.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(MJ_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
