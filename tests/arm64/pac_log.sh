@@ -38,8 +38,13 @@ img=$(find "$T/img" -name '*.elf' | head -1)
 readelf --debug-dump=frames "$img" >"$T/frames" 2>&1
 cat "$T/frames"
 grep -q 'Return address column: 30' "$T/frames" || fail "the image's CIE is not arm64's"
-[ "$(grep -c 'DW_CFA_AARCH64_negate_ra_state\|DW_CFA_GNU_window_save' "$T/frames")" = 2 ] ||
-    fail "the image's FDE does not toggle the signing state twice (after paciasp, autiasp)"
+# per section: .debug_frame, and .eh_frame (which the images carry too, for perf's and
+# eBPF profilers' DWARF unwinding)
+counts=$(awk '/^Contents of the .* section/ { s = $4 } /DW_CFA_AARCH64_negate_ra_state|DW_CFA_GNU_window_save/ { n[s]++ }
+              END { for (k in n) print k, n[k] }' "$T/frames" | sort)
+echo "signing-state toggles per section: $counts"
+grep -qx '.debug_frame 2' <<<"$counts" && grep -qx '.eh_frame 2' <<<"$counts" ||
+    fail "the image's FDEs do not toggle the signing state twice (after paciasp, autiasp) in each section: $counts"
 if command -v llvm-dwarfdump-14 >/dev/null; then
     llvm-dwarfdump-14 --verify "$img" >"$T/verify" 2>&1 || { cat "$T/verify"; fail "llvm-dwarfdump-14 --verify"; }
     llvm-dwarfdump-14 --debug-frame "$img" | grep -q 'DW_CFA_AARCH64_negate_ra_state' ||

@@ -136,7 +136,13 @@ int main(void)
     CHECK_EQ(count_named("tmp_0", 0), 0);
 
 #ifndef __SANITIZE_THREAD__     /* TSan refuses a thread started in a fork child */
-    /* a fork child: its own socket, its own channels */
+    /* a fork child: its own socket, its own channels (qemu-user, which the arm64 tier
+     * runs under, asserts in its own code when a fork child of a threaded process starts
+     * a thread: qemu 7.2 and 10.0 alike) */
+    if (getenv("JH_QEMU_USER")) {
+        SKIP_PART("the fork child's own socket: qemu-user cannot start a thread there");
+        goto done;
+    }
     fflush(stdout);
     pid_t p = fork();
     if (p == 0) {
@@ -150,6 +156,7 @@ int main(void)
     CHECK_EQ(waitpid(p, &st, 0), p);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     CHECK_EQ(jh_channels(a), (unsigned)JH_GDB);     /* the parent's are its own */
+done:
 #endif
     jh_close(a);
     char cmd[96];
