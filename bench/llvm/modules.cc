@@ -172,11 +172,14 @@ int main(int argc, char **argv)
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
     LLJITBuilder lb;
+    JITTargetMachineBuilder jtmb = cantFail(JITTargetMachineBuilder::detectHost());
+    // JH_BENCH_O0=1: no codegen optimization, to compile 5,000 modules faster where only
+    // the registration matters (tests/integration/llvm_late_attach.sh), not in the benchmark
+    if (const char *o0 = getenv("JH_BENCH_O0"); o0 && *o0)
+        jtmb.setCodeGenOptLevel(CodeGenOpt::None);
     if (mode == "jitherald-link") {
-        JITTargetMachineBuilder jtmb = cantFail(JITTargetMachineBuilder::detectHost());
         jtmb.setRelocationModel(Reloc::PIC_);   // what JITLink takes in LLVM 14
         jtmb.setCodeModel(CodeModel::Small);
-        lb.setJITTargetMachineBuilder(std::move(jtmb));
         lb.setObjectLinkingLayerCreator([](ExecutionSession &es, const Triple &) {
             auto l = std::make_unique<ObjectLinkingLayer>(es, cantFail(jitlink::InProcessMemoryManager::Create()));
             l->addPlugin(std::make_unique<EHFrameRegistrationPlugin>(
@@ -195,6 +198,7 @@ int main(int argc, char **argv)
             return l;
         });
     }
+    lb.setJITTargetMachineBuilder(std::move(jtmb));
     std::unique_ptr<LLJIT> jit = cantFail(lb.create());
     double t0 = now();
     long long sum = 0;

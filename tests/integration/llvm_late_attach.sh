@@ -14,7 +14,7 @@ MOD=$B/bench/llvm/modules
 N=${JH_TEST_LLVM_MODULES:-5000}
 LAST=$((N - 1))
 
-JITHERALD=gdb JH_BENCH_PAUSE=$T/pause "$MOD" jitherald "$N" > "$T/vm" 2>&1 &
+JITHERALD=gdb JH_BENCH_O0=1 JH_BENCH_PAUSE=$T/pause "$MOD" jitherald "$N" > "$T/vm" 2>&1 &
 vm=$!
 kill_at_exit $vm
 wait_for_file "$T/pause" 600 || { cat "$T/vm"; exit 1; }
