@@ -162,61 +162,85 @@ bool form_value(Reader &r, uint64_t form, unsigned addr_size, unsigned version, 
     return !r.bad;
 }
 
-/* The sections we read, copied, with their relocations applied. */
+/* The sections we read, copied, with their relocations applied. Straight from the ELF
+ * headers: through SectionRef and RelocationRef (a name lookup per call, an Expected per
+ * field) this took most of the reader's time. */
 bool load_sections(const llvm::object::ObjectFile &obj, const llvm::LoadedObjectInfo &loads,
                    Sections &s)
 {
-    const auto *elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(&obj);
-    if (!elf || !obj.isLittleEndian() || obj.getBytesInAddress() != 8)
+    using ELFT = llvm::object::ELF64LE;
+    const auto *eo = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(&obj);
+    if (!eo)
         return false;
-    unsigned machine = elf->getEMachine();
+    const llvm::object::ELFFile<ELFT> &ef = eo->getELFFile();
+    unsigned machine = ef.getHeader().e_machine;
     if (machine != llvm::ELF::EM_X86_64 && machine != llvm::ELF::EM_AARCH64)
         return false;
-    std::vector<std::pair<SectionRef, int>> relas;
-    for (const SectionRef &sec : obj.sections()) {
-        auto name = sec.getName();
+    bool rel_obj = ef.getHeader().e_type == llvm::ELF::ET_REL;
+    auto secs = ef.sections();
+    if (!secs) {
+        llvm::consumeError(secs.takeError());
+        return false;
+    }
+    auto shstr = ef.getSectionStringTable(*secs);
+    if (!shstr) {
+        llvm::consumeError(shstr.takeError());
+        return false;
+    }
+    auto sec_of = [&](const llvm::object::ELF64LE::Shdr &h) -> int {
+        auto name = ef.getSectionName(h, *shstr);
         if (!name) {
             llvm::consumeError(name.takeError());
-            continue;
+            return -1;
         }
         if (name->startswith(".zdebug"))
-            return false;
-        auto target = sec.getRelocatedSection();
-        if (!target) {
-            llvm::consumeError(target.takeError());
-            return false;
-        }
-        if (*target != obj.section_end()) {
-            auto tname = (*target)->getName();
-            if (!tname) {
-                llvm::consumeError(tname.takeError());
-                continue;
-            }
-            for (int i = 0; i < NSEC; i++)
-                if (*tname == sec_names[i])
-                    relas.emplace_back(sec, i);
+            return -2;
+        for (int i = 0; i < NSEC; i++)
+            if (*name == sec_names[i])
+                return i;
+        return -1;
+    };
+    size_t nsec = secs->size();
+    std::vector<int> which(nsec, -1);
+    for (size_t k = 0; k < nsec; k++) {
+        const auto &h = (*secs)[k];
+        if (h.sh_type == llvm::ELF::SHT_RELA || h.sh_type == llvm::ELF::SHT_REL)
             continue;
+        int i = sec_of(h);
+        if (i == -2)
+            return false;
+        if (i < 0)
+            continue;
+        if (s.have[i] || (h.sh_flags & llvm::ELF::SHF_COMPRESSED) || h.sh_type == llvm::ELF::SHT_NOBITS)
+            return false;
+        auto data = ef.getSectionContents(h);
+        if (!data) {
+            llvm::consumeError(data.takeError());
+            return false;
         }
-        for (int i = 0; i < NSEC; i++) {
-            if (*name != sec_names[i])
-                continue;
-            if (s.have[i] || (llvm::object::ELFSectionRef(sec).getFlags() & llvm::ELF::SHF_COMPRESSED))
-                return false;
-            auto data = sec.getContents();
-            if (!data) {
-                llvm::consumeError(data.takeError());
-                return false;
-            }
-            s.data[i].assign(data->bytes_begin(), data->bytes_end());
-            s.have[i] = true;
-        }
+        s.data[i].assign(data->begin(), data->end());
+        s.have[i] = true;
+        which[k] = i;
     }
-    for (auto &rs : relas) {
-        std::vector<uint8_t> &d = s.data[rs.second];
-        if (!s.have[rs.second])
+    std::vector<uint64_t> load(nsec, ~0ull);    /* by section index, read when needed */
+    for (const auto &h : *secs) {
+        if (h.sh_type != llvm::ELF::SHT_RELA && h.sh_type != llvm::ELF::SHT_REL)
             continue;
-        for (const llvm::object::RelocationRef &r : rs.first.relocations()) {
-            uint64_t type = r.getType(), off = r.getOffset();
+        if (h.sh_info >= nsec || which[h.sh_info] < 0)
+            continue;
+        if (h.sh_type == llvm::ELF::SHT_REL || h.sh_link >= nsec)
+            return false;           /* REL: the addend is in the bytes; not from LLVM */
+        int target = which[h.sh_info];
+        std::vector<uint8_t> &d = s.data[target];
+        const auto &symtab = (*secs)[h.sh_link];
+        auto relas = ef.relas(h);
+        if (!relas) {
+            llvm::consumeError(relas.takeError());
+            return false;
+        }
+        for (const auto &r : *relas) {
+            uint32_t type = r.getType(false), symi = r.getSymbol(false);
+            uint64_t off = r.r_offset;
             unsigned size;
             if (machine == llvm::ELF::EM_X86_64)
                 size = type == llvm::ELF::R_X86_64_64 ? 8 :
@@ -226,32 +250,37 @@ bool load_sections(const llvm::object::ObjectFile &obj, const llvm::LoadedObject
                        type == llvm::ELF::R_AARCH64_ABS32 ? 4 : 0;
             if (!size || off > d.size() || d.size() - off < size)
                 return false;
+            /* what DWARFContext computes: the symbol's address in the file (st_value, plus
+             * its section's sh_addr in a relocatable object), moved by where its section was
+             * loaded; no symbol: 0 */
             uint64_t value = 0, secidx = UNDEF_SECTION;
-            llvm::object::symbol_iterator sym = r.getSymbol();
-            if (sym != obj.symbol_end()) {
-                auto addr = sym->getAddress();
-                auto in = sym->getSection();
-                if (!addr || !in) {
-                    llvm::consumeError(addr.takeError());
-                    llvm::consumeError(in.takeError());
+            if (symi) {
+                auto sym = ef.template getEntry<llvm::object::ELF64LE::Sym>(symtab, symi);
+                if (!sym) {
+                    llvm::consumeError(sym.takeError());
                     return false;
                 }
-                value = *addr;
-                if (*in != obj.section_end()) {
-                    secidx = (*in)->getIndex();
-                    if (uint64_t load = loads.getSectionLoadAddress(**in))
-                        value += load - (*in)->getAddress();
+                uint16_t shndx = (*sym)->st_shndx;
+                if (shndx == llvm::ELF::SHN_XINDEX || shndx == llvm::ELF::SHN_COMMON)
+                    return false;
+                value = (*sym)->st_value;
+                if (shndx != llvm::ELF::SHN_UNDEF && shndx < llvm::ELF::SHN_LORESERVE) {
+                    if (shndx >= nsec)
+                        return false;
+                    const auto &in = (*secs)[shndx];
+                    if (rel_obj)
+                        value += in.sh_addr;
+                    secidx = shndx;
+                    if (load[shndx] == ~0ull)
+                        load[shndx] = loads.getSectionLoadAddress(eo->toSectionRef(&in));
+                    if (load[shndx])
+                        value += load[shndx] - in.sh_addr;
                 }
             }
-            auto addend = llvm::object::ELFRelocationRef(r).getAddend();
-            if (!addend) {
-                llvm::consumeError(addend.takeError());
-                return false;
-            }
-            value += uint64_t(*addend);
+            value += uint64_t(r.r_addend);
             for (unsigned i = 0; i < size; i++)
                 d[off + i] = uint8_t(value >> (8 * i));
-            if (rs.second == LINE)
+            if (target == LINE)
                 s.line_relocs.emplace_back(off, secidx);
         }
     }
