@@ -52,16 +52,23 @@ ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b =
 echo "Announcing N modules (one function each, with DWARF) to gdb: LLVM 14's GDB listener vs the adapter"
 printf '%6s | %-18s | %7s | %10s %7s | %9s %13s %8s | %7s\n' N listener "wall s" "alone cpu" "/LLVM" \
     "gdb wall" "under gdb" "LLVM/us" "gdb peak"
-declare -A LIST
+declare -A LIST ALONE
 pts=()
+MODES="llvm-gdb jitherald jitherald-link"
 for n in $NS; do
+    # alone: the modes take turns, run after run, so that a change in the machine's load
+    # falls on each alike; the median of each mode's runs counts
+    r=$REPEAT
+    [ "$n" -gt 5000 ] && r=1
+    for mode in $MODES; do ALONE[$mode]=''; done
+    for ((i = 0; i < r; i++)); do
+        for mode in $MODES; do ALONE[$mode]+="$(alone $mode "$n")"$'\n'; done
+    done
     llvm_cpu='' llvm_gdb=''
-    for mode in llvm-gdb jitherald jitherald-link; do
+    for mode in $MODES; do
         case $mode in llvm-gdb) label="LLVM GDB listener" ;; jitherald) label="jitherald RTDyld" ;;
                       jitherald-link) label="jitherald JITLink" ;; esac
-        r=$REPEAT
-        [ "$n" -gt 5000 ] && r=1
-        read -r aw _ ac <<<"$(K=3 median "$r" alone $mode "$n")"
+        read -r aw _ ac <<<"$(printf '%s' "${ALONE[$mode]}" | K=3 median 1 cat)"
         [ $mode = llvm-gdb ] && llvm_cpu=${ac:-}
         gw='' gl='' kb='' ext=''
         if [[ $GDB_NS == *" $n "* ]]; then
