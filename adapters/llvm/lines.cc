@@ -32,8 +32,6 @@
 namespace jitherald_llvm {
 namespace {
 
-using llvm::object::SectionRef;
-
 enum Sec { INFO, ABBREV, LINE, STR, LINE_STR, STR_OFFSETS, NSEC };
 const char *const sec_names[NSEC] = {".debug_info", ".debug_abbrev", ".debug_line",
                                      ".debug_str", ".debug_line_str", ".debug_str_offsets"};
@@ -173,8 +171,10 @@ bool load_sections(const llvm::object::ObjectFile &obj, const llvm::LoadedObject
     if (!eo)
         return false;
     const llvm::object::ELFFile<ELFT> &ef = eo->getELFFile();
-    unsigned machine = ef.getHeader().e_machine;
-    if (machine != llvm::ELF::EM_X86_64 && machine != llvm::ELF::EM_AARCH64)
+    /* the relocation types below, as eh_frame.cc knows them: LLVM's word for the
+     * architecture (the adapter sees no struct jh__arch) */
+    bool x86 = obj.getArch() == llvm::Triple::x86_64;
+    if (!x86 && obj.getArch() != llvm::Triple::aarch64)
         return false;
     bool rel_obj = ef.getHeader().e_type == llvm::ELF::ET_REL;
     auto secs = ef.sections();
@@ -242,7 +242,7 @@ bool load_sections(const llvm::object::ObjectFile &obj, const llvm::LoadedObject
             uint32_t type = r.getType(false), symi = r.getSymbol(false);
             uint64_t off = r.r_offset;
             unsigned size;
-            if (machine == llvm::ELF::EM_X86_64)
+            if (x86)
                 size = type == llvm::ELF::R_X86_64_64 ? 8 :
                        type == llvm::ELF::R_X86_64_32 || type == llvm::ELF::R_X86_64_32S ? 4 : 0;
             else
