@@ -4,13 +4,17 @@
 # 1. gdb: N one-function modules with DWARF (bench/llvm/modules.cc) compiled by ORC and
 #    announced by LLVM's GDB registration listener (one in-memory object per module) or by
 #    the jitherald adapter (JITHERALD=gdb: the RuntimeDyld listener and the JITLink plugin,
-#    immediate mode), each alone and under `gdb -batch -ex run`: the time spent inside the
-#    listener per module (which under gdb includes its stops), the wall time, and gdb's
-#    peak memory (VmHWM). LLVM's listener is quadratic under gdb, so it runs up to
-#    JH_BENCH_LLVM_MAX modules (default 5000); beyond, its per-module cost is extrapolated
-#    from a + b*N through the two largest measured points ("extrap.").
-#      JH_BENCH_LLVM_N="1000 5000 20000"   the N to run
-#      JH_BENCH_LLVM_REPEAT=3              runs of ours per point up to 5000 (the best counts)
+#    immediate mode). Alone: the CPU time of the thread inside the listener per module
+#    (the machine may be shared: its wall time counts whoever else ran), median of
+#    JH_BENCH_LLVM_REPEAT runs, and its ratio to LLVM's listener in the same run (issue 30:
+#    at most 2x). Under `gdb -batch -ex run`: the wall time inside the listener per module,
+#    which includes the debugger's stops, LLVM's over ours (issue 30: at least 10x at
+#    5,000), and gdb's peak memory (VmHWM). LLVM's listener is quadratic under gdb, so it
+#    runs there up to JH_BENCH_LLVM_MAX modules (default 5000); beyond, its per-module cost
+#    is extrapolated from a + b*N through the two largest measured points ("extrap.").
+#      JH_BENCH_LLVM_N="1000 5000 20000"   the N to run alone
+#      JH_BENCH_LLVM_GDB_N="1000 5000"     the N to run under gdb too
+#      JH_BENCH_LLVM_REPEAT=3              runs per point alone (the median counts; 1 past 5000)
 # 2. perf: the test JIT's hot loop (tests/programs/llvm/work.c, RuntimeDyld) recorded with
 #    LLVM's perf listener (createPerfJITEventListener) and with the adapter (JITHERALD=
 #    jitdump): `jitherald check` on both dumps, and after perf inject the share of the JIT
@@ -25,53 +29,75 @@ CLI=$B/jitherald
 [ -x "$MOD" ] && [ -x "$JIT" ] || { echo "LLVM adapter not built (llvm-14-dev, clang-14 missing?)"; exit 0; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 
-# "WALL LISTENER_US" of a run of modules; under gdb also gdb's VmHWM in kB
-field() { sed -n 's/.* modules: \([0-9.]*\) s (listener \([0-9.]*\) us.*/\1 \2/p' | tail -1; }
-alone() { JITHERALD=gdb "$MOD" "$1" "$2" | field; }
+# "WALL LISTENER_US CPU_US" of a run of modules; under gdb also gdb's VmHWM in kB
+field() { sed -n 's/.* modules: \([0-9.]*\) s (listener \([0-9.]*\) us\/module, cpu \([0-9.]*\) us.*/\1 \2 \3/p' | tail -1; }
+alone() { JITHERALD=gdb "$MOD" "$1" "$2" 2>/dev/null | field; }
 under_gdb() {
     JITHERALD=gdb timeout 7200 gdb -q -nx -batch -ex run -ex 'shell grep VmHWM /proc/$PPID/status' \
         --args "$MOD" "$1" "$2" > "$T/gdb.out" 2>&1
     echo "$(field < "$T/gdb.out") $(awk '/^VmHWM:/ { print $2 }' "$T/gdb.out")"
 }
-# the best of R runs (the machine may be loaded: a debugger stop is a few context switches)
-best() { # R cmd... -> the line with the smallest second field
+median() { # R cmd... -> the line whose field $K is the median of R runs
     local r=$1 i; shift
-    for ((i = 0; i < r; i++)); do "$@"; echo; done | awk 'NF >= 2 && (b == "" || $2 < bv) { b = $0; bv = $2 } END { print b }'
+    for ((i = 0; i < r; i++)); do "$@"; echo; done | awk -v k="$K" 'BEGIN { n = 0 } NF >= 3 { l[n] = $0; v[n++] = $k }
+        END { for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) {
+                  t = v[i]; v[i] = v[j]; v[j] = t; t = l[i]; l[i] = l[j]; l[j] = t }
+              if (n) print l[int((n - 1) / 2)] }'
 }
 REPEAT=${JH_BENCH_LLVM_REPEAT:-3}
+GDB_NS=" ${JH_BENCH_LLVM_GDB_N-1000 5000} "
+us() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v }'; }
+ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.1fx", a / b }'; }
 
 echo "Announcing N modules (one function each, with DWARF) to gdb: LLVM 14's GDB listener vs the adapter"
-printf '%7s | %-20s | %9s %9s | %13s %15s | %8s\n' N listener "wall s" "gdb wall" "in listener" "under gdb" "gdb peak"
-declare -A LIST
+printf '%6s | %-18s | %7s | %10s %7s | %9s %13s %8s | %7s\n' N listener "wall s" "alone cpu" "/LLVM" \
+    "gdb wall" "under gdb" "LLVM/us" "gdb peak"
+declare -A LIST ALONE
 pts=()
+MODES="llvm-gdb jitherald jitherald-link"
 for n in $NS; do
-    for mode in llvm-gdb jitherald jitherald-link; do
+    # alone: the modes take turns, run after run, so that a change in the machine's load
+    # falls on each alike; the median of each mode's runs counts
+    r=$REPEAT
+    [ "$n" -gt 5000 ] && r=1
+    for mode in $MODES; do ALONE[$mode]=''; done
+    for ((i = 0; i < r; i++)); do
+        for mode in $MODES; do ALONE[$mode]+="$(alone $mode "$n")"$'\n'; done
+    done
+    llvm_cpu='' llvm_gdb=''
+    for mode in $MODES; do
         case $mode in llvm-gdb) label="LLVM GDB listener" ;; jitherald) label="jitherald RTDyld" ;;
                       jitherald-link) label="jitherald JITLink" ;; esac
-        if [ $mode = llvm-gdb ] && [ "$n" -gt "$LLVM_MAX" ]; then
-            ext=-
-            if [ ${#pts[@]} -ge 2 ]; then      # a*N + b*N^2 in total: a + b*N per module
-                ext=$(awk -v n1="${pts[-2]}" -v n2="${pts[-1]}" -v y1="${LIST[${pts[-2]}]}" \
-                      -v y2="${LIST[${pts[-1]}]}" -v n="$n" 'BEGIN { b = (y2 - y1) / (n2 - n1); a = y1 - b * n1
-                      if (b < 0) { b = 0; a = y2 }; printf "%.0f us extrap.", a + b * n }')
+        read -r aw _ ac <<<"$(printf '%s' "${ALONE[$mode]}" | K=3 median 1 cat)"
+        [ $mode = llvm-gdb ] && llvm_cpu=${ac:-}
+        gw='' gl='' kb='' ext=''
+        if [[ $GDB_NS == *" $n "* ]]; then
+            if [ $mode = llvm-gdb ] && [ "$n" -gt "$LLVM_MAX" ]; then
+                if [ ${#pts[@]} -ge 2 ]; then      # a*N + b*N^2 in total: a + b*N per module
+                    gl=$(awk -v n1="${pts[-2]}" -v n2="${pts[-1]}" -v y1="${LIST[${pts[-2]}]}" \
+                          -v y2="${LIST[${pts[-1]}]}" -v n="$n" 'BEGIN { b = (y2 - y1) / (n2 - n1); a = y1 - b * n1
+                          if (b < 0) { b = 0; a = y2 }; printf "%.0f", a + b * n }')
+                    ext=" extrap."
+                fi
+            else
+                read -r gw gl _ kb <<<"$(under_gdb $mode "$n")"
+                if [ $mode = llvm-gdb ] && [ -n "${gl:-}" ]; then LIST[$n]=$gl; pts+=("$n"); fi
             fi
-            printf '%7s | %-20s | %9s %9s | %13s %15s | %8s\n' "$n" "$label" - - - "$ext" -
-            continue
+            [ $mode = llvm-gdb ] && llvm_gdb=${gl:-}
         fi
-        r=$REPEAT
-        [ $mode = llvm-gdb ] || [ "$n" -gt 5000 ] && r=1
-        read -r aw al <<<"$(best "$r" alone $mode "$n")"
-        read -r gw gl kb <<<"$(best "$r" under_gdb $mode "$n")"
-        if [ $mode = llvm-gdb ] && [ -n "${gl:-}" ]; then LIST[$n]=$gl; pts+=("$n"); fi
-        printf '%7s | %-20s | %9s %9s | %10s us %12s us | %5s MB\n' "$n" "$label" "${aw:--}" "${gw:--}" \
-            "$(printf '%.0f' "${al:-0}")" "$(printf '%.0f' "${gl:-0}")" \
-            "$(awk -v k="${kb:-}" 'BEGIN { if (k == "") print "-"; else printf "%.0f", k / 1024 }')"
+        printf '%6s | %-18s | %7s | %7s us %7s | %9s %10s us %8s | %7s\n' "$n" "$label" "${aw:--}" \
+            "$(us "${ac:-}")" "$(ratio "${ac:-}" "$llvm_cpu")" "${gw:--}" \
+            "$(awk -v v="${gl:-}" 'BEGIN { if (v == "") print "-"; else printf "%.0f", v }')$ext" \
+            "$([ $mode = llvm-gdb ] && echo - || ratio "$llvm_gdb" "${gl:-}")" \
+            "$(awk -v k="${kb:-}" 'BEGIN { if (k == "") print "-"; else printf "%.0f MB", k / 1024 }')"
     done
 done
-echo "(wall: the whole run, LLVM's compile time included; in listener: time inside the listener"
-echo " or plugin per module, alone and under gdb, where it includes the debugger's stops; ours"
-echo " in immediate mode, best of $REPEAT runs up to 5000; gdb peak: gdb's VmHWM, libLLVM's symbols"
-echo " included; LLVM past $LLVM_MAX modules: a + b*N fitted through its last two points)"
+echo "(wall s: the whole run alone, LLVM's compile time included; alone cpu: CPU time of the"
+echo " thread inside the listener or plugin per module, median of $REPEAT runs up to 5000 (issue 30:"
+echo " /LLVM at most 2x); under gdb: wall time inside the listener per module under"
+echo " \`gdb -batch -ex run\`, the debugger's stops included, one run; LLVM/us: LLVM's per module"
+echo " over ours (issue 30: at least 10x at 5000); gdb peak: gdb's VmHWM, libLLVM's symbols"
+echo " included; LLVM past $LLVM_MAX modules under gdb: a + b*N fitted through its last two points)"
 
 # ---- 2. perf: LLVM's perf listener vs the adapter's jitdump ------------------------------
 command -v perf >/dev/null || { echo; echo "perf not installed: part 2 skipped"; exit 0; }

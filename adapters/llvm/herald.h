@@ -1,7 +1,7 @@
 /*
  * herald.h — inside the LLVM adapter: what the listener (listener.cc) and the ORC plugin
  * (orc_plugin.cc) share. An object LLVM has placed in memory is described once
- * (object.cc: symbols and DWARF lines; eh_frame.cc: the .eh_frame, relocated, which the library
+ * (object.cc: symbols and DWARF lines, read by lines.cc; eh_frame.cc: the .eh_frame, relocated, which the library
  * translates into unwind rules) from the relocatable
  * object file plus where each of its sections was loaded, and announced through one
  * jitherald context (herald.cc), under the key LLVM uses to free it.
@@ -10,6 +10,8 @@
 #define JITHERALD_LLVM_HERALD_H
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -56,9 +58,38 @@ public:
     }
 };
 
+/* Which reader gives describe() the line tables: lines.cc's, falling back to LLVM's
+ * DWARFContext for what it does not read; or DWARFContext alone (the unit test compares). */
+enum class Lines { FAST, DWARF_CONTEXT };
+
 /* object.cc: describe obj, whose section s was loaded at loads.getSectionLoadAddress(s)
  * (0: not loaded; its functions are left out). Reads no process memory. */
-Object describe(const llvm::object::ObjectFile &obj, const llvm::LoadedObjectInfo &loads);
+Object describe(const llvm::object::ObjectFile &obj, const llvm::LoadedObjectInfo &loads,
+                Lines how = Lines::FAST);
+
+/* One row of a line table, as LLVM 14's DWARFDebugLine::Row holds it (16-bit column and
+ * file: the same truncation whichever reader). */
+struct LineRow {
+    uint64_t addr;
+    uint32_t line;
+    uint16_t column, file;
+    bool prologue_end;
+};
+
+/* A compile unit's line table: the rows of its valid sequences in LLVM's order (sorted by
+ * section and end address), end rows left out; path(file) resolves a row's file to an
+ * absolute path as Prologue::getFileNameByIndex does (false: no such file). */
+struct LineUnit {
+    uint64_t key;               /* the table's offset in .debug_line */
+    std::vector<LineRow> rows;
+    std::function<bool(uint64_t file, std::string &path)> path;
+};
+
+/* lines.cc: every compile unit's line table, read from the object's sections with their
+ * relocations applied at the load addresses. false: something it does not read as LLVM
+ * does (units then holds garbage): ask DWARFContext. */
+bool read_line_units(const llvm::object::ObjectFile &obj, const llvm::LoadedObjectInfo &loads,
+                     std::vector<LineUnit> &units);
 
 /* eh_frame.cc: obj's .eh_frame with its relocations applied, as it would lie at addr;
  * false (a note says why, when there was one) when the object has none we can hand on. */

@@ -24,7 +24,7 @@ JHL_CXXFLAGS := $(CXXFLAGS) -fPIC -fvisibility=hidden -fvisibility-inlines-hidde
                 -isystem $(LLVM_INCDIR) -D__STDC_CONSTANT_MACROS -D__STDC_LIMIT_MACROS \
                 -Iadapters/llvm/include
 LLVM_ADAPTER := $(JHL_A) $(JHL_SO) $(BUILD)/jitherald-llvm.pc
-LLVM_TESTS   := $(BUILD)/tests/test_llvm_object
+LLVM_TESTS   := $(BUILD)/tests/test_llvm_object $(BUILD)/bench/llvm/modules
 endif
 
 .PHONY: llvm check-exports-llvm install-llvm
@@ -110,7 +110,8 @@ $(BUILD)/tests/test_llvm_object: tests/unit/llvm/test_object.cc $(JHL_A) $(LIB_A
 	    $(JHL_A) $(SUPPORT_A) $(LIB_A) $(LLVM_LINK) $(LIBS)
 
 # ---- benchmark ------------------------------------------------------------------------
-# bench/llvm.sh runs it (make bench): LLVM's own listeners beside the adapter.
+# bench/llvm.sh runs it (make bench): LLVM's own listeners beside the adapter; built with
+# the tests too, for tests/integration/llvm_late_attach.sh.
 ifneq ($(LLVM_CONFIG),)
 bench: $(BUILD)/bench/llvm/modules $(PROG_DIR)/llvm_jit
 endif

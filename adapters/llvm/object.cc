@@ -8,11 +8,12 @@
  *          6.02%  [.] work        work.c:5
  *
  * The object is the relocatable file LLVM compiled (ET_REL: every section at address 0),
- * and loads says where each section landed. LLVM's DWARF reader applies the debug
- * sections' relocations with those addresses (DWARFContext with a LoadedObjectInfo), so
- * line-table rows come out at load addresses, in whatever section the function is: one
- * .text, or -ffunction-sections. Rows are assigned to functions by address in one pass
- * over every compile unit's table, not by a lookup per function.
+ * and loads says where each section landed. The line tables are read with the debug
+ * sections' relocations applied at those addresses (lines.cc, or LLVM's DWARFContext with
+ * a LoadedObjectInfo for what lines.cc leaves to it), so line-table rows come out at load
+ * addresses, in whatever section the function is: one .text, or -ffunction-sections. Rows
+ * are assigned to functions by address in one pass over every compile unit's table, not
+ * by a lookup per function.
  */
 #include <algorithm>
 #include <map>
@@ -96,36 +97,33 @@ std::vector<Sym> functions(const ObjectFile &obj, const llvm::LoadedObjectInfo &
     return kept;
 }
 
-/* Human names: C++ (and Rust, D...) demangled by LLVM's demangler, C names as they are. */
+/* Human names: C++ (and Rust, D...) demangled by LLVM's demangler, C names as they are.
+ * llvm::demangle tries Itanium (_Z, __Z), Rust (_R, __R), D (_D) and then Microsoft's
+ * scheme on every name, allocating as it goes: 3 us a module for "f123". Names that start
+ * with none of '_', '?', '.' are no mangling it knows (Microsoft's needs '?' or '.', the
+ * others '_'), and it returns them unchanged: skip it for those. */
 std::string demangled(const std::string &name)
 {
+    if (name.empty() || (name[0] != '_' && name[0] != '?' && name[0] != '.'))
+        return name;
     std::string d = llvm::demangle(name);
     return d.empty() ? name : d;
 }
 
-/* One pass over every compile unit's line table: each row's range goes to the function
- * holding its first byte. */
-void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Object &o,
-               std::vector<std::string> &notes)
+/* Every compile unit's line table through LLVM's DWARFContext, which applies the debug
+ * sections' relocations with the load addresses: the reference lines.cc matches, and its
+ * fallback. problems counts what LLVM complained about. */
+std::vector<LineUnit> dwarf_context_units(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads,
+                                          unsigned &problems)
 {
     auto silent = [](llvm::Error e) { llvm::consumeError(std::move(e)); };
-    unsigned problems = 0;
     auto count = [&problems](llvm::Error e) {
         problems++;
         llvm::consumeError(std::move(e));
     };
-    std::unique_ptr<llvm::DWARFContext> dw = llvm::DWARFContext::create(
+    std::shared_ptr<llvm::DWARFContext> dw = llvm::DWARFContext::create(
         obj, llvm::DWARFContext::ProcessDebugRelocations::Process, &loads, "", count, silent);
-    std::map<std::pair<const void *, uint64_t>, uint32_t> file_ids;
-    std::map<std::string, uint32_t> by_name;
-    auto func_at = [&o](uint64_t a) -> Func * {
-        auto it = std::upper_bound(o.funcs.begin(), o.funcs.end(), a,
-                                   [](uint64_t v, const Func &f) { return v < f.start; });
-        if (it == o.funcs.begin())
-            return nullptr;
-        --it;
-        return a - it->start < it->size ? &*it : nullptr;
-    };
+    std::vector<LineUnit> units;
     for (const auto &cu : dw->compile_units()) {
         auto table = dw->getLineTableForUnit(cu.get(), count);
         if (!table) {
@@ -135,37 +133,71 @@ void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Objec
         const llvm::DWARFDebugLine::LineTable *lt = *table;
         if (!lt)
             continue;
-        llvm::StringRef comp_dir = cu->getCompilationDir() ? cu->getCompilationDir() : "";
+        LineUnit u;
+        /* DWARFContext parses a table shared by several units once */
+        u.key = uint64_t(uintptr_t(lt));
+        std::string comp_dir = cu->getCompilationDir() ? cu->getCompilationDir() : "";
         for (const auto &seq : lt->Sequences) {
             if (!seq.isValid())
                 continue;
             for (unsigned i = seq.FirstRowIndex; i + 1 < seq.LastRowIndex; i++) {
                 const auto &row = lt->Rows[i];
-                if (row.EndSequence)
-                    continue;
-                uint64_t a = row.Address.Address;
-                Func *f = func_at(a);
-                if (!f)
-                    continue;
-                uint32_t off = uint32_t(a - f->start);
-                auto key = std::make_pair(static_cast<const void *>(lt), row.File);
-                auto fid = file_ids.find(key);
-                if (fid == file_ids.end()) {
-                    std::string path;
-                    if (!lt->getFileNameByIndex(
-                            row.File, comp_dir,
-                            llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath, path))
-                        path = "<unknown>";
-                    auto named = by_name.emplace(path, uint32_t(o.files.size()));
-                    if (named.second)
-                        o.files.push_back(path);
-                    fid = file_ids.emplace(key, named.first->second).first;
-                }
-                /* file: index into the object's files for now; made per function below */
-                f->lines.push_back(jh_line{off, row.Line, row.Column, fid->second});
-                if (row.PrologueEnd && !f->prologue_end && off)
-                    f->prologue_end = off;
+                if (!row.EndSequence)
+                    u.rows.push_back(LineRow{row.Address.Address, row.Line, row.Column,
+                                             row.File, row.PrologueEnd != 0});
             }
+        }
+        u.path = [dw, lt, comp_dir](uint64_t file, std::string &path) {
+            return lt->getFileNameByIndex(
+                file, comp_dir, llvm::DILineInfoSpecifier::FileLineInfoKind::AbsoluteFilePath, path);
+        };
+        units.push_back(std::move(u));
+    }
+    return units;
+}
+
+/* One pass over every compile unit's line table: each row's range goes to the function
+ * holding its first byte. */
+void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Object &o,
+               std::vector<std::string> &notes, Lines how)
+{
+    unsigned problems = 0;
+    std::vector<LineUnit> units;
+    if (how != Lines::FAST || !read_line_units(obj, loads, units)) {
+        units.clear();
+        units = dwarf_context_units(obj, loads, problems);
+    }
+    std::map<std::pair<uint64_t, uint64_t>, uint32_t> file_ids;
+    std::map<std::string, uint32_t> by_name;
+    auto func_at = [&o](uint64_t a) -> Func * {
+        auto it = std::upper_bound(o.funcs.begin(), o.funcs.end(), a,
+                                   [](uint64_t v, const Func &f) { return v < f.start; });
+        if (it == o.funcs.begin())
+            return nullptr;
+        --it;
+        return a - it->start < it->size ? &*it : nullptr;
+    };
+    for (const LineUnit &u : units) {
+        for (const LineRow &row : u.rows) {
+            Func *f = func_at(row.addr);
+            if (!f)
+                continue;
+            uint32_t off = uint32_t(row.addr - f->start);
+            auto key = std::make_pair(u.key, uint64_t(row.file));
+            auto fid = file_ids.find(key);
+            if (fid == file_ids.end()) {
+                std::string path;
+                if (!u.path(row.file, path))
+                    path = "<unknown>";
+                auto named = by_name.emplace(path, uint32_t(o.files.size()));
+                if (named.second)
+                    o.files.push_back(path);
+                fid = file_ids.emplace(key, named.first->second).first;
+            }
+            /* file: index into the object's files for now; made per function below */
+            f->lines.push_back(jh_line{off, row.line, row.column, fid->second});
+            if (row.prologue_end && !f->prologue_end && off)
+                f->prologue_end = off;
         }
     }
     /* Each function's own file list, and its rows in address order. */
@@ -186,7 +218,7 @@ void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Objec
 
 } // namespace
 
-Object describe(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads)
+Object describe(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Lines how)
 {
     Object o;
     for (Sym &s : functions(obj, loads)) {
@@ -199,7 +231,7 @@ Object describe(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads)
     }
     if (o.funcs.empty())
         return o;
-    add_lines(obj, loads, o, o.notes);
+    add_lines(obj, loads, o, o.notes, how);
     if (!relocated_eh_frame(obj, loads, o.eh_frame, o.eh_frame_addr, o.notes))
         o.eh_frame.clear();
     return o;

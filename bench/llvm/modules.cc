@@ -6,11 +6,12 @@
 //   modules jitherald N       RuntimeDyld + jitherald::createJITEventListener ($JITHERALD)
 //   modules jitherald-link N  JITLink + jitherald::createORCPlugin ($JITHERALD)
 //   modules none N            RuntimeDyld, no listener
-// Prints "MODE N modules: S s (listener U us/module)": wall time of compile + register +
+// Prints "MODE N modules: S s (listener U us/module, cpu C us/module)": wall time of compile + register +
 // first call, and the time spent inside the listener or plugin per module (every listener
 // is wrapped in a timing one), which under a debugger includes its stops: what each
 // listener costs, without the noise of LLVM's own compile time on a loaded machine.
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <unistd.h>
@@ -32,12 +33,33 @@
 using namespace llvm;
 using namespace llvm::orc;
 
-static double in_listener;      // seconds spent inside the listener or plugin
+static double in_listener;      // seconds spent inside the listener or plugin (wall)
+static double cpu_listener;     // the same in this thread's CPU time
 
 static double now()
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// CPU time of the calling thread: on a shared machine the wall time inside the listener
+// counts whoever else ran meanwhile; this does not (under a debugger it leaves out the
+// stops, which the wall time is there for).
+static double cpu()
+{
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// Starts both clocks; stop() adds what passed to the totals.
+struct Timed {
+    double t = now(), c = cpu();
+    void stop()
+    {
+        in_listener += now() - t;
+        cpu_listener += cpu() - c;
+    }
+};
 
 // Forwards to a listener and counts the time spent in it.
 class TimedListener : public JITEventListener {
@@ -46,9 +68,9 @@ public:
     void notifyObjectLoaded(ObjectKey k, const object::ObjectFile &o,
                             const RuntimeDyld::LoadedObjectInfo &li) override
     {
-        double t = now();
+        Timed t;
         l_->notifyObjectLoaded(k, o, li);
-        in_listener += now() - t;
+        t.stop();
     }
     void notifyFreeingObject(ObjectKey k) override { l_->notifyFreeingObject(k); }
 
@@ -68,9 +90,9 @@ public:
         auto wrap = [](jitlink::LinkGraphPassList &from, jitlink::LinkGraphPassList &to) {
             for (auto &pass : from)
                 to.push_back([pass](jitlink::LinkGraph &lg) {
-                    double t = now();
+                    Timed t;
                     Error e = pass(lg);
-                    in_listener += now() - t;
+                    t.stop();
                     return e;
                 });
         };
@@ -83,15 +105,15 @@ public:
     void notifyMaterializing(MaterializationResponsibility &mr, jitlink::LinkGraph &g,
                              jitlink::JITLinkContext &c, MemoryBufferRef o) override
     {
-        double t = now();
+        Timed t;
         p_->notifyMaterializing(mr, g, c, o);
-        in_listener += now() - t;
+        t.stop();
     }
     Error notifyEmitted(MaterializationResponsibility &mr) override
     {
-        double t = now();
+        Timed t;
         Error e = p_->notifyEmitted(mr);
-        in_listener += now() - t;
+        t.stop();
         return e;
     }
     Error notifyFailed(MaterializationResponsibility &mr) override { return p_->notifyFailed(mr); }
@@ -150,11 +172,14 @@ int main(int argc, char **argv)
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
     LLJITBuilder lb;
+    JITTargetMachineBuilder jtmb = cantFail(JITTargetMachineBuilder::detectHost());
+    // JH_BENCH_O0=1: no codegen optimization, to compile 5,000 modules faster where only
+    // the registration matters (tests/integration/llvm_late_attach.sh), not in the benchmark
+    if (const char *o0 = getenv("JH_BENCH_O0"); o0 && *o0)
+        jtmb.setCodeGenOptLevel(CodeGenOpt::None);
     if (mode == "jitherald-link") {
-        JITTargetMachineBuilder jtmb = cantFail(JITTargetMachineBuilder::detectHost());
         jtmb.setRelocationModel(Reloc::PIC_);   // what JITLink takes in LLVM 14
         jtmb.setCodeModel(CodeModel::Small);
-        lb.setJITTargetMachineBuilder(std::move(jtmb));
         lb.setObjectLinkingLayerCreator([](ExecutionSession &es, const Triple &) {
             auto l = std::make_unique<ObjectLinkingLayer>(es, cantFail(jitlink::InProcessMemoryManager::Create()));
             l->addPlugin(std::make_unique<EHFrameRegistrationPlugin>(
@@ -173,6 +198,7 @@ int main(int argc, char **argv)
             return l;
         });
     }
+    lb.setJITTargetMachineBuilder(std::move(jtmb));
     std::unique_ptr<LLJIT> jit = cantFail(lb.create());
     double t0 = now();
     long long sum = 0;
@@ -181,8 +207,24 @@ int main(int argc, char **argv)
         auto addr = cantFail(jit->lookup("f" + std::to_string(i))).getAddress();
         sum += reinterpret_cast<long long (*)(long long)>(addr)(1);
     }
-    printf("%s %d modules: %.3f s (listener %.1f us/module, check %lld)\n", mode.c_str(), n,
-           now() - t0, in_listener / n * 1e6, sum);
+    printf("%s %d modules: %.3f s (listener %.1f us/module, cpu %.1f us/module, check %lld)\n",
+           mode.c_str(), n, now() - t0, in_listener / n * 1e6, cpu_listener / n * 1e6, sum);
     fflush(stdout);
+    if (const char *pause = getenv("JH_BENCH_PAUSE")) {
+        // A debugger attaches now (tests/integration/llvm_late_attach.sh): the pid goes to
+        // the file, which the debugger removes to let us call every function once more.
+        std::string tmp = std::string(pause) + ".tmp";
+        FILE *f = fopen(tmp.c_str(), "w");
+        if (!f || fprintf(f, "%d\n", int(getpid())) < 0 || fclose(f) || rename(tmp.c_str(), pause))
+            return 1;
+        while (access(pause, F_OK) == 0)
+            usleep(10000);
+        long long again = 0;
+        for (int i = 0; i < n; i++)
+            again += reinterpret_cast<long long (*)(long long)>(
+                cantFail(jit->lookup("f" + std::to_string(i))).getAddress())(1);
+        printf("called again: check %lld\n", again);
+        fflush(stdout);
+    }
     _exit(0);   // the code stays announced to the end: no teardown in the measurement's shadow
 }

@@ -10,12 +10,15 @@
 //     jitherald's CIE (wrapped in an ELF, decoded by llvm-dwarfdump) are exactly the
 //     object's own rows, for LLVM's CIE and for CIEs that need translating;
 //   - CIEs that cannot be translated leave the function without unwind rules and say why;
-//   - C++: demangled names, the personality routine, an LSDA for frames with cleanups.
+//   - C++: demangled names, the personality routine, an LSDA for frames with cleanups;
+//   - lines.cc reads DWARF 4 and 5 itself (no fallback) and gives exactly what LLVM's
+//     DWARFContext gives: every function, row, file and prologue_end the same.
 // The sections are "loaded" at real heap addresses (the personality is read from there).
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 /* GCC 12's libstdc++ <regex> at -O1 under the sanitizers (make asan) warns that a
  * std::function inside its automaton "may be used uninitialized": a false positive in the
@@ -448,6 +451,57 @@ static void test_translation()
     }
 }
 
+// The same description whichever reader gave the lines.
+static void same(const Object &a, const Object &b, const std::string &what)
+{
+    CHECK_EQ(a.funcs.size(), b.funcs.size());
+    CHECK(a.notes == b.notes);
+    for (size_t i = 0; i < a.funcs.size() && i < b.funcs.size(); i++) {
+        const Func &x = a.funcs[i], &y = b.funcs[i];
+        CHECK_STR(x.name.c_str(), y.name.c_str());
+        CHECK_STR(x.display.c_str(), y.display.c_str());
+        CHECK_EQ(x.start, y.start);
+        CHECK_EQ(x.size, y.size);
+        CHECK_EQ(x.prologue_end, y.prologue_end);
+        CHECK_EQ(x.lines.size(), y.lines.size());
+        CHECK_EQ(x.files.size(), y.files.size());
+        for (size_t k = 0; k < x.files.size() && k < y.files.size(); k++)
+            CHECK_STR(a.files[x.files[k]].c_str(), b.files[y.files[k]].c_str());
+        bool rows = x.lines.size() == y.lines.size();
+        for (size_t k = 0; rows && k < x.lines.size(); k++)
+            rows = x.lines[k].offset == y.lines[k].offset && x.lines[k].line == y.lines[k].line &&
+                   x.lines[k].column == y.lines[k].column && x.lines[k].file == y.lines[k].file;
+        if (!rows)
+            fprintf(stderr, "%s: %s: rows differ between lines.cc and DWARFContext\n",
+                    what.c_str(), x.name.c_str());
+        CHECK(rows);
+    }
+}
+
+static void test_fast_lines()
+{
+    const char *srcs[] = {"tests/programs/llvm/chain.c", "tests/programs/llvm/work.c",
+                          "tests/programs/llvm/entry.c", "tests/programs/llvm/guards.cc"};
+    for (const char *dwarf : {"-gdwarf-4", "-gdwarf-5"}) {
+        for (const char *src : srcs) {
+            std::string cc = std::string(strstr(src, ".cc") ? "clang++-14 " : "clang-14 ") + dwarf;
+            std::string what = base(src) + " " + dwarf;
+            for (const char *opt : {" -O1", " -O0 -ffunction-sections"}) {
+                std::string obj = compile(cc + opt, src, base(src) + dwarf + (opt[2] == '1' ? "" : "-fs") + ".o");
+                Loaded l;
+                CHECK(l.open(obj));
+                std::vector<jitherald_llvm::LineUnit> units;
+                CHECK(jitherald_llvm::read_line_units(*l.obj, l.loads, units));   // no fallback
+                CHECK(!units.empty() && !units[0].rows.empty());
+                Object fast = jitherald_llvm::describe(*l.obj, l.loads);
+                Object ref = jitherald_llvm::describe(*l.obj, l.loads, jitherald_llvm::Lines::DWARF_CONTEXT);
+                CHECK(!fast.funcs.empty() && !fast.funcs[0].lines.empty());
+                same(fast, ref, what + opt);
+            }
+        }
+    }
+}
+
 int main()
 {
     for (const char *tool : {"clang-14", "clang++-14", "llvm-dwarfdump-14", "readelf"})
@@ -461,6 +515,7 @@ int main()
     test_c();
     test_cxx();
     test_translation();
+    test_fast_lines();
     if (!getenv("JH_KEEP"))
         run("rm -rf " + tmp);
     return check_done();
