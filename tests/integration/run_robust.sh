@@ -77,6 +77,10 @@ grep -q 'UNWINDING_INFO: yes; for the code without: no' dump.out || fail "dump: 
 grep -q 'has size 8: the rest of the file is not read' dump.err || fail "dump: no report"
 run fork
 [ "$(stat rewrites)" -ge 1 ] || fail "fork: the rewrite was not noticed"
+# HotSpot's `jcmd Compiler.perfmap` again: a rewrite, not an append (issue 24, defect 2)
+run jcmd
+[ "$(stat rewrites)" -ge 1 ] || fail "jcmd: the rewrite was not noticed"
+grep -q 'jcmd: 4 of 4 named' jcmd.out || fail "jcmd: $(cat jcmd.out)"
 CH=all JITHERALD_DIR=$T/none run none
 [ -e "$T/none" ] && fail "none: files were created: $(ls "$T/none")"
 [ "$(stat announced)" = 0 ] || fail "none: $(tail -1 stats)"

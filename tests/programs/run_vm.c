@@ -13,6 +13,9 @@
  *   run_vm dump          a jitdump: records written in halves, an unknown record, a LOAD
  *                        with no NUL in its name, DEBUG_INFO, MOVE, then a broken size
  *   run_vm fork          a child writes its own map; the parent rewrites its map
+ *   run_vm jcmd          the map written again from the start by a new open, as HotSpot's
+ *                        `jcmd PID Compiler.perfmap` does: the same first line, longer, the
+ *                        methods compiled since among the old ones (issue 24, defect 2)
  *   run_vm none          writes nothing
  *   run_vm closefds      closes every descriptor above 2, then uses a pipe: no byte lost
  *   run_vm huge N        N lines in one write, 64 bytes apart
@@ -361,6 +364,27 @@ static int forked(void)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && k == 1 ? 0 : 1;
 }
 
+static int jcmd(void)
+{
+    uint8_t *c = code_pages(4);
+    open_map();
+    line(c, 6, "m_0");
+    line(c + 3 * st, 6, "m_3");
+    close(mapfd);
+    /* jcmd again: a new open with O_TRUNC, the lines by address, so the first bytes are
+     * the old file's and the new methods sit between old ones */
+    open_map();
+    line(c, 6, "m_0");
+    line(c + st, 6, "m_1");
+    line(c + 2 * st, 6, "m_2");
+    line(c + 3 * st, 6, "m_3");
+    size_t k = now_swapped(c, 4, st);
+    printf("jcmd: %zu of 4 named after the rewrite\n", k);
+    close(mapfd);
+    unlink(mappath);
+    return k == 4 ? 0 : 1;
+}
+
 static int huge(size_t n)
 {
     size_t len = (n * 64 + pg - 1) / pg * pg;
@@ -518,6 +542,7 @@ int main(int argc, char **argv)
     else if (!strcmp(m, "junk")) rc_ = junk();
     else if (!strcmp(m, "dump")) rc_ = dump();
     else if (!strcmp(m, "fork")) rc_ = forked();
+    else if (!strcmp(m, "jcmd")) rc_ = jcmd();
     else if (!strcmp(m, "none")) rc_ = 0;
     else if (!strcmp(m, "closefds")) rc_ = closefds();
     else if (!strcmp(m, "huge")) rc_ = huge(n);
