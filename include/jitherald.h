@@ -157,6 +157,11 @@ struct jh_options {
     uint32_t gdb_batch;
     /* Audit log: size limit in bytes for the log file (0: default 256 MiB). */
     uint64_t auditlog_limit;
+    /* The channels `jitherald attach` may switch on this context (0: every channel; a
+     * value with no channel bit, such as 1u << 31: none). A program with several contexts
+     * for the same code, each feeding other tools, keeps each channel to one of them
+     * (jitherald run's preload does). jh_channels_set itself is not limited. */
+    unsigned attach_channels;
 };
 
 /* One row of a line table: code at `offset` (bytes from the start of the code) and

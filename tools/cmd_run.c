@@ -40,7 +40,9 @@ static int help(void)
             "  Switch those files on with the VM's own option (MVM_JIT_PERF_MAP=1,\n"
             "  node --perf-basic-prof or --perf-prof, erl +JPperf true, ...). Each function\n"
             "  is announced as the VM writes it, before the VM's write returns. docs/run.md.\n"
-            "  -c, --channels=CHANNELS  the channels, comma-separated\n"
+            "  -c, --channels=CHANNELS  the channels, comma-separated; with standby, the\n"
+            "                           VM retains what it wrote for `jitherald attach PID`\n"
+            "                           (which switches gdb, unwind and auditlog there)\n"
             "Exit status: COMMAND's; 2 for a usage error, 126 or 127 when COMMAND cannot\n"
             "be run or is not found.\n");
     return 0;
@@ -54,6 +56,8 @@ static int bad_usage(const char *what, const char *arg)
 
 static void refused_channel(void *arg, const char *name, size_t n)
 {
+    if (n == 7 && !strncmp(name, "standby", 7))
+        return;                         /* the preload's: contexts for jitherald attach */
     *(bool *)arg = false;
     char can[128];
     jh__channel_names(jh__channels_run(), ", ", can, sizeof can);

@@ -71,6 +71,7 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
 [[struct jh_options {
   size_t sz; unsigned channels; const char *dir; const char *engine; unsigned flags;
   jh_log_fn *log; void *log_arg; uint32_t gdb_batch; uint64_t auditlog_limit;
+  unsigned attach_channels;
 };]],
 [[struct jh_line { uint32_t offset, line, column, file; };]],
 [[struct jh_cfa_step { uint32_t offset; uint32_t cfa_offset; };]],

@@ -70,16 +70,20 @@ void jhp_warn(const char *fmt, ...)
 
 static void unknown_channel(void *arg, const char *name, size_t n)
 {
-    (void)arg;
+    if (n == 7 && !strncmp(name, "standby", 7)) {
+        *(bool *)arg = true;
+        return;
+    }
     char can[128];
     jh__channel_names(jh__channels_run(), ", ", can, sizeof can);
     jhp_warn("JITHERALD_RUN: '%.*s' is not a channel jitherald run can add (%s, all)",
              (int)n, name, can);
 }
 
-static unsigned parse_channels(const char *s)
+static unsigned parse_channels(const char *s, bool *standby)
 {
-    return jh__channels_parse(s, jh__channels_run(), unknown_channel, NULL);
+    *standby = false;
+    return jh__channels_parse(s, jh__channels_run(), unknown_channel, standby);
 }
 
 static void log_fn(void *arg, int level, const char *msg)
@@ -89,15 +93,25 @@ static void log_fn(void *arg, int level, const char *msg)
         jhp_warn("%s", msg);
 }
 
+/* jh_options.attach_channels with no channel bit: `jitherald attach` switches nothing */
+#define JH__ATTACH_NONE (1u << 31)
+
 /* batch: debuggers hear of new code at jh_flush (announce.c), not at each function */
 static jh_ctx *open_one(unsigned bits, bool batch)
 {
     if (!bits && !jhp_cfg.library_rule)
         return NULL;
-    struct jh_options o = { .sz = sizeof o, .channels = bits, .engine = "run",
-                            .log = log_fn, .gdb_batch = batch ? JH_GDB_DEFER : 0 };
+    /* In standby each context retains what it hears and `jitherald attach` may switch on
+     * its share of the channels, never elfmap: its page swaps must be kept apart from the
+     * VM's page calls (guard.c), which only an announcement here does. */
+    unsigned attach = bits & ~(unsigned)JH_ELFMAP;
+    struct jh_options o = { .sz = sizeof o, .engine = "run", .log = log_fn,
+                            .channels = jhp_cfg.standby ? bits & jhp_cfg.asked : bits,
+                            .flags = jhp_cfg.standby ? JH_OPT_STANDBY : 0,
+                            .gdb_batch = batch ? JH_GDB_DEFER : 0,
+                            .attach_channels = attach ? attach : JH__ATTACH_NONE };
     jh_ctx *ctx = NULL;
-    if (jh_open(&ctx, &o) < 0 || !jh_channels(ctx)) {
+    if (jh_open(&ctx, &o) < 0 || (!jh_channels(ctx) && !(jhp_cfg.standby && attach))) {
         jh_close(ctx);
         ctx = NULL;
     }
@@ -274,9 +288,14 @@ __attribute__((constructor)) static void jhp_init(void)
     jhp_cfg.debug = d && *d && strcmp(d, "0");
     if (!ch || !*ch)
         return;
-    unsigned bits = parse_channels(ch);
-    if (!bits)
+    bool standby;
+    unsigned bits = parse_channels(ch, &standby);
+    if (!bits && !standby)
         return;
+    jhp_cfg.asked = bits;
+    jhp_cfg.standby = standby;
+    if (standby)                    /* every context, each retaining what it hears */
+        bits = jh__channels_run() & ~(unsigned)(JH_ELFMAP & ~jhp_cfg.asked);
     const char *fp = getenv("JITHERALD_RUN_FP");
     jhp_cfg.guess_fp = !(fp && !strcmp(fp, "0"));
     const char *lib = getenv("JITHERALD");

@@ -67,7 +67,11 @@ struct jhp_stats {
 
 /* ---- preload.c ---- */
 struct jhp_config {
-    unsigned channels;          /* JITHERALD_RUN; 0: nothing is heard */
+    unsigned channels;          /* JITHERALD_RUN; 0: nothing is heard (standby: every
+                                   channel run adds, each context retaining) */
+    unsigned asked;             /* the channels on from the start (standby: maybe none) */
+    bool standby;               /* "standby" in JITHERALD_RUN: contexts in standby, for
+                                   `jitherald attach` (gdb, unwind, auditlog) */
     bool debug;                 /* JITHERALD_DEBUG */
     bool guess_fp;              /* JITHERALD_RUN_FP != 0: frames from the code's bytes */
     bool library_rule;          /* JITHERALD is set: the library chooses, one context */

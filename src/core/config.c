@@ -129,6 +129,7 @@ int jh__config_load(struct jh__config *c, const struct jh_options *opts)
     c->elfmap.code_bti = o.flags & JH_OPT_CODE_BTI;
     c->channels = o.channels;
     c->standby = o.flags & JH_OPT_STANDBY;
+    c->attach_mask = o.attach_channels ? o.attach_channels & (unsigned)JH_ALL : (unsigned)JH_ALL;
     /* One rule for every channel (diag.h): without a log callback, what the user must act
      * on reaches stderr, said once per cause; JITHERALD_DEBUG=1 adds the rest. */
     c->diag = (struct jh__diag){ .fn = o.log, .arg = o.log_arg,

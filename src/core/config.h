@@ -24,6 +24,7 @@ struct jh__config {
     unsigned channels;          /* requested (JH_PERFMAP ...) */
     unsigned flags;             /* JH_OPT_* */
     bool standby;               /* JH_OPT_STANDBY, or "standby" in $JITHERALD */
+    unsigned attach_mask;       /* what jitherald attach may switch (jh_options.attach_channels) */
     char *dir;                  /* owned */
     char *engine;               /* owned, "jit" by default */
     struct jh__diag diag;

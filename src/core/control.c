@@ -58,6 +58,7 @@ static bool describe(jh_ctx *ctx, char *out, size_t n)
 struct request {
     enum { R_STATUS, R_SET, R_ON, R_OFF } verb;
     unsigned bits;
+    unsigned masks;             /* every context's attach_channels, together */
     char reply[4096];
     size_t len;
     int err;
@@ -78,6 +79,9 @@ static void apply(jh_ctx *ctx, void *arg)
     unsigned now = jh_channels(ctx);
     unsigned want = r->verb == R_SET ? r->bits : r->verb == R_ON ? now | r->bits :
                     r->verb == R_OFF ? now & ~r->bits : now;
+    unsigned mask = ctx->cfg.attach_mask;
+    want = (want & mask) | (now & ~mask);   /* the others are not this context's to switch */
+    r->masks |= mask;
     if (r->verb != R_STATUS) {
         int rc = jh_channels_set(ctx, want);
         if (rc == -ESHUTDOWN)
@@ -153,8 +157,13 @@ static void serve(int c)
     line[n] = 0;
     if (parse(&r, line) == 0) {
         jh__ctx_each(apply, &r);
-        append(&r, r.err ? "error a channel could not start (the process's stderr says "
-                          "why); the others are as listed\n" : "ok\n");
+        unsigned none = r.verb == R_SET || r.verb == R_ON ? r.bits & ~r.masks : 0;
+        char names[128], msg[256];
+        jh__channel_names(none, ",", names, sizeof names);
+        snprintf(msg, sizeof msg, "error %s: not switched on, this process allows it no "
+                 "context (jitherald run: elfmap is chosen at start)\n", names);
+        append(&r, none ? msg : r.err ? "error a channel could not start (the process's "
+                          "stderr says why); the others are as listed\n" : "ok\n");
     } else {
         static atomic_bool said;
         if (!atomic_exchange(&said, true))

@@ -16,7 +16,7 @@ int main(void)
 {
     F(jh_options, sz); F(jh_options, channels); F(jh_options, dir); F(jh_options, engine);
     F(jh_options, flags); F(jh_options, log); F(jh_options, log_arg); F(jh_options, gdb_batch);
-    F(jh_options, auditlog_limit); S(jh_options);
+    F(jh_options, auditlog_limit); F(jh_options, attach_channels); S(jh_options);
     F(jh_line, offset); F(jh_line, line); F(jh_line, column); F(jh_line, file); S(jh_line);
     F(jh_cfa_step, offset); F(jh_cfa_step, cfa_offset); S(jh_cfa_step);
     F(jh_saved_reg, reg); F(jh_saved_reg, cfa_offset); S(jh_saved_reg);
