@@ -363,6 +363,7 @@ static void test_errors(void)
     struct jh__buf h = { 0 };
     CHECK_EQ(jh__cfi_eh_frame_hdr(&h, 0x3000, 0x2800, idx, 2), -EINVAL);
     CHECK_EQ(h.len, 0);
+    jh__buf_free(&h);                   /* the room it reserved stays the caller's */
 
     /* arm64 CIE: RA column 30, CFA = sp. Only sizes here; x86-64 is what we can run. */
     struct jh__cfi_opts o64 = { .arch = &jh__arch_arm64, .ptr = JH__CFI_PCREL, .addr = 0x1000 };
