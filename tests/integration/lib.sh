@@ -221,6 +221,14 @@ check_quirks() { # FILE QUIRK...
     [ "$(grep -acE '^ +0x[0-9a-f]+ \([-+]0x[0-9a-f]+\) ' inspect.out)" = "${ent:-0}" ] ||
         fail "inspect $f: not all ${ent:-0} line entries"
 }
+# A VM run under gdb leaves its perf map in /tmp under the pid gdb reported when it killed
+# it ("[Inferior 1 (process N) killed]"): removed at the test's exit, that one only.
+forget_map() { # GDB-LOG
+    local pid
+    pid=$(sed -n 's/^\[Inferior 1 (process \([0-9]*\)) killed\]$/\1/p' "$1")
+    [ -n "$pid" ] && at_exit "rm -f /tmp/perf-$pid.map"
+    return 0
+}
 # What a user sees as a backtrace that went wrong: gdb's own complaints, and `?? ()` frames
 # at addresses no file backs (JIT code without a name, or a value read as a return address
 # from where there was none: `#2 0x0000000000000000 in ?? ()`). Frames in a stripped

@@ -23,12 +23,6 @@ GDB=(gdb -q -nx -batch -ex 'handle SIGSEGV SIGQUIT SIGUSR2 nostop noprint pass'
      -ex 'set breakpoint pending on' -ex 'break JVM_Sleep if $rdx == 7' -ex run -ex bt
      -ex 'info proc mappings' -ex kill
      --args java -XX:+PreserveFramePointer -XX:-BackgroundCompilation -cp . JitStop)
-forget_map() { # the map the JVM left in /tmp
-    local pid
-    pid=$(sed -n 's/^\[Inferior 1 (process \([0-9]*\)) killed\]$/\1/p' "$1")
-    [ -n "$pid" ] && at_exit "rm -f /tmp/perf-$pid.map"
-    return 0
-}
 for n in 1 2 3; do
     timeout 300 "$CLI" run -c gdb -- "${GDB[@]}" > "bt.$n.gdb" 2>&1 || true
     forget_map "bt.$n.gdb"

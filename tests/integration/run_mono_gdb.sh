@@ -20,12 +20,6 @@ cd "$T"
 GDB=(gdb -q -nx -batch -ex 'handle SIGXCPU SIGPWR SIG35 SIG36 nostop noprint pass'
      -ex 'break write if $rdi == 1' -ex run -ex bt -ex 'info proc mappings' -ex kill
      --args mono --jitmap "$GAC" -l)
-forget_map() { # the map Mono left in /tmp
-    local pid
-    pid=$(sed -n 's/^\[Inferior 1 (process \([0-9]*\)) killed\]$/\1/p' "$1")
-    [ -n "$pid" ] && at_exit "rm -f /tmp/perf-$pid.map"
-    return 0
-}
 frame() { # LOG NAME: the number of the first frame named NAME (a fixed string)
     grep -aF " in $2 (" "$1" | sed -n '1s/^#\([0-9]*\) .*/\1/p'
 }

@@ -42,12 +42,6 @@ PHPF=(-d opcache.enable_cli=1 -d opcache.jit_buffer_size=64M -d opcache.jit=trac
       -d opcache.jit_debug=0x10 -d opcache.file_update_protection=0)
 GDB=(gdb -q -nx -batch -ex 'set breakpoint pending on' -ex 'break TRACE_1_spin_4' -ex run
      -ex bt -ex 'info symbol $pc' -ex kill --args php "${PHPF[@]}" spin.php)
-forget_map() { # the map PHP left in /tmp
-    local pid
-    pid=$(sed -n 's/^\[Inferior 1 (process \([0-9]*\)) killed\]$/\1/p' "$1")
-    [ -n "$pid" ] && at_exit "rm -f /tmp/perf-$pid.map"
-    return 0
-}
 
 # without jitherald: gdb knows nothing of PHP's JIT
 timeout 120 "${GDB[@]}" > plain.gdb 2>&1 || true
