@@ -118,7 +118,7 @@ void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, u
 {
     static uint64_t vm_ns, in_ns;       /* since the last announcement; under the lock */
     JHP_KEEP_ERRNO;
-    uint64_t t1 = jh__now_ns();
+    uint64_t t1 = jhp_now();
     jhp_inside++;
     jhp_lock();
     uint64_t said = jhp_st.records;
@@ -128,7 +128,7 @@ void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, u
         n -= k;
     }
     vm_ns += t1 - t0;
-    in_ns += jh__now_ns() - t1;
+    in_ns += jhp_now() - t1;
     if (jhp_st.records != said) {       /* a function described: what its writes cost */
         jhp_hist_add(&jhp_st.vm_write, vm_ns);
         jhp_hist_add(&jhp_st.in_jh, in_ns);

@@ -303,6 +303,7 @@ __attribute__((constructor)) static void jhp_init(void)
     const char *st = getenv("JITHERALD_RUN_STATS");
     if (st && strlen(st) < sizeof jhp_cfg.stats)
         snprintf(jhp_cfg.stats, sizeof jhp_cfg.stats, "%s", st);
+    jhp_cfg.timed = jhp_cfg.stats[0] || jhp_cfg.debug;
     const char *r = getenv("JITHERALD_RUN_ROOT");
     root = r ? (pid_t)atoi(r) : 0;
     jhp_pid = getpid();

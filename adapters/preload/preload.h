@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/clock.h"
 #include "jitherald.h"
 
 #define JHP_TLS __thread __attribute__((tls_model("initial-exec")))
@@ -76,8 +77,16 @@ struct jhp_config {
     bool guess_fp;              /* JITHERALD_RUN_FP != 0: frames from the code's bytes */
     bool library_rule;          /* JITHERALD is set: the library chooses, one context */
     char stats[1024];           /* JITHERALD_RUN_STATS, or "" */
+    bool timed;                 /* stats or debug: the writes heard are timed */
 };
 extern struct jhp_config jhp_cfg;
+/* A write heard is timed (the VM's call, and ours) only when someone reads the times
+ * (JITHERALD_RUN_STATS, JITHERALD_DEBUG): node writes its jitdump a byte at a time
+ * through fputc, and three clock reads a byte were 2% of its start-up. 0 otherwise. */
+static inline uint64_t jhp_now(void)
+{
+    return jhp_cfg.timed ? jh__now_ns() : 0;
+}
 extern struct jhp_stats jhp_st;
 extern pid_t jhp_pid;           /* getpid(), kept current across fork */
 /* The contexts, opened when the VM opens its map or jitdump (jhp_open): the tools that

@@ -40,7 +40,7 @@ JHP_EXPORT ssize_t write(int fd, const void *p, size_t n)
     struct watch *w = jhp_by_fd(fd);
     if (!w)
         return NEXT(write)(fd, p, n);
-    uint64_t t0 = jh__now_ns();
+    uint64_t t0 = jhp_now();
     ssize_t r = NEXT(write)(fd, p, n);
     if (r > 0)
         jhp_hear(w, p, (size_t)r, t0);
@@ -58,7 +58,7 @@ JHP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
     struct watch *w = jhp_by_fd(fd);
     if (!w)
         return NEXT(writev)(fd, iov, cnt);
-    uint64_t t0 = jh__now_ns();
+    uint64_t t0 = jhp_now();
     ssize_t r = NEXT(writev)(fd, iov, cnt);
     hear_iov(w, iov, cnt, r, t0);
     return r;
@@ -76,7 +76,7 @@ static struct watch *at_end(int fd, off_t off)
 JHP_EXPORT ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
 {
     struct watch *w = at_end(fd, off);
-    uint64_t t0 = w ? jh__now_ns() : 0;
+    uint64_t t0 = w ? jhp_now() : 0;
     ssize_t r = NEXT(pwrite)(fd, p, n, off);
     if (w && r > 0)
         jhp_hear(w, p, (size_t)r, t0);
@@ -86,7 +86,7 @@ JHP_EXPORT ssize_t pwrite(int fd, const void *p, size_t n, off_t off)
 JHP_EXPORT ssize_t pwrite64(int fd, const void *p, size_t n, off_t off)
 {
     struct watch *w = at_end(fd, off);
-    uint64_t t0 = w ? jh__now_ns() : 0;
+    uint64_t t0 = w ? jhp_now() : 0;
     ssize_t r = NEXT(pwrite64)(fd, p, n, off);
     if (w && r > 0)
         jhp_hear(w, p, (size_t)r, t0);
@@ -96,7 +96,7 @@ JHP_EXPORT ssize_t pwrite64(int fd, const void *p, size_t n, off_t off)
 JHP_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     struct watch *w = at_end(fd, off);
-    uint64_t t0 = w ? jh__now_ns() : 0;
+    uint64_t t0 = w ? jhp_now() : 0;
     ssize_t r = NEXT(pwritev)(fd, iov, cnt, off);
     if (w)
         hear_iov(w, iov, cnt, r, t0);
@@ -106,7 +106,7 @@ JHP_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 JHP_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
 {
     struct watch *w = at_end(fd, off);
-    uint64_t t0 = w ? jh__now_ns() : 0;
+    uint64_t t0 = w ? jhp_now() : 0;
     ssize_t r = NEXT(pwritev64)(fd, iov, cnt, off);
     if (w)
         hear_iov(w, iov, cnt, r, t0);
@@ -117,7 +117,7 @@ JHP_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off,
 {
     NEXT_OR_ENOSYS(pwritev2);
     struct watch *w = off == -1 ? jhp_by_fd(fd) : at_end(fd, off);
-    uint64_t t0 = w ? jh__now_ns() : 0;
+    uint64_t t0 = w ? jhp_now() : 0;
     ssize_t r = NEXT(pwritev2)(fd, iov, cnt, off, flags);
     if (w)
         hear_iov(w, iov, cnt, r, t0);
@@ -141,7 +141,7 @@ JHP_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
     struct watch *w = jhp_by_file(f);
     if (!w)
         return NEXT(fwrite)(p, size, n, f);
-    uint64_t t0 = jh__now_ns();
+    uint64_t t0 = jhp_now();
     size_t r = NEXT(fwrite)(p, size, n, f);
     if (r && size)
         jhp_hear(w, p, r * size, t0);
@@ -153,7 +153,7 @@ JHP_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
     struct watch *w = jhp_by_file(f);
     if (!w)
         return NEXT(fwrite_unlocked)(p, size, n, f);
-    uint64_t t0 = jh__now_ns();
+    uint64_t t0 = jhp_now();
     size_t r = NEXT(fwrite_unlocked)(p, size, n, f);
     if (r && size)
         jhp_hear(w, p, r * size, t0);
@@ -165,7 +165,7 @@ JHP_EXPORT int fputs(const char *s, FILE *f)
     struct watch *w = jhp_by_file(f);
     if (!w)
         return NEXT(fputs)(s, f);
-    uint64_t t0 = jh__now_ns();
+    uint64_t t0 = jhp_now();
     int r = NEXT(fputs)(s, f);
     if (r >= 0)
         jhp_hear(w, s, strlen(s), t0);
@@ -177,7 +177,7 @@ JHP_EXPORT int fputs_unlocked(const char *s, FILE *f)
     struct watch *w = jhp_by_file(f);
     if (!w)
         return NEXT(fputs_unlocked)(s, f);
-    uint64_t t0 = jh__now_ns();
+    uint64_t t0 = jhp_now();
     int r = NEXT(fputs_unlocked)(s, f);
     if (r >= 0)
         jhp_hear(w, s, strlen(s), t0);
@@ -199,7 +199,7 @@ static int putc_heard(struct watch *w, int c, int r, uint64_t t0)
         struct watch *w = jhp_by_file(f);                                                  \
         if (!w)                                                                        \
             return NEXT(fn)(c, f);                                                     \
-        uint64_t t0 = jh__now_ns();                                                        \
+        uint64_t t0 = jhp_now();                                                        \
         return putc_heard(w, c, NEXT(fn)(c, f), t0);                                   \
     }
 PUTC(fputc)
@@ -234,7 +234,7 @@ static char *format(char small[SMALL], int *n, const char *fmt, va_list ap)
 
 static int vprint_heard(struct watch *w, FILE *f, const char *fmt, va_list ap)
 {
-    uint64_t t0 = jh__now_ns();
+    uint64_t t0 = jhp_now();
     char small[SMALL];
     int n;
     char *buf = format(small, &n, fmt, ap);
@@ -284,7 +284,7 @@ JHP_EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
 /* dprintf: formatted here, written with the real write. */
 static int vdprint_heard(struct watch *w, int fd, const char *fmt, va_list ap)
 {
-    uint64_t t0 = jh__now_ns();
+    uint64_t t0 = jhp_now();
     char small[SMALL];
     int n;
     char *buf = format(small, &n, fmt, ap);
