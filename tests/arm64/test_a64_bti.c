@@ -153,25 +153,13 @@ static void run(const char *dir, bool say_bti)
 }
 
 /* ---- unwinding through guarded code that elfmap swapped ------------------------------ */
-struct _Unwind_Context;
-int _Unwind_Backtrace(int (*fn)(struct _Unwind_Context *, void *), void *arg);
-uintptr_t _Unwind_GetIP(struct _Unwind_Context *);
-
-static uintptr_t ips[64], bips[64];
-static int nips, nbips, called;
-static int collect(struct _Unwind_Context *uc, void *arg)
-{
-    (void)arg;
-    if (nips == 64)
-        return 5;                       /* _URC_END_OF_STACK: a walk that loops ends */
-    ips[nips++] = _Unwind_GetIP(uc);
-    return 0;
-}
+static struct a64_walk uw;
+static uintptr_t bips[64];
+static int nbips, called;
 
 static void callback(void)
 {
-    nips = 0;
-    _Unwind_Backtrace(collect, NULL);
+    a64_unwind(&uw);
     void *bt[64];
     nbips = backtrace(bt, 64);
     for (int i = 0; i < nbips; i++)
@@ -227,7 +215,7 @@ static void unwind_guarded(const char *dir)
         call_jit((jit_fn *)(void *)fn[k].code);
         CHECK_EQ(called, 1);
         snprintf(what, sizeof what, "guarded, %s, _Unwind_Backtrace", k ? "key A" : "bti c");
-        CHECK(walks(ips, nips, fn[k].code, fn[k].size, leaf, FRAMELESS_SIZE, what));
+        CHECK(walks(uw.ip, uw.n, fn[k].code, fn[k].size, leaf, FRAMELESS_SIZE, what));
         snprintf(what, sizeof what, "guarded, %s, backtrace()", k ? "key A" : "bti c");
         CHECK(walks(bips, nbips, fn[k].code, fn[k].size, leaf, FRAMELESS_SIZE, what));
     }
