@@ -94,7 +94,17 @@ enum {
                                    "bt" flag of /proc/self/smaps, read when this flag is not
                                    set); set it to spare that read, and where /proc cannot
                                    tell (qemu-user answers smaps with the host's mappings).
-                                   A no-op on other architectures. */,
+                                   What BTI asks of the JIT is its own, not jitherald's: a
+                                   landing pad at every target of an indirect branch (`bti c`
+                                   or `paciasp` where `blr` calls, `bti j` where `br` jumps,
+                                   `bti jc` for both; `bti j` at a catch or cleanup that an
+                                   unwinder enters, as GCC marks its own), and the code's
+                                   pages mapped or mprotect()ed PROT_BTI before jh_code_add.
+                                   Descriptions say nothing of BTI: the unwind channel works
+                                   alike on guarded code. jitherald's own executable mapping,
+                                   jitdump's marker page, is PROT_BTI wherever the CPU
+                                   enforces BTI, flag or not. A no-op on other
+                                   architectures. */,
     JH_OPT_STANDBY    = 1 << 3  /* retain each function's description (name, lines, unwind
                                    info; never the code bytes, which stay the JIT's) while
                                    no channel is on, so that a channel switched on later by

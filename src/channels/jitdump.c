@@ -8,8 +8,9 @@
  *         71.02%  [.] fib        fib.mini:4
  *     $ perf annotate -i perf.jit.data fib
  *
- * How perf finds the file: `perf record` sees our mmap() of it (PROT_READ|PROT_EXEC,
- * MAP_PRIVATE; the mapping is kept until the file is closed) in its MMAP events, and
+ * How perf finds the file: `perf record` sees our mmap() of it (PROT_READ|PROT_EXEC, and
+ * PROT_BTI where arm64's CPU enforces BTI; MAP_PRIVATE; the mapping is kept until the file
+ * is closed) in its MMAP events, and
  * `perf inject --jit` opens every mapped file whose basename is jit-<pid>.dump. -k 1 makes
  * perf use CLOCK_MONOTONIC, the clock of our timestamps; inject refuses the file otherwise.
  *
@@ -36,6 +37,7 @@
 #include "base/lock.h"
 #include "base/os.h"
 #include "channels/channel.h"
+#include "fmt/arch.h"
 #include "fmt/jitdump.h"
 
 struct jd_file {
@@ -105,8 +107,12 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
     size_t mlen = (size_t)sysconf(_SC_PAGESIZE);
     if (!err) {
         /* perf only learns about the file from this mapping; exec permission is what puts
-         * it in the MMAP events perf records (a noexec mount makes this fail). */
-        m = mmap(NULL, mlen, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+         * it in the MMAP events perf records (a noexec mount makes this fail). The page
+         * holds copies of the JIT's code (LOAD records): where the CPU enforces BTI it is
+         * guarded, so that it is no target for an indirect branch the JIT's own guarded
+         * code would refuse; nothing ever runs there. */
+        int guard = jh__arch_host_guard_prot();
+        m = mmap(NULL, mlen, PROT_READ | PROT_EXEC | guard, MAP_PRIVATE, fd, 0);
         if (m == MAP_FAILED)
             err = -errno;
     }

@@ -84,3 +84,8 @@ bool jh__arch_host_bti(void)
     return false;
 }
 #endif
+
+int jh__arch_host_guard_prot(void)
+{
+    return jh__arch_host_bti() ? (int)JH__ARCH_HOST->prot_bti : 0;
+}

@@ -80,6 +80,11 @@ extern const struct jh__arch *const jh__arch_list[];
 uint64_t jh__arch_host_pac_mask(void);
 /* Does the CPU enforce BTI on pages mapped with prot_bti (arm64 HWCAP2_BTI)? */
 bool jh__arch_host_bti(void);
+/* What to add to the protection of an executable mapping that holds no code meant to run
+ * (jitdump's marker page: perf needs it PROT_EXEC, and it holds copies of the JIT's code),
+ * so that an indirect branch can land there only on a landing pad: prot_bti where the CPU
+ * enforces BTI, else 0. */
+int jh__arch_host_guard_prot(void);
 
 /* The architecture of ELF e_machine, or NULL when jitherald does not know it. */
 const struct jh__arch *jh__arch_by_machine(unsigned e_machine);

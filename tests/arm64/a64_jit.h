@@ -75,6 +75,32 @@ static inline bool walks(const uintptr_t *ip, int n, const void *f, size_t fsz, 
     return ok;
 }
 
+/* libgcc's (or LLVM's) _Unwind_Backtrace, the pc of each frame into a64_walk (64 at most:
+ * a walk that loops ends there). */
+struct _Unwind_Context;
+int _Unwind_Backtrace(int (*fn)(struct _Unwind_Context *, void *), void *arg);
+uintptr_t _Unwind_GetIP(struct _Unwind_Context *);
+
+struct a64_walk {
+    uintptr_t ip[64];
+    int n;
+};
+
+static inline int a64_collect(struct _Unwind_Context *uc, void *arg)
+{
+    struct a64_walk *w = arg;
+    if (w->n == 64)
+        return 5;                       /* _URC_END_OF_STACK */
+    w->ip[w->n++] = _Unwind_GetIP(uc);
+    return 0;
+}
+
+static inline void a64_unwind(struct a64_walk *w)
+{
+    w->n = 0;
+    _Unwind_Backtrace(a64_collect, w);
+}
+
 /* ---- the code ------------------------------------------------------------------------- */
 __attribute__((unused)) static uint8_t *area;
 __attribute__((unused)) static size_t used;

@@ -4,10 +4,16 @@
 // with the unwind channel: the catch in the C++ caller gets it, a destructor in the frame
 // between runs, and the JIT frames can be called again afterwards. Without the signing
 // ranges the throw cannot get through (std::terminate: checked in a child).
+// Where the CPU enforces BTI (qemu -cpu max) the code's page is PROT_BTI (the leaf lands on
+// `bti c`, the signed functions on paciasp) and the elfmap channel swaps it for its image,
+// guarded too: the throw crosses the image's pages.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -22,8 +28,28 @@ namespace {
 enum : uint32_t {
     PACIASP = 0xd503233f, AUTIASP = 0xd50323bf, PACIBSP = 0xd503237f, AUTIBSP = 0xd50323ff,
     STP_FP_LR = 0xa9bf7bfd, MOV_FP_SP = 0x910003fd, LDP_FP_LR = 0xa8c17bfd, RET = 0xd65f03c0,
-    BLR_X16 = 0xd63f0200, STR_LR_PRE = 0xf81f0ffe, LDR_LR_POST = 0xf84107fe, NOP = 0xd503201f,
+    BLR_X16 = 0xd63f0200, STR_LR_PRE = 0xf81f0ffe, LDR_LR_POST = 0xf84107fe, BTI_C = 0xd503245f,
 };
+const int PROT_BTI_ = 0x10;
+bool cpu_bti() { return getauxval(AT_HWCAP2) & (1UL << 17); }
+
+// Is addr mapped from an elfmap image (a file whose name holds ".elf")?
+bool from_image(const void *addr)
+{
+    FILE *f = std::fopen("/proc/self/maps", "r");
+    char line[1024];
+    bool r = false;
+    while (f && std::fgets(line, sizeof line, f)) {
+        unsigned long s, e;
+        char path[512] = "";
+        if (std::sscanf(line, "%lx-%lx %*s %*s %*s %*s %511s", &s, &e, path) >= 2 &&
+            reinterpret_cast<uintptr_t>(addr) >= s && reinterpret_cast<uintptr_t>(addr) < e)
+            r = std::strstr(path, ".elf") != nullptr;
+    }
+    if (f)
+        std::fclose(f);
+    return r;
+}
 uint32_t ldr_x16(uint32_t at, uint32_t lit) { return 0x58000010u | ((lit - at) / 4) << 5; }
 
 int thrown, destroyed;
@@ -49,7 +75,8 @@ __attribute__((noinline)) int call_jit(jit_fn *f)
     return 0;
 }
 
-const uint8_t frameless_cfi[] = { 0x44, 0x0e, 16, 0x9e, 2, 0x48, 0x0e, 0, 0xde };
+// bti c; str x30,[sp,#-16]!; ...: at 8 CFA = sp + 16, x30 at cfa - 16; at 16 CFA = sp
+const uint8_t frameless_cfi[] = { 0x48, 0x0e, 16, 0x9e, 2, 0x48, 0x0e, 0, 0xde };
 
 }  // namespace
 
@@ -61,10 +88,10 @@ int main()
                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     CHECK(c != MAP_FAILED);
     void (*target)() = thrower;
-    /* frameless at 0: str x30; ldr x16; blr; ldr x30; ret; nop; lit */
+    /* frameless at 0: bti c; str x30; ldr x16; blr; ldr x30; ret; lit */
     uint32_t *leaf = c;
-    leaf[0] = STR_LR_PRE, leaf[1] = ldr_x16(4, 24), leaf[2] = BLR_X16, leaf[3] = LDR_LR_POST;
-    leaf[4] = RET, leaf[5] = NOP;
+    leaf[0] = BTI_C, leaf[1] = STR_LR_PRE, leaf[2] = ldr_x16(8, 24), leaf[3] = BLR_X16;
+    leaf[4] = LDR_LR_POST, leaf[5] = RET;
     std::memcpy(&leaf[6], &target, 8);
     /* signed frame-record functions at 64 (A) and 128 (B): pac; stp; mov; ldr; blr; ldp;
      * aut; ret; lit (the leaf) */
@@ -77,13 +104,18 @@ int main()
         std::memcpy(&f[8], &leaf, 8);
     }
     __builtin___clear_cache(reinterpret_cast<char *>(c), reinterpret_cast<char *>(c) + 4096);
-    mprotect(c, 4096, PROT_READ | PROT_EXEC);
+    const bool bti = cpu_bti();
+    CHECK_EQ(mprotect(c, 4096, PROT_READ | PROT_EXEC | (bti ? PROT_BTI_ : 0)), 0);
+    std::printf("BTI: %s\n", bti ? "the code's page is guarded, elfmap swaps it" : "none");
 
+    char dir[] = "/tmp/jh-test-a64-exc.XXXXXX";
+    CHECK(mkdtemp(dir) != nullptr);
     jh_ctx *ctx = nullptr;
     jh_options o{};
     o.sz = sizeof o;
-    o.channels = JH_UNWIND;
-    o.flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT;
+    o.channels = JH_UNWIND | (bti ? JH_ELFMAP : 0);
+    o.dir = dir;
+    o.flags = JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI;
     CHECK_EQ(jh_open(&ctx, &o), 0);
     A64_LLVM_CHECK_FED();
     jh_code l{};
@@ -101,6 +133,9 @@ int main()
         f.ra_signed = &signed_ra, f.nra_signed = 1, f.ra_key = k ? JH_PAC_KEY_B : JH_PAC_KEY_A;
         CHECK_EQ(jh_code_add(ctx, &f, &ids[k]), 0);
     }
+    CHECK_EQ(jh_flush(ctx), 0);
+    if (bti)
+        CHECK(from_image(c));                   /* the throws cross the guarded image */
     for (int round = 0; round < 2; round++)
         for (int k = 0; k < 2; k++) {
             thrown = destroyed = 0;
@@ -131,5 +166,6 @@ int main()
                 WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "caught" : "not caught");
     CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
     jh_close(ctx);
+    CHECK_EQ(std::system(("rm -rf " + std::string(dir)).c_str()), 0);
     return check_done();
 }

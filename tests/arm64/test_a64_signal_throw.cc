@@ -9,12 +9,16 @@
 // aut*sp, unsigned again after it) and reach the catch in the C++ caller. The control:
 // described without the signed range, a throw from a stop inside the body does not get
 // through (checked in a child).
+// A SIGILL stop too, where the CPU enforces BTI: in a PROT_BTI page the signed function's
+// blr goes to a JIT function without a landing pad, which traps at its first instruction;
+// the SIGILL handler's throw passes it (x30 still the return address) and the signed frame.
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <alloca.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -33,8 +37,10 @@ enum : uint32_t {
 
 void nothing() { __asm__ volatile("" ::: "memory"); }
 
-void on_trap(int, siginfo_t *, void *)
+volatile sig_atomic_t last_sig;
+void on_trap(int sig, siginfo_t *, void *)
 {
+    last_sig = sig;
     throw std::runtime_error("from the stop");
 }
 
@@ -53,7 +59,7 @@ jh_ctx *ctx;
 
 // The function with brk #0 before instruction brk_at of the 8, at c; described (with or
 // without its signed range) on the unwind channel. Returns its id.
-uint64_t emit(uint32_t *c, bool b_key, int brk_at, bool describe_pac)
+uint64_t emit(uint32_t *c, bool b_key, int brk_at, bool describe_pac, void (*target)() = nothing)
 {
     const uint32_t seq[] = { b_key ? PACIBSP : PACIASP, STP_FP_LR, MOV_FP_SP, 0, BLR_X16,
                              LDP_FP_LR, b_key ? AUTIBSP : AUTIASP, RET };
@@ -69,7 +75,6 @@ uint64_t emit(uint32_t *c, bool b_key, int brk_at, bool describe_pac)
         c[n++] = NOP;
     uint32_t lit = 4 * n;
     c[off[3] / 4] = 0x58000010u | ((lit - off[3]) / 4) << 5;   // ldr x16, lit
-    void (*target)() = nothing;
     std::memcpy(&c[n], &target, 8);
     __builtin___clear_cache(reinterpret_cast<char *>(c), reinterpret_cast<char *>(c + n + 2));
     const jh_range ra = { off[0] + 4, off[6] + 4 };             // after pac .. after aut
@@ -114,6 +119,36 @@ int main()
             CHECK_EQ(r, 1);
             CHECK_EQ(jh_code_remove(ctx, id), 0);
         }
+
+    if (getauxval(AT_HWCAP2) & (1UL << 17)) {              // HWCAP2_BTI
+        sigaction(SIGILL, &sa, nullptr);
+        auto *g = static_cast<uint32_t *>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE,
+                                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        CHECK(g != MAP_FAILED);
+        uint32_t *nopad = g + 512;                          // nop; ret: no landing pad
+        nopad[0] = NOP, nopad[1] = RET;
+        jh_code l{};
+        l.sz = sizeof l, l.name = "no_landing_pad", l.start = nopad, l.size = 8;
+        l.unwind = JH_UNWIND_FRAMELESS;                     // CFA = sp, ra in x30
+        uint64_t lid = 0;
+        CHECK_EQ(jh_code_add(ctx, &l, &lid), 0);
+        for (int k = 0; k < 2; k++) {
+            CHECK_EQ(mprotect(g, 4096, PROT_READ | PROT_WRITE), 0);
+            uint64_t id = emit(g, k, -1, true, reinterpret_cast<void (*)()>(nopad));
+            CHECK_EQ(mprotect(g, 4096, PROT_READ | PROT_EXEC | 0x10 /* PROT_BTI */), 0);
+            last_sig = 0;
+            int r = call_jit(reinterpret_cast<jit_fn *>(reinterpret_cast<void *>(g)));
+            std::printf("key %c, SIGILL (BTI) in the function it calls: %s, signal %d\n",
+                        k ? 'B' : 'A', r == 1 ? "caught" : "NOT caught", (int)last_sig);
+            CHECK_EQ(r, 1);
+            CHECK_EQ(last_sig, SIGILL);
+            CHECK_EQ(jh_code_remove(ctx, id), 0);
+        }
+        CHECK_EQ(jh_code_remove(ctx, lid), 0);
+        munmap(g, 4096);
+    } else {
+        SKIP_PART("this CPU has no BTI: no SIGILL stop (qemu-aarch64 -cpu max has)");
+    }
 
     // without the signed range, a throw from inside the body (ra signed on the stack) dies.
     // Unless the signature happens to be all zeros (1 in 128 under qemu: 7 PAC bits), when

@@ -36,52 +36,25 @@
 #include "lib/auditlog_read.h"
 #include "jitherald.h"
 
-struct _Unwind_Context;
-int _Unwind_Backtrace(int (*fn)(struct _Unwind_Context *, void *), void *arg);
-uintptr_t _Unwind_GetIP(struct _Unwind_Context *);
-
-static uintptr_t ips[64];
-static int nips;
-static int collect(struct _Unwind_Context *uc, void *arg)
-{
-    (void)arg;
-    if (nips == 64)
-        return 5;                       /* _URC_END_OF_STACK: a walk that loops ends */
-    ips[nips++] = _Unwind_GetIP(uc);
-    return 0;
-}
+static struct a64_walk uw, sig_uw;
 
 static void *bt[64];
 static int nbt;
 static int called;
 static void callback(void)
 {
-    nips = 0;
-    _Unwind_Backtrace(collect, NULL);
+    a64_unwind(&uw);
     nbt = backtrace(bt, 64);
     called++;
 }
 
 /* ---- stops at every interesting instruction ---------------------------------------- */
 static volatile sig_atomic_t trapped;
-static uintptr_t sig_ips[64];
-static int nsig;
-
-static int collect_sig(struct _Unwind_Context *uc, void *arg)
-{
-    (void)arg;
-    if (nsig == 64)
-        return 5;
-    sig_ips[nsig++] = _Unwind_GetIP(uc);
-    return 0;
-}
-
 static void on_trap(int sig, siginfo_t *si, void *uc_)
 {
     (void)sig, (void)si;
     ucontext_t *uc = uc_;
-    nsig = 0;
-    _Unwind_Backtrace(collect_sig, NULL);
+    a64_unwind(&sig_uw);
     uc->uc_mcontext.pc += 4;                            /* past the brk */
     trapped++;
 }
@@ -114,7 +87,7 @@ int main(void)
         called = 0;
         call_jit((jit_fn *)(void *)s.code);
         CHECK_EQ(called, 1);
-        CHECK(walks(ips, nips, s.code, s.size, leaf, FRAMELESS_SIZE, what));
+        CHECK(walks(uw.ip, uw.n, s.code, s.size, leaf, FRAMELESS_SIZE, what));
         uintptr_t bips[64];
         for (int i = 0; i < nbt; i++)
             bips[i] = (uintptr_t)bt[i];
@@ -152,7 +125,7 @@ int main(void)
                 call_jit((jit_fn *)(void *)s.code);
                 CHECK_EQ(trapped, 1);
                 at_signal = true;
-                bool ok = walks(sig_ips, nsig, s.code, s.size, NULL, 0, what);
+                bool ok = walks(sig_uw.ip, sig_uw.n, s.code, s.size, NULL, 0, what);
                 at_signal = false;
                 if (child)
                     _exit(ok ? 0 : 3);
@@ -179,8 +152,8 @@ int main(void)
         alarm(60);                      /* a walk that loops fails too */
         setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });  /* qemu would write a core */
         call_jit((jit_fn *)(void *)s.code);
-        for (int i = 0; i < nips; i++)
-            if (in_call_jit(ips[i]))
+        for (int i = 0; i < uw.n; i++)
+            if (in_call_jit(uw.ip[i]))
                 _exit(0);
         _exit(3);
     }
@@ -200,8 +173,8 @@ int main(void)
         alarm(60);
         setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
         call_jit((jit_fn *)(void *)s.code);
-        for (int i = 0; i < nips; i++)
-            if (in_call_jit(ips[i]))
+        for (int i = 0; i < uw.n; i++)
+            if (in_call_jit(uw.ip[i]))
                 _exit(0);
         _exit(3);
     }
