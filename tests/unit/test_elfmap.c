@@ -247,7 +247,7 @@ static void test_swap_pages(void)
     memcpy(wrong, code, pg);
     wrong[1] = 6;                                   /* mov eax, 6 */
     CHECK(fd >= 0 && pwrite(fd, wrong, pg, 0) == (ssize_t)pg);
-    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH__VMA_OK);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL, false), JH__VMA_OK);
     CHECK_EQ(jh__swap_pages((uintptr_t)p, pg, fd, 0, code, 0), -EIO);
     char perms[5], mpath[512];
     CHECK(mapping_of(p, perms, mpath, sizeof mpath) && !strcmp(perms, "r-xp") && !mpath[0]);
@@ -259,11 +259,11 @@ static void test_swap_pages(void)
     CHECK(mapping_of(p, perms, mpath, sizeof mpath) && !strcmp(mpath, path));
     CHECK_EQ(((fn_t *)(void *)p)(), 5);
     /* ours only when the caller says so; writable never */
-    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH__VMA_FOREIGN);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL, false), JH__VMA_FOREIGN);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
-    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH__VMA_WRITABLE);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL, false), JH__VMA_WRITABLE);
     munmap(p, pg);
-    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH__VMA_UNMAPPED);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL, false), JH__VMA_UNMAPPED);
     close(fd);
     unlink(path);
     free(code);
