@@ -309,19 +309,12 @@ int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uin
                    uint64_t off)
 {
     int prot = code_prot(m, lo, hi);
-    if (prot == -2) {
-        jh__em_report_once(m, R_RWX_MIX, "code at %#lx-%#lx left anonymous (perf map/jitdump "
-                           "still name it): its pages mix writable and read-only memory, "
-                           "and an image keeps one protection for all", (unsigned long)lo,
-                           (unsigned long)hi);
-        m->fallbacks++;
-        return 1;
-    }
     if (prot < 0) {
-        jh__em_report_once(m, R_BTI, "code at %#lx-%#lx left anonymous (perf map/jitdump "
-                           "still name it): its pages mix BTI-guarded and unguarded memory, "
-                           "and an image keeps one protection for all", (unsigned long)lo,
-                           (unsigned long)hi);
+        jh__em_report_once(m, prot == -2 ? R_RWX_MIX : R_BTI, "code at %#lx-%#lx left "
+                           "anonymous (perf map/jitdump still name it): its pages mix %s "
+                           "memory, and an image keeps one protection for all",
+                           (unsigned long)lo, (unsigned long)hi, prot == -2 ?
+                           "writable and read-only" : "BTI-guarded and unguarded");
         m->fallbacks++;
         return 1;
     }
