@@ -64,10 +64,12 @@ static jh_ctx *open_ctx(unsigned flags)
     return jh;
 }
 
-static void add(jh_ctx *jh, const char *name, const uint8_t *p)
+static uint64_t add(jh_ctx *jh, const char *name, const uint8_t *p)
 {
     struct jh_code c = { .sz = sizeof c, .name = name, .start = p, .size = 6 };
-    CHECK_EQ(jh_code_add(jh, &c, NULL), 0);
+    uint64_t id = 0;
+    CHECK_EQ(jh_code_add(jh, &c, &id), 0);
+    return id;
 }
 
 /* The code at p (which returns v), announced: left where it is (not in an image), for the
@@ -95,8 +97,7 @@ int main(void)
     memset(p, 0xcc, 16 * pg);
     emit_ret(f, 1);
     emit_ret(g, 10);
-    add(jh, "f", f);
-    add(jh, "g", g);
+    uint64_t idf = add(jh, "f", f), idg = add(jh, "g", g);
     /* swapped, writable as before, named with the same bytes */
     CHECK(swapped_rwx(f));
     if (!RUNNING_ON_VALGRIND)                   /* (windows are one page there) */
@@ -116,7 +117,7 @@ int main(void)
     /* new code written into the swapped page, run before and after it is announced */
     emit_ret(h, 30);
     CHECK_EQ(call(h), 30);
-    add(jh, "h", h);
+    uint64_t idh = add(jh, "h", h);
     CHECK_EQ(call(h), 30);
     CHECK_EQ(ew_check_one(&wh, NULL, 0), EW_OK);
     /* and into another page of the mapping, never announced: its bytes are the JIT's */
@@ -156,6 +157,16 @@ int main(void)
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
     CHECK_EQ(call(f), 2);
+    CHECK_EQ(call(k), 40);
+
+    /* removed: the pages stay the JIT's, writable, whatever backs them now */
+    CHECK_EQ(jh_code_remove(jh, idf), 0);
+    CHECK_EQ(jh_code_remove(jh, idg), 0);
+    CHECK_EQ(jh_code_remove(jh, idh), 0);
+    char perms[5], path[512];
+    CHECK(ew_mapping_of(f, perms, path, sizeof path) && !strcmp(perms, "rwxp"));
+    emit_ret(f, 80);
+    CHECK_EQ(call(f), 80);
     CHECK_EQ(call(k), 40);
 
     /* shared writable code (PHP's JIT buffer is MAP_SHARED|MAP_ANONYMOUS): left alone */
