@@ -116,7 +116,18 @@ enum {
                                    "standby" (JITHERALD=standby, or standby,gdb to start with
                                    gdb on). A process with a context in standby listens for
                                    `jitherald attach PID` (docs/attach.md; JITHERALD_ATTACH=0:
-                                   it does not) */
+                                   it does not) */,
+    JH_OPT_CODE_RWX   = 1 << 4  /* the JIT keeps its code pages writable and executable
+                                   (as HotSpot, Mono and node do) and writes them only where
+                                   it may call jh_code_add: under the lock it announces under
+                                   (no other thread writes or re-protects those pages while
+                                   jh_code_add, jh_code_patched or jh_code_move runs), and it
+                                   calls jh_code_patched after changing announced bytes. The
+                                   elfmap channel then maps its images over RWX code too, as
+                                   private RWX file mappings: the JIT's later writes land in
+                                   copy-on-write pages of its own, a fork child never shares
+                                   them. Without this flag writable code is left anonymous
+                                   (docs/elfmap.md, "Writable and shared code pages") */
 };
 
 /* jh_options.gdb_batch: new code reaches debuggers at jh_flush(), not at each add. */

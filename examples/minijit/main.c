@@ -41,6 +41,9 @@ static const char usage[] =
     "  --print-result     print 'main returned R' after running\n"
     "  --rwx              keep code pages writable and executable (as HotSpot, Mono and\n"
     "                     node do) instead of read+exec once written (W^X)\n"
+    "  --rwx-flag         as --rwx, and tell jitherald so (JH_OPT_CODE_RWX): the code is\n"
+    "                     written only under the lock it is announced under, so elfmap\n"
+    "                     may map its images over it\n"
     "  --no-frame-pointer compile without a frame record (rbp is no frame pointer a\n"
     "                     walker can follow) and describe each frame with raw CFI\n"
     "  --no-unwind-info   announce every function without unwind information\n"
@@ -55,7 +58,7 @@ struct config {
     int threads;
     long repeat;
     const char *pause_file;
-    int remove, recompile, log_structs, print_result;
+    int remove, recompile, log_structs, print_result, rwx;
     int64_t args[6];
     int nargs;
     jh_ctx *jh;
@@ -216,6 +219,9 @@ int main(int argc, char **argv)
             cfg.print_result = 1;
         } else if (!strcmp(o, "--rwx")) {
             mj_set_code_rwx(1);
+        } else if (!strcmp(o, "--rwx-flag")) {
+            mj_set_code_rwx(1);
+            cfg.rwx = 1;
         } else if (!strcmp(o, "--no-frame-pointer")) {
             mj_set_no_frame_pointer(1);
         } else if (!strcmp(o, "--no-unwind-info")) {
@@ -262,7 +268,10 @@ int main(int argc, char **argv)
         free(cfg.source);
         return 1;
     }
-    struct jh_options o = { .sz = sizeof o, .engine = "minijit" };
+    /* --rwx-flag: RWX code is written only under the arena lock, where minijit also
+     * announces it, so elfmap may map its images over it (JH_OPT_CODE_RWX) */
+    struct jh_options o = { .sz = sizeof o, .engine = "minijit",
+                            .flags = cfg.rwx ? JH_OPT_CODE_RWX : 0 };
     int rc = jh_open(&cfg.jh, &o);
     if (rc < 0) {
         fprintf(stderr, "minijit: jh_open: %s\n", jh_strerror(rc));

@@ -98,7 +98,7 @@ struct kept_file {
 
 /* One-time reports. */
 enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE, R_SEALED,
-       R_BTI, R_EH };
+       R_BTI, R_EH, R_RWX_MIX };
 
 struct elfmap {
     const struct jh__chan_env *env;
@@ -252,6 +252,8 @@ int jh__em_write_text(struct elfmap *m, int fd, uintptr_t lo, uintptr_t hi, uint
 /* May [lo, hi) be mapped over (reported once when not)? */
 enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t hi);
 /* Is [lo, hi) still r-x and mapped from one of our files? */
+/* jh__vma_check of [lo, hi) with this context's rules (writable pages with JH_OPT_CODE_RWX) */
+enum jh__vma_verdict jh__em_check(struct elfmap *m, uintptr_t lo, uintptr_t hi);
 bool jh__em_ours(struct elfmap *m, uintptr_t lo, uintptr_t hi);
 /* Map [lo, hi) from fd at offset off over the live pages, whose bytes m->snap holds. 0:
  * done; 1: left as they were (reported: sealed, no mapping left...); negative: the channel

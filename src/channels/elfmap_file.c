@@ -253,7 +253,7 @@ int jh__em_write_text(struct elfmap *m, int fd, uintptr_t lo, uintptr_t hi, uint
 
 enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
-    enum jh__vma_verdict v = jh__vma_check(jh__em_maps(m), lo, hi, jh__em_own_file, m);
+    enum jh__vma_verdict v = jh__em_check(m, lo, hi);
     if (v != JH__VMA_OK)
         jh__em_report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left anonymous, so "
                            "valgrind (and perf, without perfmap or jitdump) shows it as ???: %s",
@@ -261,16 +261,27 @@ enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t h
     return v;
 }
 
+static bool rwx_ok(const struct elfmap *m)
+{
+    const struct jh__elfmap_opts *o = m->env->opts;
+    return o && o->code_rwx;
+}
+
+enum jh__vma_verdict jh__em_check(struct elfmap *m, uintptr_t lo, uintptr_t hi)
+{
+    return jh__vma_check(jh__em_maps(m), lo, hi, jh__em_own_file, m, rwx_ok(m));
+}
+
 bool jh__em_ours(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
-    return jh__vma_own(jh__em_maps(m), lo, hi, jh__em_own_file, m);
+    return jh__vma_own(jh__em_maps(m), lo, hi, jh__em_own_file, m, rwx_ok(m));
 }
 
 /* What the code's pages have beyond r-x that an image mapped over them must keep: arm64's
  * PROT_BTI, where the CPU enforces landing pads and the JIT's pages are guarded (the JIT
  * said so, else smaps says). Never added to code that had none: its indirect branch
  * targets may lack landing pads. -1: the range mixes guarded and unguarded pages. */
-static int code_prot(struct elfmap *m, uintptr_t lo, uintptr_t hi)
+static int bti_prot(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
     const struct jh__arch *a = JH__ARCH_HOST;
     if (!a->prot_bti || !m->bti)
@@ -282,15 +293,28 @@ static int code_prot(struct elfmap *m, uintptr_t lo, uintptr_t hi)
     return g < 0 ? -1 : g ? (int)a->prot_bti : 0;
 }
 
+/* bti_prot, and PROT_WRITE where the JIT keeps its code RWX (JH_OPT_CODE_RWX): the image
+ * keeps the pages writable, as private file pages (copy-on-write). -2: the range mixes
+ * writable and read-only pages. */
+static int code_prot(struct elfmap *m, uintptr_t lo, uintptr_t hi)
+{
+    int prot = bti_prot(m, lo, hi);
+    if (prot < 0 || !rwx_ok(m))
+        return prot;
+    int w = jh__vma_writable(jh__em_maps(m), lo, hi, jh__em_own_file, m);
+    return w < 0 ? -2 : w ? prot | PROT_WRITE : prot;
+}
+
 int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uintptr_t hi,
                    uint64_t off)
 {
     int prot = code_prot(m, lo, hi);
     if (prot < 0) {
-        jh__em_report_once(m, R_BTI, "code at %#lx-%#lx left anonymous (perf map/jitdump "
-                           "still name it): its pages mix BTI-guarded and unguarded memory, "
-                           "and an image keeps one protection for all", (unsigned long)lo,
-                           (unsigned long)hi);
+        jh__em_report_once(m, prot == -2 ? R_RWX_MIX : R_BTI, "code at %#lx-%#lx left "
+                           "anonymous (perf map/jitdump still name it): its pages mix %s "
+                           "memory, and an image keeps one protection for all",
+                           (unsigned long)lo, (unsigned long)hi, prot == -2 ?
+                           "writable and read-only" : "BTI-guarded and unguarded");
         m->fallbacks++;
         return 1;
     }

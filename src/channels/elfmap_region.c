@@ -53,7 +53,7 @@ static void whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *l
     ve = ve > r->hi ? r->hi : ve;
     if (ve - vs > EM_WHOLE || (vs == *lo && ve == *hi))
         return;
-    if (jh__vma_check(jh__em_maps(m), vs, ve, jh__em_own_file, m) != JH__VMA_OK)
+    if (jh__em_check(m, vs, ve) != JH__VMA_OK)
         return;
     *lo = vs;
     *hi = ve;
@@ -159,7 +159,7 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
      * code the JIT freed before telling us (docs: remove after free): left out. */
     int res = 0;
     for (uintptr_t a = span_lo(r), lo; !res && next_run(m, &nr, &a, &lo);) {
-        if (jh__vma_check(jh__em_maps(m), lo, a, jh__em_own_file, m) == JH__VMA_OK)
+        if (jh__em_check(m, lo, a) == JH__VMA_OK)
             continue;
         bool ours = false;
         EACH_PAGE_OF(m, es, n, k, p)

@@ -56,7 +56,9 @@ const char *jh__vma_verdict_str(enum jh__vma_verdict v)
     case JH__VMA_UNMAPPED: return "part of the range is not mapped (announce code once it "
                                   "is mapped)";
     case JH__VMA_WRITABLE: return "the pages are writable: elfmap maps only pages the JIT has "
-                                  "made read+exec (W^X); mprotect them PROT_READ|PROT_EXEC "
+                                  "made read+exec (W^X), or RWX pages of a JIT that writes "
+                                  "them only under the lock it announces under and says so "
+                                  "(JH_OPT_CODE_RWX); mprotect them PROT_READ|PROT_EXEC "
                                   "before jh_code_add";
     case JH_VMA_NOT_RX: return "the pages are not readable and executable (announce code "
                                "once its pages are PROT_READ|PROT_EXEC)";
@@ -81,18 +83,23 @@ struct want {
     jh__own_file_fn *own;
     void *arg;
     bool need_file;
+    bool rwx;                   /* writable pages may be mapped over (JH_OPT_CODE_RWX) */
+    unsigned seen;              /* out: 1 a writable VMA was met, 2 a read-only one */
 };
 
-static enum jh__vma_verdict judge(const struct vma *v, const struct want *w)
+static enum jh__vma_verdict judge(const struct vma *v, struct want *w)
 {
     if (w->need_file && !v->ino)
         return JH__VMA_FOREIGN;
-    if (v->w)
+    if (v->shared && v->r && v->x)
+        return JH__VMA_SHARED;
+    if (v->w && !w->rwx)
         return JH__VMA_WRITABLE;
     if (!v->r || !v->x)
         return JH_VMA_NOT_RX;
     if (v->shared)
         return JH__VMA_SHARED;
+    w->seen |= v->w ? 1 : 2;
     if (v->ino ? !w->own || !w->own(w->arg, v->dev, v->ino) : v->named)
         return JH__VMA_FOREIGN;
     return JH__VMA_OK;
@@ -176,7 +183,7 @@ static char *read_proc(const char *path)
 }
 
 /* Parse /proc/self/maps: "start-end perms offset maj:min inode   path". */
-static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, const struct want *w)
+static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, struct want *w)
 {
     char *buf = read_proc("/proc/self/maps");
     if (!buf)
@@ -225,7 +232,7 @@ static enum jh__vma_verdict check_text(uintptr_t lo, uintptr_t hi, const struct 
     return at >= hi ? JH__VMA_OK : verdict;
 }
 
-static enum jh__vma_verdict check(int maps_fd, uintptr_t lo, uintptr_t hi, const struct want *w)
+static enum jh__vma_verdict check(int maps_fd, uintptr_t lo, uintptr_t hi, struct want *w)
 {
     if (maps_fd >= 0 && have_query != 0 && !RUNNING_ON_VALGRIND) {
         uintptr_t at = lo;
@@ -252,16 +259,25 @@ static enum jh__vma_verdict check(int maps_fd, uintptr_t lo, uintptr_t hi, const
 }
 
 enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
-                                  jh__own_file_fn *own, void *arg)
+                                  jh__own_file_fn *own, void *arg, bool rwx)
 {
-    struct want w = { own, arg, false };
+    struct want w = { own, arg, false, rwx, 0 };
     return check(maps_fd, lo, hi, &w);
 }
 
-bool jh__vma_own(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg)
+bool jh__vma_own(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg,
+                 bool rwx)
 {
-    struct want w = { own, arg, true };
+    struct want w = { own, arg, true, rwx, 0 };
     return check(maps_fd, lo, hi, &w) == JH__VMA_OK;
+}
+
+int jh__vma_writable(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg)
+{
+    struct want w = { own, arg, false, true, 0 };
+    if (check(maps_fd, lo, hi, &w) != JH__VMA_OK)
+        return -1;
+    return w.seen == 1 ? 1 : w.seen == 2 ? 0 : -1;
 }
 
 int jh__vma_bounds(int maps_fd, uintptr_t addr, uintptr_t *start, uintptr_t *end)
@@ -389,8 +405,19 @@ static int why_refused(size_t len, int fd, off_t off, int prot)
 
 int jh__swap_pages(uintptr_t lo, size_t len, int fd, off_t off, const void *expect, int prot)
 {
-    void *p = mmap((void *)lo, len, PROT_READ | PROT_EXEC | prot, MAP_FIXED | MAP_PRIVATE, fd,
+    /* Valgrind (3.19, amd64 and arm64: debuginfo.c, di_notify_mmap) reads a file's symbols
+     * only from a mapping that is r-x and not writable, and keeps them across mprotect: so
+     * writable code is mapped r-x there, then made writable, before this returns (the
+     * JIT's code lock keeps its threads off the pages meanwhile: JH_OPT_CODE_RWX). */
+    int first = RUNNING_ON_VALGRIND ? prot & ~PROT_WRITE : prot;
+    void *p = mmap((void *)lo, len, PROT_READ | PROT_EXEC | first, MAP_FIXED | MAP_PRIVATE, fd,
                    off);
+    if (p != MAP_FAILED && first != prot &&
+        mprotect(p, len, PROT_READ | PROT_EXEC | prot) != 0) {
+        int err = -errno;
+        restore(lo, len, expect, prot);
+        return err;
+    }
     if (p == MAP_FAILED) {
         int err = -errno;
         if (err == -EPERM)

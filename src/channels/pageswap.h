@@ -35,18 +35,22 @@ typedef bool jh__own_file_fn(void *arg, dev_t dev, ino_t ino);
 
 /*
  * Check that every page of [lo, hi) is mapped private, readable, executable, not
- * writable, and either anonymous (unnamed) or a mapping of a file own() accepts.
+ * writable (unless rwx), and either anonymous (unnamed) or a mapping of a file own() accepts.
  * Uses the PROCMAP_QUERY ioctl (Linux 6.11+) when it works and valgrind is not watching
  * (valgrind does not know the ioctl, so memcheck would flag its results), and parses
  * /proc/self/maps otherwise. maps_fd: an fd of /proc/self/maps kept open by the caller,
  * or -1.
  */
 enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
-                                  jh__own_file_fn *own, void *arg);
+                                  jh__own_file_fn *own, void *arg, bool rwx);
 /* Is every page of [lo, hi) still a private, r-x mapping of a file own() accepts (not
  * anonymous, not writable)? A page once swapped may since have been unmapped by the JIT and
  * mapped anew, made writable, or given back to anonymous memory. */
-bool jh__vma_own(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg);
+bool jh__vma_own(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg,
+                 bool rwx);
+/* [lo, hi) passes jh__vma_check with rwx: 1 if all of it is writable (RWX), 0 if none of it
+ * is, -1 if it mixes both or does not pass. */
+int jh__vma_writable(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg);
 const char *jh__vma_verdict_str(enum jh__vma_verdict v);
 
 /* The mapping (VMA) holding addr: 0 and [*start, *end), or -ENOENT / a negative errno. */
@@ -62,7 +66,8 @@ int jh__smaps_guarded(const char *smaps, uintptr_t lo, uintptr_t hi);
 
 /*
  * Replace [lo, lo+len) (page aligned) by mmap(MAP_FIXED|MAP_PRIVATE, PROT_READ|PROT_EXEC|prot)
- * of fd at offset off (prot: 0, or PROT_BTI where the code's pages have it), whose bytes must equal expect[0..len). Returns 0 when the new pages
+ * of fd at offset off (prot: 0, PROT_BTI where the code's pages have it, PROT_WRITE where
+ * they are RWX: under valgrind mapped r-x, then made RWX), whose bytes must equal expect[0..len). Returns 0 when the new pages
  * hold exactly expect. On any failure the range ends up holding expect in an anonymous
  * r-x mapping (as before, or restored from expect) and a negative errno is returned:
  * -EIO means the mapped bytes differed from expect (the file is not what we wrote).

@@ -120,13 +120,15 @@ int jh__config_load(struct jh__config *c, const struct jh_options *opts)
     if (o.channels & ~(unsigned)JH_ALL)
         return refused(opts, "jh_options.channels %#x has bits no channel has (JH_ALL is %#x)",
                        o.channels, (unsigned)JH_ALL);
-    const unsigned known = JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI | JH_OPT_STANDBY;
+    const unsigned known = JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI | JH_OPT_STANDBY |
+                           JH_OPT_CODE_RWX;
     if (o.flags & ~known)
         return refused(opts, "jh_options.flags %#x has bits that are not JH_OPT_* flags "
-                       "(JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI | JH_OPT_STANDBY "
+                       "(JH_OPT_IGNORE_ENV | JH_OPT_STRICT | JH_OPT_CODE_BTI | JH_OPT_STANDBY | JH_OPT_CODE_RWX "
                        "is %#x)", o.flags, known);
     c->flags = o.flags;
     c->elfmap.code_bti = o.flags & JH_OPT_CODE_BTI;
+    c->elfmap.code_rwx = o.flags & JH_OPT_CODE_RWX;
     c->channels = o.channels;
     c->standby = o.flags & JH_OPT_STANDBY;
     c->attach_mask = o.attach_channels ? o.attach_channels & (unsigned)JH_ALL : (unsigned)JH_ALL;

@@ -4,11 +4,15 @@
 # elfmap's images and how many are left as addresses (`???:0x…`). Prints
 #     JIT instructions: N named, M by address (P% named)
 # and exits 0 when most are named (at least MIN_PERCENT, if given). Used by
-# run_rakudo_callgrind.sh and bench/preload.sh.
+# run_rakudo_callgrind.sh, bench/preload.sh and bench/callgrind_live.sh. With --offline
+# first, names `jitherald callgrind` gave (object [perf-PID.map] or [jit-PID.dump]) count
+# as named too: for a rewritten profile.
 use strict;
 use warnings;
+no warnings 'portable';   # 64-bit addresses
+my $offline = @ARGV && $ARGV[0] eq '--offline' ? shift @ARGV : undef;
 my ($mapf, $annf, $min) = @ARGV;
-die "usage: cg_named.pl MAP ANNOTATION [MIN_PERCENT]\n" unless defined $annf;
+die "usage: cg_named.pl [--offline] MAP ANNOTATION [MIN_PERCENT]\n" unless defined $annf;
 open my $m, '<', $mapf or die "$mapf: $!\n";
 my @r;
 while (<$m>) {
@@ -22,6 +26,7 @@ while (my $l = <$a>) {
     my ($c) = $l =~ /^\s*([\d,]+)/ or next;
     $c =~ tr/,//d;
     if ($l =~ m{\[[^]]*/jit-\d+-\d+\.elf\]}) { $named += $c; next }
+    if ($offline && $l =~ m{\[(?:[^]]*/)?(?:perf-\d+\.map|jit-\d+\.dump)\]}) { $named += $c; next }
     my ($at) = $l =~ /\?\?\?:0x([0-9a-f]+)/ or next;
     $at = hex $at;
     for my $x (@r) {

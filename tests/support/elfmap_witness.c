@@ -123,6 +123,29 @@ enum ew_verdict ew_check_one(const struct ew_fn *fn, char *path_out, size_t path
     return v;
 }
 
+int ew_mapping_of(const void *addr, char perms[5], char *path, size_t pathlen)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long s, e;
+        int n = 0;
+        if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &s, &e, perms, &n) < 3)
+            continue;
+        if ((uintptr_t)addr >= s && (uintptr_t)addr < e) {
+            char *p = line + n;
+            p[strcspn(p, "\n")] = 0;
+            snprintf(path, pathlen, "%s", p);
+            found = 1;
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
 size_t ew_check(const struct ew_fn *fns, size_t n, size_t *counts)
 {
     size_t ok = 0;

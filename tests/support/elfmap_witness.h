@@ -43,6 +43,10 @@ const char *ew_verdict_str(enum ew_verdict v);
  */
 size_t ew_check(const struct ew_fn *fns, size_t n, size_t *counts);
 
+/* The mapping holding addr in /proc/self/maps: 1 and its perms ("r-xp") and path ("" if
+ * anonymous), or 0 if none. */
+int ew_mapping_of(const void *addr, char perms[5], char *path, size_t pathlen);
+
 /* The verdict for one function, and (if path is not NULL) the file behind its mapping. */
 enum ew_verdict ew_check_one(const struct ew_fn *f, char *path, size_t pathlen);
 

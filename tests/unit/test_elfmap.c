@@ -54,34 +54,10 @@ static jh_ctx *open_ctx(void)
     return jh;
 }
 
-/* The mapping holding addr: its perms and path ("" if anonymous). */
-static int mapping_of(const void *addr, char perms[5], char *path, size_t pathlen)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
-    int found = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long s, e;
-        int n = 0;
-        if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &s, &e, perms, &n) < 3)
-            continue;
-        if ((uintptr_t)addr >= s && (uintptr_t)addr < e) {
-            char *p = line + n;
-            p[strcspn(p, "\n")] = 0;
-            snprintf(path, pathlen, "%s", p);
-            found = 1;
-            break;
-        }
-    }
-    if (f)
-        fclose(f);
-    return found;
-}
-
 static int swapped(const void *addr)
 {
     char perms[5], path[512];
-    if (!mapping_of(addr, perms, path, sizeof path))
+    if (!ew_mapping_of(addr, perms, path, sizeof path))
         return 0;
     return !strcmp(perms, "r-xp") && !strncmp(path, dir, strlen(dir)) && strstr(path, "/jit-");
 }
@@ -141,13 +117,13 @@ static void test_wx_page(jh_ctx *jh)
     /* New code in the page's free tail, the W^X way: copy-on-write of our file page. The
      * image follows in place: same file, the new symbol, the page's new bytes. */
     char old_path[512], path[512], perms[5];
-    mapping_of(p, perms, old_path, sizeof old_path);
+    ew_mapping_of(p, perms, old_path, sizeof old_path);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE), 0);
     emit_ret(p + 128, 33);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
     uint64_t id33 = add(jh, "f33", p + 128, 6);
     CHECK(swapped(p));
-    mapping_of(p, perms, path, sizeof path);
+    ew_mapping_of(p, perms, path, sizeof path);
     CHECK_STR(path, old_path);
     CHECK_EQ(((fn_t *)(void *)(p + 128))(), 33);
     CHECK_EQ(((fn_t *)(void *)p)(), 11);
@@ -162,7 +138,7 @@ static void test_wx_page(jh_ctx *jh)
     CHECK_EQ(((fn_t *)(void *)(p + 64))(), 44);
     CHECK_EQ(ew_check(w, 3, NULL), 3);
     char path2[512];
-    mapping_of(p, perms, path2, sizeof path2);
+    ew_mapping_of(p, perms, path2, sizeof path2);
     CHECK_STR(path2, path);             /* a patch changes no symbol: same file */
     CHECK_EQ(jh_code_patched(jh, p + 500, 4), -ENOENT);
 
@@ -178,7 +154,7 @@ static void test_wx_page(jh_ctx *jh)
     CHECK_EQ(((fn_t *)(void *)(p + 120))(), 55);
     CHECK(swapped(p));
     char path3[512];
-    mapping_of(p, perms, path3, sizeof path3);
+    ew_mapping_of(p, perms, path3, sizeof path3);
     w[2] = (struct ew_fn){ p + 120, 14, "f55" };
     CHECK_EQ(ew_check(w, 3, NULL), 3);
     if (RUNNING_ON_VALGRIND) {
@@ -203,7 +179,7 @@ static void test_wx_page(jh_ctx *jh)
     CHECK_EQ(jh_code_remove(jh, id55), 0);
     add(jh, "f66", p + 120, 14);
     char path4[512];
-    mapping_of(p, perms, path4, sizeof path4);
+    ew_mapping_of(p, perms, path4, sizeof path4);
     if (!RUNNING_ON_VALGRIND)
         CHECK(strcmp(strrchr(path4, '/'), strrchr(path, '/')) != 0);
     w[2] = (struct ew_fn){ p + 120, 14, "f66" };
@@ -247,23 +223,23 @@ static void test_swap_pages(void)
     memcpy(wrong, code, pg);
     wrong[1] = 6;                                   /* mov eax, 6 */
     CHECK(fd >= 0 && pwrite(fd, wrong, pg, 0) == (ssize_t)pg);
-    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH__VMA_OK);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL, false), JH__VMA_OK);
     CHECK_EQ(jh__swap_pages((uintptr_t)p, pg, fd, 0, code, 0), -EIO);
     char perms[5], mpath[512];
-    CHECK(mapping_of(p, perms, mpath, sizeof mpath) && !strcmp(perms, "r-xp") && !mpath[0]);
+    CHECK(ew_mapping_of(p, perms, mpath, sizeof mpath) && !strcmp(perms, "r-xp") && !mpath[0]);
     CHECK(!memcmp(p, code, pg));
     CHECK_EQ(((fn_t *)(void *)p)(), 5);
     /* the right bytes: swapped */
     CHECK(pwrite(fd, code, pg, 0) == (ssize_t)pg);
     CHECK_EQ(jh__swap_pages((uintptr_t)p, pg, fd, 0, code, 0), 0);
-    CHECK(mapping_of(p, perms, mpath, sizeof mpath) && !strcmp(mpath, path));
+    CHECK(ew_mapping_of(p, perms, mpath, sizeof mpath) && !strcmp(mpath, path));
     CHECK_EQ(((fn_t *)(void *)p)(), 5);
     /* ours only when the caller says so; writable never */
-    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH__VMA_FOREIGN);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL, false), JH__VMA_FOREIGN);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE | PROT_EXEC), 0);
-    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH__VMA_WRITABLE);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL, false), JH__VMA_WRITABLE);
     munmap(p, pg);
-    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL), JH__VMA_UNMAPPED);
+    CHECK_EQ(jh__vma_check(-1, (uintptr_t)p, (uintptr_t)p + pg, NULL, NULL, false), JH__VMA_UNMAPPED);
     close(fd);
     unlink(path);
     free(code);
@@ -284,7 +260,7 @@ static void test_fork_and_named(jh_ctx *jh)
         char perms[5], path[512], want[64];
         snprintf(want, sizeof want, "/jit-%d-", (int)getpid());
         int ok = jh_code_add(jh, &c, NULL) == 0 && swapped(p) &&
-                 mapping_of(p, perms, path, sizeof path) && strstr(path, want) &&
+                 ew_mapping_of(p, perms, path, sizeof path) && strstr(path, want) &&
                  ((fn_t *)(void *)p)() == 77;
         _exit(ok ? 0 : 1);
     }
@@ -298,7 +274,7 @@ static void test_fork_and_named(jh_ctx *jh)
         printf("PR_SET_VMA_ANON_NAME not supported: named anonymous memory not tested\n");
     } else {
         char perms[5], path[512];
-        CHECK(mapping_of(p, perms, path, sizeof path) && !strcmp(path, "[anon:jitcode]"));
+        CHECK(ew_mapping_of(p, perms, path, sizeof path) && !strcmp(path, "[anon:jitcode]"));
     }
     mprotect(p, pg, PROT_READ | PROT_EXEC);
     add(jh, "named", p, 6);
