@@ -424,7 +424,7 @@ static void timeline(const struct jhr_al *lf, const struct jhc_samples *s, FILE 
     for (int l = 0; l < NL; l++) {
         char nm[96];
         if (l < L_EV0)
-            snprintf(nm, sizeof nm, "code: %s", names[l]);
+            snprintf(nm, sizeof nm, "%s%s", l == L_MEM ? "" : "code: ", names[l]);
         else if (l < L_EVX && (size_t)(l - L_EV0) < nev)
             snprintf(nm, sizeof nm, "event: %.*s", (int)evl[l - L_EV0], evn[l - L_EV0]);
         else if (l == L_EVX)

@@ -200,8 +200,12 @@ static void sample(struct jhc_samples *s, const struct jhr_pd_sample *ps)
             }
             struct jhc_row *r = row_at(s, first ? a : a - 1, ps->time, kernel, false);
             count(s, r, false);
-            if (r && depth < MAX_DEPTH)
-                stack[depth++] = (size_t)(r - s->rows);
+            /* frames named only by their mapping ("[kernel]", "[libc.so.6]") that follow
+             * one another are one frame of the flame graph; a JIT function calling itself
+             * stays a frame per call */
+            size_t ri = r ? (size_t)(r - s->rows) : 0;
+            if (r && depth < MAX_DEPTH && !(depth && stack[depth - 1] == ri && r->kind != JHC_ROW_JIT))
+                stack[depth++] = ri;
             first = false;
         }
     }

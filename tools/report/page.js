@@ -136,7 +136,8 @@
     v.scrollTop = 0;
     document.getElementById('count').textContent = view.length + ' of ' + rows.length + ' shown';
     drawRows();
-    if (view.length && (sel < 0 || !view.includes(sel))) select(view[0]);
+    /* open the hottest JIT function in view (the first row, without a profile) */
+    if (view.length && (sel < 0 || !view.includes(sel))) select(view.find((i) => rows[i].fn >= 0) ?? view[0]);
   }
 
   function table() {
@@ -177,9 +178,23 @@
         'jitherald log FILE show ' + r.name }));
       return;
     }
+    let copies = 0;
+    for (let k = 0; k < F.name.length; k++) copies += F.name[k] === F.name[f];
+    const here = det.ipc.reduce((a, [, n]) => a + n, 0);
+    if (copies > 1 || (D.rows && here !== r.self))
+      box.append(el('div', { cls: 'warn', id: 'copies', text: 'compiled ' + copies + ' times under this name: shown is the copy at ' +
+        hex(F.start[f]) + (D.rows ? ', with ' + here + ' of the row\'s ' + r.self + ' samples' : '') }));
     box.append(el('h3', { text: 'Compile history' }), history(det));
-    box.append(el('h3', { text: 'Disassembly' + (D.rows ? ' (samples per instruction and source line)' : '') }),
-      disasm(det));
+    const [pre, lines] = disasm(det);
+    if (lines.length) {
+      box.append(el('h3', { text: 'Hottest source lines' }));
+      const t = el('table', { cls: 'h', id: 'hotlines' }, [el('tr', {}, ['samples', 'line', ''].map((h) => el('th', { text: h })))]);
+      for (const [src, n, text] of lines.slice(0, 8))
+        t.append(el('tr', {}, [el('td', { cls: 'n', text: String(n) }), el('td', { cls: 'nm', title: src, text: src.replace(/.*\//, '') }),
+          el('td', { cls: 'nm', title: text, text: text })]));
+      box.append(t);
+    }
+    box.append(el('h3', { text: 'Disassembly' + (D.rows ? ' (samples per instruction and source line)' : '') }), pre);
     if (det.mem.length) {
       box.append(el('h3', { text: 'Logged memory its events name' + (D.meta.dt ? '' : ' (no DWARF: bytes)') }));
       for (const m of det.mem) box.append(el('pre', { cls: 'mem', text: m }));
@@ -198,7 +213,7 @@
    * source line with the sum of its instructions' samples. */
   function disasm(det) {
     const ipc = new Map(det.ipc.map(([a, n]) => [a, n]));
-    const pre = el('pre', { cls: 'asm' }), bySrc = new Map();
+    const pre = el('pre', { cls: 'asm' }), bySrc = new Map(), srcText = new Map();
     let src = null, srcGutter = null, max = 0;
     for (const [, n] of det.ipc) max = Math.max(max, n);
     for (const line of det.asm.split('\n')) {
@@ -219,13 +234,15 @@
         }
       } else if (/^\S+:\d+/.test(line)) {
         src = line.split(/\s+/)[0];
+        srcText.set(src, line.slice(src.length).trim());
         srcGutter = c;
         if (bySrc.get(src)) c.textContent = String(bySrc.get(src));
         ln.classList.add('src');
       }
       pre.append(ln);
     }
-    return pre;
+    const lines = [...bySrc].map(([k, n]) => [k, n, srcText.get(k) || '']).sort((a, b) => b[1] - a[1]);
+    return [pre, lines];
   }
 
   /* ---- flame graph (root on top: each frame spans its callers' share) ---------------- */
@@ -327,7 +344,9 @@
     }
   }
 
+  const tStart = performance.now();
   load().then((data) => {
+    const tData = performance.now();
     D = data;
     buildRows();
     const app = document.getElementById('app'), ps = summary();
@@ -340,7 +359,12 @@
     filter();
     fromHash();
     window.addEventListener('hashchange', fromHash);
-    document.body.dataset.ready = '1';
+    /* how long it took, for bench/report.sh: from navigation, reading the data, drawing */
+    const b = document.body.dataset;
+    b.loadMs = Math.round(performance.now());
+    b.dataMs = Math.round(tData - tStart);
+    b.drawMs = Math.round(performance.now() - tData);
+    b.ready = '1';
   }).catch((e) => {
     document.getElementById('app').replaceChildren(el('p', { cls: 'bad', id: 'error', text: 'could not read the data: ' + e }));
   });
