@@ -182,11 +182,89 @@ static void rows(const struct jhc_samples *s, FILE *f)
     free(place);
 }
 
-struct disasm_ctx { const struct jhr_al *lf; const struct jhr_al_fn *fn; };
-static void disasm_text(void *ctx, FILE *m)
+/* The disassembly as a JSON string; of a big function (a VM's main with 100,000 calls)
+ * only the first lines and those around each instruction with samples, the rest said to
+ * be left out: the page stays small and its DOM light. */
+#define ASM_WHOLE (256u << 10)
+#define ASM_HEAD 400
+#define ASM_AROUND 40
+
+static bool sampled(const struct jhr_al_fn *fn, const uint32_t *ipc, const char *line, size_t n)
 {
-    struct disasm_ctx *d = ctx;
-    jhc_disasm_print(d->lf, d->fn, m, false);
+    char buf[24];
+    if (!ipc || n < 16 || line[0] != ' ')
+        return false;
+    size_t k = 0;
+    while (k < n && line[k] == ' ')
+        k++;
+    size_t d = 0;
+    while (k < n && d < sizeof buf - 1 && line[k] != ':')
+        buf[d++] = line[k++];
+    buf[d] = 0;
+    char *e;
+    uint64_t a = strtoull(buf, &e, 16);
+    return k < n && *e == 0 && d && a >= fn->cur_start && a - fn->cur_start < fn->size && ipc[a - fn->cur_start];
+}
+
+static void asm_text(const struct jhr_al *lf, const struct jhr_al_fn *fn, const uint32_t *ipc, FILE *f)
+{
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&txt, &len);
+    if (!m) {
+        js(f, "");
+        return;
+    }
+    jhc_disasm_print(lf, fn, m, false);
+    fclose(m);
+    size_t nl = 0;
+    for (size_t i = 0; i < len; i++)
+        nl += txt[i] == '\n';
+    size_t *at = len > ASM_WHOLE ? malloc((nl + 1) * sizeof *at) : NULL;
+    uint8_t *keep = at ? calloc(nl + 1, 1) : NULL;
+    if (!keep) {
+        free(at);
+        jstr(f, txt, len);
+        free(txt);
+        return;
+    }
+    size_t n = 0;
+    at[n++] = 0;
+    for (size_t i = 0; i < len; i++)
+        if (txt[i] == '\n' && i + 1 < len)
+            at[n++] = i + 1;
+    for (size_t k = 0; k < n; k++) {
+        size_t end = k + 1 < n ? at[k + 1] : len;
+        if (k < ASM_HEAD || sampled(fn, ipc, txt + at[k], end - at[k]))
+            for (size_t j = k > ASM_AROUND ? k - ASM_AROUND : 0; j <= k + ASM_AROUND && j < n; j++)
+                keep[j] = 1;
+    }
+    char *out = NULL;
+    size_t olen = 0;
+    FILE *o = open_memstream(&out, &olen);
+    for (size_t k = 0; o && k < n;) {
+        size_t end = k + 1 < n ? at[k + 1] : len;
+        if (keep[k]) {
+            fwrite(txt + at[k], 1, end - at[k], o);
+            k++;
+            continue;
+        }
+        size_t skip = 0;
+        while (k < n && !keep[k])
+            k++, skip++;
+        fprintf(o, "    ... %zu lines left out of the page: jitherald log FILE show %s\n", skip,
+                fn->name ? fn->name : "?");
+    }
+    if (o) {
+        fclose(o);
+        jstr(f, out, olen);
+    } else {
+        js(f, "");
+    }
+    free(out);
+    free(keep);
+    free(at);
+    free(txt);
 }
 
 struct mem_ctx { struct jhc_types *dt; const struct jhr_al *lf; const struct jhr_al_mem *m; };
@@ -277,10 +355,9 @@ static void detail_one(const struct jhr_al *lf, const struct jhc_samples *s, str
 {
     const struct jhr_al_fn *fn = &lf->fns[fi];
     fprintf(f, "\"%zu\":{\"asm\":", fi);
-    struct disasm_ctx dc = { lf, fn };
-    jtext(f, disasm_text, &dc);
-    fputs(",\"ipc\":[", f);
     const uint32_t *ipc = s && s->ipc ? s->ipc[fi] : NULL;
+    asm_text(lf, fn, ipc, f);
+    fputs(",\"ipc\":[", f);
     for (uint64_t o = 0, n = 0; ipc && o < fn->size; o++)
         if (ipc[o])
             fprintf(f, "%s[%" PRIu64 ",%u]", n++ ? "," : "", fn->cur_start + o, ipc[o]);
