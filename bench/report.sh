@@ -2,8 +2,8 @@
 # report.sh — `jitherald log F report --profile perf.data` at scale: logs of 1k, 10k and
 # 100k functions of the demo JIT (each function spins a little, main calls them all),
 # profiled with `perf record -k 1 -g`. Prints, per size: the report's generation time
-# beside the peer, `perf report --stdio` on the same perf.data (with the perf map the
-# perfmap channel wrote), the page's size, and its load in headless Chromium: the wall
+# (and, within it, reading the log alone) beside the peer, `perf report --stdio` on the
+# same perf.data (with the perf map the perfmap channel wrote), the page's size, and its load in headless Chromium: the wall
 # time of `chromium --dump-dom` until the page's script has inflated its data and drawn
 # (virtual time: the browser runs the page to its end, not for a clock), minus that of an
 # empty page (the browser's own start). The page's own performance.now() is virtual time
@@ -56,9 +56,11 @@ one() {
         -o p.data "$MJ" p.mini 1 >/dev/null 2>run.err || { echo "n=$n: perf record failed: $(head -3 run.err)"; return 1; }
     log=$(ls minijit-*.jhlog); pid=${log#minijit-}; pid=${pid%.jhlog}
     [ -s /tmp/perf-$pid.map ] || "$CLI" log "$log" to-perfmap -o /tmp/perf-$pid.map
-    local t0 t1 t2
+    local t0 t1 t2 t3
     t0=$(now); "$CLI" log "$log" report --profile p.data -o r.html 2>/dev/null; t1=$(now)
     perf report -i p.data --stdio --no-children --sort sym >rep.txt 2>/dev/null; t2=$(now)
+    "$CLI" log "$log" info >/dev/null; t3=$(now)
+    is=$(secs "$t2" "$t3")
     rm -f /tmp/perf-$pid.map
     ns=$("$CLI" log "$log" profile p.data | sed -n '1s/.*samples, \([0-9]*\) of .*/\1/p')
     raw=$(sed -n 's/.*data-raw=\([0-9]*\).*/\1/p' r.html | head -1)
@@ -78,10 +80,10 @@ if [ -n "$CHROME" ]; then
     blank=$(chrome_time "file://$T/blank.html" "$T/blank.dom")
 fi
 printf "report --profile at scale (chromium start, empty page: %ss, subtracted from load)\n" "$blank"
-printf "%9s %9s %10s %10s %7s %9s %9s %9s %8s\n" functions samples "report s" "perf rep s" ratio \
+printf "%9s %9s %10s %8s %10s %7s %9s %9s %9s %8s\n" functions samples "report s" "log s" "perf rep s" ratio \
     "page KB" "JSON KB" "p.data KB" "load s"
 row() {
-    printf "%9d %9s %10s %10s %7s %9d %9d %9d %8s\n" "$1" "${ns:-?}" "$rs" "$ps" \
+    printf "%9d %9s %10s %8s %10s %7s %9d %9d %9d %8s\n" "$1" "${ns:-?}" "$rs" "$is" "$ps" \
         "$(awk -v a="$rs" -v b="$ps" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')" \
         "$page" $((${raw:-0} / 1024)) "$pdata" "$load"
 }
@@ -89,8 +91,9 @@ for n in $SIZES; do
     r=$((200000000 / n)); [ $r -lt 2000 ] && r=2000        # ~2 s of CPU in all
     one "$n" "$r" 4000 -g && row "$n"
 done
-echo "(ratio: report time / perf report time, on the same perf.data; load: chromium --dump-dom"
-echo " until the page has drawn, minus the empty page's)"
+echo "(log s: reading the log alone, jitherald log F info, part of report s; ratio: report time /"
+echo " perf report time, on the same perf.data; load: chromium --dump-dom until the page has"
+echo " drawn, minus the empty page's)"
 [ "$BIG" -gt 0 ] 2>/dev/null || exit 0
 # One big profile: BIG samples at 20 kHz; ~19,000 rounds of a g per sample (measured here).
 echo "a big profile, without call chains, 20 kHz:"

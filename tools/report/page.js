@@ -250,7 +250,9 @@
     const box = el('div', { id: 'flame' });
     const Fl = D.flame;
     if (!Fl) {
-      box.append(el('p', { cls: 'muted', text: D.rows ? 'no call chains in this profile (perf record -g)'
+      const cg = D.meta.profile && D.meta.profile.cg;
+      box.append(el('p', { cls: 'muted', text: cg ? 'callgrind.out: no call chains (its inclusive cost is the total column)'
+        : D.rows ? 'no call chains in this profile (perf record -g)'
         : 'no profile: jitherald log FILE report --profile perf.data' }));
       return box;
     }
