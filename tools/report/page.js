@@ -142,7 +142,7 @@
 
   function table() {
     const hdr = D.rows ? ['self%', 'self', 'total%', 'total', 'function', 'kind']
-      : ['#', 'function', 'address', 'size', 'added (s)', 'removed (s)', 'source'];
+      : ['#', 'function', 'address', 'size', 'added s', 'removed s', 'source'];
     const opts = D.rows ? [['all', 'all kinds'], ['0', 'JIT'], ['1', 'native'], ['3', 'kernel']]
       : [['all', 'all'], ['live', 'live at the end'], ['removed', 'removed']];
     const q = el('input', { id: 'q', type: 'search', placeholder: 'search functions', spellcheck: 'false' });
