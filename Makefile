@@ -42,7 +42,7 @@ LIB_A    := $(BUILD)/libjitherald.a
 LIB_SO   := $(BUILD)/$(SONAME)
 
 # The CLI's offline tools may use libraries the library itself never needs.
-TOOL_PKGS := $(shell for p in libdw capstone; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
+TOOL_PKGS := $(shell for p in libdw capstone zlib; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
 TOOL_CFLAGS := $(if $(TOOL_PKGS),$(shell pkg-config --cflags $(TOOL_PKGS)),) \
                $(foreach p,$(TOOL_PKGS),-DJH_HAVE_$(shell echo $(p) | tr a-z- A-Z_)=1)
 TOOL_LIBS := $(if $(TOOL_PKGS),$(shell pkg-config --libs $(TOOL_PKGS)),)
@@ -164,6 +164,9 @@ $(BUILD)/tools/%.o: tools/%.c $(wildcard tools/*.h tools/lib/*.h) $(wildcard src
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itools $(CFLAGS) $(TOOL_CFLAGS) -DJH_LIBDIR='"$(LIBDIR)"' -c $< -o $@
+
+# The report's script and style, embedded by the assembler (.incbin) from where make runs.
+$(BUILD)/tools/log_report_assets.o build-fuzz/tools/log_report_assets.o: tools/report/page.js tools/report/page.css
 
 $(READ_A): $(READ_OBJ)
 	$(call msg,AR,$@)

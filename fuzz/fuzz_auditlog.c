@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     jhc_export_perfmap(&lf, null);
     const struct jh__arch *a = jh__arch_by_name(lf.arch);
     jhc_export_jitdump(&lf, a ? a : &jh__arch_arm64, null);   /* arm64: the one not the host */
-    jhc_report_html(&lf, NULL, null);
+    jhc_report_html(&lf, NULL, NULL, null);
     when(&lf);
     jhr_al_free(&lf);
     return 0;

@@ -16,7 +16,7 @@
 #               (run_php_gdb.sh, run_java_gdb.sh, run_mono_gdb.sh); debuginfod and elfutils
 #               for the build-id tests), LLVM 14 and clang-14
 #               (the LLVM adapter, the C and C++ its tests JIT-compile, the GDB benchmark's
-#               peer) and the libraries the offline CLI uses (libdw, capstone, msgpack-c).
+#               peer) and the libraries the offline CLI uses (libdw, capstone, msgpack-c, zlib: the report's compressed data).
 #               .ci/run uses this one.
 # The library itself needs only libc.
 set -euo pipefail
@@ -24,7 +24,7 @@ set -euo pipefail
 demo_pkgs="gcc libc6-dev make linux-perf"
 test_pkgs="build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db mandoc
     gdb lldb valgrind linux-perf
-    llvm-14 llvm-14-dev clang-14 libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev
+    llvm-14 llvm-14-dev clang-14 libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev zlib1g-dev
     chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2
     g++-mingw-w64-x86-64-win32 wine wine64
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gdb-multiarch

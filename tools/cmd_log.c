@@ -27,6 +27,7 @@
 #include "lib/files.h"
 #include "lib/filekind.h"
 #include "log_present.h"
+#include "log_samples.h"
 
 #define USAGE "usage: jitherald log FILE [COMMAND [ARG]] [options]"
 
@@ -46,7 +47,9 @@ static int help(void)
         "                    (perf reads it as /tmp/perf-PID.map)\n"
         "  to-jitdump        a jitdump of the code in the log (-o FILE; perf inject reads it\n"
         "                    as jit-PID.dump)\n"
-        "  report            one self-contained HTML page (-o FILE)\n"
+        "  report            one self-contained HTML page (-o FILE); with --profile, the hot\n"
+        "                    functions first, their compile history, disassembly with samples\n"
+        "                    per instruction, a flame graph and a timeline\n"
         "  profile PERF.DATA the hot functions of a profile (perf record -k 1 [-g]), self and\n"
         "                    total, each sample named by the code at its address at its\n"
         "                    time; and how many the perf map would name otherwise. Or a\n"
@@ -57,6 +60,7 @@ static int help(void)
         "  --vm PATH         the VM binary whose DWARF types decode memory (default: the\n"
         "                    executable named in the log, if it is still there)\n"
         "  --type TYPE       decode as TYPE instead of the logged hint (\"struct foo\")\n"
+        "  --profile FILE    report: join a perf.data (perf record -k 1 [-g]) or callgrind.out\n"
         "  --at N            show memory as it stood at record N (default: the end)\n"
         "  --no-source       do not read the source files the line tables name\n"
         "  --source-dir DIR  read the sources the log names under DIR (repeatable; default:\n"
@@ -148,6 +152,7 @@ static int open_log(struct jhr_al *lf, const char *file)
 int jhc_cmd_log(int argc, char **argv)
 {
     const char *file = NULL, *cmd = NULL, *arg = NULL, *vm = NULL, *type = NULL, *outpath = NULL;
+    const char *profile = NULL;
     const char *pos[8];                 /* FILE COMMAND ARG, or perf's order */
     int npos = 0;
     size_t at = SIZE_MAX;
@@ -167,6 +172,12 @@ int jhc_cmd_log(int argc, char **argv)
                 fprintf(stderr, "jitherald log: --source-dir %s: %s\n", argv[i], jhr_file_error(err));
                 return 2;
             }
+            continue;
+        }
+        if (!strcmp(a, "--profile")) {
+            if (i + 1 == argc)
+                return bad_usage("%s needs a value", a);
+            profile = argv[++i];
             continue;
         }
         if (!strcmp(a, "--vm") || !strcmp(a, "--type") || !strcmp(a, "-o") || !strcmp(a, "--at")) {
@@ -202,6 +213,8 @@ int jhc_cmd_log(int argc, char **argv)
     arg = npos > 2 ? pos[2] : NULL;
     if (cmds[k].nargs == 1 && !arg)
         return bad_usage("%s needs an argument", cmd);
+    if (profile && strcmp(cmd, "report"))
+        return bad_usage("--profile goes with report (profile takes the file as its argument), not %s", cmd);
     struct jhr_al lf;
     int orc = open_log(&lf, file);
     if (orc)
@@ -215,11 +228,23 @@ int jhc_cmd_log(int argc, char **argv)
         jhr_al_free(&lf);
         return 1;
     }
+    /* the profile too: one that cannot be used leaves no report behind */
+    struct jhc_samples prof;
+    if (profile) {
+        int prc = jhc_samples_load(&prof, &lf, profile, true);
+        if (prc) {
+            jhc_samples_free(&prof);
+            jhr_al_free(&lf);
+            return prc;
+        }
+    }
     FILE *out = stdout;
     if (outpath && !strcmp(outpath, "-"))
         outpath = NULL;                 /* -o -: standard output */
     if (outpath && !(out = fopen(outpath, "w"))) {
         fprintf(stderr, "jitherald log: %s: %s\n", outpath, strerror(errno));
+        if (profile)
+            jhc_samples_free(&prof);
         jhr_al_free(&lf);
         return 2;
     }
@@ -261,7 +286,10 @@ int jhc_cmd_log(int argc, char **argv)
         struct jhc_types *dt = vm ? jhc_types_open(vm, err, sizeof err) : NULL;
         if (vm && !dt)
             fprintf(stderr, "jitherald log: %s (structs shown as bytes)\n", err);
-        jhc_report_html(&lf, dt, out);
+        if (jhc_report_html(&lf, profile ? &prof : NULL, dt, out) < 0 && !ferror(out)) {
+            fprintf(stderr, "jitherald log: out of memory\n");
+            rc = 2;
+        }
         jhc_types_close(dt);
     }
     /* Every view's only failure is a write error, named here: a full disk or a closed
@@ -275,6 +303,8 @@ int jhc_cmd_log(int argc, char **argv)
                 strerror(werr));
         rc = 2;
     }
+    if (profile)
+        jhc_samples_free(&prof);
     jhr_al_free(&lf);
     return rc;
 }

@@ -189,12 +189,48 @@ static const char *source_line(const char *file, uint32_t line)
     return t;
 }
 
-/* The source line that starts at off, if a new one does. */
-static void line_mark(const struct jhr_al_fn *fn, uint64_t off, uint64_t len, const char **last_file,
-                      uint32_t *last_line, FILE *f, bool html)
+/* fn's line-table rows by offset (then by their place in the table): each instruction
+ * finds its rows by binary search, so a function of 100,000 lines is not read 100,000
+ * times over. NULL when memory runs out (then the rows are scanned). */
+static const struct jhr_al_fn *sort_fn;
+static int by_offset(const void *a, const void *b)
 {
-    for (uint32_t i = 0; i < fn->nlines; i++) {
-        const struct jhr_al_line *l = &fn->lines[i];
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint32_t ox = sort_fn->lines[x].offset, oy = sort_fn->lines[y].offset;
+    return ox != oy ? (ox < oy ? -1 : 1) : (x > y) - (x < y);
+}
+
+static uint32_t *lines_by_offset(const struct jhr_al_fn *fn)
+{
+    uint32_t *ord = malloc((fn->nlines ? fn->nlines : 1) * sizeof *ord);
+    for (uint32_t i = 0; ord && i < fn->nlines; i++)
+        ord[i] = i;
+    sort_fn = fn;
+    if (ord)
+        qsort(ord, fn->nlines, sizeof *ord, by_offset);
+    return ord;
+}
+
+/* The source line that starts at off, if a new one does. */
+static void line_mark(const struct jhr_al_fn *fn, const uint32_t *ord, uint64_t off, uint64_t len,
+                      const char **last_file, uint32_t *last_line, FILE *f, bool html)
+{
+    uint32_t from = 0;
+    if (ord) {
+        uint32_t lo = 0, hi = fn->nlines;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (fn->lines[ord[mid]].offset < off)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        from = lo;
+    }
+    for (uint32_t k = from; k < fn->nlines; k++) {
+        const struct jhr_al_line *l = &fn->lines[ord ? ord[k] : k];
+        if (ord && l->offset >= off + (len ? len : 1))
+            break;
         if (l->offset < off || l->offset >= off + (len ? len : 1) || l->file >= fn->nfiles)
             continue;
         const char *file = fn->files[l->file];
@@ -226,6 +262,7 @@ int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *
     const char *last_file = NULL;
     uint32_t last_line = 0;
     char buf[256];
+    uint32_t *ord = lines_by_offset(fn);
     header(lf, fn, f, html);
 #ifdef JH_HAVE_CAPSTONE
     csh cs;
@@ -241,7 +278,7 @@ int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *
         uint64_t pc = fn->cur_start;
         while (insn && left && cs_disasm_iter(cs, &p, &left, &pc, insn)) {
             uint64_t off = insn->address - fn->cur_start;
-            line_mark(fn, off, insn->size, &last_file, &last_line, f, html);
+            line_mark(fn, ord, off, insn->size, &last_file, &last_line, f, html);
             int k = snprintf(buf, sizeof buf, "  %12" PRIx64 ":  ", insn->address);
             for (int j = 0; j < insn->size && j < 10 && k < 200; j++)
                 k += snprintf(buf + k, sizeof buf - (size_t)k, "%02x ", insn->bytes[j]);
@@ -251,19 +288,21 @@ int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *
         }
         cs_free(insn, 1);
         cs_close(&cs);
+        free(ord);
         if (html)
             fputs("</pre>\n", f);
         return 0;
     }
 #endif
     for (uint64_t off = 0; off < fn->size; off += 16) {
-        line_mark(fn, off, 16, &last_file, &last_line, f, html);
+        line_mark(fn, ord, off, 16, &last_file, &last_line, f, html);
         int k = snprintf(buf, sizeof buf, "  %12" PRIx64 ": ", fn->cur_start + off);
         for (uint64_t j = off; j < off + 16 && j < fn->size; j++)
             k += snprintf(buf + k, sizeof buf - (size_t)k, " %02x", code[j]);
         snprintf(buf + k, sizeof buf - (size_t)k, "\n");
         put(f, html, buf);
     }
+    free(ord);
     if (html)
         fputs("</pre>\n", f);
     return 0;

@@ -68,7 +68,15 @@ int jhc_log_profile(const struct jhr_al *lf, const char *path, FILE *out);
 int jhc_log_profile_cg(const struct jhr_al *lf, const char *text, size_t len, const char *path,
                        FILE *out);
 
-/* log_report.c: one self-contained HTML page; dt may be NULL (structs shown as bytes). */
-int jhc_report_html(const struct jhr_al *lf, struct jhc_types *dt, FILE *f);
+/* log_report.c: one self-contained HTML page, joined with a profile s (log_samples.h,
+ * loaded with detail) or NULL; dt may be NULL (structs shown as bytes). */
+struct jhc_samples;
+int jhc_report_html(const struct jhr_al *lf, const struct jhc_samples *s, struct jhc_types *dt,
+                    FILE *f);
+/* log_report_data.c: the page's data, as JSON (the format is described there). */
+int jhc_report_json(const struct jhr_al *lf, const struct jhc_samples *s, struct jhc_types *dt,
+                    FILE *f);
+/* log_report_assets.c: the page's script and style (tools/report/page.js, page.css). */
+extern const char jhc_report_js[], jhc_report_css[];
 
 #endif

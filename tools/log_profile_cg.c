@@ -20,11 +20,9 @@
 #include "lib/auditlog_when.h"
 #include "lib/callgrind_cost.h"
 #include "log_present.h"
+#include "log_samples.h"
 
-#define TOP_ROWS 50
 #define MAX_NAMES 8
-
-struct cg_row { char *name; uint64_t self, incl; bool jit, shared; };
 
 /* "0x" and hex digits only: the address, else false. */
 static bool hex_name(const char *s, uint64_t *addr)
@@ -67,85 +65,62 @@ static char *names_at(const struct jhr_al_when *w, uint64_t addr, bool *shared)
     return s;
 }
 
-static int by_name(const void *a, const void *b)
+/* The name made here is kept until jhc_samples_free. */
+static const char *own(struct jhc_samples *s, char *name)
 {
-    const struct cg_row *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : x->jit - y->jit;
+    char **o = realloc(s->owned, (s->nowned + 1) * sizeof *o);
+    if (!o) {
+        free(name);
+        return NULL;
+    }
+    s->owned = o;
+    return s->owned[s->nowned++] = name;
 }
 
-static int by_self(const void *a, const void *b)
-{
-    const struct cg_row *x = a, *y = b;
-    if (x->self != y->self)
-        return x->self > y->self ? -1 : 1;
-    return x->incl != y->incl ? (x->incl > y->incl ? -1 : 1) : strcmp(x->name, y->name);
-}
-
-static double pct(uint64_t n, uint64_t of) { return of ? 100.0 * (double)n / (double)of : 0; }
-
-int jhc_log_profile_cg(const struct jhr_al *lf, const char *text, size_t len, const char *path,
-                       FILE *f)
+int jhc_samples_cg(struct jhc_samples *s)
 {
     struct jhr_cgc c = { 0 };
-    struct jhr_al_when w;
-    int err = jhr_cgc_read(&c, text, len);
-    if (err == -ENOMEM || jhr_al_when_build(&w, lf) < 0) {
+    int err = jhr_cgc_read(&c, (const char *)s->data, s->len);
+    if (err == -ENOMEM || (!err && jhr_al_when_build(&s->when, s->lf) < 0)) {
         fprintf(stderr, "jitherald log: out of memory\n");
         jhr_cgc_free(&c);
         return 2;
     }
     if (err < 0) {
-        fprintf(stderr, "jitherald log: %s: not a callgrind profile (no events: line)\n", path);
+        fprintf(stderr, "jitherald log: %s: not a callgrind profile (no events: line)\n", s->path);
         jhr_cgc_free(&c);
-        jhr_al_when_free(&w);
         return 1;
     }
-    struct cg_row *rows = calloc(c.nfns ? c.nfns : 1, sizeof *rows);
-    size_t n = 0;
-    uint64_t jit = 0, shared = 0, named = 0;
-    for (size_t i = 0; rows && i < c.nfns; i++) {
+    snprintf(s->event, sizeof s->event, "%s", c.event[0] ? c.event : "cost");
+    s->ours = c.total;
+    int rc = 0;
+    /* rows of one name (pieces of one JIT function, entered at several addresses) merged */
+    for (size_t i = 0; i < c.nfns && !rc; i++) {
         uint64_t addr;
-        struct cg_row r = { NULL, c.fns[i].self, c.fns[i].incl, false, false };
-        if (hex_name(c.fns[i].name, &addr) && (r.name = names_at(&w, addr, &r.shared))) {
-            r.jit = true;
-            jit += r.self;
-            shared += r.shared ? r.self : 0;
-            named++;
-        } else if (!(r.name = strdup(c.fns[i].name))) {
+        bool shared = false;
+        char *jname = hex_name(c.fns[i].name, &addr) ? names_at(&s->when, addr, &shared) : NULL;
+        const char *name = jname ? own(s, jname) : c.fns[i].name;
+        struct jhc_row *r = name ? jhc_samples_row(s, jname ? JHC_ROW_JIT : JHC_ROW_OTHER, name) : NULL;
+        if (!r) {
+            rc = 2;
             break;
         }
-        rows[n++] = r;
-    }
-    /* rows of one name (pieces of one JIT function, entered at several addresses) merged */
-    qsort(rows, n, sizeof *rows, by_name);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && !by_name(&rows[m - 1], &rows[i])) {
-            rows[m - 1].self += rows[i].self;
-            rows[m - 1].incl += rows[i].incl;
-            free(rows[i].name);
-        } else {
-            rows[m++] = rows[i];
+        if (jname) {
+            const struct jhr_al_fn *fns[1];
+            if (jhr_al_when_all(&s->when, addr, fns, 1))
+                r->fn = (size_t)(fns[0] - s->lf->fns);
+            s->jit += c.fns[i].self;
+            s->shared += shared ? c.fns[i].self : 0;
+            s->samples++;
+            r->shared = shared;
+        } else if (r->name == c.fns[i].name && !(r->name = own(s, strdup(name)))) {
+            rc = 2;
         }
+        r->self += c.fns[i].self;
+        r->total += c.fns[i].incl;
     }
-    qsort(rows, m, sizeof *rows, by_self);
-    fprintf(f, "%s: %" PRIu64 " %s, %" PRIu64 " address-named blocks named by the log "
-            "(callgrind has no time: see the last lines)\n", path, c.total, c.event[0] ? c.event : "cost", named);
-    fprintf(f, "  self%%          self   incl%%          incl  function\n");
-    for (size_t i = 0; i < m && i < TOP_ROWS; i++)
-        fprintf(f, "%6.2f%% %13" PRIu64 " %6.2f%% %13" PRIu64 "  %s%s\n", pct(rows[i].self, c.total),
-                rows[i].self, pct(rows[i].incl, c.total), rows[i].incl, rows[i].name,
-                rows[i].jit ? "  (JIT)" : "");
-    if (m > TOP_ROWS)
-        fprintf(f, "(%zu more rows)\n", m - TOP_ROWS);
-    fprintf(f, "JIT code: %" PRIu64 " %s; %" PRIu64 " (%.2f%%) at addresses that held several "
-            "functions over time (a | b): callgrind merges them and has no time to split them by\n",
-            jit, c.event[0] ? c.event : "cost", shared, pct(shared, jit));
-    for (size_t i = 0; i < m; i++)
-        free(rows[i].name);
-    free(rows);
+    if (rc)
+        fprintf(stderr, "jitherald log: out of memory\n");
     jhr_cgc_free(&c);
-    jhr_al_when_free(&w);
-    return 0;
+    return rc;
 }

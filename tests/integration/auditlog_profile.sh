@@ -23,18 +23,8 @@ require_tool perf linux-perf
 require_tool valgrind valgrind
 private_perf_cache
 cd "$T"
-P=$R/tests/integration/profile
-
-JITHERALD=auditlog,perfmap JITHERALD_DIR=$T perf record -q -k 1 -g -e cpu-clock -o p.data \
-    "$MINIJIT" --recompile-from "$P/phase2.mini" --print-result "$P/phase1.mini" 100000000 \
-    >run.out 2>run.err || { cat run.err; fail "perf record minijit"; }
-grep -qx 'main returned 299999995' run.out || fail "phase 1 result: $(cat run.out)"
-log=$(ls minijit-*.jhlog); pid=${log#minijit-}; pid=${pid%.jhlog}
-at_exit "rm -f /tmp/perf-$pid.map"
-# Another process's cleanup may remove maps of processes that ended (jitherald clean does):
-# keep the channel's own map, and put it back before each perf report.
-[ -s /tmp/perf-$pid.map ] && cp /tmp/perf-$pid.map live.map || "$CLI" log "$log" to-perfmap >live.map
-[ "$(grep -c ' spin_[ab]$' live.map)" = 2 ] || { cat live.map; fail "the perf map lacks spin_a or spin_b"; }
+. "$R/tests/integration/profile/known.sh"
+known_record 100000000
 
 "$CLI" log "$log" profile p.data >prof.out 2>prof.err || { cat prof.err; fail "profile exited $?"; }
 cat prof.out
@@ -42,25 +32,8 @@ self() { awk -v f="$1" '$5 == f { print $2; exit }' prof.out; }
 a=$(self spin_a) b=$(self spin_b)
 [ -n "$a" ] && [ -n "$b" ] || fail "no spin_a or spin_b row"
 
-# 1. The truth, from perf's samples and the log's times (ns; awk's doubles hold them exactly
-#    enough: 1e13 ns of uptime is far below 2^53).
-read -r base_s base_ns < <("$CLI" log "$log" info | sed -n 's/.* from \([0-9]*\)\.\([0-9]*\) s of CLOCK_MONOTONIC.*/\1 \2/p')
-[ -n "$base_ns" ] || fail "info gives no CLOCK_MONOTONIC start"
-"$CLI" log "$log" code >code.out
-read -r lo size rm_s < <(awk '$3 == "remove" && $5 == "spin_a" { print $6, $7, $2 }' code.out)
-[ -n "$rm_s" ] || { cat code.out; fail "no removal of spin_a in the log"; }
-perf script -G -F pid,time,ip --ns -i p.data 2>/dev/null >samples
-read -r ta tb < <(awk -v pid="$pid" -v lo="$lo" -v size="$size" -v bs="$base_s" -v bn="$base_ns" -v rm="$rm_s" '
-    function hex(h,  i, v) { v = 0; h = tolower(h); sub(/^0x/, "", h)
-        for (i = 1; i <= length(h); i++) v = v * 16 + index("0123456789abcdef", substr(h, i, 1)) - 1
-        return v }
-    BEGIN { start = hex(lo); cut = (bs * 1e9 + bn) + rm * 1e9 }
-    $1 == pid { t = $2; sub(":", "", t); split(t, p, "."); ns = p[1] * 1e9 + p[2]
-        ip = hex($3); if (ip < start || ip >= start + size) next
-        # remove times are printed to the microsecond: a sample within 1 us of the cut
-        # would be undecidable, and none runs JIT code then (the code is being freed)
-        if (ns < cut - 1000) a++; else if (ns > cut + 1000) b++; else u++ }
-    END { if (u) print "undecidable", u; else print a + 0, b + 0 }' samples)
+# 1. The truth, from perf's samples and the log's times.
+read -r ta tb < <(known_truth)
 echo "truth: spin_a $ta, spin_b $tb; profile: spin_a $a, spin_b $b"
 [ "$ta" = "$a" ] && [ "$tb" = "$b" ] || fail "the profile does not match the samples' times"
 [ "$a" -ge 100 ] || fail "only $a samples of spin_a: too few to say anything"
@@ -69,15 +42,7 @@ awk -v a="$a" -v b="$b" 'BEGIN { exit !(b >= 1.5 * a && b <= 5 * a) }' ||
 [ "$(sed -n 3p prof.out | awk '{ print $5 }')" = spin_b ] || fail "spin_b is not the hottest row"
 
 # 2. perf with the perf map: one name for both, which the profile counts as misnamed.
-perf_counts() {
-    cp live.map /tmp/perf-$pid.map
-    perf report -i p.data --stdio -n --no-children --sort sym -g none 2>/dev/null >rep
-    pa=$(awk '$NF == "spin_a" { print $2 }' rep); pb=$(awk '$NF == "spin_b" { print $2 }' rep)
-}
-perf_counts
-[ -n "$pa$pb" ] || perf_counts          # the map removed under us once: put it back, again
-grep -E ' spin_[ab] *$' rep
-pa=${pa:-0} pb=${pb:-0}
+known_perf_counts
 [ $((pa + pb)) = $((a + b)) ] || fail "perf report has $pa + $pb samples in the range, the profile $a + $b"
 [ "$pa" = 0 ] || [ "$pb" = 0 ] || fail "perf named both spin_a ($pa) and spin_b ($pb): no name was wrong"
 wrong=$(sed -n 's/^JIT code: [0-9]* samples; the perf map would name \([0-9]*\) of them.*/\1/p' prof.out)

@@ -28,6 +28,10 @@
 #   luajit_adapter  after it, `luajit -l jitherald` loads adapters/luajit/jitherald.lua of
 #                   this tree with this build's library; LUAJIT_SCRIPTS is where the tests'
 #                   Lua scripts are; PID_EXEC runs a command with its pid in a file
+#   chrome_page URL DOM [PNG]   the DOM of a page after its scripts ran (and a screenshot,
+#                   1200x1400), in headless Chromium (skips without it); virtual time, so
+#                   a loaded machine waits for the page, not for a clock; report_page.py
+#                   reads both
 #   java_setup      for the JVMTI agent's tests (jvmti_*.sh): skips only without Java
 #                   (Debian package openjdk-17-jdk-headless), fails when java is there but
 #                   its JDK (jvmti.h, javac) was not when make ran; sets JAGENT (the agent),
@@ -298,4 +302,18 @@ java_bt_ok() {
                 print "not recurse at Hot.java:" rec ": " f[i + 3]; exit 1 }
             for (k = 0; k <= i + 3; k++) if (f[k] ~ / \?\? /) { print "unknown frame: " f[k]; exit 1 }
         }' "$1"
+}
+
+chrome_page() { # URL DOM [PNG]
+    local chrome
+    chrome=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+    [ -n "$chrome" ] || require_tool chromium chromium
+    local args=(--headless --no-sandbox --disable-gpu --disable-background-networking
+        --disable-component-update --disable-sync --no-first-run --hide-scrollbars
+        --user-data-dir="$T/chrome-profile" --virtual-time-budget=60000 --window-size=1200,1400)
+    timeout 600 "$chrome" "${args[@]}" --dump-dom "$1" >"$2" 2>"$T/chrome.err" ||
+        { cat "$T/chrome.err"; fail "chromium --dump-dom $1"; }
+    [ -n "${3:-}" ] || return 0
+    timeout 600 "$chrome" "${args[@]}" --screenshot="$3" "$1" >/dev/null 2>>"$T/chrome.err" &&
+        [ -s "$3" ] || { cat "$T/chrome.err"; fail "chromium --screenshot $1"; }
 }
