@@ -96,7 +96,7 @@ int jhc_samples_cg(struct jhc_samples *s)
     int rc = 0;
     /* rows of one name (pieces of one JIT function, entered at several addresses) merged */
     for (size_t i = 0; i < c.nfns && !rc; i++) {
-        uint64_t addr;
+        uint64_t addr = 0;
         bool shared = false;
         char *jname = hex_name(c.fns[i].name, &addr) ? names_at(&s->when, addr, &shared) : NULL;
         const char *name = jname ? own(s, jname) : c.fns[i].name;
