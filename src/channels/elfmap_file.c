@@ -75,6 +75,16 @@ bool jh__em_eh_frames(void)
     return !v || !*v || !strcmp(v, "0");
 }
 
+/* JITHERALD_ELFMAP_FREEZE=1: an image file never changes once written; every change to a
+ * window (a function added, patched) makes its next generation, a new file mapped anew.
+ * What perf record --buildid-mmap needs: perf keeps the first build-id it sees for a path
+ * (docs/fleet.md, "Identity"). Costs a file per change. */
+bool jh__em_freeze(void)
+{
+    const char *v = getenv("JITHERALD_ELFMAP_FREEZE");
+    return v && *v && strcmp(v, "0");
+}
+
 /* ---- the channel's own facts ------------------------------------------------------------ */
 
 void jh__em_report_once(struct elfmap *m, int bit, const char *fmt, ...)
@@ -232,6 +242,12 @@ int jh__em_sync(struct jh__elfg *img, int fd)
                   (off_t)v[i].len);
     jh__elfg_synced(img);
     return 0;
+}
+
+int jh__em_unsay(struct jh__elfg *img, int fd)
+{
+    struct jh__elfg_span v = jh__elfg_note_void(img);
+    return jh__pwrite_all(fd, v.p, v.len, v.off);
 }
 
 /* ---- pages ------------------------------------------------------------------------------ */

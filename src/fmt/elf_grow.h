@@ -160,6 +160,12 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f);
 int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v);
 void jh__elfg_synced(struct jh__elfg *g);
 
+/* The span that turns the build-id note into a note of type 0 (no build-id, for any reader),
+ * to write before the first byte of a change to an image that was synced: the old id then
+ * never stands for new contents, and the next jh__elfg_spans writes the new note last, after
+ * everything it covers. */
+struct jh__elfg_span jh__elfg_note_void(struct jh__elfg *g);
+
 /* The file ranges sections moved out of since the last jh__elfg_synced (their old chunks:
  * garbage the caller may punch out of the file). Returns how many went into v (p NULL). */
 int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v);
