@@ -110,7 +110,10 @@ struct elfmap {
     bool maps_checked;          /* proven ours in this hook already (reset by each hook) */
     bool valgrind;              /* running under valgrind: see elfmap_region.c, publish() */
     bool bti;                   /* the CPU enforces BTI: pages may be PROT_BTI (code_prot) */
-    bool freeze;                /* JITHERALD_ELFMAP_FREEZE: a change is a new generation */
+    bool freeze;                /* no image file changes once written: a change to a window
+                                   is its next generation (JITHERALD_ELFMAP_FREEZE: perf
+                                   record --buildid-mmap keeps a path's first build-id;
+                                   docs/fleet.md, "Identity") */
     struct region **reg;        /* sorted by lo, windows disjoint */
     size_t nreg, capreg;
     struct own_file *own;       /* every file this context made (pages mapped from them are
@@ -247,8 +250,6 @@ int jh__em_create(struct elfmap *m, const char *path, struct jh__kfd *k);
 void jh__em_keep(struct elfmap *m, char *path, uint64_t bytes);
 /* jh__elfg_add, and the function's live code bytes into the image's build-id. */
 int jh__em_image_add(struct jh__elfg *img, const struct jh__func *f);
-/* JITHERALD_ELFMAP_FREEZE set: no image file changes once written (elfmap_file.c). */
-bool jh__em_freeze(void);
 /* Write what the image has and the file lacks (its build-id note last). */
 int jh__em_sync(struct jh__elfg *img, int fd);
 /* Before the first byte of a change to a synced image: the note says no build-id until the

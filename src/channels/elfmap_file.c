@@ -75,16 +75,6 @@ bool jh__em_eh_frames(void)
     return !v || !*v || !strcmp(v, "0");
 }
 
-/* JITHERALD_ELFMAP_FREEZE=1: an image file never changes once written; every change to a
- * window (a function added, patched) makes its next generation, a new file mapped anew.
- * What perf record --buildid-mmap needs: perf keeps the first build-id it sees for a path
- * (docs/fleet.md, "Identity"). Costs a file per change. */
-bool jh__em_freeze(void)
-{
-    const char *v = getenv("JITHERALD_ELFMAP_FREEZE");
-    return v && *v && strcmp(v, "0");
-}
-
 /* ---- the channel's own facts ------------------------------------------------------------ */
 
 void jh__em_report_once(struct elfmap *m, int bit, const char *fmt, ...)
