@@ -17,13 +17,7 @@ require_tool gdb gdb
 require_tool eu-stack elfutils
 require_tool debuginfod debuginfod
 require_tool debuginfod-find debuginfod
-if [ -z "${JH_IN_NETNS:-}" ]; then
-    command -v unshare > /dev/null && unshare -n true 2> /dev/null ||
-        skip "cannot make a network namespace (unshare -n: root or user namespaces needed)"
-    rm -rf "$T"                 # (exec: the exit trap that would remove it never runs)
-    exec unshare -n env JH_IN_NETNS=1 JH_KEEP=${JH_KEEP:-} bash "$0" "$@"
-fi
-ip link set lo up 2> /dev/null || true
+own_netns "$@"
 cd "$T"
 
 (JITHERALD=elfmap JITHERALD_DIR=$T/d exec timeout 120 gdb -q -nx -batch \
