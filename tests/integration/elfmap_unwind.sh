@@ -3,7 +3,7 @@
 # JITs, from elfmap's image files alone (JITHERALD=elfmap: no perf map, no jitdump):
 #   perf record --call-graph dwarf (perf 6.1 unwinds with libunwind through each mapping's
 #     .eh_frame_hdr): samples in the JIT function fib unwind through the fib frames and
-#     main (JIT) to the C caller mj_call. Control, the same program with images that lack
+#     main (JIT) to the C caller mj_call and on to the C main. Control, the same program with images that lack
 #     .eh_frame (JITHERALD_ELFMAP_NO_EH_FRAME=1: .debug_frame only, as before): none does.
 #   eu-stack -p (libdw) on the running demo names the JIT frames and walks through them to
 #     mj_call and main. libdw reads .eh_frame or .debug_frame (either alone is enough,
