@@ -34,10 +34,10 @@
  * the file's apparent size: one page + EM_SPAN + EM_GAP + the metadata's chunks (tools that
  * ignore holes, perf buildid-cache, tar, debuginfod, copy that size: docs/fleet.md).
  */
-#define EM_WINDOW ((uintptr_t)1 << 20)
-#define EM_LEAD ((uintptr_t)1 << 20)
-#define EM_SPAN ((uintptr_t)3 << 20)
-#define EM_GAP ((uint64_t)1 << 20)
+#define EM_WINDOW ((uintptr_t)JH__ELFG_WINDOW)
+#define EM_LEAD ((uintptr_t)JH__ELFG_LEAD)
+#define EM_SPAN ((uintptr_t)JH__ELFG_SPAN)
+#define EM_GAP JH__ELFG_GAP
 
 /* A JIT mapping up to this size is mapped from the image file whole at its first code, so
  * that it stays one mapping (mremap). */

@@ -428,9 +428,10 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
         res = 1;
     } else if (err) {
         return err;
-    } else if (!res && (err = jh__em_sync(&r->img, fd))) {
-        return err;
     }
+    /* (also when the code stays anonymous: the note, made void above, comes back) */
+    if ((err = jh__em_sync(&r->img, fd)))
+        return err;
     if (!res && (err = jh__em_map_eh(m, r, fd, r->path, false)))
         return err;
     if (res) {

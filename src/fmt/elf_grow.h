@@ -65,6 +65,15 @@
 #include "fmt/build_id.h"
 #include "fmt/dwarf.h"
 
+/* The elfmap channel's image geometry (channels/elfmap.h has what each means), here so that
+ * tools/log_elf.c, which rebuilds its files from the audit log, lays them out the same:
+ * a window's code span, how far below its anchor it may reach, and the hole after the span
+ * (what bounds a file's apparent size: one page + SPAN + GAP + the metadata's chunks). */
+#define JH__ELFG_WINDOW ((uint64_t)1 << 20)
+#define JH__ELFG_LEAD ((uint64_t)1 << 20)
+#define JH__ELFG_SPAN ((uint64_t)3 << 20)
+#define JH__ELFG_GAP ((uint64_t)1 << 20)
+
 struct jh__arch;
 struct jh__func;
 struct jh__cfi_index;
