@@ -36,12 +36,12 @@
 #include "fmt/func.h"
 #include "log_present.h"
 
-/* elfmap's geometry (channels/elfmap.h), which its files' layout follows */
+/* elfmap's geometry (fmt/elf_grow.h), which its files' layout follows */
 #define PAGE ((uint64_t)4096)
-#define WIN ((uint64_t)1 << 20)
-#define LEAD ((uint64_t)1 << 20)
-#define SPAN ((uint64_t)3 << 20)
-#define GAP ((uint64_t)64 << 20)
+#define WIN JH__ELFG_WINDOW
+#define LEAD JH__ELFG_LEAD
+#define SPAN JH__ELFG_SPAN
+#define GAP JH__ELFG_GAP
 
 struct tomb {
     uint64_t start, size;

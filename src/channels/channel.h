@@ -55,6 +55,8 @@ struct jh__gdb_opts {
 struct jh__elfmap_opts {
     bool code_bti;              /* JH_OPT_CODE_BTI: the JIT's code pages are PROT_BTI */
     bool code_rwx;              /* JH_OPT_CODE_RWX: RWX code pages may be mapped over */
+    bool freeze;                /* JITHERALD_ELFMAP_FREEZE: no image file changes once
+                                   written (a change is a new generation) */
 };
 struct jh__auditlog_opts {
     uint64_t limit;             /* bytes */

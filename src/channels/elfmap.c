@@ -223,6 +223,8 @@ static int elfmap_open(const struct jh__chan_env *env, void **state)
     m->maps = JH__KFD_NONE;
     m->valgrind = RUNNING_ON_VALGRIND;
     m->bti = jh__arch_host_bti();
+    const struct jh__elfmap_opts *o = env->opts;
+    m->freeze = o && o->freeze && !m->valgrind;
     *state = m;
     return 0;
 }

@@ -29,12 +29,15 @@
  * size). A new window is the EM_WINDOW-aligned block holding the code that opened it; it
  * may grow down by EM_LEAD (JITs that allocate top-down) and up to EM_SPAN in all. After
  * the code area come EM_GAP bytes of hole (zeros, no disk) before the image's metadata:
- * a mapping the JIT grows with mremap reads zeros there, never past the end of the file.
+ * a mapping of up to EM_WHOLE that the JIT grows with mremap reads zeros there (at least
+ * EM_GAP of them past the span), never past the end of the file. The gap is what bounds
+ * the file's apparent size: one page + EM_SPAN + EM_GAP + the metadata's chunks (tools that
+ * ignore holes, perf buildid-cache, tar, debuginfod, copy that size: docs/fleet.md).
  */
-#define EM_WINDOW ((uintptr_t)1 << 20)
-#define EM_LEAD ((uintptr_t)1 << 20)
-#define EM_SPAN ((uintptr_t)3 << 20)
-#define EM_GAP ((uint64_t)64 << 20)
+#define EM_WINDOW ((uintptr_t)JH__ELFG_WINDOW)
+#define EM_LEAD ((uintptr_t)JH__ELFG_LEAD)
+#define EM_SPAN ((uintptr_t)JH__ELFG_SPAN)
+#define EM_GAP JH__ELFG_GAP
 
 /* A JIT mapping up to this size is mapped from the image file whole at its first code, so
  * that it stays one mapping (mremap). */
@@ -107,6 +110,10 @@ struct elfmap {
     bool maps_checked;          /* proven ours in this hook already (reset by each hook) */
     bool valgrind;              /* running under valgrind: see elfmap_region.c, publish() */
     bool bti;                   /* the CPU enforces BTI: pages may be PROT_BTI (code_prot) */
+    bool freeze;                /* no image file changes once written: a change to a window
+                                   is its next generation (JITHERALD_ELFMAP_FREEZE: perf
+                                   record --buildid-mmap keeps a path's first build-id;
+                                   docs/fleet.md, "Identity") */
     struct region **reg;        /* sorted by lo, windows disjoint */
     size_t nreg, capreg;
     struct own_file *own;       /* every file this context made (pages mapped from them are
@@ -243,8 +250,11 @@ int jh__em_create(struct elfmap *m, const char *path, struct jh__kfd *k);
 void jh__em_keep(struct elfmap *m, char *path, uint64_t bytes);
 /* jh__elfg_add, and the function's live code bytes into the image's build-id. */
 int jh__em_image_add(struct jh__elfg *img, const struct jh__func *f);
-/* Write what the image has and the file lacks. */
+/* Write what the image has and the file lacks (its build-id note last). */
 int jh__em_sync(struct jh__elfg *img, int fd);
+/* Before the first byte of a change to a synced image: the note says no build-id until the
+ * next jh__em_sync (an id never stands for two contents: docs/fleet.md, "Identity"). */
+int jh__em_unsay(struct jh__elfg *img, int fd);
 /* Copy [lo, hi) of live code into m->snap. */
 int jh__em_snapshot(struct elfmap *m, uintptr_t lo, uintptr_t hi);
 /* The live bytes of [lo, hi) into fd at offset off. */

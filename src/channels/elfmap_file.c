@@ -234,6 +234,12 @@ int jh__em_sync(struct jh__elfg *img, int fd)
     return 0;
 }
 
+int jh__em_unsay(struct jh__elfg *img, int fd)
+{
+    struct jh__elfg_span v = jh__elfg_note_void(img);
+    return jh__pwrite_all(fd, v.p, v.len, v.off);
+}
+
 /* ---- pages ------------------------------------------------------------------------------ */
 
 int jh__em_snapshot(struct elfmap *m, uintptr_t lo, uintptr_t hi)

@@ -362,7 +362,7 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
 {
     /* a file the program closed and that cannot be opened again: a new one */
     int fd = r->foreign || r->fd.fd < 0 ? -1 : region_fd(r);
-    bool fresh = fd < 0, over = false;
+    bool fresh = fd < 0 || m->freeze, over = false;
     for (size_t i = 0; i < n && !over; i++) {
         const struct jh__entry *e = es[i];
         for (size_t k = 0; k < r->ntombs && !over; k++)
@@ -399,7 +399,7 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             return 1;
         }
     }
-    int res = 0;
+    int res = fd >= 0 ? jh__em_unsay(&r->img, fd) : 0;
     EACH_PAGE_OF(m, es, n, k, a) {
         if (res)
             break;
@@ -428,9 +428,10 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
         res = 1;
     } else if (err) {
         return err;
-    } else if (!res && (err = jh__em_sync(&r->img, fd))) {
-        return err;
     }
+    /* (also when the code stays anonymous: the note, made void above, comes back) */
+    if ((err = jh__em_sync(&r->img, fd)))
+        return err;
     if (!res && (err = jh__em_map_eh(m, r, fd, r->path, false)))
         return err;
     if (res) {
@@ -451,10 +452,12 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
         any |= is_mapped(m, r, a);
     if (!any)
         return 0;
-    int fd = r->frozen || r->foreign ? -1 : region_fd(r);
+    int fd = r->frozen || r->foreign || m->freeze ? -1 : region_fd(r);
     if (fd < 0)
         return publish(m, r, NULL, 0);
     int err = jh__em_snapshot(m, addr, addr + len);
+    if (!err)
+        err = jh__em_unsay(&r->img, fd);
     if (!err)
         err = jh__pwrite_all(fd, m->snap.p, len, off_of(m, r, addr));
     if (err)

@@ -605,6 +605,13 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
     return n;
 }
 
+struct jh__elfg_span jh__elfg_note_void(struct jh__elfg *g)
+{
+    static const uint8_t no_type[4];
+    g->note_dirty = true;
+    return (struct jh__elfg_span){ .off = NOTE_OFF + 8, .p = no_type, .len = sizeof no_type };
+}
+
 int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v)
 {
     int n = 0;

@@ -65,6 +65,15 @@
 #include "fmt/build_id.h"
 #include "fmt/dwarf.h"
 
+/* The elfmap channel's image geometry (channels/elfmap.h has what each means), here so that
+ * tools/log_elf.c, which rebuilds its files from the audit log, lays them out the same:
+ * a window's code span, how far below its anchor it may reach, and the hole after the span
+ * (what bounds a file's apparent size: one page + SPAN + GAP + the metadata's chunks). */
+#define JH__ELFG_WINDOW ((uint64_t)1 << 20)
+#define JH__ELFG_LEAD ((uint64_t)1 << 20)
+#define JH__ELFG_SPAN ((uint64_t)3 << 20)
+#define JH__ELFG_GAP ((uint64_t)1 << 20)
+
 struct jh__arch;
 struct jh__func;
 struct jh__cfi_index;
@@ -159,6 +168,12 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f);
  */
 int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v);
 void jh__elfg_synced(struct jh__elfg *g);
+
+/* The span that turns the build-id note into a note of type 0 (no build-id, for any reader),
+ * to write before the first byte of a change to an image that was synced: the old id then
+ * never stands for new contents, and the next jh__elfg_spans writes the new note last, after
+ * everything it covers. */
+struct jh__elfg_span jh__elfg_note_void(struct jh__elfg *g);
 
 /* The file ranges sections moved out of since the last jh__elfg_synced (their old chunks:
  * garbage the caller may punch out of the file). Returns how many went into v (p NULL). */

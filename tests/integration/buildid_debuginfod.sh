@@ -10,13 +10,7 @@ require_tool perf linux-perf
 require_tool debuginfod debuginfod
 require_tool debuginfod-find debuginfod
 require_tool eu-addr2line elfutils
-if [ -z "${JH_IN_NETNS:-}" ]; then
-    command -v unshare > /dev/null && unshare -n true 2> /dev/null ||
-        skip "cannot make a network namespace (unshare -n: root or user namespaces needed)"
-    rm -rf "$T"                 # (exec: the exit trap that would remove it never runs)
-    exec unshare -n env JH_IN_NETNS=1 JH_KEEP=${JH_KEEP:-} bash "$0" "$@"
-fi
-ip link set lo up 2> /dev/null || true
+own_netns "$@"
 cd "$T"
 cp "$MINI/fib.mini" .
 JITHERALD=elfmap JITHERALD_DIR=$T/d command perf --buildid-dir "$T/c1" record -q \

@@ -3,7 +3,7 @@
 # JITs, from elfmap's image files alone (JITHERALD=elfmap: no perf map, no jitdump):
 #   perf record --call-graph dwarf (perf 6.1 unwinds with libunwind through each mapping's
 #     .eh_frame_hdr): samples in the JIT function fib unwind through the fib frames and
-#     main (JIT) to the C caller mj_call. Control, the same program with images that lack
+#     main (JIT) to the C caller mj_call and on to the C main. Control, the same program with images that lack
 #     .eh_frame (JITHERALD_ELFMAP_NO_EH_FRAME=1: .debug_frame only, as before): none does.
 #   eu-stack -p (libdw) on the running demo names the JIT frames and walks through them to
 #     mj_call and main. libdw reads .eh_frame or .debug_frame (either alone is enough,
@@ -27,10 +27,12 @@ FIB=$MINI/fib.mini
 
 # Per sample (leaf first): samples whose leaf is the JIT function fib, and how many of those
 # have a chain that reaches the C caller mj_call.
-chains() { # perf.data -> "N M"
+# (and "N M K": K of them go on past mj_call to the C main, the end of the program's stack)
+chains() { # perf.data -> "N M K"
     perf script -i "$1" -F ip,sym 2>/dev/null >"$1.txt"
-    awk 'BEGIN { RS = "" } { split($0, l, "\n"); if (l[1] ~ / fib$/) { n++; if ($0 ~ /mj_call/) c++ } }
-         END { print n + 0, c + 0 }' "$1.txt"
+    awk 'BEGIN { RS = "" } { split($0, l, "\n"); if (l[1] ~ / fib$/) { n++; if ($0 ~ /mj_call/) c++
+                                 if ($0 ~ /mj_call\n(.*\n)*[^\n]* main(\n|$)/) k++ } }
+         END { print n + 0, c + 0, k + 0 }' "$1.txt"
 }
 record() { # NAME [env...]: perf record of the demo, images in $T/NAME
     rm -rf "$1"
@@ -49,15 +51,17 @@ record() { # NAME [env...]: perf record of the demo, images in $T/NAME
 tally=
 for run in 1 2 3; do
     record with
-    read -r n c <<<"$(chains with.data)"
+    read -r n c k <<<"$(chains with.data)"
     [ "$n" -ge 10 ] || fail "only $n samples in fib"
     record without JITHERALD_ELFMAP_NO_EH_FRAME=1
-    read -r n0 c0 <<<"$(chains without.data)"
+    read -r n0 c0 _ <<<"$(chains without.data)"
     [ "$n0" -ge 10 ] || fail "control: only $n0 samples in fib"
     tally="$tally run $run: $c/$n with, $c0/$n0 without;"
     echo "run $run: with .eh_frame $c of $n samples in fib unwind to mj_call; without: $c0 of $n0"
     [ "$c0" = 0 ] || fail "control: $c0 chains pass the JIT frames without .eh_frame, so the test proves nothing"
     [ $((c * 10)) -ge $((n * 9)) ] || fail "dwarf unwinding did not pass the JIT frames:$tally"
+    echo "run $run: $k of $n go on to the C main"
+    [ $((k * 10)) -ge $((n * 9)) ] || fail "dwarf unwinding stops between mj_call and main:$tally"
 done
 awk 'BEGIN { RS = "" } $0 ~ / fib\n/ && / main\n/ && /mj_call/ { print; exit }' with.data.txt
 
@@ -106,6 +110,8 @@ head -8 es.txt
 [ "$(grep -cE '^#[0-9]+ +0x[0-9a-f]+ fib$' es.txt)" -ge 2 ] || fail "eu-stack names fewer than 2 fib frames"
 grep -E '^#[0-9]+ +0x[0-9a-f]+ main$' es.txt >/dev/null || fail "eu-stack: no JIT main frame"
 grep -E ' mj_call$' es.txt || fail "eu-stack does not unwind through the JIT frames to mj_call"
+awk '/ mj_call$/ { past = 1 } past && / main$/ { ok = 1 } END { exit !ok }' es.txt ||
+    fail "eu-stack does not unwind on from mj_call to the C main"
 stack es0.txt --no-unwind-info
 ! grep -E ' mj_call$' es0.txt || fail "control: eu-stack passes JIT frames that have no unwind information"
 echo "PASS: perf --call-graph dwarf and eu-stack unwind frameless JIT code through the images' CFI;$tally"

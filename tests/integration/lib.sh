@@ -13,7 +13,7 @@
 #                   want of a library, and fails when it was never built)
 #   at_exit CMD     runs CMD at exit (last registered first), before T is removed
 #   kill_at_exit PID, wait_for_file FILE [SECONDS], wait_gone PID [SECONDS], many_mini FILE,
-#   private_perf_cache
+#   private_perf_cache, own_netns "$@" (the script again in a network namespace with only lo)
 #   share REPORT PART [WHOLE]   PART's per cent of WHOLE's samples in a perf report
 #   only REPORT PART WHOLE      every row of WHOLE's in a perf report is PART's
 #   mj_truth_lines PROGRAM FUNCTION, so_lines JITTED.so   line tables to compare exactly
@@ -131,6 +131,17 @@ only() {
 
 # perf caches every object it reads (each jitted-*.so) under ~/.debug: keep them in $T.
 private_perf_cache() { perf() { command perf --buildid-dir "$T/buildid" "$@"; }; }
+# own_netns "$@": the script again, in a network namespace of its own with nothing but lo
+# (a server it starts is reachable from nowhere else); skips where unshare -n is refused
+own_netns() {
+    if [ -z "${JH_IN_NETNS:-}" ]; then
+        command -v unshare > /dev/null && unshare -n true 2> /dev/null ||
+            skip "cannot make a network namespace (unshare -n: root or user namespaces needed)"
+        rm -rf "$T"             # (exec: the exit trap that would remove it never runs)
+        exec unshare -n env JH_IN_NETNS=1 JH_KEEP=${JH_KEEP:-} bash "$0" "$@"
+    fi
+    ip link set lo up 2> /dev/null || true
+}
 
 # Windows programs under Wine (scripts/wine-env.sh): one prefix, build-win64/wine, created
 # once and reused by every run.
