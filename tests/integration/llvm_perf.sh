@@ -14,10 +14,11 @@ private_perf_cache
 JIT=$(program llvm_jit)
 IR=$B/tests/programs/llvm
 RUN=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 100000000)
-# For the line checks, ten times the work (~0.5 s) sampled at 10 kHz (~6,500 samples in
-# work): hot.h's rows hold 0.5-6% of work's samples. At 1e8 (~110 samples) one run in three
-# had none there; at 2 kHz (~1,100 samples, 8 in hot.h) an idle `make test` once had none.
-LINES=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 1000000000)
+# For the line checks, three times the work (~0.6 s) sampled at 10 kHz (~6,000 samples in
+# work): hot.h's rows hold about 70% of them (its four dependent multiplies; with one,
+# strength-reduced to three instructions, a loaded machine gave it 0.01-1.5%, and some
+# runs none), work.c's the rest.
+LINES=("$IR/entry.ll" "$IR/chain.ll" "$IR/work.ll" -- jit_entry 300000000)
 cd "$T"
 
 # "work FILE:LINE" rows of a perf report, and the share of work's samples they hold
