@@ -180,9 +180,9 @@ static int image(struct elfmap *m, struct jh__entry *e)
         if (o == e || SLOT(m, o) || o->node.start < r->lo ||
             o->node.start + o->node.size > r->hi)
             continue;
-        if (JH__VEC_RESERVE(m->fns, m->capfns, n + 1))
+        if (JH__VEC_RESERVE(m->ents, m->capents, n + 1))
             return -ENOMEM;
-        es = (struct jh__entry **)m->fns;   /* scratch, as entry pointers */
+        es = m->ents;
         es[0] = e;
         es[n++] = o;
     }
@@ -332,6 +332,7 @@ static void elfmap_close(void *state)
     free(m->own);
     free(m->kept);
     free(m->fns);
+    free(m->ents);
     jh__buf_free(&m->snap);
     free(m);
 }

@@ -115,8 +115,11 @@ struct elfmap {
     struct kept_file *kept;     /* older generations, oldest first */
     size_t nkept, capkept;
     uint64_t kept_bytes;
-    const struct jh__func **fns;    /* scratch */
+    const struct jh__func **fns;    /* scratch (publish) */
     size_t capfns;
+    struct jh__entry **ents;    /* scratch of elfmap.c's image(): the functions it hands to
+                                   jh__em_region_add, which may use fns meanwhile */
+    size_t capents;
     struct jh__buf snap;        /* scratch: page snapshots */
     uint32_t reported;
     unsigned pid_gen;           /* jh__fork_generation() when pid was read */
