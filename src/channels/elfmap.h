@@ -98,7 +98,7 @@ struct kept_file {
 
 /* One-time reports. */
 enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE, R_SEALED,
-       R_BTI, R_EH, R_RWX_MIX };
+       R_BTI, R_EH, R_RWX_MIX, R_RWX_UNLOCKED };
 
 struct elfmap {
     const struct jh__chan_env *env;
@@ -107,6 +107,10 @@ struct elfmap {
     bool maps_checked;          /* proven ours in this hook already (reset by each hook) */
     bool valgrind;              /* running under valgrind: see elfmap_region.c, publish() */
     bool bti;                   /* the CPU enforces BTI: pages may be PROT_BTI (code_prot) */
+    bool unlocked;              /* in a hook the JIT does not call under its code lock
+                                   (jh_channels_set's rundown and switch-off): RWX pages
+                                   are neither mapped over nor given back (a copy would
+                                   lose a write the JIT makes meanwhile) */
     struct region **reg;        /* sorted by lo, windows disjoint */
     size_t nreg, capreg;
     struct own_file *own;       /* every file this context made (pages mapped from them are
