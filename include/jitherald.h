@@ -94,6 +94,10 @@ enum {
                                    "bt" flag of /proc/self/smaps, read when this flag is not
                                    set); set it to spare that read, and where /proc cannot
                                    tell (qemu-user answers smaps with the host's mappings).
+                                   Set it only if every page you announce is PROT_BTI: the
+                                   flag is believed, not checked, and an image mapped
+                                   PROT_BTI over code without landing pads makes its next
+                                   indirect branch there trap (SIGILL).
                                    What BTI asks of the JIT is its own, not jitherald's: a
                                    landing pad at every target of an indirect branch (`bti c`
                                    or `paciasp` where `blr` calls, `bti j` where `br` jumps,
