@@ -123,9 +123,10 @@ enum {
                                    it does not) */,
     JH_OPT_CODE_RWX   = 1 << 4  /* the JIT keeps its code pages writable and executable
                                    (as HotSpot, Mono and node do). What it promises: every
-                                   write to those pages (code, data, free room alike) and
-                                   every change of their protection is made under one code
-                                   lock, and jh_code_add, jh_code_patched, jh_code_move,
+                                   write to the mappings that hold announced code (code,
+                                   data and free room alike: elfmap re-maps a mapping of up
+                                   to 1 MiB whole) and every change of their protection is
+                                   made under one code lock, and jh_code_add, jh_code_patched, jh_code_move,
                                    jh_code_remove and jh_code_remove_range on that code are
                                    called under that same lock; after changing announced
                                    bytes it calls jh_code_patched. The elfmap channel then
