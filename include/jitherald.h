@@ -95,6 +95,10 @@ enum {
                                    "bt" flag of /proc/self/smaps, read when this flag is not
                                    set); set it to spare that read, and where /proc cannot
                                    tell (qemu-user answers smaps with the host's mappings).
+                                   Set it only if every page you announce is PROT_BTI: the
+                                   flag is believed, not checked, and an image mapped
+                                   PROT_BTI over code without landing pads makes its next
+                                   indirect branch there trap (SIGILL).
                                    What BTI asks of the JIT is its own, not jitherald's: a
                                    landing pad at every target of an indirect branch (`bti c`
                                    or `paciasp` where `blr` calls, `bti j` where `br` jumps,
@@ -119,16 +123,29 @@ enum {
                                    `jitherald attach PID` (docs/attach.md; JITHERALD_ATTACH=0:
                                    it does not) */,
     JH_OPT_CODE_RWX   = 1 << 4  /* the JIT keeps its code pages writable and executable
-                                   (as HotSpot, Mono and node do) and writes them only where
-                                   it may call jh_code_add: under the lock it announces under
-                                   (no other thread writes or re-protects those pages while
-                                   jh_code_add, jh_code_patched or jh_code_move runs), and it
-                                   calls jh_code_patched after changing announced bytes. The
-                                   elfmap channel then maps its images over RWX code too, as
-                                   private RWX file mappings: the JIT's later writes land in
-                                   copy-on-write pages of its own, a fork child never shares
-                                   them. Without this flag writable code is left anonymous
-                                   (docs/elfmap.md, "Writable and shared code pages") */
+                                   (as HotSpot, Mono and node do). What it promises: every
+                                   write to the mappings that hold announced code (code,
+                                   data and free room alike: elfmap re-maps a mapping of up
+                                   to 1 MiB whole) and every change of their protection is
+                                   made under one code lock, and jh_code_add, jh_code_patched, jh_code_move,
+                                   jh_code_remove and jh_code_remove_range on that code are
+                                   called under that same lock; after changing announced
+                                   bytes it calls jh_code_patched. The elfmap channel then
+                                   maps its images over RWX code too, inside those calls
+                                   only, as private RWX file mappings: the JIT's later
+                                   writes land in copy-on-write pages of its own, a fork
+                                   child never shares them.
+                                   jh_channels_set (`jitherald attach`), which runs without
+                                   the JIT's lock, neither maps RWX code (code live when
+                                   elfmap is switched on stays anonymous until the next
+                                   jh_code_add on its pages, said once) nor gives it back
+                                   when elfmap is switched off (it stays a private file
+                                   mapping, as after jh_close). A JIT that breaks the promise
+                                   may lose a write made while one of those calls copies and
+                                   re-maps the page, or find elfmap stopped with an error
+                                   where it noticed the bytes change. Without this flag
+                                   writable code is left anonymous (docs/elfmap.md,
+                                   "Writable and shared code pages") */
 };
 
 /* jh_options.gdb_batch: new code reaches debuggers at jh_flush(), not at each add. */
@@ -426,7 +443,8 @@ JH_API unsigned jh_channels(const jh_ctx *ctx);
  * JH_OPT_STANDBY, or after an earlier jh_channels_set (from then on it retains; code added
  * before that, while nothing was retained, is said once to be missing). A channel switched
  * off gives back what it holds: debugger images unregistered, unwinder registrations
- * removed, elfmap's pages anonymous memory again with the same bytes and protections, its
+ * removed, elfmap's pages anonymous memory again with the same bytes and protections (but
+ * RWX code, JH_OPT_CODE_RWX, which stays mapped from elfmap's files, private), its
  * files closed (left for the tools). The audit log, switched off, stops recording but
  * keeps its file open until jh_close (jh_log_* may be using it without a lock); switched on
  * again, it records the rundown. Adds, moves, patches and removes in other threads are

@@ -126,6 +126,10 @@ struct jh__channel_ops {
      * close would leave for the tools after the process (elfmap: its pages become
      * anonymous memory again, same bytes and protections). NULL: close is enough. */
     void (*off)(void *state);
+    /* Around chan_on's rundown (running true, then false): the adds between come from
+     * jh_channels_set (`jitherald attach`'s thread), not from the JIT's jh_code_add, so
+     * not under the JIT's code lock (elfmap then leaves RWX code alone). NULL: no matter. */
+    void (*rundown)(void *state, bool running);
     void (*close)(void *state);
     /* Without the context lock, from jh_log_memory / jh_log_event. */
     int  (*log_memory)(void *state, const void *addr, size_t size, const char *hint);

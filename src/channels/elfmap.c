@@ -180,9 +180,9 @@ static int image(struct elfmap *m, struct jh__entry *e)
         if (o == e || SLOT(m, o) || o->node.start < r->lo ||
             o->node.start + o->node.size > r->hi)
             continue;
-        if (JH__VEC_RESERVE(m->fns, m->capfns, n + 1))
+        if (JH__VEC_RESERVE(m->ents, m->capents, n + 1))
             return -ENOMEM;
-        es = (struct jh__entry **)m->fns;   /* scratch, as entry pointers */
+        es = m->ents;
         es[0] = e;
         es[n++] = o;
     }
@@ -306,8 +306,17 @@ static int elfmap_forked(void *state)
 static void elfmap_off(void *state)
 {
     struct elfmap *m = state;
+    /* Not under the JIT's code lock: RWX pages stay mapped from the files (private,
+     * copy-on-write: every write kept, never shared with a fork child), as at jh_close. */
+    m->unlocked = true;
     for (size_t i = 0; i < m->nreg; i++)
         jh__em_region_unswap_all(m, m->reg[i]);
+}
+
+/* jh_channels_set's rundown: its adds run without the JIT's code lock. */
+static void elfmap_rundown(void *state, bool running)
+{
+    ((struct elfmap *)state)->unlocked = running;
 }
 
 static void elfmap_close(void *state)
@@ -334,6 +343,7 @@ static void elfmap_close(void *state)
     free(m->own);
     free(m->kept);
     free(m->fns);
+    free(m->ents);
     jh__buf_free(&m->snap);
     free(m);
 }
@@ -342,5 +352,5 @@ const struct jh__channel_ops jh__elfmap_ops = {
     .name = "elfmap", .bit = JH_ELFMAP, .open = elfmap_open, .add = elfmap_add,
     .remove = elfmap_remove, .move = elfmap_move, .patched = elfmap_patched,
     .forked = elfmap_forked, .fork_prepare = elfmap_fork_prepare, .off = elfmap_off,
-    .close = elfmap_close,
+    .rundown = elfmap_rundown, .close = elfmap_close,
 };

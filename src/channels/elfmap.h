@@ -101,7 +101,7 @@ struct kept_file {
 
 /* One-time reports. */
 enum { R_VERDICT = 0, R_CHANGED = 16, R_BUILD, R_FILE, R_MAP, R_RANGE, R_STRADDLE, R_SEALED,
-       R_BTI, R_EH, R_RWX_MIX };
+       R_BTI, R_EH, R_RWX_MIX, R_RWX_UNLOCKED };
 
 struct elfmap {
     const struct jh__chan_env *env;
@@ -114,6 +114,10 @@ struct elfmap {
                                    is its next generation (JITHERALD_ELFMAP_FREEZE: perf
                                    record --buildid-mmap keeps a path's first build-id;
                                    docs/fleet.md, "Identity") */
+    bool unlocked;              /* in a hook the JIT does not call under its code lock
+                                   (jh_channels_set's rundown and switch-off): RWX pages
+                                   are neither mapped over nor given back (a copy would
+                                   lose a write the JIT makes meanwhile) */
     struct region **reg;        /* sorted by lo, windows disjoint */
     size_t nreg, capreg;
     struct own_file *own;       /* every file this context made (pages mapped from them are
@@ -122,8 +126,11 @@ struct elfmap {
     struct kept_file *kept;     /* older generations, oldest first */
     size_t nkept, capkept;
     uint64_t kept_bytes;
-    const struct jh__func **fns;    /* scratch */
+    const struct jh__func **fns;    /* scratch (publish) */
     size_t capfns;
+    struct jh__entry **ents;    /* scratch of elfmap.c's image(): the functions it hands to
+                                   jh__em_region_add, which may use fns meanwhile */
+    size_t capents;
     struct jh__buf snap;        /* scratch: page snapshots */
     uint32_t reported;
     unsigned pid_gen;           /* jh__fork_generation() when pid was read */

@@ -257,20 +257,32 @@ int jh__em_write_text(struct elfmap *m, int fd, uintptr_t lo, uintptr_t hi, uint
     return err ? err : jh__pwrite_all(fd, m->snap.p, hi - lo, off);
 }
 
+static bool rwx_ok(const struct elfmap *m);
+
 enum jh__vma_verdict jh__em_eligible(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
     enum jh__vma_verdict v = jh__em_check(m, lo, hi);
-    if (v != JH__VMA_OK)
+    const struct jh__elfmap_opts *o = m->env->opts;
+    if (v == JH__VMA_WRITABLE && m->unlocked && o && o->code_rwx)
+        jh__em_report_once(m, R_RWX_UNLOCKED, "RWX code at %#lx-%#lx left as it is (perf "
+                           "map/jitdump still name it): elfmap was switched on by "
+                           "jh_channels_set (jitherald attach), which does not hold the "
+                           "JIT's code lock, and RWX pages are mapped over only inside "
+                           "jh_code_add/_patched/_move; the next of those on these pages maps "
+                           "them", (unsigned long)lo, (unsigned long)hi);
+    else if (v != JH__VMA_OK)
         jh__em_report_once(m, R_VERDICT + (int)v, "code at %#lx-%#lx left anonymous, so "
                            "valgrind (and perf, without perfmap or jitdump) shows it as ???: %s",
                            (unsigned long)lo, (unsigned long)hi, jh__vma_verdict_str(v));
     return v;
 }
 
+/* RWX pages may be mapped over or given back: the JIT said it writes them only under its
+ * code lock (JH_OPT_CODE_RWX), and this hook is one it calls under that lock. */
 static bool rwx_ok(const struct elfmap *m)
 {
     const struct jh__elfmap_opts *o = m->env->opts;
-    return o && o->code_rwx;
+    return o && o->code_rwx && !m->unlocked;
 }
 
 enum jh__vma_verdict jh__em_check(struct elfmap *m, uintptr_t lo, uintptr_t hi)

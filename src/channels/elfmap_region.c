@@ -369,10 +369,10 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             over = r->tombs[k].start < e->node.start + e->node.size &&
                    e->node.start < r->tombs[k].start + r->tombs[k].size;
     }
-    if (r->frozen) {
-        EACH_PAGE_OF(m, es, n, k, a)
-            fresh |= is_mapped(m, r, a);
-    }
+    /* After fork the child may read any page it got mapped from this file, including
+     * pages the parent has since given back to anonymous memory (code removed): none of
+     * the file's code bytes may change, new code in the parent goes to a new file. */
+    fresh |= r->frozen;
     if (fresh || (over && !m->valgrind))
         return publish(m, r, es, n);
     if (over) {

@@ -223,6 +223,8 @@ static int chan_on(jh_ctx *ctx, int i)
         st = ctx->chan[i].state;
         atomic_fetch_and(&ctx->live, ~ops->bit);    /* live once it has heard them all */
     }
+    if (ops->rundown)
+        ops->rundown(st, true);
     for (struct jh__node *n = jh__reg_ceil(&ctx->reg, 0); n; n = jh__reg_next(&ctx->reg, n)) {
         int err = ops->add(st, jh__entry_of(n));
         if (err < 0) {
@@ -230,6 +232,8 @@ static int chan_on(jh_ctx *ctx, int i)
             return err;
         }
     }
+    if (ops->rundown)
+        ops->rundown(st, false);
     int err = ops->flush ? ops->flush(st) : 0;     /* debuggers hear it now */
     if (err < 0) {
         channel_failed(ctx, i, "flushing", err);

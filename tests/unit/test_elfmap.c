@@ -313,6 +313,38 @@ static void test_left_alone(jh_ctx *jh)
     close(fd);
 }
 
+/* Code announced while its page could not be mapped over (still writable), then code on
+ * the same page once it is r-x, in a window of its own (its first file): the image names
+ * both, the one announced earlier too. */
+static void test_left_then_named(jh_ctx *jh)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    /* far from the other tests' code, so that the window is new */
+    uint8_t *p = mmap((void *)(uintptr_t)0x3e0000000000ull, pg, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == MAP_FAILED) {
+        SKIP_PART("no free address for a new window");
+        return;
+    }
+    emit_ret(p, 11);
+    emit_ret(p + 64, 12);
+    uint64_t early = add(jh, "early", p, 6);
+    CHECK(!swapped(p));
+    CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
+    uint64_t late = add(jh, "late", p + 64, 6);
+    CHECK(swapped(p));
+    struct ew_fn we = { p, 6, "early" }, wl = { p + 64, 6, "late" };
+    CHECK_EQ(ew_check_one(&we, NULL, 0), EW_OK);
+    CHECK_EQ(ew_check_one(&wl, NULL, 0), EW_OK);
+    CHECK_EQ(((fn_t *)(void *)p)(), 11);
+    CHECK_EQ(((fn_t *)(void *)(p + 64))(), 12);
+    CHECK_EQ(jh_code_remove(jh, early), 0);
+    CHECK(swapped(p));                          /* late still lives there */
+    CHECK_EQ(jh_code_remove(jh, late), 0);
+    CHECK(!swapped(p));                         /* no code of ours left: anonymous again */
+    munmap(p, pg);
+}
+
 /* Thousands of functions announced back to back into one buffer: every one is named by
  * the image mapped at its address when jh_code_add returns, no jh_flush needed, and they
  * share one file (the window's), mapped as one run. */
@@ -586,6 +618,7 @@ int main(void)
     jh_ctx *jh = open_ctx();
     test_wx_page(jh);
     test_left_alone(jh);
+    test_left_then_named(jh);
     test_fork_and_named(jh);
     test_burst(jh);
     test_flush_race(jh);

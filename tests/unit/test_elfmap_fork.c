@@ -58,6 +58,64 @@ static int file_bytes(const void *p, uint8_t out[6])
     return n == 6 ? 0 : -1;
 }
 
+/*
+ * RWX code (JH_OPT_CODE_RWX) whose page a fork child runs from the shared file without
+ * writing it; the parent then removes the code (its page anonymous memory again, in the
+ * parent only; the window lives on with code on the next page) and writes new code on that
+ * page: the file's bytes there must stay what the
+ * child reads (a table beside the code, then the new code's place).
+ */
+static void removed_after_fork(const char *dir)
+{
+    jh_ctx *jh = NULL;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_ELFMAP, .dir = dir,
+                            .flags = JH_OPT_IGNORE_ENV | JH_OPT_CODE_RWX, .engine = "fork" };
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE | PROT_EXEC,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    memset(p, 0xcc, 2 * pg);
+    emit_ret(p, 1);
+    emit_ret(p + pg, 3);                        /* h: keeps the image window alive */
+    static const char table[] = "a table the JIT keeps beside its code";
+    memcpy(p + pg / 2, table, sizeof table);
+    struct jh_code c = { .sz = sizeof c, .name = "f", .start = p, .size = 6 };
+    uint64_t id = 0;
+    CHECK_EQ(jh_code_add(jh, &c, &id), 0);
+    struct jh_code ch = { .sz = sizeof ch, .name = "h", .start = p + pg, .size = 6 };
+    CHECK_EQ(jh_code_add(jh, &ch, NULL), 0);
+    struct ew_fn wf = { p, 6, "f" };
+    CHECK_EQ(ew_check_one(&wf, NULL, 0), EW_OK);
+
+    int to_child[2];
+    CHECK(pipe(to_child) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char go = 0;
+        int bad = read(to_child[0], &go, 1) != 1;
+        bad += memcmp(p + pg / 2, table, sizeof table) != 0;
+        bad += ((fn_t *)(void *)p)() != 1;
+        _exit(bad);
+    }
+    CHECK(pid > 0);
+    CHECK_EQ(jh_code_remove(jh, id), 0);
+    emit_ret(p + pg / 2, 2);                    /* over the parent's own table */
+    c.name = "g";
+    c.start = p + pg / 2;
+    CHECK_EQ(jh_code_add(jh, &c, NULL), 0);
+    CHECK_EQ(((fn_t *)(void *)(p + pg / 2))(), 2);
+    struct ew_fn wg = { p + pg / 2, 6, "g" };
+    CHECK_EQ(ew_check_one(&wg, NULL, 0), EW_OK);
+    CHECK(write(to_child[1], "g", 1) == 1);
+    int st = 0;
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    jh_close(jh);
+    munmap(p, 2 * pg);
+}
+
 int main(void)
 {
     char dir[64] = "/tmp/jh-test-elfmap-fork-XXXXXX";
@@ -136,6 +194,7 @@ int main(void)
     CHECK(WIFEXITED(st));
     CHECK_EQ(WEXITSTATUS(st), 0);
     jh_close(jh);
+    removed_after_fork(dir);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -22,6 +22,7 @@
 #include "check.h"
 #include "elfmap_witness.h"
 #include "jitherald.h"
+#include <valgrind/valgrind.h>
 
 #ifndef SYS_mseal
 #define SYS_mseal 462
@@ -99,6 +100,42 @@ static void test_remapped_page(void)
     munmap(b, 4 * page);
 }
 
+/* The JIT moves its area with mremap inside one image window (its pages keep the file
+ * offsets of the old address) and gets a fresh area at the old address for new code: the
+ * image's file must not take the new code at the old offsets, which the moved pages still
+ * read (their bytes the JIT never wrote since: a table kept beside the code). */
+static void test_moved_area(void)
+{
+    if (RUNNING_ON_VALGRIND)        /* (windows are one page there, and mremap emulated) */
+        return;
+    jh_ctx *jh = open_ctx();
+    size_t len = 16 * page, win = (size_t)1 << 20;
+    uint8_t *res = mmap(NULL, 2 * win, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(res != MAP_FAILED);
+    uint8_t *a = (uint8_t *)(((uintptr_t)res + win - 1) & ~(uintptr_t)(win - 1));
+    uint8_t *b = a + win / 2;       /* the same window */
+    a = area(a, len);
+    emit(a, 1, 64);
+    static const char table[] = "the JIT's table, written before the code was announced";
+    memcpy(a + page, table, sizeof table);
+    CHECK_EQ(mprotect(a, len, PROT_READ | PROT_EXEC), 0);
+    uint64_t id = announce(jh, "moved", a, 64);
+    CHECK(mremap(a, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, b) == b);
+    CHECK_EQ(jh_code_move(jh, id, b), 0);
+    uint8_t *c = area(a, len);      /* fresh code where the area was */
+    CHECK(c == a);
+    emit(c + page, 2, 64);          /* at the old address of the table's page */
+    CHECK_EQ(mprotect(c, len, PROT_READ | PROT_EXEC), 0);
+    announce(jh, "fresh", c + page, 64);
+    CHECK(!memcmp(b + page, table, sizeof table));
+    CHECK_EQ(((int (*)(void))b)(), 1);
+    CHECK_EQ(((int (*)(void))(c + page))(), 2);
+    struct ew_fn f[2] = { { b, 64, "moved" }, { c + page, 64, "fresh" } };
+    CHECK_EQ(ew_check(f, 2, NULL), 2);
+    jh_close(jh);
+    munmap(res, 2 * win);
+}
+
 static void test_dontneed_gives_zeros(void)
 {
     jh_ctx *jh = open_ctx();
@@ -162,6 +199,7 @@ int main(void)
     snprintf(dir, sizeof dir, "/tmp/jh-reuse-%d", (int)getpid());
     mkdir(dir, 0700);
     test_remapped_page();
+    test_moved_area();
     test_dontneed_gives_zeros();
     test_sealed_page();
     char cmd[128];
