@@ -242,6 +242,9 @@ void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Objec
     }
     std::map<std::pair<uint64_t, uint64_t>, uint32_t> file_ids;
     std::map<std::string, uint32_t> by_name;
+    /* most rows name the file of the row before: asked of the maps only when it changes */
+    uint64_t last_unit = 0, last_file = ~0ull;
+    uint32_t last_id = 0;
     auto func_at = [&o](uint64_t a) -> Func * {
         auto it = std::upper_bound(o.funcs.begin(), o.funcs.end(), a,
                                    [](uint64_t v, const Func &f) { return v < f.start; });
@@ -256,19 +259,24 @@ void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Objec
             if (!f)
                 continue;
             uint32_t off = uint32_t(row.addr - f->start);
-            auto key = std::make_pair(u.key, uint64_t(row.file));
-            auto fid = file_ids.find(key);
-            if (fid == file_ids.end()) {
-                std::string path;
-                if (!u.path(row.file, path))
-                    path = "<unknown>";
-                auto named = by_name.emplace(path, uint32_t(o.files.size()));
-                if (named.second)
-                    o.files.push_back(path);
-                fid = file_ids.emplace(key, named.first->second).first;
+            if (u.key != last_unit || row.file != last_file) {
+                auto key = std::make_pair(u.key, uint64_t(row.file));
+                auto fid = file_ids.find(key);
+                if (fid == file_ids.end()) {
+                    std::string path;
+                    if (!u.path(row.file, path))
+                        path = "<unknown>";
+                    auto named = by_name.emplace(path, uint32_t(o.files.size()));
+                    if (named.second)
+                        o.files.push_back(path);
+                    fid = file_ids.emplace(key, named.first->second).first;
+                }
+                last_unit = u.key;
+                last_file = row.file;
+                last_id = fid->second;
             }
             /* file: index into the object's files for now; made per function below */
-            f->lines.push_back(jh_line{off, row.line, row.column, fid->second});
+            f->lines.push_back(jh_line{off, row.line, row.column, last_id});
             if (row.prologue_end && !f->prologue_end && off)
                 f->prologue_end = off;
         }
@@ -277,12 +285,17 @@ void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Objec
     for (Func &f : o.funcs) {
         std::stable_sort(f.lines.begin(), f.lines.end(),
                          [](const jh_line &a, const jh_line &b) { return a.offset < b.offset; });
-        std::map<uint32_t, uint32_t> local;
+        /* a function names a few files: a scan, not a map, and only when the file changes */
+        uint32_t was = ~0u, now = 0;
         for (jh_line &l : f.lines) {
-            auto it = local.emplace(l.file, uint32_t(f.files.size()));
-            if (it.second)
-                f.files.push_back(l.file);
-            l.file = it.first->second;
+            if (l.file != was) {
+                was = l.file;
+                auto it = std::find(f.files.begin(), f.files.end(), l.file);
+                if (it == f.files.end())
+                    it = f.files.insert(it, l.file);
+                now = uint32_t(it - f.files.begin());
+            }
+            l.file = now;
         }
     }
     if (problems)
