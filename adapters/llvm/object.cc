@@ -16,6 +16,7 @@
  * by a lookup per function.
  */
 #include <algorithm>
+#include <cstring>
 #include <map>
 
 #include <llvm/DebugInfo/DWARF/DWARFContext.h>
@@ -37,11 +38,72 @@ struct Sym {
     std::string name;
 };
 
-/* Defined functions in loaded sections, at their load addresses; where several names
- * share an address (C++ constructor aliases C1/C2), the first global one in name order. */
-std::vector<Sym> functions(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads)
+/* The same as the SymbolRef loop below, straight from a 64-bit little-endian ELF's
+ * .symtab (what LLVM emits on x86-64 and arm64): through SymbolRef every field is a lookup
+ * returning an Expected, 5-6 us of an object's cost (issue 30). SymbolRef's rules kept:
+ * ST_Function is STT_FUNC; defined, in a section (not SHN_ABS/COMMON); SF_Global is any
+ * binding but STB_LOCAL; the address is st_value, plus sh_addr in a relocatable object,
+ * less the section's sh_addr. false: something it leaves to the SymbolRef loop (extended
+ * section indices, a symbol without st_size, a malformed table). */
+bool functions_raw(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, std::vector<Sym> &out)
 {
-    std::vector<Sym> out;
+    const auto *eo = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(&obj);
+    if (!eo)
+        return false;
+    const auto &ef = eo->getELFFile();
+    auto secs = ef.sections();
+    if (!secs) {
+        llvm::consumeError(secs.takeError());
+        return false;
+    }
+    const llvm::object::ELF64LE::Shdr *symtab = nullptr;
+    for (const auto &h : *secs) {
+        if (h.sh_type == llvm::ELF::SHT_SYMTAB_SHNDX)
+            return false;
+        if (h.sh_type == llvm::ELF::SHT_SYMTAB)
+            symtab = &h;
+    }
+    if (!symtab)
+        return true;                /* no symbols: no functions, as the loop finds */
+    auto syms = ef.symbols(symtab);
+    auto strs = ef.getStringTableForSymtab(*symtab, *secs);
+    if (!syms || !strs) {
+        llvm::consumeError(syms.takeError());
+        llvm::consumeError(strs.takeError());
+        return false;
+    }
+    bool rel_obj = ef.getHeader().e_type == llvm::ELF::ET_REL;
+    size_t nsec = secs->size();
+    std::vector<uint64_t> load(nsec, ~0ull);    /* by section index, asked once */
+    for (const auto &sym : *syms) {
+        if (sym.getType() != llvm::ELF::STT_FUNC || sym.st_shndx == llvm::ELF::SHN_UNDEF ||
+            sym.st_shndx >= llvm::ELF::SHN_LORESERVE)
+            continue;
+        if (sym.st_shndx >= nsec || sym.st_name >= strs->size())
+            return false;
+        const char *name = strs->data() + sym.st_name;
+        size_t len = strnlen(name, strs->size() - sym.st_name);
+        if (!len)
+            continue;
+        if (!sym.st_size)
+            return false;           /* computeSymbolSizes: the loop below does it */
+        const auto &sec = (*secs)[sym.st_shndx];
+        if (load[sym.st_shndx] == ~0ull)
+            load[sym.st_shndx] = loads.getSectionLoadAddress(eo->toSectionRef(&sec));
+        uint64_t at = load[sym.st_shndx];
+        if (!at)
+            continue;
+        uint64_t addr = sym.st_value + (rel_obj ? sec.sh_addr : 0);
+        out.push_back(Sym{at + addr - sec.sh_addr, sym.st_size,
+                          sym.getBinding() != llvm::ELF::STB_LOCAL, std::string(name, len)});
+    }
+    return true;
+}
+
+/* The functions through LLVM's SymbolRef: any object file, any symbol table. */
+void functions_symbolref(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads,
+                         std::vector<Sym> &out)
+{
     std::vector<std::pair<SymbolRef, uint64_t>> sizes;
     bool have_sizes = false;
     for (const SymbolRef &s : obj.symbols()) {
@@ -82,6 +144,17 @@ std::vector<Sym> functions(const ObjectFile &obj, const llvm::LoadedObjectInfo &
             continue;
         out.push_back(Sym{load + *addr - (*sec)->getAddress(), size,
                           (*flags & SymbolRef::SF_Global) != 0, name->str()});
+    }
+}
+
+/* Defined functions in loaded sections, at their load addresses; where several names
+ * share an address (C++ constructor aliases C1/C2), the first global one in name order. */
+std::vector<Sym> functions(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads)
+{
+    std::vector<Sym> out;
+    if (!functions_raw(obj, loads, out)) {
+        out.clear();
+        functions_symbolref(obj, loads, out);
     }
     std::sort(out.begin(), out.end(), [](const Sym &a, const Sym &b) {
         if (a.start != b.start)
@@ -169,6 +242,9 @@ void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Objec
     }
     std::map<std::pair<uint64_t, uint64_t>, uint32_t> file_ids;
     std::map<std::string, uint32_t> by_name;
+    /* most rows name the file of the row before: asked of the maps only when it changes */
+    uint64_t last_unit = 0, last_file = ~0ull;
+    uint32_t last_id = 0;
     auto func_at = [&o](uint64_t a) -> Func * {
         auto it = std::upper_bound(o.funcs.begin(), o.funcs.end(), a,
                                    [](uint64_t v, const Func &f) { return v < f.start; });
@@ -183,19 +259,24 @@ void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Objec
             if (!f)
                 continue;
             uint32_t off = uint32_t(row.addr - f->start);
-            auto key = std::make_pair(u.key, uint64_t(row.file));
-            auto fid = file_ids.find(key);
-            if (fid == file_ids.end()) {
-                std::string path;
-                if (!u.path(row.file, path))
-                    path = "<unknown>";
-                auto named = by_name.emplace(path, uint32_t(o.files.size()));
-                if (named.second)
-                    o.files.push_back(path);
-                fid = file_ids.emplace(key, named.first->second).first;
+            if (u.key != last_unit || row.file != last_file) {
+                auto key = std::make_pair(u.key, uint64_t(row.file));
+                auto fid = file_ids.find(key);
+                if (fid == file_ids.end()) {
+                    std::string path;
+                    if (!u.path(row.file, path))
+                        path = "<unknown>";
+                    auto named = by_name.emplace(path, uint32_t(o.files.size()));
+                    if (named.second)
+                        o.files.push_back(path);
+                    fid = file_ids.emplace(key, named.first->second).first;
+                }
+                last_unit = u.key;
+                last_file = row.file;
+                last_id = fid->second;
             }
             /* file: index into the object's files for now; made per function below */
-            f->lines.push_back(jh_line{off, row.line, row.column, fid->second});
+            f->lines.push_back(jh_line{off, row.line, row.column, last_id});
             if (row.prologue_end && !f->prologue_end && off)
                 f->prologue_end = off;
         }
@@ -204,12 +285,17 @@ void add_lines(const ObjectFile &obj, const llvm::LoadedObjectInfo &loads, Objec
     for (Func &f : o.funcs) {
         std::stable_sort(f.lines.begin(), f.lines.end(),
                          [](const jh_line &a, const jh_line &b) { return a.offset < b.offset; });
-        std::map<uint32_t, uint32_t> local;
+        /* a function names a few files: a scan, not a map, and only when the file changes */
+        uint32_t was = ~0u, now = 0;
         for (jh_line &l : f.lines) {
-            auto it = local.emplace(l.file, uint32_t(f.files.size()));
-            if (it.second)
-                f.files.push_back(l.file);
-            l.file = it.first->second;
+            if (l.file != was) {
+                was = l.file;
+                auto it = std::find(f.files.begin(), f.files.end(), l.file);
+                if (it == f.files.end())
+                    it = f.files.insert(it, l.file);
+                now = uint32_t(it - f.files.begin());
+            }
+            l.file = now;
         }
     }
     if (problems)

@@ -33,7 +33,7 @@ int jh__buf_reserve(struct jh__buf *b, size_t extra)
     return 0;
 }
 
-void jh__buf_put(struct jh__buf *b, const void *p, size_t n)
+void jh__buf_put_slow(struct jh__buf *b, const void *p, size_t n)
 {
     if (n == 0 || jh__buf_reserve(b, n))
         return;
@@ -53,30 +53,6 @@ void jh__buf_align(struct jh__buf *b, size_t a)
 {
     if (a > 1 && b->len % a)
         jh__buf_zeros(b, a - b->len % a);
-}
-
-void jh__buf_u8(struct jh__buf *b, uint8_t v) { jh__buf_put(b, &v, 1); }
-
-void jh__buf_u16(struct jh__buf *b, uint16_t v)
-{
-    uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
-    jh__buf_put(b, x, 2);
-}
-
-void jh__buf_u32(struct jh__buf *b, uint32_t v)
-{
-    uint8_t x[4];
-    for (int i = 0; i < 4; i++)
-        x[i] = (uint8_t)(v >> (8 * i));
-    jh__buf_put(b, x, 4);
-}
-
-void jh__buf_u64(struct jh__buf *b, uint64_t v)
-{
-    uint8_t x[8];
-    for (int i = 0; i < 8; i++)
-        x[i] = (uint8_t)(v >> (8 * i));
-    jh__buf_put(b, x, 8);
 }
 
 void jh__buf_uleb(struct jh__buf *b, uint64_t v)

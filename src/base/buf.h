@@ -17,18 +17,58 @@ struct jh__buf {
 
 void   jh__buf_free(struct jh__buf *b);
 int    jh__buf_reserve(struct jh__buf *b, size_t extra);   /* 0 or -ENOMEM (sets err) */
-void   jh__buf_put(struct jh__buf *b, const void *p, size_t n);
+void   jh__buf_put_slow(struct jh__buf *b, const void *p, size_t n);   /* grows first */
 void   jh__buf_zeros(struct jh__buf *b, size_t n);
 void   jh__buf_align(struct jh__buf *b, size_t a);         /* pad with zeros to a multiple */
-void   jh__buf_u8(struct jh__buf *b, uint8_t v);
-void   jh__buf_u16(struct jh__buf *b, uint16_t v);         /* little-endian, as all targets */
-void   jh__buf_u32(struct jh__buf *b, uint32_t v);
-void   jh__buf_u64(struct jh__buf *b, uint64_t v);
 void   jh__buf_uleb(struct jh__buf *b, uint64_t v);
 void   jh__buf_sleb(struct jh__buf *b, int64_t v);
 void   jh__buf_str(struct jh__buf *b, const char *s);      /* with its NUL */
 /* Overwrite bytes already written (e.g. a length known only at the end). */
 void   jh__buf_set_u32(struct jh__buf *b, size_t at, uint32_t v);
 void   jh__buf_set_u64(struct jh__buf *b, size_t at, uint64_t v);
+
+/* The writes the encoders make byte by byte and field by field: inline, a bounds check and
+ * a copy while there is room (the images' encoders spent a third of their time in the
+ * calls, issue 30); the slow path grows the buffer or keeps a failure sticky. */
+static inline void jh__buf_put(struct jh__buf *b, const void *p, size_t n)
+{
+    if (n <= b->cap - b->len && !b->err) {
+        if (n) {
+            __builtin_memcpy(b->p + b->len, p, n);
+            b->len += n;
+        }
+        return;
+    }
+    jh__buf_put_slow(b, p, n);
+}
+
+static inline void jh__buf_u8(struct jh__buf *b, uint8_t v)
+{
+    if (b->len < b->cap && !b->err)
+        b->p[b->len++] = v;
+    else
+        jh__buf_put_slow(b, &v, 1);
+}
+
+/* little-endian, as all targets */
+static inline void jh__buf_u16(struct jh__buf *b, uint16_t v)
+{
+    uint8_t x[2] = { (uint8_t)v, (uint8_t)(v >> 8) };
+    jh__buf_put(b, x, 2);
+}
+
+static inline void jh__buf_u32(struct jh__buf *b, uint32_t v)
+{
+    uint8_t x[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+    jh__buf_put(b, x, 4);
+}
+
+static inline void jh__buf_u64(struct jh__buf *b, uint64_t v)
+{
+    uint8_t x[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    jh__buf_put(b, x, 8);
+}
 
 #endif

@@ -27,7 +27,8 @@
  *     them to fill an image) become one image of the next class; an image of `cap`
  *     functions (gdb_batch, default 1024) is full and only changes when its code is
  *     removed or moved. Live images stay below FANOUT per class + n/cap (n/(4 cap) while
- *     a debugger listens, below).
+ *     a debugger listens, below); without a debugger one-function images merge by
+ *     QUIET_FANOUT, so that each function is encoded fewer times.
  *   - default, immediate: jh_code_add registers a one-function image before it returns,
  *     so a debugger attached now sees the function before it can run (pending
  *     breakpoints hit) and one attaching later finds it in the list. The merge registers
@@ -62,6 +63,12 @@
 
 /* ---- policy ---- */
 #define FANOUT 16
+/* One-function images merge by this many while no debugger listens (at most cap/16, so
+ * that 16 of the merged images still fill a full one): each function is
+ * encoded again twice on its way to a full image (64, 1024) instead of three times (16,
+ * 256, 1024), which was a third of what an add cost (issue 30). A debugger attaching then
+ * reads at most this many small images more; once it listens, they merge by FANOUT. */
+#define QUIET_FANOUT 64
 #define NCLASS 4                /* < 16, < 256, < 4096, more: functions per image */
 #define LAZY_MIN 64             /* removals from images this big wait even under a debugger */
 #define BIG 5                   /* the class of merged full images */
@@ -85,6 +92,7 @@ struct gdb_state {
     const struct jh__chan_env *env;
     size_t cap;                 /* functions per full image */
     size_t big_cap;             /* per merged full image (0: cap is too big to merge) */
+    size_t quiet_fanout;        /* QUIET_FANOUT, or less with a small cap (at most cap/16) */
     bool defer;
     bool batch;                 /* inside a jh_code_remove_range: rebuilds wait for its end */
     struct jh__entry **pending;  /* deferred mode: added, not yet in any image */
@@ -255,7 +263,9 @@ static int maybe_merge(struct gdb_state *st, int c)
     for (; c < NCLASS; c++) {
         struct img *keep = st->newest && st->newest->cls == c ? st->newest : NULL;
         size_t cn = st->cls_n[c] - !!keep, cf = st->cls_fns[c] - (keep ? keep->n : 0);
-        if (cn < 2 || (cn < FANOUT && cf < st->cap))
+        size_t fanout = c == 0 && st->quiet_fanout > FANOUT && cn < st->quiet_fanout &&
+                        !jh__gdb_listening() ? st->quiet_fanout : FANOUT;
+        if (cn < 2 || (cn < fanout && cf < st->cap))
             continue;
         size_t n = cf, k = 0, nd = 0;
         struct jh__entry **fns = malloc(n * sizeof *fns);
@@ -637,6 +647,7 @@ static int gdb_open(const struct jh__chan_env *env, void **state)
     st->big_cap = st->cap * BIG_FANOUT < BIG_MAX ? st->cap * BIG_FANOUT : BIG_MAX;
     if (st->big_cap < 2 * st->cap)
         st->big_cap = 0;
+    st->quiet_fanout = st->cap / FANOUT < QUIET_FANOUT ? st->cap / FANOUT : QUIET_FANOUT;
     st->defer = o->defer;
     jh__gdb_warn_shadowed(env->diag);
     jh__diag(env->diag, JH_LOG_DEBUG, "gdb: %zu functions per image, %s", st->cap,

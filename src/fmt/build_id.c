@@ -113,6 +113,14 @@ static void put(struct ser *s, const void *p, size_t len)
 
 static void u64(struct ser *s, uint64_t v)
 {
+    if (sizeof s->b - s->n > 8) {       /* room, and no hash due: the bytes in place */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap64(v);
+#endif
+        memcpy(s->b + s->n, &v, sizeof v);
+        s->n += 8;
+        return;
+    }
     uint8_t b[8];
     for (int i = 0; i < 8; i++)
         b[i] = (uint8_t)(v >> (8 * i));

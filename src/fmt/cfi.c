@@ -40,23 +40,25 @@ struct out {
     size_t n;
 };
 
-static void o8(struct out *o, uint8_t v)
+static inline void o8(struct out *o, uint8_t v)
 {
     if (o->b)
         jh__buf_u8(o->b, v);
     o->n++;
 }
 
-static void o32(struct out *o, uint32_t v)
+static inline void o32(struct out *o, uint32_t v)
 {
-    for (int i = 0; i < 4; i++)
-        o8(o, (uint8_t)(v >> (8 * i)));
+    if (o->b)
+        jh__buf_u32(o->b, v);
+    o->n += 4;
 }
 
-static void o64(struct out *o, uint64_t v)
+static inline void o64(struct out *o, uint64_t v)
 {
-    for (int i = 0; i < 8; i++)
-        o8(o, (uint8_t)(v >> (8 * i)));
+    if (o->b)
+        jh__buf_u64(o->b, v);
+    o->n += 8;
 }
 
 static void ouleb(struct out *o, uint64_t v)
@@ -500,7 +502,7 @@ static int cmp_func(const void *a, const void *b)
 static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset f, size_t n,
                     struct jh__cfi_index *idx)
 {
-    size_t want = frame_size(o, f, n);
+    size_t want = o && o->size ? o->size : frame_size(o, f, n);
     if (!b || !want)
         return -EINVAL;
     if (jh__buf_reserve(b, want))

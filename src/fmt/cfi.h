@@ -77,6 +77,10 @@ struct jh__cfi_opts {
     /* Write the functions' personality routines and LSDAs (only the process's own
      * unwinder calls them; the debuggers' and perf's copies leave them out). */
     bool personality;
+    /* What jh__cfi_eh_frame_size gave for these functions and options, when the caller
+     * asked first (elf_image.c lays sections out before writing them); 0: the encoder
+     * makes that dry run itself. Either way it checks its output against it. */
+    size_t size;
 };
 
 /* Where one FDE of a run is: code from pc (size bytes) is described by the FDE at byte

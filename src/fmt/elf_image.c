@@ -174,7 +174,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         for (size_t i = 0; i < s->nfns; i++)
             with_unwind += s->fns[i]->unwind != JH_UNWIND_NONE;
         if (with_unwind) {
-            eh_size = jh__cfi_eh_frame_size_p(&copts, s->fns, s->nfns);
+            eh_size = copts.size = jh__cfi_eh_frame_size_p(&copts, s->fns, s->nfns);
             if (!eh_size) {
                 err = -EINVAL;
                 goto fail;
