@@ -79,6 +79,7 @@ void jhp_hist_add(struct jhp_hist *h, uint64_t ns)
     unsigned last = sizeof h->bucket / sizeof h->bucket[0] - 1;
     h->bucket[b < last ? b : last]++;
     h->n++;
+    h->sum += ns;
     if (ns > h->max)
         h->max = ns;
 }

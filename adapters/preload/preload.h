@@ -38,7 +38,7 @@
 /* Times in nanoseconds, in a histogram of eighths of powers of two (values within 9%):
  * p50, p99 and max at exit. */
 struct jhp_hist {
-    uint64_t n, max, bucket[48 * 8];
+    uint64_t n, max, sum, bucket[48 * 8];
 };
 void jhp_hist_add(struct jhp_hist *h, uint64_t ns);
 uint64_t jhp_hist_pct(const struct jhp_hist *h, unsigned pct);   /* upper bound, ns */
