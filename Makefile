@@ -45,7 +45,9 @@ LIB_SO   := $(BUILD)/$(SONAME)
 TOOL_PKGS := $(shell for p in libdw capstone zlib; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
 TOOL_CFLAGS := $(if $(TOOL_PKGS),$(shell pkg-config --cflags $(TOOL_PKGS)),) \
                $(foreach p,$(TOOL_PKGS),-DJH_HAVE_$(shell echo $(p) | tr a-z- A-Z_)=1)
-TOOL_LIBS := $(if $(TOOL_PKGS),$(shell pkg-config --libs $(TOOL_PKGS)),)
+# capstone is opened when first used (tools/log_disasm.c): not linked.
+TOOL_LINKED := $(filter-out capstone,$(TOOL_PKGS))
+TOOL_LIBS := $(if $(TOOL_LINKED),$(shell pkg-config --libs $(TOOL_LINKED)),)
 # LLVM 14: the adapter (adapters/llvm/llvm.mk), the programs some tests run, a benchmark's peer.
 LLVM_CONFIG := $(shell command -v llvm-config-14 2>/dev/null)
 CLANG14     := $(shell command -v clang-14 2>/dev/null)

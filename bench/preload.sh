@@ -10,8 +10,8 @@
 #              default channels and with all
 #   callgrind  the share of rakudo's JIT instructions callgrind attributes to a name, under
 #              jitherald run -c elfmap, beside a plain callgrind run (JH_BENCH_RUNS runs)
-#   overhead   each VM's wall time with each channel beside the same VM writing the same
-#              files without jitherald run (median of JH_BENCH_RUNS runs, default 5)
+#   overhead   each VM's wall and CPU time with each channel beside the same VM writing
+#              the same files without jitherald run (median of JH_BENCH_RUNS runs, default 5)
 # JH_BENCH_PARTS (default "vm callgrind overhead"): which tables.
 # A benchmark, not a test: it prints tables and never fails on a number.
 set -u
@@ -128,30 +128,33 @@ else
     echo "  rakudo or valgrind not installed"
 fi
 echo
+fi
 
-time_ms() { # CMD...: wall ms of one run (the VM's files in /tmp removed after it)
-    local s e
-    s=$(date +%s%N)
-    pidrun "$@"
-    e=$(date +%s%N)
-    echo $(( (e - s) / 1000000 ))
+time_ms() { # CMD...: "wall cpu" ms of one run, CPU user + system of every process in it
+    # (the VM's files in /tmp removed after it)
+    local TIMEFORMAT='%R %U %S' t
+    t=$( { time pidrun "$@"; } 2>&1 )
+    echo "$t" | awk '{ printf "%d %d\n", $1 * 1000, ($2 + $3) * 1000 }'
 }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
 bench_vm() { # LOAD NAME CMD...
     local ld=$1 name=$2; shift 2
-    local base ch m
-    base=$(for i in $(seq "$runs"); do time_ms "$@"; done | median)
-    printf '%-6s %-8s %-10s %8s %8s\n' "$ld" "$name" "plain" "$base" "1.00"
+    local base bcpu ch m c t
+    t=$(for i in $(seq "$runs"); do time_ms "$@"; done)
+    base=$(echo "$t" | cut -d' ' -f1 | median) bcpu=$(echo "$t" | cut -d' ' -f2 | median)
+    printf '%-6s %-8s %-10s %8s %8s %8s %8s\n' "$ld" "$name" "plain" "$base" "1.00" "$bcpu" "1.00"
     for ch in gdb unwind elfmap auditlog all; do
-        m=$(for i in $(seq "$runs"); do time_ms "$CLI" run -c "$ch" -- "$@"; done | median)
-        printf '%-6s %-8s %-10s %8s %8s\n' "$ld" "$name" "$ch" "$m" \
-            "$(awk -v a="$m" -v b="$base" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
+        t=$(for i in $(seq "$runs"); do time_ms "$CLI" run -c "$ch" -- "$@"; done)
+        m=$(echo "$t" | cut -d' ' -f1 | median) c=$(echo "$t" | cut -d' ' -f2 | median)
+        printf '%-6s %-8s %-10s %8s %8s %8s %8s\n' "$ld" "$name" "$ch" "$m" \
+            "$(ratio "$m" "$base")" "$c" "$(ratio "$c" "$bcpu")"
     done
 }
-fi
 if part overhead; then
-echo "Overhead: wall time of the VM with jitherald run -c CHANNEL, beside the same run without"
-echo "(both write the VM's own perf map / jitdump; median of $runs runs)"
-printf '%-6s %-8s %-10s %8s %8s\n' load vm channel ms ratio
+echo "Overhead: wall time and CPU time (user + system, all processes) of the VM with jitherald"
+echo "run -c CHANNEL, beside the same run without (both write the VM's own perf map / jitdump;"
+echo "median of $runs runs each; CPU time is the steadier on a loaded machine)"
+printf '%-6s %-8s %-10s %8s %8s %8s %8s\n' load vm channel "wall ms" ratio "cpu ms" ratio
 for ld in idle busy; do
     [ $ld = busy ] && load on
     have rakudo && MVM_JIT_PERF_MAP=1 bench_vm $ld rakudo rakudo -e "$RAKU"

@@ -2,10 +2,12 @@
  * announce.c — see preload.h. One function the VM just described, told to every context in
  * the VM's own thread, before the VM's write returns (and so before the code runs):
  *
- *   1. readable: every page of the range (the VM may describe code it already freed, or
+ *   1. said again (a map line and a jitdump LOAD for the same code, a file read again):
+ *      nothing to do, not even a read; with lines or CFI, the new description replaces
+ *      the old;
+ *   2. readable: every page of the range (the VM may describe code it already freed, or
  *      a range far past its stub): one process_vm_readv per 1024 pages, never a fault;
- *   2. said again (a map line and a jitdump LOAD for the same code, a file read again):
- *      nothing to do; with lines or CFI, the new description replaces the old;
+ *      code inside a loaded object's text (V8's builtins) needs none;
  *   3. old code in the range (the VM reused the addresses, and perf maps have no
  *      removal): removed, in O(k log n) (jh_code_remove_range);
  *   4. no CFI: the frame its first bytes prove (tools/lib/prologue.h), or, where they prove
@@ -17,13 +19,16 @@
  *      start: unwinding through them needs our description), debuggers told in batches
  *      (it ran before it was listed anyway; one at a time under gdb, node took 2.7 s to
  *      start instead of 0.9 s); elfmap's inside the guard's swap window (guard.c: the VM's
- *      page calls on those pages wait, or the swap is skipped); the record's.
+ *      page calls on those pages wait, or the swap is skipped; never for code in a
+ *      loaded object's text, which is that object's file already); the record's.
  * While this runs the thread is inside jitherald (hear.c) and its protection keys let it
  * read every page (node tags wasm code with a key of its own).
  */
 #include "preload.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -74,6 +79,7 @@ void jhp_hist_add(struct jhp_hist *h, uint64_t ns)
     unsigned last = sizeof h->bucket / sizeof h->bucket[0] - 1;
     h->bucket[b < last ? b : last]++;
     h->n++;
+    h->sum += ns;
     if (ns > h->max)
         h->max = ns;
 }
@@ -104,6 +110,55 @@ static bool in_loaded_object(uint64_t a)
     (void)a;
     return false;
 #endif
+}
+
+/* The executable segments loaded objects map from their files, as found so far (under
+ * jhp_lock): the object's bounds (_dl_find_object's) and the segment's file-backed part. */
+#define TEXTS 64
+static struct { uint64_t obj_lo, obj_hi, lo, hi; } texts[TEXTS];
+static unsigned ntexts;
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    const uint64_t *want = arg;      /* { address, object's start, object's end } */
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_filesz;
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || want[0] < lo || want[0] >= hi)
+            continue;
+        unsigned k = ntexts < TEXTS ? ntexts++ : (unsigned)(want[0] >> 12) % TEXTS;
+        texts[k].obj_lo = want[1], texts[k].obj_hi = want[2];
+        texts[k].lo = lo, texts[k].hi = hi;
+        return 1;
+    }
+    return 0;
+}
+
+/* Is [start, start + size) inside an executable segment that a loaded object maps from its
+ * file (V8's builtins, embedded in node's text)? Those pages are the object's file,
+ * readable as long as the object is loaded (no process_vm_readv to learn it), and elfmap
+ * can never map its image there: learning so cost it a look at the process's mappings per
+ * function (2,400 at node's start). */
+static bool in_file_text(uint64_t start, uint64_t size)
+{
+#ifdef DLFO_STRUCT_HAS_EH_DBASE
+    struct dl_find_object r;
+    if (_dl_find_object((void *)(uintptr_t)start, &r) != 0)
+        return false;
+    uint64_t olo = (uint64_t)(uintptr_t)r.dlfo_map_start, ohi = (uint64_t)(uintptr_t)r.dlfo_map_end;
+    for (int pass = 0; pass < 2; pass++) {
+        for (unsigned i = 0; i < ntexts; i++)
+            if (texts[i].obj_lo == olo && texts[i].obj_hi == ohi && start >= texts[i].lo &&
+                start < texts[i].hi)
+                return start + size <= texts[i].hi;
+        uint64_t want[3] = { start, olo, ohi };
+        if (pass || !dl_iterate_phdr(find_text, want))
+            return false;
+    }
+#endif
+    (void)start, (void)size;
+    return false;
 }
 
 /* c's frame from its bytes, for code described without CFI: the frame-pointer prologues
@@ -221,10 +276,11 @@ void jhp_announce(const struct jhp_fn *f)
     uint32_t keys = jhp_pkeys_open();
     jh_ctx *tools = tools_for(f->start);
     jh_ctx *first = tools ? tools : jhp_elf ? jhp_elf : jhp_rec;
-    if (!jhp_readable(f->start, f->size)) {
+    bool file_text = in_file_text(f->start, f->size);
+    if (same(first, f, name)) {
+        jhp_st.same++;          /* said again: nothing new (its bytes not read again) */
+    } else if (!file_text && !jhp_readable(f->start, f->size)) {
         jhp_st.unreadable++;    /* freed before it was described, or never there */
-    } else if (same(first, f, name)) {
-        jhp_st.same++;          /* said again: nothing new */
     } else {
         const void *at = (const void *)(uintptr_t)f->start;
         struct jh_code c = { .sz = sizeof c, .name = name, .start = at, .size = f->size };
@@ -256,7 +312,9 @@ void jhp_announce(const struct jhp_fn *f)
             if (guarded && in)
                 jhp_swap_end();
         }
-        if (jhp_elf && rc >= 0 && jhp_keyed(f->start, f->start + f->size)) {
+        if (jhp_elf && rc >= 0 && file_text) {
+            jhp_st.file_text++;     /* elfmap cannot map over a file's own text */
+        } else if (jhp_elf && rc >= 0 && jhp_keyed(f->start, f->start + f->size)) {
             if (!jhp_st.keyed++)
                 jhp_warn("elfmap: code at %#llx tagged with a protection key left as it is "
                          "(its image's pages would carry key 0: the VM's protection would go)",

@@ -190,15 +190,16 @@ static void stats_line(void)
     char exe[256] = "?";
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[n > 0 ? n : 1] = 0;
-    char line[1536];
+    char line[1600];
     const struct jhp_stats *s = &jhp_st;
     snprintf(line, sizeof line, "pid=%d exe=%s map_lines=%llu dump_loads=%llu dump_moves=%llu "
              "dump_debug=%llu announced=%llu with_lines=%llu realigned=%llu with_cfi=%llu "
              "cfi_refused=%llu fp_frames=%llu no_frame=%llu replaced=%llu same=%llu moved=%llu "
              "unreadable=%llu "
              "malformed=%llu rewrites=%llu failed=%llu forgotten=%llu no_swap=%llu keyed=%llu "
-             "flushes=%llu "
-             "in_jh_p50_ns=%llu in_jh_p99_ns=%llu in_jh_max_ns=%llu vm_write_p50_ns=%llu "
+             "file_text=%llu flushes=%llu "
+             "in_jh_p50_ns=%llu in_jh_p99_ns=%llu in_jh_max_ns=%llu in_jh_sum_us=%llu "
+             "vm_write_p50_ns=%llu "
              "vm_write_p99_ns=%llu vm_write_max_ns=%llu\n", (int)getpid(), exe,
              (unsigned long long)s->map_lines, (unsigned long long)s->dump_loads,
              (unsigned long long)s->dump_moves, (unsigned long long)s->dump_debug,
@@ -211,9 +212,10 @@ static void stats_line(void)
              (unsigned long long)s->rewrites, (unsigned long long)s->failed,
              (unsigned long long)__atomic_load_n(&s->forgotten, __ATOMIC_RELAXED),
              (unsigned long long)s->no_swap, (unsigned long long)s->keyed,
-             (unsigned long long)s->flushes,
+             (unsigned long long)s->file_text, (unsigned long long)s->flushes,
              (unsigned long long)jhp_hist_pct(&s->in_jh, 50),
              (unsigned long long)jhp_hist_pct(&s->in_jh, 99), (unsigned long long)s->in_jh.max,
+             (unsigned long long)(s->in_jh.sum / 1000),
              (unsigned long long)jhp_hist_pct(&s->vm_write, 50),
              (unsigned long long)jhp_hist_pct(&s->vm_write, 99),
              (unsigned long long)s->vm_write.max);

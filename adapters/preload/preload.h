@@ -38,7 +38,7 @@
 /* Times in nanoseconds, in a histogram of eighths of powers of two (values within 9%):
  * p50, p99 and max at exit. */
 struct jhp_hist {
-    uint64_t n, max, bucket[48 * 8];
+    uint64_t n, max, sum, bucket[48 * 8];
 };
 void jhp_hist_add(struct jhp_hist *h, uint64_t ns);
 uint64_t jhp_hist_pct(const struct jhp_hist *h, unsigned pct);   /* upper bound, ns */
@@ -58,6 +58,7 @@ struct jhp_stats {
     uint64_t forgotten;         /* functions removed because the VM unmapped or freed them */
     uint64_t no_swap;           /* elfmap skipped: a VM call on those pages did not end */
     uint64_t keyed;             /* elfmap skipped: the VM tagged the pages with a pkey */
+    uint64_t file_text;         /* elfmap skipped: code in a loaded object's own text */
     uint64_t flushes;           /* debugger registrations */
     uint64_t records;           /* map lines and jitdump loads/moves handed to announce.c */
     /* Per record, over the writes that made it (a jitdump record may take several, and

@@ -15,7 +15,9 @@
 J=$CLI
 G=$R/tests/golden
 have_capstone=0
-ldd "$J" 2>/dev/null | grep -q libcapstone && have_capstone=1
+# built with capstone: the CLI names its library, which it opens at the first disassembly
+lib=$(grep -ao 'libcapstone\.so\.[0-9]*' "$J" 2>/dev/null | head -1)
+[ -n "$lib" ] && { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q "$lib " && have_capstone=1
 fail=0 n=0 skipped=()
 while read -r name rest; do
     case $name in ''|'#'*) continue ;; esac
