@@ -32,6 +32,7 @@
 
 static void esc(FILE *f, const char *s) { jhr_html_escape(f, s ? s : "", s ? strlen(s) : 0); }
 
+#ifdef JH_HAVE_ZLIB
 static void base64(FILE *f, const unsigned char *p, size_t n)
 {
     static const char b[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -43,6 +44,7 @@ static void base64(FILE *f, const unsigned char *p, size_t n)
             fputc('\n', f);
     }
 }
+#endif
 
 /* The JSON into the page: deflated and base64 (data-enc=deflate), or as it is. */
 static int embed(FILE *f, const char *json, size_t len)
