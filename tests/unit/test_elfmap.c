@@ -319,13 +319,15 @@ static void test_left_alone(jh_ctx *jh)
 static void test_left_then_named(jh_ctx *jh)
 {
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    /* far from the other tests' code, so that the window is new */
-    uint8_t *p = mmap((void *)(uintptr_t)0x3e0000000000ull, pg, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p == MAP_FAILED) {
-        SKIP_PART("no free address for a new window");
-        return;
-    }
+    /* far from the other tests' code, so that the window (1 MiB) is new: the middle of a
+     * 64 MiB reservation of our own (a fixed address is not free under TSan, whose
+     * interceptor then maps at 0) */
+    size_t resv = 64u << 20;
+    uint8_t *r = mmap(NULL, resv, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    CHECK(r != MAP_FAILED);
+    uint8_t *p = mmap(r + resv / 2, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+                      MAP_FIXED, -1, 0);
+    CHECK(p == r + resv / 2);
     emit_ret(p, 11);
     emit_ret(p + 64, 12);
     uint64_t early = add(jh, "early", p, 6);
@@ -342,7 +344,7 @@ static void test_left_then_named(jh_ctx *jh)
     CHECK(swapped(p));                          /* late still lives there */
     CHECK_EQ(jh_code_remove(jh, late), 0);
     CHECK(!swapped(p));                         /* no code of ours left: anonymous again */
-    munmap(p, pg);
+    munmap(r, resv);
 }
 
 /* Thousands of functions announced back to back into one buffer: every one is named by
