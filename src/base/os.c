@@ -3,15 +3,49 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 int jh__parent_pid(void) { return (int)getppid(); }
+
+uint64_t jh__process_start_ns(void)
+{
+    char buf[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');          /* the command name may hold spaces */
+    if (!p)
+        return 0;
+    /* after ")": field 3 (state) ... field 22 (starttime, clock ticks since boot) */
+    for (int field = 2; field < 22 && p; field++)
+        p = strchr(p + 1, ' ');
+    long hz = sysconf(_SC_CLK_TCK);
+    if (!p || hz <= 0)
+        return 0;
+    unsigned long long ticks = strtoull(p + 1, NULL, 10);
+    struct timespec boot, real;
+    if (clock_gettime(CLOCK_BOOTTIME, &boot) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0)
+        return 0;
+    uint64_t boot_ns = (uint64_t)boot.tv_sec * 1000000000u + (uint64_t)boot.tv_nsec;
+    uint64_t real_ns = (uint64_t)real.tv_sec * 1000000000u + (uint64_t)real.tv_nsec;
+    uint64_t start_boot_ns = ticks * (1000000000u / (uint64_t)hz);
+    if (start_boot_ns > boot_ns || boot_ns - start_boot_ns > real_ns)
+        return 0;
+    return real_ns - (boot_ns - start_boot_ns);
+}
 
 void jh__exe_path(char *buf, size_t len)
 {

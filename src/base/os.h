@@ -7,9 +7,15 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The parent's process id, 0 where there is no such thing to ask (Windows). */
 int jh__parent_pid(void);
+
+/* When this process began (a fork child: when it was forked), in ns since 1970 (UTC),
+ * rounded down to the kernel's 10 ms tick; 0 if unknown. POSIX: /proc/self/stat's start
+ * time (since boot) placed on the wall clock through CLOCK_BOOTTIME. */
+uint64_t jh__process_start_ns(void);
 
 /* The running program's path into buf[0..len) (NUL-terminated, "" if unknown). */
 void jh__exe_path(char *buf, size_t len);

@@ -9,6 +9,8 @@
 
 int jh__parent_pid(void) { return 0; }
 
+uint64_t jh__process_start_ns(void) { return 0; }
+
 void jh__exe_path(char *buf, size_t len)
 {
     if (!len)

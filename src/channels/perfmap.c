@@ -21,9 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/lock.h"
+#include "base/os.h"
 #include "channels/channel.h"
 #include "fmt/perfmap.h"
 
@@ -32,6 +34,22 @@ static struct jh__kfd pm = { -1, 0, 0 };
 static char pm_path[64];
 static int pm_refs;
 static unsigned pm_gen;         /* jh__fork_generation() when opened: no getpid() per line */
+
+/* A map last written before this process began is a dead process's that had our pid
+ * (perf maps outlive their process in /tmp): its names are not ours, and perf would give
+ * them to our code. It is emptied. One written since is ours, or another runtime's in this
+ * process: kept. (A dead process's write in the last 10 ms before we began, the start
+ * time's resolution, is taken for ours.) */
+static void forget_stale(int fd)
+{
+    struct stat st;
+    uint64_t start = jh__process_start_ns();
+    if (!start || fstat(fd, &st) != 0 || st.st_size == 0)
+        return;
+    uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+    if (mtime < start && ftruncate(fd, 0) != 0)
+        return;                 /* kept as it is: what it held is only misleading */
+}
 
 /* pm_lock held. The file is (re)opened for the current pid: a fork child gets its own. A
  * program that closed our descriptor gets it opened again (the same file), never its own
@@ -47,8 +65,10 @@ static int perfmap_file(void)
     jh__kfd_close(&pm);
     snprintf(pm_path, sizeof pm_path, "/tmp/perf-%d.map", (int)getpid());
     int fd = jh__kfd_keep(&pm, jh__open_private(pm_path, O_WRONLY | O_CREAT | O_APPEND, 0));
-    if (fd >= 0)
+    if (fd >= 0) {
         pm_gen = gen;
+        forget_stale(fd);
+    }
     return fd;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -163,8 +164,42 @@ static void test_fork(void)
     unlink(path);
 }
 
+/* A map left by a dead process that had our pid (written before we began) is emptied at
+ * open: perf would give its names to our code. One written since we began is another
+ * runtime's in this process, or ours from an earlier context: kept. */
+static void test_stale(void)
+{
+    char path[64];
+    path_for(getpid(), path, sizeof path);
+    unlink(path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    CHECK(fd >= 0);
+    const char *dead = "7f0000001000 40 dead_process_fn\n";
+    CHECK_EQ(write(fd, dead, strlen(dead)), (ssize_t)strlen(dead));
+    struct timespec old[2] = { { .tv_sec = time(NULL) - 3600 }, { .tv_sec = time(NULL) - 3600 } };
+    CHECK_EQ(futimens(fd, old), 0);
+    close(fd);
+    jh_ctx *jh = open_pm();
+    add(jh, "ours", 0, 0x40);
+    jh_close(jh);
+    char *s = slurp(path);
+    CHECK(s && !strstr(s, "dead_process_fn") && strstr(s, " 40 ours\n"));
+    /* written since we began (another runtime of ours): kept by the next open */
+    fd = open(path, O_WRONLY | O_APPEND);
+    const char *live = "7f0000002000 40 other_runtime_fn\n";
+    CHECK(fd >= 0 && write(fd, live, strlen(live)) == (ssize_t)strlen(live));
+    close(fd);
+    jh = open_pm();
+    add(jh, "ours_again", 0x40, 0x40);
+    jh_close(jh);
+    s = slurp(path);
+    CHECK(s && strstr(s, " 40 ours\n") && strstr(s, "other_runtime_fn") && strstr(s, "ours_again"));
+    unlink(path);
+}
+
 int main(void)
 {
+    test_stale();
     test_format();
     test_refusals();
     test_fork();
