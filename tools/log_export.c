@@ -31,20 +31,35 @@
 #include "fmt/perfmap.h"
 #include "log_present.h"
 
-int jhc_export_perfmap(const struct jhr_al *lf, FILE *f)
+int jhc_perfmap_each(const struct jhr_al *lf, void *arg,
+                     int (*fn)(void *arg, uint64_t start, uint64_t size, const char *name))
 {
-    char line[JH__PERFMAP_NAME_MAX + 64];
     for (size_t i = 0; i < lf->nrecs; i++) {
         const struct jhr_al_rec *r = &lf->recs[i];
         if ((r->kind != JHR_AL_CODE_ADD && r->kind != JHR_AL_CODE_MOVE) || r->ref < 0)
             continue;
-        const struct jhr_al_fn *fn = &lf->fns[r->ref];
-        uint64_t start = fn->start;
+        const struct jhr_al_fn *f = &lf->fns[r->ref];
+        uint64_t start = f->start;
         if (r->kind == JHR_AL_CODE_MOVE && !jhr_mp_get_u64(&r->map, JH__AL_K_START, &start))
             continue;
-        size_t n = jh__perfmap_line(line, sizeof line, start, fn->size, fn->name);
-        fwrite(line, 1, n, f);
+        int rc = fn(arg, start, f->size, f->name);
+        if (rc)
+            return rc;
     }
+    return 0;
+}
+
+static int print_line(void *arg, uint64_t start, uint64_t size, const char *name)
+{
+    char line[JH__PERFMAP_NAME_MAX + 64];
+    size_t n = jh__perfmap_line(line, sizeof line, start, size, name);
+    fwrite(line, 1, n, (FILE *)arg);
+    return 0;
+}
+
+int jhc_export_perfmap(const struct jhr_al *lf, FILE *f)
+{
+    jhc_perfmap_each(lf, f, print_line);
     return ferror(f) ? -1 : 0;
 }
 

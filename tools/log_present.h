@@ -43,6 +43,10 @@ int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *
  * arch, the architecture the log recorded (jhc_log_arch). */
 struct jh__arch;
 int jhc_export_perfmap(const struct jhr_al *lf, FILE *f);
+/* The lines the perfmap channel wrote, in its order (each add, and each move at its new
+ * start): fn(arg, start, size, name) for each until it returns nonzero, which is returned. */
+int jhc_perfmap_each(const struct jhr_al *lf, void *arg,
+                     int (*fn)(void *arg, uint64_t start, uint64_t size, const char *name));
 int jhc_export_jitdump(const struct jhr_al *lf, const struct jh__arch *arch, FILE *f);
 /* The architecture of the log's code (its header's "arch", fmt/arch.h), which the files
  * rebuilt from it are for, whatever the host; NULL, said on stderr as "jitherald log:

@@ -255,21 +255,15 @@ static const char *event_name(const struct jhr_pd_attr *a)
 
 /* The perf map the perfmap channel wrote, line for line (log_export.c's order), into the
  * emulation of perf's lookup. */
+static int pick_line(void *arg, uint64_t start, uint64_t size, const char *name)
+{
+    struct jhc_samples *s = arg;
+    return jhr_pmpick_add(&s->pick, start, size, name ? name : "?") < 0 ? -ENOMEM : 0;
+}
+
 static int load_pick(struct jhc_samples *s)
 {
-    const struct jhr_al *lf = s->lf;
-    for (size_t i = 0; i < lf->nrecs; i++) {
-        const struct jhr_al_rec *r = &lf->recs[i];
-        if ((r->kind != JHR_AL_CODE_ADD && r->kind != JHR_AL_CODE_MOVE) || r->ref < 0)
-            continue;
-        const struct jhr_al_fn *fn = &lf->fns[r->ref];
-        uint64_t start = fn->start;
-        if (r->kind == JHR_AL_CODE_MOVE && !jhr_mp_get_u64(&r->map, JH__AL_K_START, &start))
-            continue;
-        if (jhr_pmpick_add(&s->pick, start, fn->size, fn->name ? fn->name : "?") < 0)
-            return -ENOMEM;
-    }
-    return 0;
+    return jhc_perfmap_each(s->lf, s, pick_line);
 }
 
 static int walk(struct jhc_samples *s, uint32_t event)
