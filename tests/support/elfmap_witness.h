@@ -19,6 +19,9 @@
 extern "C" {
 #endif
 
+/* x86-64 "mov eax, v; ret" (6 bytes) at p: the elfmap tests' JIT function. */
+void ew_emit_ret(uint8_t *p, uint32_t v);
+
 struct ew_fn {
     const void *addr;
     size_t size;

@@ -76,13 +76,6 @@ static int count_files(void)
 }
 
 /* mov eax, imm32; ret */
-static void emit_ret(uint8_t *p, uint32_t v)
-{
-    p[0] = 0xb8;
-    memcpy(p + 1, &v, 4);
-    p[5] = 0xc3;
-}
-
 static uint64_t add(jh_ctx *jh, const char *name, const void *code, size_t size)
 {
     struct jh_code c = { .sz = sizeof c, .name = name, .start = code, .size = size };
@@ -99,8 +92,8 @@ static void test_wx_page(jh_ctx *jh)
     uint8_t *p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(p != MAP_FAILED);
     memset(p, 0xcc, 2 * pg);
-    emit_ret(p, 11);
-    emit_ret(p + 64, 22);
+    ew_emit_ret(p, 11);
+    ew_emit_ret(p + 64, 22);
     uint8_t before[8192];
     memcpy(before, p, 2 * pg);
     CHECK_EQ(mprotect(p, 2 * pg, PROT_READ | PROT_EXEC), 0);
@@ -119,7 +112,7 @@ static void test_wx_page(jh_ctx *jh)
     char old_path[512], path[512], perms[5];
     ew_mapping_of(p, perms, old_path, sizeof old_path);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE), 0);
-    emit_ret(p + 128, 33);
+    ew_emit_ret(p + 128, 33);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
     uint64_t id33 = add(jh, "f33", p + 128, 6);
     CHECK(swapped(p));
@@ -132,7 +125,7 @@ static void test_wx_page(jh_ctx *jh)
 
     /* Patched in place: the file's bytes follow, no flush needed. */
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE), 0);
-    emit_ret(p + 64, 44);
+    ew_emit_ret(p + 64, 44);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
     CHECK_EQ(jh_code_patched(jh, p + 65, 4), 0);
     CHECK_EQ(((fn_t *)(void *)(p + 64))(), 44);
@@ -148,7 +141,7 @@ static void test_wx_page(jh_ctx *jh)
     CHECK_EQ(jh_code_remove(jh, id33), 0);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_WRITE), 0);
     memset(p + 120, 0x90, 8);
-    emit_ret(p + 128, 55);
+    ew_emit_ret(p + 128, 55);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
     uint64_t id55 = add(jh, "f55", p + 120, 14);
     CHECK_EQ(((fn_t *)(void *)(p + 120))(), 55);
@@ -212,7 +205,7 @@ static void test_swap_pages(void)
     size_t pg = (size_t)sysconf(_SC_PAGESIZE);
     uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     memset(p, 0xcc, pg);
-    emit_ret(p, 5);
+    ew_emit_ret(p, 5);
     uint8_t *code = malloc(pg);
     memcpy(code, p, pg);
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
@@ -254,7 +247,7 @@ static void test_fork_and_named(jh_ctx *jh)
     pid_t pid = fork();
     if (pid == 0) {
         uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        emit_ret(p, 77);
+        ew_emit_ret(p, 77);
         mprotect(p, pg, PROT_READ | PROT_EXEC);
         struct jh_code c = { .sz = sizeof c, .name = "child", .start = p, .size = 6 };
         char perms[5], path[512], want[64];
@@ -269,7 +262,7 @@ static void test_fork_and_named(jh_ctx *jh)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
     uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    emit_ret(p, 78);
+    ew_emit_ret(p, 78);
     if (prctl(PR_SET_VMA, PR_SET_VMA_ANON_NAME, (unsigned long)p, pg, "jitcode") != 0) {
         printf("PR_SET_VMA_ANON_NAME not supported: named anonymous memory not tested\n");
     } else {
@@ -288,7 +281,7 @@ static void test_left_alone(jh_ctx *jh)
     /* RWX: the JIT may be writing it right now. */
     uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(p != MAP_FAILED);
-    emit_ret(p, 7);
+    ew_emit_ret(p, 7);
     logbuf[0] = 0;
     add(jh, "rwx", p, 6);
     CHECK(!swapped(p));
@@ -303,12 +296,12 @@ static void test_left_alone(jh_ctx *jh)
     uint8_t *w = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     uint8_t *x = mmap(NULL, pg, PROT_READ | PROT_EXEC, MAP_SHARED, fd, 0);
     CHECK(w != MAP_FAILED && x != MAP_FAILED);
-    emit_ret(w, 8);
+    ew_emit_ret(w, 8);
     logbuf[0] = 0;
     add(jh, "dual", x, 6);
     CHECK(!swapped(x));
     CHECK(strstr(logbuf, "shared") != NULL);
-    emit_ret(w + 64, 9);                      /* still reaches the executable view */
+    ew_emit_ret(w + 64, 9);                      /* still reaches the executable view */
     CHECK_EQ(((fn_t *)(void *)(x + 64))(), 9);
     close(fd);
 }
@@ -328,8 +321,8 @@ static void test_left_then_named(jh_ctx *jh)
     uint8_t *p = mmap(r + resv / 2, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
                       MAP_FIXED, -1, 0);
     CHECK(p == r + resv / 2);
-    emit_ret(p, 11);
-    emit_ret(p + 64, 12);
+    ew_emit_ret(p, 11);
+    ew_emit_ret(p + 64, 12);
     uint64_t early = add(jh, "early", p, 6);
     CHECK(!swapped(p));
     CHECK_EQ(mprotect(p, pg, PROT_READ | PROT_EXEC), 0);
@@ -369,7 +362,7 @@ static void test_burst(jh_ctx *jh)
     CHECK(p != MAP_FAILED);
     memset(p, 0xcc, maplen);
     for (size_t i = 0; i < n; i++)
-        emit_ret(p + i * 16, (uint32_t)i);
+        ew_emit_ret(p + i * 16, (uint32_t)i);
     CHECK_EQ(mprotect(p, maplen, PROT_READ | PROT_EXEC), 0);
     int files0 = count_files();
     static char names[5000][16];
@@ -423,8 +416,8 @@ static void jit_thread_writes(void *arg, uintptr_t lo, uintptr_t hi)
         return;
     w->fired = 1;
     mprotect(w->page, w->pg, PROT_READ | PROT_WRITE);
-    emit_ret(w->page + w->pg - 64, 0x6bcc);       /* the patch */
-    emit_ret(w->page + w->pg - 128, 0x6bcd);      /* the next function, below */
+    ew_emit_ret(w->page + w->pg - 64, 0x6bcc);       /* the patch */
+    ew_emit_ret(w->page + w->pg - 128, 0x6bcd);      /* the next function, below */
     mprotect(w->page, w->pg, PROT_READ | PROT_EXEC);
 }
 
@@ -435,8 +428,8 @@ static void test_flush_race(jh_ctx *jh)
     uint8_t *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(other != MAP_FAILED && p != MAP_FAILED);
     memset(p, 0xcc, pg);
-    emit_ret(other, 1);
-    emit_ret(p + pg - 64, 0x1111);                /* fills the page's end: "settled" */
+    ew_emit_ret(other, 1);
+    ew_emit_ret(p + pg - 64, 0x1111);                /* fills the page's end: "settled" */
     mprotect(other, pg, PROT_READ | PROT_EXEC);
     mprotect(p, pg, PROT_READ | PROT_EXEC);
     add(jh, "other", other, 6);
@@ -451,9 +444,9 @@ static void test_flush_race(jh_ctx *jh)
     CHECK_EQ(jh_code_patched(jh, p + pg - 64, 6), 0);
     add(jh, "next", p + pg - 128, 6);
     uint8_t want[6];
-    emit_ret(want, 0x6bcc);
+    ew_emit_ret(want, 0x6bcc);
     CHECK(!memcmp(p + pg - 64, want, 6));
-    emit_ret(want, 0x6bcd);
+    ew_emit_ret(want, 0x6bcd);
     CHECK(!memcmp(p + pg - 128, want, 6));
     CHECK_EQ(((fn_t *)(void *)(p + pg - 64))(), 0x6bcc);
     CHECK_EQ(((fn_t *)(void *)(p + pg - 128))(), 0x6bcd);
@@ -499,8 +492,8 @@ static void test_mremap(jh_ctx *jh)
                       -1, 0);
     CHECK(g != MAP_FAILED && a != MAP_FAILED);
     memset(a, 0xcc, len);
-    emit_ret(a + 100, 1);
-    emit_ret(a + 8192, 2);
+    ew_emit_ret(a + 100, 1);
+    ew_emit_ret(a + 8192, 2);
     CHECK_EQ(mprotect(a, len, PROT_READ | PROT_EXEC), 0);
     uint64_t id1 = add(jh, "m1", a + 100, 6), id2 = add(jh, "m2", a + 8192, 6);
     CHECK(swapped(a + 100) && swapped(a + 8192));
@@ -541,8 +534,8 @@ static void test_mremap(jh_ctx *jh)
     size_t big = 4u << 20;
     uint8_t *d = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(d != MAP_FAILED);
-    emit_ret(d + 16, 3);
-    emit_ret(d + big / 2 + 16, 4);
+    ew_emit_ret(d + 16, 3);
+    ew_emit_ret(d + big / 2 + 16, 4);
     CHECK_EQ(mprotect(d, big, PROT_READ | PROT_EXEC), 0);
     uint64_t id3 = add(jh, "big1", d + 16, 6), id4 = add(jh, "big2", d + big / 2 + 16, 6);
     CHECK(swapped(d + 16) && swapped(d + big / 2 + 16));

@@ -23,14 +23,6 @@
 
 typedef uint32_t fn_t(void);
 
-/* mov eax, v; ret */
-static void emit_ret(uint8_t *p, uint32_t v)
-{
-    p[0] = 0xb8;
-    memcpy(p + 1, &v, 4);
-    p[5] = 0xc3;
-}
-
 /* The 6 bytes the file behind p's mapping holds for p. */
 static int file_bytes(const void *p, uint8_t out[6])
 {
@@ -76,8 +68,8 @@ static void removed_after_fork(const char *dir)
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(p != MAP_FAILED);
     memset(p, 0xcc, 2 * pg);
-    emit_ret(p, 1);
-    emit_ret(p + pg, 3);                        /* h: keeps the image window alive */
+    ew_emit_ret(p, 1);
+    ew_emit_ret(p + pg, 3);                        /* h: keeps the image window alive */
     static const char table[] = "a table the JIT keeps beside its code";
     memcpy(p + pg / 2, table, sizeof table);
     struct jh_code c = { .sz = sizeof c, .name = "f", .start = p, .size = 6 };
@@ -100,7 +92,7 @@ static void removed_after_fork(const char *dir)
     }
     CHECK(pid > 0);
     CHECK_EQ(jh_code_remove(jh, id), 0);
-    emit_ret(p + pg / 2, 2);                    /* over the parent's own table */
+    ew_emit_ret(p + pg / 2, 2);                    /* over the parent's own table */
     c.name = "g";
     c.start = p + pg / 2;
     CHECK_EQ(jh_code_add(jh, &c, NULL), 0);
@@ -134,8 +126,8 @@ int main(void)
     uint8_t *f = p, *g = p + (4u << 20);
     memset(f, 0xcc, pg);
     memset(g, 0xcc, pg);
-    emit_ret(f, 1);
-    emit_ret(g, 10);
+    ew_emit_ret(f, 1);
+    ew_emit_ret(g, 10);
     CHECK_EQ(mprotect(p, len, PROT_READ | PROT_EXEC), 0);
     struct jh_code c = { .sz = sizeof c, .name = "f", .start = f, .size = 6 };
     CHECK_EQ(jh_code_add(jh, &c, NULL), 0);
@@ -156,7 +148,7 @@ int main(void)
         int bad = 0;
         /* the child patches g (its own copy of g's page) and tells jitherald */
         mprotect(g, pg, PROT_READ | PROT_WRITE);
-        emit_ret(g, 20);
+        ew_emit_ret(g, 20);
         mprotect(g, pg, PROT_READ | PROT_EXEC);
         bad += jh_code_patched(jh, g + 1, 4) != 0;
         bad += ((fn_t *)(void *)g)() != 20;
@@ -180,7 +172,7 @@ int main(void)
     CHECK(!memcmp(now, g_orig, 6));
     /* the parent patches f while the child runs from the shared file */
     CHECK_EQ(mprotect(f, pg, PROT_READ | PROT_WRITE), 0);
-    emit_ret(f, 4);
+    ew_emit_ret(f, 4);
     CHECK_EQ(mprotect(f, pg, PROT_READ | PROT_EXEC), 0);
     CHECK_EQ(jh_code_patched(jh, f + 1, 4), 0);
     CHECK_EQ(((fn_t *)(void *)f)(), 4);

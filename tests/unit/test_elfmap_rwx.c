@@ -34,14 +34,6 @@ static void logger(void *arg, int level, const char *msg)
     snprintf(logbuf + n, sizeof logbuf - n, "%s\n", msg);
 }
 
-/* mov eax, v; ret */
-static void emit_ret(uint8_t *p, uint32_t v)
-{
-    p[0] = 0xb8;
-    memcpy(p + 1, &v, 4);
-    p[5] = 0xc3;
-}
-
 static uint32_t call(const uint8_t *p)
 {
     return ((fn_t *)(uintptr_t)p)();
@@ -95,8 +87,8 @@ int main(void)
     CHECK(p != MAP_FAILED);
     uint8_t *f = p, *g = p + 64, *h = p + 128, *k = p + 5 * pg;
     memset(p, 0xcc, 16 * pg);
-    emit_ret(f, 1);
-    emit_ret(g, 10);
+    ew_emit_ret(f, 1);
+    ew_emit_ret(g, 10);
     uint64_t idf = add(jh, "f", f), idg = add(jh, "g", g);
     /* swapped, writable as before, named with the same bytes */
     CHECK(swapped_rwx(f));
@@ -109,19 +101,19 @@ int main(void)
     CHECK_EQ(call(g), 10);
 
     /* patched in place, without any mprotect: the write lands, the patch runs */
-    emit_ret(f, 2);
+    ew_emit_ret(f, 2);
     CHECK_EQ(jh_code_patched(jh, f + 1, 4), 0);
     CHECK_EQ(call(f), 2);
     CHECK(swapped_rwx(f));
     CHECK_EQ(ew_check_one(&wf, NULL, 0), EW_OK);  /* the image has the new bytes */
     /* new code written into the swapped page, run before and after it is announced */
-    emit_ret(h, 30);
+    ew_emit_ret(h, 30);
     CHECK_EQ(call(h), 30);
     uint64_t idh = add(jh, "h", h);
     CHECK_EQ(call(h), 30);
     CHECK_EQ(ew_check_one(&wh, NULL, 0), EW_OK);
     /* and into another page of the mapping, never announced: its bytes are the JIT's */
-    emit_ret(k, 40);
+    ew_emit_ret(k, 40);
     CHECK_EQ(call(k), 40);
 
     /* fork: each process's writes stay its own, both ways */
@@ -132,7 +124,7 @@ int main(void)
         int bad = 0;
         char perms[5], path[512];
         bad += !ew_mapping_of(f, perms, path, sizeof path) || perms[3] != 'p';
-        emit_ret(f, 3);
+        ew_emit_ret(f, 3);
         bad += jh_code_patched(jh, f + 1, 4) != 0;
         bad += call(f) != 3;
         bad += call(g) != 10;
@@ -147,7 +139,7 @@ int main(void)
     char ready = 0;
     CHECK(pid > 0 && read(to_parent[0], &ready, 1) == 1);
     CHECK_EQ(call(f), 2);                       /* the child's patch is not ours */
-    emit_ret(g, 11);
+    ew_emit_ret(g, 11);
     CHECK_EQ(jh_code_patched(jh, g + 1, 4), 0);
     CHECK_EQ(call(g), 11);
     CHECK_EQ(ew_check_one(&wg, NULL, 0), EW_OK);
@@ -165,7 +157,7 @@ int main(void)
     CHECK_EQ(jh_code_remove(jh, idh), 0);
     char perms[5], path[512];
     CHECK(ew_mapping_of(f, perms, path, sizeof path) && !strcmp(perms, "rwxp"));
-    emit_ret(f, 80);
+    ew_emit_ret(f, 80);
     CHECK_EQ(call(f), 80);
     CHECK_EQ(call(k), 40);
 
@@ -173,14 +165,14 @@ int main(void)
     uint8_t *s = mmap(NULL, pg, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_SHARED | MAP_ANONYMOUS,
                       -1, 0);
     CHECK(s != MAP_FAILED);
-    emit_ret(s, 50);
+    ew_emit_ret(s, 50);
     left_alone(jh, s, 50, "shared");
 
     /* a function across a writable page and a read-only one: left anonymous, said once */
     uint8_t *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE | PROT_EXEC,
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(m != MAP_FAILED);
-    emit_ret(m + pg - 3, 60);
+    ew_emit_ret(m + pg - 3, 60);
     CHECK_EQ(mprotect(m + pg, pg, PROT_READ | PROT_EXEC), 0);
     left_alone(jh, m + pg - 3, 60, "mix writable and read-only");
     jh_close(jh);
@@ -190,7 +182,7 @@ int main(void)
     uint8_t *q = mmap(NULL, pg, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
                       -1, 0);
     CHECK(q != MAP_FAILED);
-    emit_ret(q, 70);
+    ew_emit_ret(q, 70);
     left_alone(jh, q, 70, "the pages are writable");
     jh_close(jh);
 

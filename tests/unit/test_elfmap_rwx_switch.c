@@ -39,14 +39,6 @@ static void logger(void *arg, int level, const char *msg)
     pthread_mutex_unlock(&logmu);
 }
 
-/* mov eax, v; ret */
-static void emit_ret(uint8_t *p, uint32_t v)
-{
-    p[0] = 0xb8;
-    memcpy(p + 1, &v, 4);
-    p[5] = 0xc3;
-}
-
 static uint32_t call(const uint8_t *p)
 {
     return ((fn_t *)(uintptr_t)p)();
@@ -102,7 +94,7 @@ int main(void)
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(p != MAP_FAILED);
     memset(p, 0xcc, pg);
-    emit_ret(p, 1);
+    ew_emit_ret(p, 1);
     slot = (volatile uint64_t *)(p + pg / 2);
     *slot = 0;
     struct jh_code c = { .sz = sizeof c, .name = "f", .start = p, .size = 6 };
@@ -139,8 +131,8 @@ int main(void)
                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(q != MAP_FAILED);
     memset(q, 0xcc, pg);
-    emit_ret(q, 2);
-    emit_ret(q + 64, 3);
+    ew_emit_ret(q, 2);
+    ew_emit_ret(q + 64, 3);
     struct jh_code cq = { .sz = sizeof cq, .name = "q", .start = q, .size = 6 };
     struct jh_code cr = { .sz = sizeof cr, .name = "r", .start = q + 64, .size = 6 };
     CHECK_EQ(jh_code_add(jh, &cq, NULL), 0);
