@@ -43,8 +43,10 @@ static unsigned pm_gen;         /* jh__fork_generation() when opened: no getpid(
 static void forget_stale(int fd)
 {
     struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size == 0)
+        return;                 /* new (the usual case): /proc is not read */
     uint64_t start = jh__process_start_ns();
-    if (!start || fstat(fd, &st) != 0 || st.st_size == 0)
+    if (!start)
         return;
     uint64_t mtime = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
     if (mtime < start && ftruncate(fd, 0) != 0)

@@ -53,8 +53,12 @@ int main(void)
         return 1;
     static struct frame_rec outer;
     uint64_t ret = (uint64_t)(uintptr_t)code + 16;       /* after the call at offset 12 */
-    struct frame_rec rec = { &outer, (void (*)(void))(uintptr_t)sign_a(ret, 0x1234),
-                             "paclog" };
+    /* A signature can come out all zeros (about 1 in 128 under qemu-user, whose address
+     * space leaves few PAC bits): the value would look unsigned. Another modifier then. */
+    uint64_t lr = ret;
+    for (uint64_t m = 0x1234; lr == ret && m < 0x1234 + 16; m++)
+        lr = sign_a(ret, m);
+    struct frame_rec rec = { &outer, (void (*)(void))(uintptr_t)lr, "paclog" };
     jh_log_memory(jh, &rec, sizeof rec, "struct frame_rec");
     printf("frame_rec at %p: lr %#llx signed from %#llx\n", (void *)&rec,
            (unsigned long long)(uintptr_t)rec.lr, (unsigned long long)ret);
