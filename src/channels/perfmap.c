@@ -15,7 +15,8 @@
  * One file per process, shared by all contexts of the process; one write() per line so
  * concurrent writers (another JIT runtime in the process too) never tear lines. The path
  * is predictable and in /tmp, so it is opened the careful way (base/files.h): a symlink,
- * FIFO, another user's file or a hard link there is refused, never written through.
+ * FIFO, another user's file or a hard link there is refused, never written through. A map
+ * a dead process with our pid left there is emptied (forget_stale).
  */
 #include <fcntl.h>
 #include <stdio.h>
