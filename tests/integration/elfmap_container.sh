@@ -23,13 +23,20 @@ U=$(id -u)
 cd "$T"
 
 # in_container NAME CMD...: runs CMD as pid 1 of a new pid+mount namespace whose /tmp is
-# $T/NAME.tmp; stdout/stderr to NAME.out/err
+# $T/NAME.tmp; stdout/stderr to NAME.out/err. A source or build tree under /tmp (a CI's
+# clone) is bound at its own path inside that /tmp first, so the container still sees the
+# programs (the binds live in the container's mount namespace only).
 in_container() {
     local name=$1; shift
     mkdir -p "$name.tmp"
     chmod 1777 "$name.tmp"
-    unshare --pid --fork --mount-proc bash -c 'mount --bind "$0" /tmp && exec "$@"' \
-        "$T/$name.tmp" "$@" >"$name.out" 2>"$name.err"
+    unshare --pid --fork --mount-proc bash -c '
+        new=$0 r=$1 b=$2; shift 2
+        for d in "$r" "$b"; do
+            case $d in /tmp/*) mkdir -p "$new${d#/tmp}" && mount --bind "$d" "$new${d#/tmp}" || exit 90 ;; esac
+        done
+        mount --rbind "$new" /tmp && exec "$@"' \
+        "$T/$name.tmp" "$R" "$B" "$@" >"$name.out" 2>"$name.err"
 }
 # container NAME CMD...: the same in the background; sets CPID (its pid outside)
 container() {
@@ -40,7 +47,7 @@ container() {
     CPID=
     until [ -n "$CPID" ]; do
         CPID=$(pid1_below "$us") || true
-        [ $SECONDS -lt $end ] || fail "$name: the container never started"
+        [ $SECONDS -lt $end ] || { cat "$name.out" "$name.err"; fail "$name: the container never started"; }
         sleep 0.05
     done
     kill_at_exit "$CPID"
