@@ -11,9 +11,13 @@
 require_tool erl erlang-base
 require_tool valgrind valgrind
 cd "$T"
+# --fair-sched=yes: valgrind runs one thread at a time, and its default lock is not fair.
+# A BEAM scheduler spinning for another thread's work re-took it each time and starved
+# that thread: one erl ran 13 minutes (in CI twice; 18 s by hand), 258 s of CPU in one
+# scheduler thread while the others waited on valgrind's pipe lock.
 run() { # NAME callgrind-options...
     local name=$1; shift
-    valgrind -q --tool=callgrind --trace-children=yes "$@" --callgrind-out-file="$T/$name.%p" \
+    valgrind -q --tool=callgrind --fair-sched=yes --trace-children=yes "$@" --callgrind-out-file="$T/$name.%p" \
         erl +JPperf true -noshell -eval 'io:format("~p~n", [lists:sum(lists:seq(1, 1000))]), halt().' >out
     grep -qx 500500 out || fail "erl under callgrind"
     # beam.smp's profile: the one whose process wrote the map
