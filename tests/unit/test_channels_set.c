@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -251,6 +252,10 @@ static void *switcher(void *arg)
     while (!atomic_load(&churn_stop)) {
         unsigned want = n++ % 2 ? JH_GDB | JH_UNWIND : 0;
         CHECK_EQ(jh_channels_set(churn_ctx, want), (int)want);
+        /* a pause between switches: a mutex is not fair, and a switcher that takes the
+         * context's lock again at once starved the churners under TSan (a rundown holds
+         * the lock for every live function): the test ran past its 300 s */
+        nanosleep(&(struct timespec){ .tv_nsec = 200000 }, NULL);
     }
     return NULL;
 }
