@@ -9,6 +9,7 @@
  * and returns. `bench/percall [N]` (default 10000).
  * With JH_BENCH_PERCALL_DOC=FILE (make bench sets docs/cost.md) it also rewrites FILE's
  * table between the lines "<!-- percall -->" and "<!-- /percall -->".
+ * JH_BENCH_PERCALL_ONLY=CHANNEL measures that column alone.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,9 +150,16 @@ int main(int argc, char **argv)
         return 1;
     for (size_t i = 0; i < n; i++)
         snprintf(names[i], sizeof names[i], "fn_%zu", i);
+    /* JH_BENCH_PERCALL_ONLY=elfmap: that column only (the others print "-") */
+    const char *only = getenv("JH_BENCH_PERCALL_ONLY");
     double m[NCHAN][OPS];
     for (size_t k = 0; k < NCHAN; k++) {
         double v[OPS][RUNS];
+        if (only && *only && strcmp(only, chans[k].name)) {
+            for (int op = 0; op < OPS; op++)
+                m[k][op] = -1;
+            continue;
+        }
         for (int r = 0; r < RUNS; r++) {
             double one[OPS] = { -1, -1, -1, -1 };
             run(chans[k].bits, chans[k].flags, n, one);

@@ -75,8 +75,14 @@ struct region {
     size_t arena_len;
     bool arena_lost;            /* a piece of it could not be reserved again: left alone */
     uintptr_t eh_at[3];         /* .eh_frame_hdr's and .eh_frame's chunks and the file's
-                                   first page, mapped read-only in the arena (0: not) */
+                                   first page, mapped read-only in the arena (0: not); with
+                                   wmap, [0] is all the metadata, [1] unused */
     size_t eh_len[3];
+    bool wmap;                  /* the arena maps the file's first page and its metadata
+                                   ([meta_off, wmap_end)) shared and writable: the image is
+                                   written there, not with a pwrite per span (jh__em_sync) */
+    bool wmap_off;              /* the file system cannot allocate ahead: pwrite only */
+    uint64_t wmap_end;
     dev_t dev;
     ino_t ino;
 };
@@ -257,11 +263,13 @@ int jh__em_create(struct elfmap *m, const char *path, struct jh__kfd *k);
 void jh__em_keep(struct elfmap *m, char *path, uint64_t bytes);
 /* jh__elfg_add, and the function's live code bytes into the image's build-id. */
 int jh__em_image_add(struct jh__elfg *img, const struct jh__func *f);
-/* Write what the image has and the file lacks (its build-id note last). */
-int jh__em_sync(struct jh__elfg *img, int fd);
-/* Before the first byte of a change to a synced image: the note says no build-id until the
- * next jh__em_sync (an id never stands for two contents: docs/fleet.md, "Identity"). */
-int jh__em_unsay(struct jh__elfg *img, int fd);
+/* Write what the image has and the file lacks (its build-id note last): img is r's image
+ * (written through r's shared mapping when it has one: r->wmap), or with r NULL an image of
+ * a file of its own (pwrite). */
+int jh__em_sync(struct elfmap *m, struct region *r, struct jh__elfg *img, int fd);
+/* Before the first byte of a change to r's synced image: the note says no build-id until
+ * the next jh__em_sync (an id never stands for two contents: docs/fleet.md, "Identity"). */
+int jh__em_unsay(struct elfmap *m, struct region *r, int fd);
 /* Copy [lo, hi) of live code into m->snap. */
 int jh__em_snapshot(struct elfmap *m, uintptr_t lo, uintptr_t hi);
 /* The live bytes of [lo, hi) into fd at offset off. */
@@ -290,6 +298,15 @@ void jh__em_arena_free(struct region *r);
  * the file brought up to date. fresh: fd is another file than the one mapped there before.
  * 0, or a write error. A mapping that fails is reported once and costs only that. */
 int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, bool fresh);
+/* Piece k of r's arena (eh_at[k]) back to the reservation. */
+void jh__em_eh_unmap(struct region *r, int k);
+/* elfmap_write.c: r's file's first page and metadata (up to the image's end) mapped shared
+ * and writable in r's arena, allocated first: 0; 1 where that cannot be (no arena, too
+ * small, the file system cannot allocate ahead: pwrite then); a negative errno (full disk,
+ * quota, file-size limit). */
+int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path);
+/* The mapping given back to the arena's reservation (the spans then go with pwrite). */
+void jh__em_wmap_drop(struct region *r);
 /* Under valgrind: a page for an image's R+W segment, reserved (NULL: none left, reported);
  * given back at retirement; all of them freed at close. */
 void *jh__em_rw_get(struct elfmap *m);

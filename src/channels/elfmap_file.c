@@ -213,33 +213,6 @@ int jh__em_image_add(struct jh__elfg *img, const struct jh__func *f)
     return err;
 }
 
-int jh__em_sync(struct jh__elfg *img, int fd)
-{
-    struct jh__elfg_span v[JH__ELFG_MAXSPANS];
-    int n = jh__elfg_spans(img, v);
-    if (n < 0)
-        return n;
-    for (int i = 0; i < n; i++) {
-        int err = jh__pwrite_all(fd, v[i].p, v[i].len, v[i].off);
-        if (err)
-            return err;
-    }
-    /* Chunks sections moved out of: give their blocks back (the file keeps its size; a file
-     * system that cannot punch holes keeps the bytes, which nothing reads). */
-    n = jh__elfg_freed(img, v);
-    for (int i = 0; i < n; i++)
-        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)v[i].off,
-                  (off_t)v[i].len);
-    jh__elfg_synced(img);
-    return 0;
-}
-
-int jh__em_unsay(struct jh__elfg *img, int fd)
-{
-    struct jh__elfg_span v = jh__elfg_note_void(img);
-    return jh__pwrite_all(fd, v.p, v.len, v.off);
-}
-
 /* ---- pages ------------------------------------------------------------------------------ */
 
 int jh__em_snapshot(struct elfmap *m, uintptr_t lo, uintptr_t hi)
@@ -472,10 +445,12 @@ void jh__em_arena_free(struct region *r)
     r->arena = 0;
     r->arena_len = 0;
     memset(r->eh_at, 0, sizeof r->eh_at);
+    r->wmap = false;
+    r->wmap_end = 0;
 }
 
 /* Piece k of the arena back to the reservation (never munmap: the hole could be taken). */
-static void eh_unmap(struct region *r, int k)
+void jh__em_eh_unmap(struct region *r, int k)
 {
     if (r->eh_at[k] && mmap((void *)r->eh_at[k], r->eh_len[k], PROT_NONE, MAP_FIXED |
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
@@ -494,15 +469,24 @@ int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, 
     uintptr_t a = span_lo(r), low;
     if (next_run(m, r, &a, &low) && (!img->load_lo || low < img->load_lo))
         jh__elfg_set_load(img, low);
-    uint64_t reach = jh__elfg_eh_reach(img);
+    /* the whole metadata when it is written through the arena (elfmap_write.c) */
+    uint64_t reach = jh__elfg_eh_reach(img), all = m->page + (img->end - img->s.meta_off);
+    if (reach && !r->wmap_off && all > reach)
+        reach = all;
     if (r->arena && !r->arena_lost && reach > r->arena_len &&
         jh__em_arena_new(m, r, reach) == 0) {
         jh__elfg_set_eh_addr(img, r->arena);
         fresh = true;
     }
-    int err = jh__em_sync(img, fd);
-    if (err)
+    if (fresh)
+        jh__em_wmap_drop(r);        /* another file's (the parent's in a fork child) */
+    int err = jh__elfg_eh_reach(img) ? jh__em_wmap(m, r, fd, path) : 1;
+    if (err < 0)
         return err;
+    if ((err = jh__em_sync(m, r, img, fd)))
+        return err;
+    if (r->wmap)
+        return 0;                   /* the tables lie in the shared mapping */
     for (int k = 0; k < 3 && r->arena && !r->arena_lost; k++) {
         uint64_t addr, off, len;
         if (!jh__elfg_eh_chunk(img, k, &addr, &off, &len))
@@ -514,7 +498,7 @@ int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, 
         if (same && !fresh)
             continue;
         if (!same)
-            eh_unmap(r, k);
+            jh__em_eh_unmap(r, k);
         if (mmap((void *)(uintptr_t)addr, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd,
                  (off_t)off) == MAP_FAILED) {
             /* a failed MAP_FIXED may have unmapped the range: reserve it again, or leave
@@ -523,7 +507,7 @@ int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, 
             r->eh_len[k] = len;
             jh__em_report_once(m, R_EH, "cannot map the unwind tables of %s: %s (perf "
                                "--call-graph dwarf stops at its code)", path, strerror(errno));
-            eh_unmap(r, k);
+            jh__em_eh_unmap(r, k);
             continue;
         }
         r->eh_at[k] = (uintptr_t)addr;

@@ -225,7 +225,7 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     if (!err)
         err = write_runs(m, &nr, fd);
     if (!err)
-        err = jh__em_sync(&img, fd);
+        err = jh__em_sync(m, NULL, &img, fd);
     if (err) {
         jh__elfg_free(&img);
         jh__kfd_close(&kfd);
@@ -302,7 +302,7 @@ static int bounce(struct elfmap *m, struct region *r)
     int err = write_runs(m, r, fd);
     jh__elfg_all_dirty(&r->img);
     if (!err)
-        err = jh__em_sync(&r->img, fd);
+        err = jh__em_sync(m, NULL, &r->img, fd);
     for (int pass = 0; pass < 2 && !err && res >= 0; pass++) {
         int from = pass ? rfd : fd;
         const char *name = pass ? r->path : path;
@@ -399,7 +399,7 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             return 1;
         }
     }
-    int res = fd >= 0 ? jh__em_unsay(&r->img, fd) : 0;
+    int res = fd >= 0 ? jh__em_unsay(m, r, fd) : 0;
     EACH_PAGE_OF(m, es, n, k, a) {
         if (res)
             break;
@@ -430,7 +430,7 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
         return err;
     }
     /* (also when the code stays anonymous: the note, made void above, comes back) */
-    if ((err = jh__em_sync(&r->img, fd)))
+    if ((err = jh__em_sync(m, r, &r->img, fd)))
         return err;
     if (!res && (err = jh__em_map_eh(m, r, fd, r->path, false)))
         return err;
@@ -457,14 +457,14 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
         return publish(m, r, NULL, 0);
     int err = jh__em_snapshot(m, addr, addr + len);
     if (!err)
-        err = jh__em_unsay(&r->img, fd);
+        err = jh__em_unsay(m, r, fd);
     if (!err)
         err = jh__pwrite_all(fd, m->snap.p, len, off_of(m, r, addr));
     if (err)
         return err;
     /* the new bytes change the image's build-id (written with its headers) */
     jh__elfg_code(&r->img, addr, m->snap.p, len);
-    return jh__em_sync(&r->img, fd);
+    return jh__em_sync(m, r, &r->img, fd);
 }
 
 void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, size_t size,

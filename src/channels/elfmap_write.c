@@ -1,0 +1,168 @@
+/*
+ * elfmap_write.c — how an elfmap image's metadata reaches its file (elfmap.h): the spans
+ * fmt/elf_grow.c says changed (each grown section, the section table, .shstrtab and
+ * .debug_abbrev, the R+W page) are stored through one shared, writable mapping of the
+ * file's metadata instead of a pwrite each: a function's add cost ~12 pwrites for them
+ * (docs/cost.md), now none. The file's first page (ELF and program headers, the build-id
+ * note) is still written with pwrite: it is mapped privately, read-only, at the arena's
+ * start, where a core dump holds it (the kernel dumps the first page of a private file
+ * mapping, not of a shared one: tools/lib/core_read.c, eu-stack --core read the build-id
+ * and program headers there).
+ *
+ * Where the mapping lies: in the window's arena (elfmap_file.c, jh__em_arena_new), at the
+ * addresses the image gives its metadata (one page past the arena's start, file offset
+ * meta_off on), where .eh_frame and .eh_frame_hdr were mapped read-only before: the shared
+ * mapping takes their place. Tools that group a file's lines of /proc/PID/maps (libdw:
+ * consecutive lines of one inode make one module, its lowest line the load address) then
+ * still see the first page lowest and the code highest; a writable mapping of the file
+ * anywhere else could have been taken for the image's start. Without an arena (under
+ * valgrind, an image with no .eh_frame yet, no address space below the code) the spans are
+ * written with pwrite, as before.
+ *
+ * A full disk stays an error: a store into a page of a shared file mapping that the file
+ * system cannot back raises SIGBUS, so the pages are allocated (fallocate) before the
+ * mapping reaches them, and the allocation's ENOSPC or EFBIG is the write error the caller
+ * reports (tests/integration/elfmap_disk_full.sh). A file system that cannot allocate ahead
+ * (EOPNOTSUPP) keeps pwrite.
+ *
+ * Fork: the child inherits the mapping (its code's tables stay readable there) but never
+ * writes through it (its windows are foreign: elfmap.c, elfmap_forked; the parent's are
+ * frozen), and a window's next change in either is a new file, mapped there anew.
+ *
+ * Order (docs/fleet.md, "Identity"): the note is made void before the first byte of a
+ * change and written last, with pwrite, after all of it; the stores through the mapping
+ * are fenced before it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "channels/elfmap.h"
+
+/* Where file range [off, off+len) lies in r's shared mapping; NULL: outside it. */
+static uint8_t *wmap_at(const struct elfmap *m, const struct region *r, uint64_t off,
+                        size_t len)
+{
+    uint64_t meta = r->img.s.meta_off;
+    (void)m;
+    if (!r->wmap || r->frozen || r->foreign)
+        return NULL;                /* (a file a fork child maps: never written, belt) */
+    if (off >= meta && off + len <= r->wmap_end)
+        return (uint8_t *)r->eh_at[0] + (off - meta);
+    return NULL;
+}
+
+void jh__em_wmap_drop(struct region *r)
+{
+    if (!r->wmap)
+        return;
+    jh__em_eh_unmap(r, 0);
+    jh__em_eh_unmap(r, 2);
+    r->wmap = false;
+    r->wmap_end = 0;
+}
+
+/* Allocate [from, to) of fd (growing the file): 0, 1 (the file system cannot: EOPNOTSUPP),
+ * or the negative errno of a full disk, a quota or a file-size limit. */
+static int allocate(int fd, uint64_t from, uint64_t to)
+{
+    if (to <= from)
+        return 0;
+    struct jh__fsize_guard g;
+    jh__fsize_guard_begin(&g);      /* a file-size limit: EFBIG, not SIGXFSZ */
+    int err = fallocate(fd, 0, (off_t)from, (off_t)(to - from)) ? -errno : 0;
+    jh__fsize_guard_end(&g, err);
+    return err == -EOPNOTSUPP || err == -ENOSYS ? 1 : err;
+}
+
+int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
+{
+    uint64_t meta = r->img.s.meta_off, end = r->img.end;
+    if (r->wmap && end <= r->wmap_end)
+        return 0;
+    if (r->wmap_off || !r->arena || r->arena_lost || m->page + (end - meta) > r->arena_len)
+        return 1;
+    bool whole = !r->wmap;          /* (else only the new chunks: the rest is allocated) */
+    int err = allocate(fd, whole ? meta : r->wmap_end, end);
+    if (err) {
+        r->wmap_off |= err == 1;
+        jh__em_wmap_drop(r);
+        return err;
+    }
+    uintptr_t at = r->arena + m->page;
+    if ((whole && mmap((void *)r->arena, m->page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) ==
+                  MAP_FAILED) ||
+        mmap((void *)at, end - meta, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+             (off_t)meta) == MAP_FAILED) {
+        /* (a failed MAP_FIXED may have unmapped the range: reserved again by the drop) */
+        jh__em_report_once(m, R_EH, "cannot map %s to write it: %s (written with pwrite)",
+                           path, strerror(errno));
+        r->eh_at[2] = r->arena;
+        r->eh_len[2] = m->page;
+        r->eh_at[0] = at;
+        r->eh_len[0] = end - meta;
+        r->wmap = true;
+        jh__em_wmap_drop(r);
+        r->wmap_off = true;
+        return 1;
+    }
+    r->eh_at[2] = r->arena;
+    r->eh_len[2] = m->page;
+    r->eh_at[0] = at;
+    r->eh_len[0] = end - meta;
+    r->eh_at[1] = 0;                /* (it lay inside: mapped over) */
+    r->eh_len[1] = 0;
+    r->wmap = true;
+    r->wmap_end = end;
+    return 0;
+}
+
+/* One span into the file: through the mapping, else pwrite. */
+static int put(struct elfmap *m, struct region *r, int fd, const struct jh__elfg_span *v)
+{
+    uint8_t *p = r ? wmap_at(m, r, v->off, v->len) : NULL;
+    if (!p)
+        return jh__pwrite_all(fd, v->p, v->len, v->off);
+    memcpy(p, v->p, v->len);
+    return 0;
+}
+
+int jh__em_sync(struct elfmap *m, struct region *r, struct jh__elfg *img, int fd)
+{
+    /* chunks that moved to the end of the file: allocated and mapped first */
+    if (r && r->wmap && img->end > r->wmap_end) {
+        int err = jh__em_wmap(m, r, fd, r->path ? r->path : "an image");
+        if (err < 0)
+            return err;
+    }
+    struct jh__elfg_span v[JH__ELFG_MAXSPANS];
+    int n = jh__elfg_spans(img, v);
+    if (n < 0)
+        return n;
+    for (int i = 0; i < n; i++) {
+        if (i == n - 1)
+            atomic_thread_fence(memory_order_release);  /* the note last (see above) */
+        int err = put(m, r, fd, &v[i]);
+        if (err)
+            return err;
+    }
+    /* Chunks sections moved out of: give their blocks back (the file keeps its size; a file
+     * system that cannot punch holes keeps the bytes, which nothing reads). */
+    n = jh__elfg_freed(img, v);
+    for (int i = 0; i < n; i++)
+        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)v[i].off,
+                  (off_t)v[i].len);
+    jh__elfg_synced(img);
+    return 0;
+}
+
+int jh__em_unsay(struct elfmap *m, struct region *r, int fd)
+{
+    struct jh__elfg_span v = jh__elfg_note_void(&r->img);
+    int err = put(m, r, fd, &v);
+    atomic_thread_fence(memory_order_seq_cst);      /* before any byte of the change */
+    return err;
+}
