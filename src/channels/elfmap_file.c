@@ -470,7 +470,7 @@ int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, 
     if (next_run(m, r, &a, &low) && (!img->load_lo || low < img->load_lo))
         jh__elfg_set_load(img, low);
     /* the whole metadata when it is written through the arena (elfmap_write.c) */
-    uint64_t reach = jh__elfg_eh_reach(img), all = m->page + (img->end - img->s.meta_off);
+    uint64_t reach = jh__elfg_eh_reach(img), all = 2 * m->page + (img->end - img->s.meta_off);
     if (reach && !r->wmap_off && all > reach)
         reach = all;
     if (r->arena && !r->arena_lost && reach > r->arena_len &&

@@ -1,44 +1,48 @@
 /*
  * elfmap_write.c — how an elfmap image's metadata reaches its file (elfmap.h): the spans
  * fmt/elf_grow.c says changed (each grown section, the section table, .shstrtab and
- * .debug_abbrev, the R+W page) are stored through one shared, writable mapping of the
- * file's metadata instead of a pwrite each: a function's add cost ~12 pwrites for them
- * (docs/cost.md), now none. The file's first page (ELF and program headers, the build-id
- * note) is still written with pwrite: it is mapped privately, read-only, at the arena's
- * start, where a core dump holds it (the kernel dumps the first page of a private file
- * mapping, not of a shared one: tools/lib/core_read.c, eu-stack --core read the build-id
- * and program headers there).
+ * .debug_abbrev, the R+W page, the headers, the build-id note) are stored through shared,
+ * writable mappings of the file instead of a pwrite each: a function's add cost ~14
+ * pwrites for them and a patch 2 (docs/cost.md), now none. What is left to pwrite is code.
  *
- * Where the mapping lies: in the window's arena (elfmap_file.c, jh__em_arena_new), at the
- * addresses the image gives its metadata (one page past the arena's start, file offset
- * meta_off on), where .eh_frame and .eh_frame_hdr were mapped read-only before: the shared
- * mapping takes their place. Tools that group a file's lines of /proc/PID/maps (libdw:
- * consecutive lines of one inode make one module, its lowest line the load address) then
- * still see the first page lowest and the code highest; a writable mapping of the file
+ * Where the mappings lie: in the window's arena (elfmap_file.c, jh__em_arena_new), which
+ * gives the image's metadata its addresses (file offset meta_off on at one page past the
+ * arena's start): the shared mapping takes the place of the read-only ones of .eh_frame and
+ * .eh_frame_hdr there. The first page stays mapped private and read-only at the arena's
+ * start, the file's lowest mapping (perf and libdw take it for the image's load address)
+ * and the one a core dump holds (the kernel dumps the first page of a private file
+ * mapping, never a shared one: eu-stack --core and tools/lib/core_read.c read the program
+ * headers and the build-id there); the headers and the note are written through a second,
+ * shared mapping of that page at the arena's top. Tools that group a file's lines of
+ * /proc/PID/maps (libdw: consecutive lines of one inode make one module, its lowest line
+ * the load address) then see the same module as before: a writable mapping of the file
  * anywhere else could have been taken for the image's start. Without an arena (under
- * valgrind, an image with no .eh_frame yet, no address space below the code) the spans are
- * written with pwrite, as before.
+ * valgrind, an image with no .eh_frame yet, no address space below the code) the spans
+ * are written with pwrite, as before.
  *
  * A full disk stays an error: a store into a page of a shared file mapping that the file
  * system cannot back raises SIGBUS, so the pages are allocated (fallocate) before the
  * mapping reaches them, and the allocation's ENOSPC or EFBIG is the write error the caller
- * reports (tests/integration/elfmap_disk_full.sh). A file system that cannot allocate ahead
- * (EOPNOTSUPP) keeps pwrite.
+ * reports (tests/integration/elfmap_disk_full.sh); and only on file systems that rewrite
+ * an allocated page in place (in_place). Others, and one that cannot allocate ahead
+ * (EOPNOTSUPP), keep pwrite.
  *
  * Fork: the child inherits the mapping (its code's tables stay readable there) but never
  * writes through it (its windows are foreign: elfmap.c, elfmap_forked; the parent's are
  * frozen), and a window's next change in either is a new file, mapped there anew.
  *
  * Order (docs/fleet.md, "Identity"): the note is made void before the first byte of a
- * change and written last, with pwrite, after all of it; the stores through the mapping
- * are fenced before it.
+ * change and written last, after all of it, each store fenced (a reader of the page cache
+ * sees them in that order).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/magic.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 
 #include "channels/elfmap.h"
 
@@ -47,9 +51,10 @@ static uint8_t *wmap_at(const struct elfmap *m, const struct region *r, uint64_t
                         size_t len)
 {
     uint64_t meta = r->img.s.meta_off;
-    (void)m;
     if (!r->wmap || r->frozen || r->foreign)
         return NULL;                /* (a file a fork child maps: never written, belt) */
+    if (off + len <= m->page)
+        return (uint8_t *)r->eh_at[1] + off;
     if (off >= meta && off + len <= r->wmap_end)
         return (uint8_t *)r->eh_at[0] + (off - meta);
     return NULL;
@@ -59,10 +64,30 @@ void jh__em_wmap_drop(struct region *r)
 {
     if (!r->wmap)
         return;
-    jh__em_eh_unmap(r, 0);
-    jh__em_eh_unmap(r, 2);
+    for (int k = 0; k < 3; k++)
+        jh__em_eh_unmap(r, k);
     r->wmap = false;
     r->wmap_end = 0;
+}
+
+/*
+ * A file system where a page, once allocated, is rewritten in place: a store through the
+ * mapping then never needs new space. On a copy-on-write one (btrfs, f2fs, bcachefs...)
+ * every rewrite of a page that was written back needs new blocks, and a full disk would
+ * be a SIGBUS at that store whatever was allocated before: those keep pwrite, as do
+ * network and FUSE file systems.
+ */
+static bool in_place(int fd)
+{
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0)
+        return false;
+    switch ((unsigned long)sf.f_type) {
+    case TMPFS_MAGIC: case RAMFS_MAGIC: case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC:
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* Allocate [from, to) of fd (growing the file): 0, 1 (the file system cannot: EOPNOTSUPP),
@@ -83,38 +108,47 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     uint64_t meta = r->img.s.meta_off, end = r->img.end;
     if (r->wmap && end <= r->wmap_end)
         return 0;
-    if (r->wmap_off || !r->arena || r->arena_lost || m->page + (end - meta) > r->arena_len)
+    if (r->wmap_off || !r->arena || r->arena_lost ||
+        2 * m->page + (end - meta) > r->arena_len)
         return 1;
     bool whole = !r->wmap;          /* (else only the new chunks: the rest is allocated) */
-    int err = allocate(fd, whole ? meta : r->wmap_end, end);
+    if (whole && !in_place(fd)) {
+        r->wmap_off = true;
+        return 1;
+    }
+    int err = whole ? allocate(fd, 0, m->page) : 0;
+    if (!err)
+        err = allocate(fd, whole ? meta : r->wmap_end, end);
     if (err) {
         r->wmap_off |= err == 1;
         jh__em_wmap_drop(r);
         return err;
     }
-    uintptr_t at = r->arena + m->page;
-    if ((whole && mmap((void *)r->arena, m->page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) ==
-                  MAP_FAILED) ||
-        mmap((void *)at, end - meta, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-             (off_t)meta) == MAP_FAILED) {
+    /* The first page twice: private and read-only at the arena's start (the file's lowest
+     * mapping, and the one a core dump holds), shared and writable at its top (where the
+     * headers and the note are written); the metadata shared and writable in between. */
+    uintptr_t at = r->arena + m->page, top = r->arena + r->arena_len - m->page;
+    bool failed = (whole && (mmap((void *)r->arena, m->page, PROT_READ, MAP_PRIVATE | MAP_FIXED,
+                                  fd, 0) == MAP_FAILED ||
+                             mmap((void *)top, m->page, PROT_READ | PROT_WRITE,
+                                  MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)) ||
+                  mmap((void *)at, end - meta, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                       fd, (off_t)meta) == MAP_FAILED;
+    r->eh_at[2] = r->arena;
+    r->eh_len[2] = m->page;
+    r->eh_at[1] = top;
+    r->eh_len[1] = m->page;
+    r->eh_at[0] = at;
+    r->eh_len[0] = end - meta;
+    if (failed) {
         /* (a failed MAP_FIXED may have unmapped the range: reserved again by the drop) */
         jh__em_report_once(m, R_EH, "cannot map %s to write it: %s (written with pwrite)",
                            path, strerror(errno));
-        r->eh_at[2] = r->arena;
-        r->eh_len[2] = m->page;
-        r->eh_at[0] = at;
-        r->eh_len[0] = end - meta;
         r->wmap = true;
         jh__em_wmap_drop(r);
         r->wmap_off = true;
         return 1;
     }
-    r->eh_at[2] = r->arena;
-    r->eh_len[2] = m->page;
-    r->eh_at[0] = at;
-    r->eh_len[0] = end - meta;
-    r->eh_at[1] = 0;                /* (it lay inside: mapped over) */
-    r->eh_len[1] = 0;
     r->wmap = true;
     r->wmap_end = end;
     return 0;
