@@ -83,6 +83,10 @@ struct region {
                                    written there, not with a pwrite per span (jh__em_sync) */
     bool wmap_off;              /* the file system cannot allocate ahead: pwrite only */
     uint64_t wmap_end;
+    uint8_t *w0, *wm;           /* with wmap: the first page's shared mapping, the metadata's */
+    bool wabove;                /* those lie above the window's span (no arena), wm_cap bytes
+                                   of metadata mapped (past the file's end) */
+    size_t wm_cap;
     dev_t dev;
     ino_t ino;
 };

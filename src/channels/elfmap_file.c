@@ -439,6 +439,8 @@ int jh__em_arena_new(struct elfmap *m, struct region *r, uint64_t need)
 
 void jh__em_arena_free(struct region *r)
 {
+    if (r->wabove)
+        jh__em_wmap_drop(r);        /* (not in the arena) */
     if (r->arena && !r->arena_lost)     /* (a lost one may hold another's mapping now) */
         munmap((void *)r->arena, r->arena_len);
     r->arena_lost = false;
@@ -447,6 +449,7 @@ void jh__em_arena_free(struct region *r)
     memset(r->eh_at, 0, sizeof r->eh_at);
     r->wmap = false;
     r->wmap_end = 0;
+    r->w0 = r->wm = NULL;
 }
 
 /* Piece k of the arena back to the reservation (never munmap: the hole could be taken). */
@@ -480,7 +483,7 @@ int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, 
     }
     if (fresh)
         jh__em_wmap_drop(r);        /* another file's (the parent's in a fork child) */
-    int err = jh__elfg_eh_reach(img) ? jh__em_wmap(m, r, fd, path) : 1;
+    int err = jh__em_wmap(m, r, fd, path);
     if (err < 0)
         return err;
     if ((err = jh__em_sync(m, r, img, fd)))

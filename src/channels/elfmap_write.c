@@ -46,7 +46,7 @@
 
 #include "channels/elfmap.h"
 
-/* Where file range [off, off+len) lies in r's shared mapping; NULL: outside it. */
+/* Where file range [off, off+len) lies in r's shared mappings; NULL: outside them. */
 static uint8_t *wmap_at(const struct elfmap *m, const struct region *r, uint64_t off,
                         size_t len)
 {
@@ -54,20 +54,25 @@ static uint8_t *wmap_at(const struct elfmap *m, const struct region *r, uint64_t
     if (!r->wmap || r->frozen || r->foreign)
         return NULL;                /* (a file a fork child maps: never written, belt) */
     if (off + len <= m->page)
-        return (uint8_t *)r->eh_at[1] + off;
+        return r->w0 + off;
     if (off >= meta && off + len <= r->wmap_end)
-        return (uint8_t *)r->eh_at[0] + (off - meta);
+        return r->wm + (off - meta);
     return NULL;
 }
 
 void jh__em_wmap_drop(struct region *r)
 {
-    if (!r->wmap)
-        return;
-    for (int k = 0; k < 3; k++)
-        jh__em_eh_unmap(r, k);
-    r->wmap = false;
+    if (r->wabove) {
+        if (r->w0)
+            munmap(r->w0, r->wm_cap + (size_t)(r->wm - r->w0));
+    } else if (r->wmap) {
+        for (int k = 0; k < 3; k++)
+            jh__em_eh_unmap(r, k);
+    }
+    r->wmap = r->wabove = false;
     r->wmap_end = 0;
+    r->w0 = r->wm = NULL;
+    r->wm_cap = 0;
 }
 
 /*
@@ -103,27 +108,46 @@ static int allocate(int fd, uint64_t from, uint64_t to)
     return err == -EOPNOTSUPP || err == -ENOSYS ? 1 : err;
 }
 
-int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
+/*
+ * Without an arena (the JIT's code lies where no address space below it is free: LuaJIT's
+ * near its binary), the first page and the metadata are mapped just above the window's
+ * span, where they are the file's highest lines, never its lowest: libdw's module then
+ * starts at the code as before (its end reaches the mapping, as its start reaches an
+ * arena below the code). Only where that address space is free (MAP_FIXED_NOREPLACE: a
+ * place asked for, nothing of the program's ever replaced); else pwrite.
+ */
+static int map_above(struct elfmap *m, struct region *r, int fd, uint64_t end)
 {
-    uint64_t meta = r->img.s.meta_off, end = r->img.end;
-    if (r->wmap && end <= r->wmap_end)
-        return 0;
-    if (r->wmap_off || !r->arena || r->arena_lost ||
-        2 * m->page + (end - meta) > r->arena_len)
-        return 1;
-    bool whole = !r->wmap;          /* (else only the new chunks: the rest is allocated) */
-    if (whole && !in_place(fd)) {
-        r->wmap_off = true;
+    uint64_t meta = r->img.s.meta_off;
+    size_t need = (size_t)(end - meta), cap = (size_t)1 << 20;
+    if (r->wabove && need <= r->wm_cap)
+        return 0;                   /* (the mapping reaches past the file's end) */
+    while (cap < 2 * need)
+        cap *= 2;
+    jh__em_wmap_drop(r);
+    uint8_t *at = (uint8_t *)(span_lo(r) + EM_SPAN);
+    void *p0 = mmap(at, m->page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+    void *pm = p0 == at ? mmap(at + m->page, cap, PROT_READ | PROT_WRITE,
+                               MAP_SHARED | MAP_FIXED_NOREPLACE, fd, (off_t)meta) : MAP_FAILED;
+    if (pm != at + m->page) {
+        /* (an older kernel takes MAP_FIXED_NOREPLACE for a hint: never keep another place) */
+        if (p0 != MAP_FAILED)
+            munmap(p0, m->page);
+        if (pm != MAP_FAILED)
+            munmap(pm, cap);
         return 1;
     }
-    int err = whole ? allocate(fd, 0, m->page) : 0;
-    if (!err)
-        err = allocate(fd, whole ? meta : r->wmap_end, end);
-    if (err) {
-        r->wmap_off |= err == 1;
-        jh__em_wmap_drop(r);
-        return err;
-    }
+    r->w0 = at;
+    r->wm = at + m->page;
+    r->wm_cap = cap;
+    r->wabove = true;
+    return 0;
+}
+
+/* In the arena (see the top of this file): 0, or 2 (a mapping failed). */
+static int map_arena(struct elfmap *m, struct region *r, int fd, uint64_t end, bool whole)
+{
+    uint64_t meta = r->img.s.meta_off;
     /* The first page twice: private and read-only at the arena's start (the file's lowest
      * mapping, and the one a core dump holds), shared and writable at its top (where the
      * headers and the note are written); the metadata shared and writable in between. */
@@ -140,14 +164,40 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     r->eh_len[1] = m->page;
     r->eh_at[0] = at;
     r->eh_len[0] = end - meta;
-    if (failed) {
-        /* (a failed MAP_FIXED may have unmapped the range: reserved again by the drop) */
-        jh__em_report_once(m, R_EH, "cannot map %s to write it: %s (written with pwrite)",
-                           path, strerror(errno));
-        r->wmap = true;
-        jh__em_wmap_drop(r);
+    r->w0 = (uint8_t *)top;
+    r->wm = (uint8_t *)at;
+    r->wmap = true;                 /* (so that a failure is dropped whole) */
+    return failed ? 2 : 0;
+}
+
+int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
+{
+    uint64_t meta = r->img.s.meta_off, end = r->img.end;
+    if (r->wmap && end <= r->wmap_end)
+        return 0;
+    /* an arena whose image has no tables yet has no first page mapped there: pwrite */
+    bool arena = r->arena && !r->arena_lost;
+    if (r->wmap_off || (arena && (!jh__elfg_eh_reach(&r->img) ||
+                                  2 * m->page + (end - meta) > r->arena_len)))
+        return 1;
+    bool whole = !r->wmap;          /* (else only the new chunks: the rest is allocated) */
+    if (whole && !in_place(fd)) {
         r->wmap_off = true;
         return 1;
+    }
+    int err = whole ? allocate(fd, 0, m->page) : 0;
+    if (!err)
+        err = allocate(fd, whole ? meta : r->wmap_end, end);
+    if (!err)
+        err = arena ? map_arena(m, r, fd, end, whole) : map_above(m, r, fd, end);
+    if (err) {
+        if (err == 2)
+            jh__em_report_once(m, R_EH, "cannot map %s to write it: %s (written with pwrite)",
+                               path, strerror(errno));
+        /* (a failed MAP_FIXED may have unmapped the range: reserved again by the drop) */
+        jh__em_wmap_drop(r);
+        r->wmap_off |= err > 0;
+        return err > 0 ? 1 : err;
     }
     r->wmap = true;
     r->wmap_end = end;
