@@ -199,6 +199,10 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
         r->wmap_off |= err > 0;
         return err > 0 ? 1 : err;
     }
+    /* A store into a page the cache does not hold yet is a read fault first, and the
+     * kernel would read ahead around it (up to 128 KiB of zeros from unwritten extents on
+     * ext4: measured, page faults took 11% of a LuaJIT run's CPU) */
+    madvise(r->wm, r->wabove ? r->wm_cap : (size_t)(end - meta), MADV_RANDOM);
     r->wmap = true;
     r->wmap_end = end;
     return 0;
