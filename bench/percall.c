@@ -9,13 +9,17 @@
  * and returns. `bench/percall [N]` (default 10000).
  * With JH_BENCH_PERCALL_DOC=FILE (make bench sets docs/cost.md) it also rewrites FILE's
  * table between the lines "<!-- percall -->" and "<!-- /percall -->".
- * JH_BENCH_PERCALL_ONLY=CHANNEL measures that column alone.
+ * JH_BENCH_PERCALL_ONLY=CHANNEL measures that column alone; JH_BENCH_PERCALL_CPU=1 the
+ * thread's CPU time instead of wall time (on a loaded machine, where waiting for a CPU
+ * swamps the difference).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -37,6 +41,17 @@ static char (*names)[24];
 static char dir[] = "/tmp/jh-bench-percall.XXXXXX";
 
 
+static bool cpu_time;
+
+static double now_ns(void)
+{
+    if (!cpu_time)
+        return bench_now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 /* ns per call of each op, over n functions */
 static int run(unsigned channels, unsigned flags, size_t n, double out[OPS])
 {
@@ -55,22 +70,22 @@ static int run(unsigned channels, unsigned flags, size_t n, double out[OPS])
         jh_close(jh);
         return -1;
     }
-    double t0 = bench_now_ns();
+    double t0 = now_ns();
     for (size_t i = 0; i < n; i++) {
         c.name = names[i];
         c.start = area[0] + i * 64;
         jh_code_add(jh, &c, &ids[i]);
     }
-    double t1 = bench_now_ns();
+    double t1 = now_ns();
     for (size_t i = 0; i < n; i++)
         jh_code_patched(jh, area[0] + i * 64 + 8, 4);
-    double t2 = bench_now_ns();
+    double t2 = now_ns();
     for (size_t i = 0; i < n; i++)
         jh_code_move(jh, ids[i], area[1] + i * 64);
-    double t3 = bench_now_ns();
+    double t3 = now_ns();
     for (size_t i = 0; i < n; i++)
         jh_code_remove(jh, ids[i]);
-    double t4 = bench_now_ns();
+    double t4 = now_ns();
     jh_close(jh);
     free(ids);
     char p[64];
@@ -152,6 +167,7 @@ int main(int argc, char **argv)
         snprintf(names[i], sizeof names[i], "fn_%zu", i);
     /* JH_BENCH_PERCALL_ONLY=elfmap: that column only (the others print "-") */
     const char *only = getenv("JH_BENCH_PERCALL_ONLY");
+    cpu_time = getenv("JH_BENCH_PERCALL_CPU") && *getenv("JH_BENCH_PERCALL_CPU") == '1';
     double m[NCHAN][OPS];
     for (size_t k = 0; k < NCHAN; k++) {
         double v[OPS][RUNS];
@@ -169,7 +185,8 @@ int main(int argc, char **argv)
         for (int op = 0; op < OPS; op++)
             m[k][op] = bench_median(v[op], RUNS);
     }
-    printf("The core's cost per call, by channel (no tool attached; median of %d runs)\n\n", RUNS);
+    printf("The core's cost per call, by channel (no tool attached; median of %d runs%s)\n\n", RUNS,
+           cpu_time ? ", CPU time" : "");
     table(stdout, n, m);
     printf("\n\"none\": jitherald compiled in, no channel asked for (the description is "
            "validated, nothing kept);\n\"all\": every channel at once. Files in %s.\n", dir);
