@@ -85,7 +85,7 @@ struct region {
     uint64_t wmap_end;
     uint8_t *w0, *wm;           /* with wmap: the first page's shared mapping, the metadata's */
     bool wabove;                /* those lie above the window's span (no arena), wm_cap bytes
-                                   of metadata mapped (past the file's end) */
+                                   of metadata mapped */
     size_t wm_cap;
     dev_t dev;
     ino_t ino;

@@ -119,11 +119,9 @@ static int allocate(int fd, uint64_t from, uint64_t to)
 static int map_above(struct elfmap *m, struct region *r, int fd, uint64_t end)
 {
     uint64_t meta = r->img.s.meta_off;
-    size_t need = (size_t)(end - meta), cap = (size_t)1 << 20;
-    if (r->wabove && need <= r->wm_cap)
-        return 0;                   /* (the mapping reaches past the file's end) */
-    while (cap < 2 * need)
-        cap *= 2;
+    /* exactly the file's metadata: a page past the file's end faults for whoever reads it
+     * (a debugger through /proc/PID/mem, gcore), so a growth maps it all again */
+    size_t cap = (size_t)(end - meta);
     jh__em_wmap_drop(r);
     uint8_t *at = (uint8_t *)(span_lo(r) + EM_SPAN);
     void *p0 = mmap(at, m->page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
