@@ -176,8 +176,12 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     /* an arena whose image has no tables yet has no first page mapped there: pwrite */
     bool arena = r->arena && !r->arena_lost;
     if (r->wmap_off || (arena && (!jh__elfg_eh_reach(&r->img) ||
-                                  2 * m->page + (end - meta) > r->arena_len)))
+                                  2 * m->page + (end - meta) > r->arena_len))) {
+        /* (one that cannot grow goes: the tables are then mapped as before, jh__em_map_eh,
+         * until a bigger arena takes them all) */
+        jh__em_wmap_drop(r);
         return 1;
+    }
     bool whole = !r->wmap;          /* (else only the new chunks: the rest is allocated) */
     if (whole && !in_place(fd)) {
         r->wmap_off = true;
