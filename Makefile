@@ -35,7 +35,7 @@ SONAME   := libjitherald.so.0
 LIB_SRC  := $(filter-out %_win.c,$(sort $(wildcard src/base/*.c src/fmt/*.c src/channels/*.c src/core/*.c)))
 # The LuaJIT adapter's C half (adapters/luajit/trace.h): what its event handlers, which
 # LuaJIT runs interpreted, hand over to be derived in C.
-LUAJIT_SRC := adapters/luajit/trace.c
+LUAJIT_SRC := adapters/luajit/trace.c adapters/luajit/events.c
 LIB_SRC  += $(LUAJIT_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A    := $(BUILD)/libjitherald.a
