@@ -351,21 +351,23 @@ static void on_rec(lua_State *L, struct state *st)
     int32_t pc = (int32_t)A.tointeger(L, 3);
     if (tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
         return;
+    int base = A.gettop(L);
     int32_t ni = st->ni;
-    for (;;) {                           /* the IR so far: traceir answers below its count */
-        fn(L, E_TRACEIR);
+    fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
+    for (;;) {
+        A.pushvalue(L, base + 1);
         A.pushnumber(L, tr);
         A.pushnumber(L, ni + 1);
         if (call(L, 2, 1) < 0)
             break;
         int t = A.type(L, -1);
-        A.settop(L, -2);
+        A.settop(L, base + 1);
         if (t == LUA_TNIL)
             break;
         ni++;
     }
+    A.settop(L, base);
     st->ni = ni;
-    int base = A.gettop(L);
     A.rawgeti(L, UPV(2), E_LASTFUNC);
     int same = A.rawequal(L, -1, 2);
     A.settop(L, base);
