@@ -83,6 +83,7 @@ struct state {
     int side;
     int32_t line0, ni, last_fi;
     char loc[LOC_LEN];
+    size_t nloc;
     struct jh_lj_rec *rec;
     uint32_t nrec, caprec;
     const char *files[MAX_FILES];
@@ -96,6 +97,30 @@ static void say(const struct state *st, const char *what, uint32_t tr, int err)
 {
     if (st->debug)
         fprintf(stderr, "jitherald (luajit): %s %u: %s\n", what, tr, jh_strerror(err));
+}
+
+/* ---- names: built by hand, snprintf is a visible part of a trace's cost ---------------- */
+
+/* Append s (len bytes) to buf (cap bytes, *at used, NUL kept), cut where it does not fit. */
+static void put(char *buf, size_t cap, size_t *at, const char *s, size_t len)
+{
+    if (len > cap - 1 - *at)
+        len = cap - 1 - *at;
+    memcpy(buf + *at, s, len);
+    *at += len;
+    buf[*at] = 0;
+}
+
+static void put_int(char *buf, size_t cap, size_t *at, int64_t v)
+{
+    char d[24], *p = d + sizeof d;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    put(buf, cap, at, p, (size_t)(d + sizeof d - p));
 }
 
 /* ---- calling jit.util ------------------------------------------------------------------ */
@@ -312,7 +337,9 @@ static void on_start(lua_State *L, struct state *st)
                A.tointeger(L, 6) >= 0;
     st->parent = st->side ? (uint32_t)A.tointeger(L, 5) : 0;
     st->line0 = 0;
-    strcpy(st->loc, "?");
+    st->loc[0] = '?';
+    st->loc[1] = 0;
+    st->nloc = 1;
     if (A.type(L, 3) != LUA_TFUNCTION)
         return;
     func_cache(L, 3);
@@ -321,10 +348,14 @@ static void on_start(lua_State *L, struct state *st)
     A.rawgeti(L, c, C_PREFIX);
     if (A.type(L, -1) == LUA_TSTRING) {
         A.rawgeti(L, c, C_NOLINE);
-        if (A.type(L, -1) == LUA_TNIL)
-            snprintf(st->loc, sizeof st->loc, "%s:%d", A.tolstring(L, -2, NULL), st->line0);
-        else
-            snprintf(st->loc, sizeof st->loc, "%s", A.tolstring(L, -2, NULL));
+        size_t len, at = 0;
+        const char *prefix = A.tolstring(L, -2, &len);
+        put(st->loc, sizeof st->loc, &at, prefix, len);
+        if (A.type(L, -1) == LUA_TNIL) {
+            put(st->loc, sizeof st->loc, &at, ":", 1);
+            put_int(st->loc, sizeof st->loc, &at, st->line0);
+        }
+        st->nloc = at;
         A.settop(L, -2);
     }
     A.settop(L, -2);
@@ -354,12 +385,11 @@ static void on_rec(lua_State *L, struct state *st)
     int base = A.gettop(L);
     int32_t ni = st->ni;
     fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
-    for (;;) {
+    for (;;) {                           /* numbers in: it raises no error, no pcall */
         A.pushvalue(L, base + 1);
         A.pushnumber(L, tr);
         A.pushnumber(L, ni + 1);
-        if (call(L, 2, 1) < 0)
-            break;
+        A.call(L, 2, 1);
         int t = A.type(L, -1);
         A.settop(L, base + 1);
         if (t == LUA_TNIL)
@@ -479,8 +509,13 @@ static void on_stop(lua_State *L, struct state *st)
     struct live *parent = st->side && st->parent < st->nlive && st->live[st->parent].used
                         ? &st->live[st->parent] : NULL;
     char name[NAME_LEN], symbol[24];
-    snprintf(name, sizeof name, "TRACE_%u %s", tr, st->loc);
-    snprintf(symbol, sizeof symbol, "TRACE_%u", tr);
+    size_t nsym = 0, nname;
+    put(symbol, sizeof symbol, &nsym, "TRACE_", 6);
+    put_int(symbol, sizeof symbol, &nsym, tr);
+    memcpy(name, symbol, nsym);
+    nname = nsym;
+    put(name, sizeof name, &nname, " ", 1);
+    put(name, sizeof name, &nname, st->loc, st->nloc);
     struct jh_lj_trace t = {
         .name = name, .symbol = symbol, .mcode = mcode, .size = (uint32_t)size, .loop = loop,
         .addr = addr, .arch = st->arch, .frame = st->frame,
@@ -537,7 +572,7 @@ static void on_stop(lua_State *L, struct state *st)
         l->addr = addr;
         l->size = (uint32_t)size;
         l->spadj = rc > 0 ? rc - 1 : -1;
-        snprintf(l->name, sizeof l->name, "%s", name);
+        memcpy(l->name, name, nname + 1);
     } else if (rc >= 0) {
         jh_code_remove(st->ctx, id);     /* no memory to remember it: not kept */
     }
