@@ -21,77 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "trace.h"
-
-#define LUA_TNIL 0
-#define LUA_TBOOLEAN 1
-#define LUA_TNUMBER 3
-#define LUA_TSTRING 4
-#define LUA_TTABLE 5
-#define LUA_TFUNCTION 6
-#define UPV(i) (-10002 - (i))            /* lua_upvalueindex (lua.h: LUA_GLOBALSINDEX - i) */
-
-static struct jh_lua_api A;              /* set once by jh_luajit_api */
-
-int jh_luajit_api(const struct jh_lua_api *api)
-{
-    if (!api)
-        return -EINVAL;
-    const void *const *p = (const void *const *)api;
-    for (size_t i = 0; i < sizeof *api / sizeof *p; i++)
-        if (!p[i])
-            return -EINVAL;
-    A = *api;
-    return 0;
-}
-
-/* The environment, upvalue 2 of every closure: integer keys, read per event. */
-enum { E_TRACEIR = 1, E_TRACEINFO, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
-       E_VMFRAME, E_CACHE, E_LASTFUNC, E_LASTCACHE,
-       /* the field names read per event, as Lua strings: lua_getfield would intern its
-        * C string each time (a hash and a lookup) */
-       E_K_TRACE, E_K_RECORD, E_K_NEXIT, E_K_CURRENTLINE, E_K_SOURCE, E_K_LOC,
-       E_N = E_K_LOC };
-static const char *const KEYS[] = { [E_K_TRACE] = "trace", [E_K_RECORD] = "record",
-    [E_K_NEXIT] = "nexit", [E_K_CURRENTLINE] = "currentline", [E_K_SOURCE] = "source",
-    [E_K_LOC] = "loc" };
-/* A function's cache (E_CACHE[func], weak keys): [pc] = line; these for the function: */
-enum { C_SOURCE = -1,                    /* its source file name, false: none */
-       C_PREFIX = -2,                    /* -jv's location less ":line" (funcinfo's loc) */
-       C_NOLINE = -3 };                  /* true: the location takes no line (builtin) */
-
-#define LOC_LEN 96                       /* -jv's location, as funcinfo's loc (short) */
-#define NAME_LEN 128
-#define MAX_FILES 64
-#define MAX_GROUPS 64
-
-struct live { uint64_t id, addr; uint32_t size; int32_t spadj; uint8_t used, announced;
-              char name[NAME_LEN]; };
-struct group { uint64_t id, addr; uint8_t announced; char name[48]; };
-
-struct state {
-    jh_ctx *ctx;
-    int lines, events, debug, closed;
-    uint32_t arch, stubs_per, group_size, prologue_end;
-    const struct jh_lj_frame *frame;
-    int frame_tried;
-    struct live *live;                   /* by trace number */
-    uint32_t nlive;
-    struct group groups[MAX_GROUPS];
-    /* the trace started (pend) and, when its lines are wanted, recording (rec) */
-    uint32_t pend, rec_tr, parent;
-    int side;
-    int32_t line0, ni, last_fi;
-    char loc[LOC_LEN];
-    size_t nloc;
-    struct jh_lj_rec *rec;
-    uint32_t nrec, caprec;
-    const char *files[MAX_FILES];
-    uint32_t nfiles;
-    int32_t *snap;                       /* 2 * nexit at the stop */
-    uint32_t capsnap;
-    struct { uint64_t traces, patches, removed, groups, failed, no_unwind; } n;
-};
+#include "events.h"
 
 static void say(const struct state *st, const char *what, uint32_t tr, int err)
 {
@@ -617,7 +547,7 @@ static int chain(lua_State *L, int event)
     return 0;
 }
 
-static int on_trace(lua_State *L)
+int jh__lj_on_trace(lua_State *L)
 {
     struct state *st = state_of(L);
     /* "flush" comes alone; the others with the trace's number */
@@ -641,149 +571,10 @@ static int on_trace(lua_State *L)
     return chain(L, E_K_TRACE);
 }
 
-static int on_record(lua_State *L)
+int jh__lj_on_record(lua_State *L)
 {
     struct state *st = state_of(L);
     if (st && A.type(L, 1) == LUA_TNUMBER && A.type(L, 3) == LUA_TNUMBER)
         on_rec(L, st);
     return chain(L, E_K_RECORD);
-}
-
-/* ---- stats, live, close, open -------------------------------------------------------- */
-
-static void setnum(lua_State *L, const char *k, double v)
-{
-    A.pushnumber(L, v);
-    A.setfield(L, -2, k);
-}
-
-static int stats(lua_State *L)
-{
-    struct state *st = A.touserdata(L, UPV(1));
-    uint32_t live = 0;
-    for (uint32_t i = 0; i < st->nlive; i++)
-        live += st->live[i].used;
-    A.createtable(L, 0, 7);
-    setnum(L, "live", live);
-    setnum(L, "traces", (double)st->n.traces);
-    setnum(L, "patches", (double)st->n.patches);
-    setnum(L, "removed", (double)st->n.removed);
-    setnum(L, "groups", (double)st->n.groups);
-    setnum(L, "failed", (double)st->n.failed);
-    setnum(L, "no_unwind", (double)st->n.no_unwind);
-    return 1;
-}
-
-static void live_row(lua_State *L, int *k, const char *name, uint64_t addr, uint32_t size)
-{
-    A.createtable(L, 0, 3);
-    A.pushstring(L, name);
-    A.setfield(L, -2, "name");
-    setnum(L, "addr", (double)addr);
-    setnum(L, "size", size);
-    A.rawseti(L, -2, ++*k);
-}
-
-static int live(lua_State *L)
-{
-    struct state *st = A.touserdata(L, UPV(1));
-    int k = 0;
-    A.createtable(L, 0, 0);
-    for (uint32_t i = 0; i < st->nlive; i++)
-        if (st->live[i].used && st->live[i].announced)
-            live_row(L, &k, st->live[i].name, st->live[i].addr, st->live[i].size);
-    for (uint32_t g = 0; g < MAX_GROUPS; g++)
-        if (st->groups[g].announced)
-            live_row(L, &k, st->groups[g].name, st->groups[g].addr, st->group_size);
-    return 1;
-}
-
-static int close_(lua_State *L)
-{
-    struct state *st = A.touserdata(L, UPV(1));
-    st->closed = 1;
-    st->ctx = NULL;
-    return 0;
-}
-
-static int gc(lua_State *L)
-{
-    struct state *st = A.touserdata(L, 1);
-    if (st) {
-        free(st->live);
-        free(st->rec);
-        free(st->snap);
-        memset(st, 0, sizeof *st);
-        st->closed = 1;
-    }
-    return 0;
-}
-
-static uint32_t field_u32(lua_State *L, int cfg, const char *k)
-{
-    A.getfield(L, cfg, k);
-    uint32_t v = A.type(L, -1) == LUA_TNUMBER ? (uint32_t)A.tointeger(L, -1) : 0;
-    A.settop(L, -2);
-    return v;
-}
-
-static int field_bool(lua_State *L, int cfg, const char *k)
-{
-    A.getfield(L, cfg, k);
-    int v = A.toboolean(L, -1);
-    A.settop(L, -2);
-    return v;
-}
-
-int jh_luajit_open(lua_State *L)
-{
-    if (!A.gettop)                       /* jh_luajit_api first: nothing to answer with */
-        return 0;
-    if (A.type(L, 1) != LUA_TNUMBER || A.type(L, 2) != LUA_TTABLE) {
-        A.pushnil(L);
-        A.pushstring(L, "open(ctx, config): ctx an address, config a table");
-        return 2;
-    }
-    struct state *st = A.newuserdata(L, sizeof *st);
-    memset(st, 0, sizeof *st);
-    int ud = A.gettop(L);
-    A.createtable(L, 0, 1);
-    A.pushcclosure(L, gc, 0);
-    A.setfield(L, -2, "__gc");
-    A.setmetatable(L, ud);
-    st->ctx = (jh_ctx *)(uintptr_t)A.tonumber(L, 1);
-    st->lines = field_bool(L, 2, "lines");
-    st->events = field_bool(L, 2, "events");
-    st->debug = field_bool(L, 2, "debug");
-    st->arch = field_u32(L, 2, "arch");
-    st->stubs_per = field_u32(L, 2, "stubs_per");
-    st->group_size = field_u32(L, 2, "group_size");
-    st->prologue_end = field_u32(L, 2, "prologue_end");
-    static const char *const keys[] = { [E_TRACEIR] = "traceir", [E_TRACEINFO] = "traceinfo",
-        [E_TRACEMC] = "tracemc", [E_TRACESNAP] = "tracesnap",
-        [E_EXITSTUB] = "traceexitstub", [E_FUNCINFO] = "funcinfo", [E_THEIRS] = "theirs",
-        [E_VMFRAME] = "vm_frame" };
-    A.createtable(L, E_N, 0);
-    int env = A.gettop(L);
-    for (int i = 1; i <= E_VMFRAME; i++) {
-        A.getfield(L, 2, keys[i]);
-        A.rawseti(L, env, i);
-    }
-    A.createtable(L, 0, 0);              /* E_CACHE, weak keys: functions come and go */
-    A.createtable(L, 0, 1);
-    A.pushstring(L, "k");
-    A.setfield(L, -2, "__mode");
-    A.setmetatable(L, -2);
-    A.rawseti(L, env, E_CACHE);
-    for (int i = E_K_TRACE; i <= E_N; i++) {
-        A.pushstring(L, KEYS[i]);
-        A.rawseti(L, env, i);
-    }
-    static const jh_lua_cfn fns[] = { on_trace, on_record, stats, live, close_ };
-    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-        A.pushvalue(L, ud);
-        A.pushvalue(L, env);
-        A.pushcclosure(L, fns[i], 2);
-    }
-    return (int)(sizeof fns / sizeof *fns);
 }
