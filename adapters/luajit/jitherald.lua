@@ -117,6 +117,11 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
   const void *personality;
 };]],
 [[typedef struct lua_State lua_State;]],
+[[struct jh_lua_debug {
+  int event; const char *name, *namewhat, *what, *source;
+  int currentline, nups, linedefined, lastlinedefined; char short_src[60]; int i_ci;
+  char spare[64];
+};]],
 [[struct jh_lua_api {
   int (*gettop)(lua_State *L); void (*settop)(lua_State *L, int idx);
   void (*pushvalue)(lua_State *L, int idx); void (*remove)(lua_State *L, int idx);
@@ -135,6 +140,8 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
   void *(*newuserdata)(lua_State *L, size_t size); int (*setmetatable)(lua_State *L, int idx);
   int (*pcall)(lua_State *L, int nargs, int nresults, int errfunc);
   void (*call)(lua_State *L, int nargs, int nresults);
+  int (*getstack)(lua_State *L, int level, struct jh_lua_debug *ar);
+  int (*getinfo)(lua_State *L, const char *what, struct jh_lua_debug *ar);
 };]],
 [[int jh_luajit_api(const struct jh_lua_api *api);]],
 }
@@ -162,6 +169,8 @@ local LUA_API = {
   "void *lua_newuserdata(lua_State *L, size_t size);", "int lua_setmetatable(lua_State *L, int idx);",
   "int lua_pcall(lua_State *L, int nargs, int nresults, int errfunc);",
   "void lua_call(lua_State *L, int nargs, int nresults);",
+  "int lua_getstack(lua_State *L, int level, struct jh_lua_debug *ar);",
+  "int lua_getinfo(lua_State *L, const char *what, struct jh_lua_debug *ar);",
 }
 
 -- The library and the name it was loaded by (package.loadlib takes the same).
@@ -358,6 +367,7 @@ local function open()
   local groups = arch.groups
   handlers, err = open_handlers(lib, libname, ctx, {
     lines = want_lines, events = band(ch, JH_AUDITLOG) ~= 0, debug = debug_on,
+    verify = os.getenv("JITHERALD_LUAJIT_VERIFY") == "1",
     arch = arch.lj_arch or 0, stubs_per = groups and groups.per or 0,
     group_size = groups and groups.size or 0, prologue_end = arch.prologue_end or 0,
     traceir = jutil.traceir, traceinfo = jutil.traceinfo, tracemc = jutil.tracemc,
@@ -382,7 +392,7 @@ open()
 
 M.close = close
 local NO_STATS = { live = 0, traces = 0, patches = 0, removed = 0, groups = 0, failed = 0,
-                   no_unwind = 0 }
+                   no_unwind = 0, lines_checked = 0, lines_differ = 0 }
 function M.stats() return handlers and handlers[3]() or NO_STATS end
 function M.flush() if ctx ~= nil then lib.jh_flush(ctx) end end
 -- The live traces and exit stub groups: { name =, addr =, size = } each (for tests).

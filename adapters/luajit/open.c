@@ -42,7 +42,7 @@ static int stats(lua_State *L)
     uint32_t live = 0;
     for (uint32_t i = 0; i < st->nlive; i++)
         live += st->live[i].used;
-    A.createtable(L, 0, 7);
+    A.createtable(L, 0, 9);
     setnum(L, "live", live);
     setnum(L, "traces", (double)st->n.traces);
     setnum(L, "patches", (double)st->n.patches);
@@ -50,6 +50,8 @@ static int stats(lua_State *L)
     setnum(L, "groups", (double)st->n.groups);
     setnum(L, "failed", (double)st->n.failed);
     setnum(L, "no_unwind", (double)st->n.no_unwind);
+    setnum(L, "lines_checked", (double)st->n.checked);
+    setnum(L, "lines_differ", (double)st->n.differ);
     return 1;
 }
 
@@ -134,6 +136,7 @@ int jh_luajit_open(lua_State *L)
     st->lines = field_bool(L, 2, "lines");
     st->events = field_bool(L, 2, "events");
     st->debug = field_bool(L, 2, "debug");
+    st->verify = field_bool(L, 2, "verify");
     st->arch = field_u32(L, 2, "arch");
     st->stubs_per = field_u32(L, 2, "stubs_per");
     st->group_size = field_u32(L, 2, "group_size");

@@ -40,6 +40,15 @@ struct jh_lj_frame {
  * fills it from ffi.C (LuaJIT exports its API to C modules). */
 typedef struct lua_State lua_State;
 typedef int (*jh_lua_cfn)(lua_State *L);
+/* lua.h's lua_Debug (Lua 5.1, LUA_IDSIZE 60), with room to spare after its private part */
+struct jh_lua_debug {
+    int event;
+    const char *name, *namewhat, *what, *source;
+    int currentline, nups, linedefined, lastlinedefined;
+    char short_src[60];
+    int i_ci;
+    char spare[64];
+};
 struct jh_lua_api {
     int (*gettop)(lua_State *L);
     void (*settop)(lua_State *L, int idx);
@@ -68,6 +77,8 @@ struct jh_lua_api {
     int (*setmetatable)(lua_State *L, int idx);
     int (*pcall)(lua_State *L, int nargs, int nresults, int errfunc);
     void (*call)(lua_State *L, int nargs, int nresults);
+    int (*getstack)(lua_State *L, int level, struct jh_lua_debug *ar);
+    int (*getinfo)(lua_State *L, const char *what, struct jh_lua_debug *ar);
 };
 
 /* Take the C API's functions (copied; all of them non-NULL, else -EINVAL). Once per
@@ -77,7 +88,10 @@ JH_API int jh_luajit_api(const struct jh_lua_api *api);
 /*
  * A lua_CFunction (package.loadlib(lib, "jh_luajit_open")): open(ctx, config) with ctx a
  * jh_ctx's address as a number and config a table of
- *   lines, events, debug     booleans: per-guard line tables, audit-log events, messages
+ *   lines, events, debug, verify
+ *                            booleans: per-guard line tables, audit-log events, messages,
+ *                            each bytecode's line read from its frame checked against
+ *                            funcinfo's (stats' lines_checked, lines_differ)
  *   arch, stubs_per, group_size, prologue_end
  *                            enum jh_lj_arch (0: none known: traces get their start line)
  *                            and what jitherald/<arch>.lua says of its exit stubs

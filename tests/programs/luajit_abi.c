@@ -45,6 +45,10 @@ int main(void)
     F(jh_lua_api, pushcclosure); F(jh_lua_api, getfield); F(jh_lua_api, setfield);
     F(jh_lua_api, rawget); F(jh_lua_api, rawset); F(jh_lua_api, rawgeti);
     F(jh_lua_api, rawseti); F(jh_lua_api, createtable); F(jh_lua_api, newuserdata);
-    F(jh_lua_api, setmetatable); F(jh_lua_api, pcall); F(jh_lua_api, call); S(jh_lua_api);
+    F(jh_lua_api, setmetatable); F(jh_lua_api, pcall); F(jh_lua_api, call);
+    F(jh_lua_api, getstack); F(jh_lua_api, getinfo); S(jh_lua_api);
+    F(jh_lua_debug, event); F(jh_lua_debug, name); F(jh_lua_debug, source);
+    F(jh_lua_debug, currentline); F(jh_lua_debug, short_src); F(jh_lua_debug, i_ci);
+    S(jh_lua_debug);
     return 0;
 }
