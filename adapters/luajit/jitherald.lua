@@ -13,24 +13,27 @@ What each trace becomes (jh_code_add, when LuaJIT reports it finished):
   - a line table: the start line at offset 0, then per exit branch (a guard) the line of
     the bytecode its snapshot was taken at, from LuaJIT's "record" events (each gives the
     bytecode and, through traceir, the IR count when it began: a snapshot's IR position
-    finds its bytecode; jit.util gives no snapshot's bytecode before LuaJIT 2.1 of 2026). Guards in the
-    loop part of a looping trace are copies LuaJIT made of the guards before the loop; each
-    gets the line of the one it copies, matched by frame size in order (approximate: LuaJIT
-    drops the copies it can prove redundant);
+    finds its bytecode; jit.util gives no snapshot's bytecode before LuaJIT 2.1 of 2026;
+    the bytecode's line is read from its executing frame). Guards in the loop part of a
+    looping trace are copies LuaJIT made of the guards before the loop; each gets the line
+    of the one it copies, matched by frame size in order (approximate: LuaJIT drops the
+    copies it can prove redundant);
   - how to unwind it (x64, GC64 builds): a trace runs inside the interpreter's frame. Its
     CFA, rsp + 80 there, and where rbp/rbx/r15/r14 are saved come from LuaJIT's own
     .eh_frame for lj_vm (read once, from the FDE of lj_vm_exit_handler, where the exit
-    stubs jump, by the library: jh_frame_at); BC_JLOOP then enters a trace after `sub rsp,16`, with r12 and r13 saved
-    in the frame's lowest slots (vm_x64.dasc), so a trace starts at CFA = rsp + 96. Each
-    trace then moves rsp by its own amount, found in its machine code: a root trace starts
-    with `add rsp,-N`, a side trace starts at its parent's adjustment and adds the
-    difference, and a trace that does not loop ends with `add rsp,+N; jmp`. Code of
+    stubs jump, by the library: jh_frame_at); BC_JLOOP then enters a trace after
+    `sub rsp,16`, with r12 and r13 saved in the frame's lowest slots (vm_x64.dasc), so a
+    trace starts at CFA = rsp + 96. Each trace then moves rsp by its own amount, found in
+    its machine code: a root trace starts with `add rsp,-N`, a side trace starts at its
+    parent's adjustment and adds the difference, and a trace that does not loop ends with
+    `add rsp,+N; jmp`. Code of
     another shape gets no unwind description (counted in stats().no_unwind). With it goes
     LuaJIT's personality routine, from LuaJIT's FDE for the code area: the unwind channel
     then describes the trace with it (Lua errors through the trace still reach LuaJIT,
     backtrace() walks through) and leaves the rest of the area to LuaJIT's FDE.
-The machine code is read by one module per architecture: jitherald/x86.lua (x86 and x64:
-exit stub groups, guards, the frame) and jitherald/arm64.lua (guards; no frame yet).
+What differs per architecture is said by jitherald/x86.lua (x86 and x64: exit stub
+groups, guards, the frame) and jitherald/arm64.lua (guards; no frame yet); the machine
+code itself is read in C (adapters/luajit/trace.c).
 Side traces: linking one patches its parent's exit branches (lj_asm_patchexit), reported as
 jh_code_patched over the parent. x86's exit stub groups are announced as "LuaJIT exit stubs
 0-31" and so on. jit.flush() and every flush LuaJIT does on its own remove everything (the
@@ -45,7 +48,8 @@ reads the interpreter's frame once and shares jit.attach.
 jit.attach holds one handler per event: this module keeps its own handlers attached and
 they call the script's (or -jv's, -jdump's) after their own work, whichever was attached
 first, so both work. The library is found through $JITHERALD_LIB, else where `make
-install` put it, else by the dynamic linker's search. Nothing happens when no channel is switched on.
+install` put it, else by the dynamic linker's search. Nothing happens when no channel is
+switched on.
 ]]
 
 local ffi = require("ffi")
