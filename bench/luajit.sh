@@ -11,8 +11,9 @@
 #   JH_BENCH_LUAJIT="400 2 10"   functions, rounds, flushes
 #   JH_BENCH_RUNS=5              runs per configuration (the median is shown)
 #   JH_BENCH_LUAJIT_BEFORE=DIR   another tree (built: DIR/build/libjitherald.so.0, with its
-#                                adapters/luajit), e.g. `git archive` of an older commit:
-#                                its adapter runs beside this one, a "before" column
+#                                adapters/luajit), or a commit of this repository (its tree
+#                                is built in a temporary directory, ~1 min): its adapter
+#                                runs beside this one, in the same rounds, a "before" column
 set -u
 B=${JH_BUILD:-build}
 R=${JH_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -23,6 +24,13 @@ runs=${JH_BENCH_RUNS:-5}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 S=$R/bench/luajit/stress.lua
 OLD=${JH_BENCH_LUAJIT_BEFORE:-}
+if [ -n "$OLD" ] && [ ! -d "$OLD" ] && git -C "$R" rev-parse -q --verify "$OLD^{commit}" >/dev/null; then
+    echo "building $OLD's library for the before column..."
+    mkdir -p "$T/before" && git -C "$R" archive "$OLD" | tar x -C "$T/before" &&
+        make -C "$T/before" -j2 build/libjitherald.so.0 >"$T/before.log" 2>&1 ||
+        echo "building $OLD failed: $(tail -3 "$T/before.log")"
+    OLD=$T/before
+fi
 if [ -n "$OLD" ] && [ ! -f "$OLD/build/libjitherald.so.0" ]; then
     echo "JH_BENCH_LUAJIT_BEFORE=$OLD: no build/libjitherald.so.0 there: no before column"; OLD=
 fi
@@ -69,7 +77,7 @@ echo "as a multiple of LuaJIT's own CPU per trace compiled (start to stop event,
 echo
 base=$(median "$T/new.0")
 [ -n "$base" ] || { echo "plain luajit failed"; exit 0; }
-read -r b0 t0 s0 f0 c0 <<<"$base"
+read -r b0 t0 _ _ c0 <<<"$base"
 comp=$(awk -v c="$c0" -v t="$t0" 'BEGIN { printf "%.1f", t ? c * 1e6 / t : 0 }')
 per() { # median-line: us per trace over plain
     local c t

@@ -9,7 +9,7 @@
 # -jdump's own record handler beside the adapter's in one of them.
 . "$(dirname "$0")/lib.sh"
 luajit_adapter
-cd "$LUAJIT_SCRIPTS"
+cd "$LUAJIT_SCRIPTS" || fail "no $LUAJIT_SCRIPTS"
 cat >"$T/check.lua" <<'LUA'
 local jh = require("jitherald")
 local script = table.remove(arg, 1)
