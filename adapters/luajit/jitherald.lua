@@ -209,7 +209,8 @@ local function open_handlers(lib, name, ctx, config)
   local copen, lerr = package.loadlib(name, "jh_luajit_open")
   if not copen then return nil, "package.loadlib: " .. tostring(lerr) end
   local h = { copen(tonumber(ffi.cast("uintptr_t", ctx)), config) }
-  if not h[1] then return nil, tostring(h[2]) end
+  -- nothing at all: the library package.loadlib opened is another copy than the FFI's
+  if not h[1] then return nil, h[2] or ("jh_luajit_open in " .. name .. " has no C API") end
   return h
 end
 
