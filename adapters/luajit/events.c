@@ -106,12 +106,19 @@ static void func_cache(lua_State *L, int idx)
         return;
     }
     A.settop(L, -2);
-    A.createtable(L, 0, 4);
-    int t = A.gettop(L);
-    fn(L, E_FUNCINFO);                   /* funcinfo(func): its source, and -jv's loc */
+    fn(L, E_FUNCINFO);                   /* funcinfo(func): its source, -jv's loc, size */
     A.pushvalue(L, idx);
-    if (call(L, 1, 1) == 0) {
-        int fi = A.gettop(L);
+    int fi = call(L, 1, 1) == 0 ? A.gettop(L) : 0;
+    int nbc = 0;
+    if (fi) {
+        field(L, fi, E_K_BYTECODES);
+        nbc = A.type(L, -1) == LUA_TNUMBER ? (int)A.tointeger(L, -1) : 0;
+        A.settop(L, -2);
+    }
+    /* a line per bytecode position in the array part: no rehash as they come */
+    A.createtable(L, nbc > 0 && nbc < 65536 ? nbc : 0, 3);
+    int t = A.gettop(L);
+    if (fi) {
         field(L, fi, E_K_SOURCE);
         size_t len = 0;
         const char *src = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, &len) : NULL;
@@ -145,7 +152,9 @@ static void func_cache(lua_State *L, int idx)
             A.pushstring(L, buf);
             A.rawseti(L, t, C_PREFIX);
         }
-        A.settop(L, fi - 1);
+        A.settop(L, t);
+        A.remove(L, fi);                 /* cache, t */
+        t--;
     }
     A.pushvalue(L, idx);
     A.pushvalue(L, t);
