@@ -547,6 +547,8 @@ static void on_stop(lua_State *L, struct state *st)
     st->n.traces++;
     /* the parent's exit branch now jumps here (lj_asm_patchexit rewrote it, and any other
      * branch to that exit stub, somewhere in the parent's code) */
+    parent = st->side && st->parent < st->nlive && st->live[st->parent].used
+           ? &st->live[st->parent] : NULL;      /* again: live_at may have moved the array */
     if (parent && parent->announced) {
         jh_code_patched(st->ctx, (const void *)(uintptr_t)parent->addr, parent->size);
         st->n.patches++;
