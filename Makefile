@@ -33,9 +33,9 @@ LIBS     := -lpthread -ldl
 SONAME   := libjitherald.so.0
 # Files named *_win.c are the Windows side of a platform difference (make win64, win64.mk).
 LIB_SRC  := $(filter-out %_win.c,$(sort $(wildcard src/base/*.c src/fmt/*.c src/channels/*.c src/core/*.c)))
-# The LuaJIT adapter's C half (adapters/luajit/trace.h): what its event handlers, which
-# LuaJIT runs interpreted, hand over to be derived in C.
-LUAJIT_SRC := adapters/luajit/trace.c
+# The LuaJIT adapter's C half (adapters/luajit/trace.h): its event handlers, which LuaJIT
+# would run with the JIT off as Lua, and the derivation of each trace's lines and frame.
+LUAJIT_SRC := adapters/luajit/trace.c adapters/luajit/events.c adapters/luajit/open.c
 LIB_SRC  += $(LUAJIT_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A    := $(BUILD)/libjitherald.a
@@ -130,7 +130,7 @@ $(BUILD)/src/%.o: src/%.c $(wildcard src/*/*.h) include/jitherald.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
 
-$(BUILD)/adapters/luajit/%.o: adapters/luajit/%.c adapters/luajit/trace.h include/jitherald.h
+$(BUILD)/adapters/luajit/%.o: adapters/luajit/%.c adapters/luajit/trace.h adapters/luajit/events.h include/jitherald.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@

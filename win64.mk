@@ -49,7 +49,7 @@ $(WIN_BUILD)/src/%.o: src/%.c $(wildcard src/*/*.h) include/jitherald.h
 	@mkdir -p $(@D)
 	$(Q)$(WIN_CC) $(WIN_CPPFLAGS) $(WIN_CFLAGS) -c $< -o $@
 
-$(WIN_BUILD)/adapters/luajit/%.o: adapters/luajit/%.c adapters/luajit/trace.h include/jitherald.h
+$(WIN_BUILD)/adapters/luajit/%.o: adapters/luajit/%.c adapters/luajit/trace.h adapters/luajit/events.h include/jitherald.h
 	$(call msg,WINCC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(WIN_CC) $(WIN_CPPFLAGS) $(WIN_CFLAGS) -c $< -o $@

@@ -11,34 +11,45 @@ What each trace becomes (jh_code_add, when LuaJIT reports it finished):
   - name "TRACE_<n> <file>:<line>" (the trace's start, as -jv prints it), symbol
     TRACE_<n> for debuggers' `break` (what bt and -jv show);
   - a line table: the start line at offset 0, then per exit branch (a guard) the line of
-    the bytecode its snapshot was taken at, from LuaJIT's "record" events. Guards in the
-    loop part of a looping trace are copies LuaJIT made of the guards before the loop; each
-    gets the line of the one it copies, matched by frame size in order (approximate: LuaJIT
-    drops the copies it can prove redundant);
+    the bytecode its snapshot was taken at, from LuaJIT's "record" events (each gives the
+    bytecode and, through traceir, the IR count when it began: a snapshot's IR position
+    finds its bytecode; jit.util gives no snapshot's bytecode before LuaJIT 2.1 of 2026;
+    the bytecode's line is read from its executing frame). Guards in the loop part of a
+    looping trace are copies LuaJIT made of the guards before the loop; each gets the line
+    of the one it copies, matched by frame size in order (approximate: LuaJIT drops the
+    copies it can prove redundant);
   - how to unwind it (x64, GC64 builds): a trace runs inside the interpreter's frame. Its
     CFA, rsp + 80 there, and where rbp/rbx/r15/r14 are saved come from LuaJIT's own
     .eh_frame for lj_vm (read once, from the FDE of lj_vm_exit_handler, where the exit
-    stubs jump, by the library: jh_frame_at); BC_JLOOP then enters a trace after `sub rsp,16`, with r12 and r13 saved
-    in the frame's lowest slots (vm_x64.dasc), so a trace starts at CFA = rsp + 96. Each
-    trace then moves rsp by its own amount, found in its machine code: a root trace starts
-    with `add rsp,-N`, a side trace starts at its parent's adjustment and adds the
-    difference, and a trace that does not loop ends with `add rsp,+N; jmp`. Code of
+    stubs jump, by the library: jh_frame_at); BC_JLOOP then enters a trace after
+    `sub rsp,16`, with r12 and r13 saved in the frame's lowest slots (vm_x64.dasc), so a
+    trace starts at CFA = rsp + 96. Each trace then moves rsp by its own amount, found in
+    its machine code: a root trace starts with `add rsp,-N`, a side trace starts at its
+    parent's adjustment and adds the difference, and a trace that does not loop ends with
+    `add rsp,+N; jmp`. Code of
     another shape gets no unwind description (counted in stats().no_unwind). With it goes
     LuaJIT's personality routine, from LuaJIT's FDE for the code area: the unwind channel
     then describes the trace with it (Lua errors through the trace still reach LuaJIT,
     backtrace() walks through) and leaves the rest of the area to LuaJIT's FDE.
-The machine code is read by one module per architecture: jitherald/x86.lua (x86 and x64:
-exit stub groups, guards, the frame) and jitherald/arm64.lua (guards; no frame yet).
+What differs per architecture is said by jitherald/x86.lua (x86 and x64: exit stub
+groups, guards, the frame) and jitherald/arm64.lua (guards; no frame yet); the machine
+code itself is read in C (adapters/luajit/trace.c).
 Side traces: linking one patches its parent's exit branches (lj_asm_patchexit), reported as
 jh_code_patched over the parent. x86's exit stub groups are announced as "LuaJIT exit stubs
 0-31" and so on. jit.flush() and every flush LuaJIT does on its own remove everything (the
 machine code is already unmapped by then); a trace number reused (its trace was flushed
 alone, or collected) removes the old trace first.
 
+The handlers are C (adapters/luajit/events.c, in libjitherald, given Lua's C API through
+the FFI and turned into Lua functions by package.loadlib): LuaJIT runs event handlers with
+the JIT off, where this work in Lua cost ~20 µs a trace. This module loads the library,
+reads the interpreter's frame once and shares jit.attach.
+
 jit.attach holds one handler per event: this module keeps its own handlers attached and
-calls the script's (or -jv's, -jdump's) from them, whichever was attached first, so both
-work. The library is found through $JITHERALD_LIB, else where `make install` put it, else
-by the dynamic linker's search. Nothing happens when no channel is switched on.
+they call the script's (or -jv's, -jdump's) after their own work, whichever was attached
+first, so both work. The library is found through $JITHERALD_LIB, else where `make
+install` put it, else by the dynamic linker's search. Nothing happens when no channel is
+switched on.
 ]]
 
 local ffi = require("ffi")
@@ -47,9 +58,7 @@ local jit = require("jit")
 local jutil = require("jit.util")
 
 local band, bor = bit.band, bit.bor
-local format, concat = string.format, table.concat
-local funcinfo, traceinfo, tracemc = jutil.funcinfo, jutil.traceinfo, jutil.tracemc
-local tracesnap, traceir = jutil.tracesnap, jutil.traceir
+local format = string.format
 
 local M = { enabled = false }
 local debug_on = os.getenv("JITHERALD_DEBUG") == "1"
@@ -111,15 +120,64 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
   uint32_t arch; uint32_t vm_cfa; uint32_t nsaved_regs; const struct jh_saved_reg *saved_regs;
   const void *personality;
 };]],
-[[int jh_luajit_add(jh_ctx *ctx, const char *name, const char *symbol, const char *mcode,
-  uint32_t size, uint64_t addr, uint32_t loop, const char *lines, size_t lines_len,
-  const char *const *files, uint32_t nfiles, const struct jh_lj_frame *frame,
-  int32_t parent_spadj, int is_side, uint32_t prologue_end, uint64_t *id);]],
+[[typedef struct lua_State lua_State;]],
+[[struct jh_lua_debug {
+  int event; const char *name, *namewhat, *what, *source;
+  int currentline, nups, linedefined, lastlinedefined; char short_src[60]; int i_ci;
+  char spare[64];
+};]],
+[[struct jh_lua_api {
+  int (*gettop)(lua_State *L); void (*settop)(lua_State *L, int idx);
+  void (*pushvalue)(lua_State *L, int idx); void (*remove)(lua_State *L, int idx);
+  int (*type)(lua_State *L, int idx); double (*tonumber)(lua_State *L, int idx);
+  ptrdiff_t (*tointeger)(lua_State *L, int idx); int (*toboolean)(lua_State *L, int idx);
+  const char *(*tolstring)(lua_State *L, int idx, size_t *len);
+  int (*rawequal)(lua_State *L, int a, int b); void *(*touserdata)(lua_State *L, int idx);
+  void (*pushnil)(lua_State *L); void (*pushinteger)(lua_State *L, ptrdiff_t n);
+  void (*pushnumber)(lua_State *L, double n); void (*pushstring)(lua_State *L, const char *s);
+  void (*pushcclosure)(lua_State *L, int (*fn)(lua_State *L), int n);
+  void (*getfield)(lua_State *L, int idx, const char *k);
+  void (*setfield)(lua_State *L, int idx, const char *k);
+  void (*rawget)(lua_State *L, int idx); void (*rawset)(lua_State *L, int idx);
+  void (*rawgeti)(lua_State *L, int idx, int n); void (*rawseti)(lua_State *L, int idx, int n);
+  void (*createtable)(lua_State *L, int narr, int nrec);
+  void *(*newuserdata)(lua_State *L, size_t size); int (*setmetatable)(lua_State *L, int idx);
+  int (*pcall)(lua_State *L, int nargs, int nresults, int errfunc);
+  void (*call)(lua_State *L, int nargs, int nresults);
+  int (*getstack)(lua_State *L, int level, struct jh_lua_debug *ar);
+  int (*getinfo)(lua_State *L, const char *what, struct jh_lua_debug *ar);
+};]],
+[[int jh_luajit_api(const struct jh_lua_api *api);]],
 }
 M._cdef = CDEF
 
 local JH_PERFMAP, JH_JITDUMP, JH_GDB, JH_UNWIND, JH_ELFMAP, JH_AUDITLOG = 1, 2, 4, 8, 16, 32
 
+-- Lua's C API, as events.c takes it (struct jh_lua_api, field for field, lua.h's
+-- prototypes): LuaJIT exports it to C modules, and so to the FFI's ffi.C.
+local LUA_API = {
+  "int lua_gettop(lua_State *L);", "void lua_settop(lua_State *L, int idx);",
+  "void lua_pushvalue(lua_State *L, int idx);", "void lua_remove(lua_State *L, int idx);",
+  "int lua_type(lua_State *L, int idx);", "double lua_tonumber(lua_State *L, int idx);",
+  "ptrdiff_t lua_tointeger(lua_State *L, int idx);", "int lua_toboolean(lua_State *L, int idx);",
+  "const char *lua_tolstring(lua_State *L, int idx, size_t *len);",
+  "int lua_rawequal(lua_State *L, int a, int b);", "void *lua_touserdata(lua_State *L, int idx);",
+  "void lua_pushnil(lua_State *L);", "void lua_pushinteger(lua_State *L, ptrdiff_t n);",
+  "void lua_pushnumber(lua_State *L, double n);", "void lua_pushstring(lua_State *L, const char *s);",
+  "void lua_pushcclosure(lua_State *L, int (*fn)(lua_State *L), int n);",
+  "void lua_getfield(lua_State *L, int idx, const char *k);",
+  "void lua_setfield(lua_State *L, int idx, const char *k);",
+  "void lua_rawget(lua_State *L, int idx);", "void lua_rawset(lua_State *L, int idx);",
+  "void lua_rawgeti(lua_State *L, int idx, int n);", "void lua_rawseti(lua_State *L, int idx, int n);",
+  "void lua_createtable(lua_State *L, int narr, int nrec);",
+  "void *lua_newuserdata(lua_State *L, size_t size);", "int lua_setmetatable(lua_State *L, int idx);",
+  "int lua_pcall(lua_State *L, int nargs, int nresults, int errfunc);",
+  "void lua_call(lua_State *L, int nargs, int nresults);",
+  "int lua_getstack(lua_State *L, int level, struct jh_lua_debug *ar);",
+  "int lua_getinfo(lua_State *L, const char *what, struct jh_lua_debug *ar);",
+}
+
+-- The library and the name it was loaded by (package.loadlib takes the same).
 local function load_library()
   local tried = {}
   -- `make install` replaces @LIBDIR@ (left as it is in the source tree: skipped)
@@ -128,26 +186,41 @@ local function load_library()
   for _, name in ipairs(names) do
     if name ~= "" and not name:find("@" .. "LIBDIR@", 1, true) then
       local ok, lib = pcall(ffi.load, name)
-      if ok then return lib end
+      if ok then return lib, name end
       tried[#tried + 1] = tostring(lib)
     end
   end
   return nil, table.concat(tried, "; ")
 end
 
--- ---- state ---------------------------------------------------------------------------
+-- The handlers, C functions of libjitherald (events.c) opened with config: on_trace,
+-- on_record, stats, live, close; or nil and why.
+local function open_handlers(lib, name, ctx, config)
+  local api = ffi.new("struct jh_lua_api")
+  local ok, err = pcall(function()
+    for _, decl in ipairs(LUA_API) do
+      pcall(ffi.cdef, decl)                    -- the script may have declared it already
+      local f = decl:match("lua_([%w_]+)%(")
+      api[f] = ffi.C["lua_" .. f]
+    end
+  end)
+  if not ok then return nil, "Lua's C API is not visible to the FFI: " .. tostring(err) end
+  if lib.jh_luajit_api(api) ~= 0 then return nil, "Lua's C API is incomplete" end
+  local copen, lerr = package.loadlib(name, "jh_luajit_open")
+  if not copen then return nil, "package.loadlib: " .. tostring(lerr) end
+  local h = { copen(tonumber(ffi.cast("uintptr_t", ctx)), config) }
+  -- nothing at all: the library package.loadlib opened is another copy than the FFI's
+  if not h[1] then return nil, h[2] or ("jh_luajit_open in " .. name .. " has no C API") end
+  return h
+end
 
-local lib, ctx
+-- ---- the interpreter's frame ----------------------------------------------------------
+
+local lib, ctx, handlers
 -- What this architecture's machine code says (jitherald/x86.lua, jitherald/arm64.lua),
 -- loaded by open(); elsewhere traces get their names and start lines.
 local ARCH = { x86 = "jitherald.x86", x64 = "jitherald.x86", arm64 = "jitherald.arm64" }
 local arch = {}
-local live = {}          -- trace number -> { id, addr, size, spadj }
-local pending = {}       -- trace number -> what its start event said, and its records
-local groups = {}        -- exit stub group -> { id, addr }
-local counts = { traces = 0, patches = 0, removed = 0, groups = 0, failed = 0, no_unwind = 0 }
-local want_lines, want_events = false, false
-local sources = setmetatable({}, { __mode = "k" })     -- func -> source file name
 
 -- The frame the process's unwinder has at addr, read and translated by the library
 -- (jh_frame_at: the same reader as every .eh_frame jitherald takes): CFA = rsp + N and
@@ -168,310 +241,42 @@ local function frame_at(addr)
   return f.cfa_offset, out, pers
 end
 
-local function source_of(func)
-  local s = sources[func]
-  if s == nil then
-    local fi = funcinfo(func)
-    s = fi.source or false
-    if s then
-      local c = s:sub(1, 1)
-      if c == "@" or c == "=" then s = s:sub(2) end
-    end
-    sources[func] = s
-  end
-  return s or nil
-end
-
-local id_out = ffi.new("uint64_t[1]")
-local code                -- one struct jh_code, reused (made once the type is declared)
-
 -- The interpreter's frame traces run in and LuaJIT's personality routine for its machine
 -- code (from the FDE it registers over each code area; none before 2.1's external
--- unwinding), one struct jh_lj_frame for jh_luajit_add, or nil (no unwind descriptions).
--- With the personality, the unwind channel describes each trace with it, the rest of the
--- area left to LuaJIT's FDE: Lua errors thrown through a trace still reach LuaJIT, and
--- backtrace() walks through it.
-local vm_frame
-
--- Anything but a trace (the exit stub groups): a name, an address and a size.
-local function announce(name, addr, size)
-  ffi.fill(code, ffi.sizeof(code))
-  code.sz = ffi.sizeof(code)
-  code.name = name
-  code.start = ffi.cast("const void *", addr)
-  code.size = size
-  local rc = lib.jh_code_add(ctx, code, id_out)
-  if rc ~= 0 then
-    counts.failed = counts.failed + 1
-    say("debug", format("%s at 0x%x: %s", name, addr, ffi.string(lib.jh_strerror(rc))))
-    return nil
-  end
-  return id_out[0]
-end
-
-local function remove(id)
-  if id then
-    lib.jh_code_remove(ctx, id)
-    counts.removed = counts.removed + 1
-  end
-end
-
--- ---- exit stubs ----------------------------------------------------------------------
-
-local function announce_groups(nexit)
-  local gs = arch.groups
-  if not gs then return end
-  for g = 0, math.floor((nexit - 1) / gs.per) do
-    local base = gs.base(g)
-    local known = groups[g]
-    if base and (not known or known.addr ~= base) then
-      if known then remove(known.id) end
-      local first = g * gs.per
-      local name = format("LuaJIT exit stubs %d-%d", first, first + gs.per - 1)
-      groups[g] = { id = announce(name, base, gs.size), addr = base, name = name }
-      counts.groups = counts.groups + 1
-    end
-  end
-end
-
--- ---- lines ---------------------------------------------------------------------------
--- Records: the bytecodes LuaJIT recorded for the trace, in order, each with the IR count
--- when it began (record i made IR [nins[i], nins[i+1])) and its file and line, written by
--- on_record straight into C arrays (one trace records at a time). A snapshot at IR
--- position ref was taken while recording the last record that began at or before it. The
--- code of a guard's region (from the previous exit branch to this one) computes the IR
--- between the two snapshots: it gets the line of the first record that made IR there (a
--- call's return address then has the call's line), the exit branch itself its snapshot's
--- line. jh_luajit_lines (adapters/luajit/lines.c) finds the guards and derives the rows:
--- LuaJIT runs these handlers interpreted, where the same work cost ~15 µs a trace.
-
--- The line of func's bytecode pc, cached (funcinfo builds a table of 15 fields a call).
-local line_cache = setmetatable({}, { __mode = "k" })
-local function line_of(func, pc)
-  local c = line_cache[func]
-  if not c then
-    c = {}
-    line_cache[func] = c
-  end
-  local l = c[pc]
-  if not l then
-    l = funcinfo(func, pc).currentline or 0
-    c[pc] = l
-  end
-  return l
-end
-
-local rec_tr               -- the trace being recorded, if its lines are wanted
-local rec, rec_k, rec_ni = {}, 0, 0   -- its records: IR count, line, file index each
-local rec_files, rec_fidx  -- its files (1-based; 0 for C is the start's) and indexes
-local rec_func, rec_fi     -- the last record's function and its file index
-
-local function rec_begin(tr, src0)
-  rec_tr, rec_k, rec_ni = tr, 0, 0
-  rec_files, rec_fidx = { src0 }, { [src0] = 0 }
-  rec_func, rec_fi = nil, nil
-end
-
-local Cfiles = {}        -- interned C file-name arrays per set of names
-local head = {}          -- the data before the records, reused
-
--- What jh_luajit_add takes to derive the trace's lines (trace.h): a string of numbers,
--- which table.concat builds in C (every FFI store from here costs ~50 ns), and the files.
-local function lines_data(tr, st, addr, nexit)
-  local line0 = st.line
-  if rec_tr ~= tr or not line0 then return nil end
-  rec_tr = nil
-  local h, n = head, 2
-  h[1], h[2] = arch.lj_arch or 0, line0
-  if arch.stub_bases and nexit > 0 then
-    local nb, per = arch.stub_bases(tr, nexit, addr, h, n + 2)
-    h[n + 1], h[n + 2] = per, nb
-    n = n + 3 + nb
-    h[n] = nexit
-    for k = 0, nexit - 1 do
-      local s = tracesnap(tr, k)
-      if s then h[n + 1], h[n + 2] = s[0], s[1] else h[n + 1], h[n + 2] = 0, -1 end
-      n = n + 2
-    end
-    n = n + 1
-    h[n] = rec_k / 3
-  else
-    h[3], h[4], h[5], h[6] = 1, 0, 0, 0
-    n = 6
-  end
-  local data = concat(h, " ", 1, n)
-  if rec_k > 0 and n > 6 then data = data .. " " .. concat(rec, " ", 1, rec_k) end
-  local files = rec_files
-  local key = #files == 1 and files[1] or concat(files, "\0")
-  local cf = Cfiles[key]
-  if not cf then
-    local c = ffi.new("const char *[?]", #files)
-    local keep = {}
-    for i, f in ipairs(files) do
-      keep[i] = f
-      c[i - 1] = f
-    end
-    cf = { c = c, n = #files, keep = keep }
-    Cfiles[key] = cf
-  end
-  return data, cf
-end
-
--- ---- the events ----------------------------------------------------------------------
-
--- One attribute array, its keys set once: each FFI store costs ~50 ns in the handler.
-local attrs, attr_tr, attr_what
-local KEY_TRACE, KEY_WHAT = "trace", "what"   -- the keys' bytes, alive with this module
-local function log_event(name, tr, extra)
-  if not want_events then return end
-  if not attrs then
-    attrs = ffi.new("struct jh_attr[2]")
-    attrs[0].key, attrs[0].kind, attrs[1].key, attrs[1].kind = KEY_TRACE, 1, KEY_WHAT, 3
-    attr_tr, attr_what = attrs[0].v, attrs[1].v
-  end
-  attr_tr.u = tr
-  if extra then attr_what.s = extra end
-  lib.jh_log_event(ctx, name, attrs, extra and 2 or 1)
-end
-
-local function on_start(tr, func, pc, otr, oex)
-  local old = live[tr]
-  if old then             -- the number is reused: its trace was flushed alone, or collected
-    remove(old.id)
-    live[tr] = nil
-  end
-  local fi = funcinfo(func, pc)
-  local side = otr and oex and oex >= 0
-  pending[tr] = { func = func, line = fi.currentline, loc = fi.loc or "?",
-                  parent = side and otr or nil, exit = side and oex or nil }
-  rec_tr = nil
-  local src0 = want_lines and source_of(func)
-  if src0 then rec_begin(tr, src0) end
-end
-
--- The frame traces run in, read once (arch.trace_frame: x64 only so far), with LuaJIT's
--- personality routine from the FDE over the first trace's code area.
-local vm_tried, saved_regs_c = false, nil
+-- unwinding), one struct jh_lj_frame for the handlers (its address: they ask once, at the
+-- first trace, whose code is at addr), or nil (no unwind descriptions). With the
+-- personality, the unwind channel describes each trace with it, the rest of the area left
+-- to LuaJIT's FDE: Lua errors thrown through a trace still reach LuaJIT, and backtrace()
+-- walks through it. arch.trace_frame: x64 only so far.
+local vm_frame, saved_regs_c
 local function find_vm_frame(addr)
-  vm_tried = true
   local vm_cfa, regs
   if arch.trace_frame then vm_cfa, regs = arch.trace_frame(frame_at) end
-  if vm_cfa then
-    local nsaved = #regs
-    saved_regs_c = ffi.new("struct jh_saved_reg[?]", nsaved)
-    for i, r in ipairs(regs) do
-      saved_regs_c[i - 1].reg = r[1]
-      saved_regs_c[i - 1].cfa_offset = r[2]
-    end
-    vm_frame = ffi.new("struct jh_lj_frame")
-    vm_frame.arch = arch.lj_arch or 0
-    vm_frame.vm_cfa, vm_frame.nsaved_regs, vm_frame.saved_regs = vm_cfa, nsaved, saved_regs_c
-    local _, _, pers = frame_at(addr)
-    if pers then vm_frame.personality = ffi.cast("const void *", pers) end
-    say("debug", format("trace frames: CFA = rsp + %d at entry, %d registers saved", vm_cfa,
-                        nsaved))
-  else
+  if not vm_cfa then
     say("debug", "interpreter frame not understood: traces get no unwind description")
+    return nil
   end
-end
-
-local function on_stop(tr)
-  local st = pending[tr]
-  pending[tr] = nil
-  if not st then return end
-  local mcode, addr, loop = tracemc(tr)
-  if not mcode or not addr then return end
-  local size = #mcode
-  local info = traceinfo(tr)
-  local nexit = info and info.nexit or 0
-  announce_groups(nexit)
-  if not vm_tried then find_vm_frame(addr) end
-  local name = format("TRACE_%d %s", tr, st.loc)
-  local data, files
-  if want_lines then data, files = lines_data(tr, st, addr, nexit) end
-  local parent = st.parent and live[st.parent]
-  local rc = lib.jh_luajit_add(ctx, name, format("TRACE_%d", tr), mcode, size, addr, loop or 0,
-                               data, data and #data or 0, files and files.c, files and files.n or 0,
-                               vm_frame, parent and parent.spadj or -1, st.parent and 1 or 0,
-                               arch.prologue_end or 0, id_out)
-  local id, spadj
-  if rc < 0 then
-    counts.failed = counts.failed + 1
-    say("debug", format("%s at 0x%x: %s", name, addr, ffi.string(lib.jh_strerror(rc))))
-  else
-    id = id_out[0]
-    if rc > 0 then spadj = rc - 1 end
+  local nsaved = #regs
+  saved_regs_c = ffi.new("struct jh_saved_reg[?]", nsaved)
+  for i, r in ipairs(regs) do
+    saved_regs_c[i - 1].reg = r[1]
+    saved_regs_c[i - 1].cfa_offset = r[2]
   end
-  if not spadj then counts.no_unwind = counts.no_unwind + 1 end
-  live[tr] = { id = id, addr = addr, size = size, spadj = spadj, name = name }
-  counts.traces = counts.traces + 1
-  -- the parent's exit branch now jumps here (lj_asm_patchexit rewrote it, and any other
-  -- branch to that exit stub, somewhere in the parent's code)
-  if parent and parent.id then
-    lib.jh_code_patched(ctx, ffi.cast("const void *", parent.addr), parent.size)
-    counts.patches = counts.patches + 1
-  end
-  log_event("trace_stop", tr, name)
-end
-
--- Everything goes: one jh_code_remove_range over all this context announced, so a channel
--- settles once (gdb rebuilds each image once, not as each quarter of it dies).
-local function on_flush()
-  local n = lib.jh_code_remove_range(ctx, nil, 2 ^ 63)
-  if n > 0 then counts.removed = counts.removed + n end
-  live, groups = {}, {}
-  pending = {}
-  rec_tr = nil
-  log_event("trace_flush", 0)
-end
-
-local function on_trace(what, tr, func, pc, otr, oex)
-  if what == "start" then on_start(tr, func, pc, otr, oex)
-  elseif what == "stop" then on_stop(tr)
-  elseif what == "abort" then
-    pending[tr] = nil
-    if rec_tr == tr then rec_tr = nil end
-    log_event("trace_abort", tr)
-  elseif what == "flush" then on_flush() end
-end
-
-local function on_record(tr, func, pc)
-  if tr ~= rec_tr or pc < 0 then return end
-  local ni = rec_ni
-  while traceir(tr, ni + 1) do ni = ni + 1 end      -- the IR so far, without a table
-  local fi = rec_fi
-  if func ~= rec_func then
-    local src = source_of(func)
-    fi = -1
-    if src then
-      fi = rec_fidx[src]
-      if not fi then
-        rec_files[#rec_files + 1] = src
-        fi = #rec_files - 1
-        rec_fidx[src] = fi
-      end
-    end
-    rec_func, rec_fi = func, fi
-  end
-  local k = rec_k
-  rec[k + 1], rec[k + 2], rec[k + 3] = ni, line_of(func, pc), fi
-  rec_k, rec_ni = k + 3, ni
+  vm_frame = ffi.new("struct jh_lj_frame")
+  vm_frame.arch = arch.lj_arch or 0
+  vm_frame.vm_cfa, vm_frame.nsaved_regs, vm_frame.saved_regs = vm_cfa, nsaved, saved_regs_c
+  local _, _, pers = frame_at(addr)
+  if pers then vm_frame.personality = ffi.cast("const void *", pers) end
+  say("debug", format("trace frames: CFA = rsp + %d at entry, %d registers saved", vm_cfa,
+                      nsaved))
+  return tonumber(ffi.cast("uintptr_t", ffi.cast("const void *", vm_frame)))
 end
 
 -- ---- sharing jit.attach ----------------------------------------------------------------
 
 local original_attach = jit.attach
-local ours = {}          -- event -> our dispatcher, attached to the VM
+local ours = {}          -- event -> our handler, attached to the VM
 local theirs = {}        -- event -> the handler the script (or -jv, -jdump) attached
-
-local function dispatcher(event, handler)
-  return function(...)
-    local ok, err = pcall(handler, ...)
-    if not ok then say("error", format("%s event: %s", event, tostring(err))) end
-    local h = theirs[event]
-    if h then return h(...) end
-  end
-end
 
 -- The handler attached to event before this module was loaded (-jv given before -l):
 -- found in LuaJIT's registry of handlers, where ours takes its place.
@@ -490,9 +295,8 @@ local function take_over(event, fn)
 end
 
 local function install(event, handler)
-  local d = dispatcher(event, handler)
-  ours[event] = d
-  take_over(event, d)
+  ours[event] = handler
+  take_over(event, handler)
 end
 
 local function attach(fn, event)
@@ -516,6 +320,7 @@ local function close()
     for e, h in pairs(theirs) do original_attach(h, e) end
     ours, theirs = {}, {}
     jit.attach = original_attach
+    if handlers then handlers[5]() end
     lib.jh_close(ctx)
     ctx = nil
     M.enabled = false
@@ -523,10 +328,10 @@ local function close()
 end
 
 local function open()
-  local err
-  lib, err = load_library()
+  local err, libname
+  lib, libname = load_library()
   if not lib then
-    if os.getenv("JITHERALD") then say("error", "cannot load libjitherald: " .. err) end
+    if os.getenv("JITHERALD") then say("error", "cannot load libjitherald: " .. libname) end
     return
   end
   for _, decl in ipairs(CDEF) do pcall(ffi.cdef, decl) end
@@ -538,7 +343,6 @@ local function open()
     local ok, a = pcall(require, ARCH[jit.arch])
     if ok then arch = a else say("error", "traces get no lines: " .. tostring(a)) end
   end
-  code = ffi.new("struct jh_code")
   local opts = ffi.new("struct jh_options")
   opts.sz = ffi.sizeof(opts)
   opts.engine = "luajit"
@@ -563,11 +367,25 @@ local function open()
   end
   M.channels = ch
   M.standby = standby
-  want_lines = (standby or band(ch, bor(JH_JITDUMP, JH_GDB, JH_ELFMAP, JH_AUDITLOG)) ~= 0) and
-               os.getenv("JITHERALD_LUAJIT_LINES") ~= "0"
-  want_events = band(ch, JH_AUDITLOG) ~= 0
-  install("trace", on_trace)
-  if want_lines then install("record", on_record) end
+  local want_lines = (standby or band(ch, bor(JH_JITDUMP, JH_GDB, JH_ELFMAP, JH_AUDITLOG)) ~= 0)
+                     and os.getenv("JITHERALD_LUAJIT_LINES") ~= "0"
+  local groups = arch.groups
+  handlers, err = open_handlers(lib, libname, ctx, {
+    lines = want_lines, events = band(ch, JH_AUDITLOG) ~= 0, debug = debug_on,
+    verify = os.getenv("JITHERALD_LUAJIT_VERIFY") == "1",
+    arch = arch.lj_arch or 0, stubs_per = groups and groups.per or 0,
+    group_size = groups and groups.size or 0, prologue_end = arch.prologue_end or 0,
+    traceir = jutil.traceir, traceinfo = jutil.traceinfo, tracemc = jutil.tracemc,
+    tracesnap = jutil.tracesnap, traceexitstub = jutil.traceexitstub,
+    funcinfo = jutil.funcinfo, theirs = theirs, vm_frame = find_vm_frame })
+  if not handlers then
+    say("error", "traces are not announced: " .. err)
+    lib.jh_close(ctx)
+    ctx = nil
+    return
+  end
+  install("trace", handlers[1])
+  if want_lines then install("record", handlers[2]) end
   jit.attach = attach
   M.enabled = true
   -- closed when the Lua state is (before LuaJIT frees its machine code)
@@ -578,24 +396,11 @@ end
 open()
 
 M.close = close
-function M.stats()
-  local n = 0
-  for _ in pairs(live) do n = n + 1 end
-  return { live = n, traces = counts.traces, patches = counts.patches,
-           removed = counts.removed, groups = counts.groups, failed = counts.failed,
-           no_unwind = counts.no_unwind }
-end
+local NO_STATS = { live = 0, traces = 0, patches = 0, removed = 0, groups = 0, failed = 0,
+                   no_unwind = 0, lines_checked = 0, lines_differ = 0 }
+function M.stats() return handlers and handlers[3]() or NO_STATS end
 function M.flush() if ctx ~= nil then lib.jh_flush(ctx) end end
 -- The live traces and exit stub groups: { name =, addr =, size = } each (for tests).
-function M.live()
-  local out = {}
-  for tr, t in pairs(live) do
-    if t.id then out[#out + 1] = { name = t.name, addr = t.addr, size = t.size } end
-  end
-  for g, s in pairs(groups) do
-    if s.id then out[#out + 1] = { name = s.name, addr = s.addr, size = arch.groups.size } end
-  end
-  return out
-end
+function M.live() return handlers and handlers[4]() or {} end
 
 return M

@@ -1,30 +1,17 @@
 /*
- * trace.c — a LuaJIT trace to jh_code_add (trace.h), what jitherald.lua did in
- * interpreted Lua: find every guard (a branch to an exit stub), match the guards of a
+ * trace.c — a LuaJIT trace, as the event handlers gathered it (events.c), to jh_code_add
+ * (trace.h): find every guard (a branch to an exit stub), match the guards of a
  * looping trace's loop part to the ones before the loop they copy, give each guard's code
  * the lines of the bytecodes its IR came from, and read how the trace moves the stack
  * pointer from its head and tail (x64: vm_x64.dasc, lj_asm_x86.h).
  *
- * Every byte read is of mcode within size; every count in the adapter's data is checked
- * against what follows it.
+ * Every byte read is of mcode within size.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "trace.h"
-
-/* The data of one trace's lines (trace.h), parsed. */
-struct jh_lj_trace {
-    const uint8_t *mcode;
-    uint32_t size, loop;
-    uint64_t addr;
-    uint32_t arch, nexit, stubs_per, nstub_base;
-    const uint64_t *stub_base;
-    const int32_t *snap_ref, *snap_slots;
-    uint32_t nrec, line0;
-    const int32_t *rec_nins, *rec_line, *rec_file;
-};
 
 struct branch { uint32_t off, end, exit; };
 
@@ -103,7 +90,7 @@ static int64_t rec_at(const struct jh_lj_trace *t, int64_t ref)
     int64_t lo = 0, hi = (int64_t)t->nrec - 1, best = -1;
     while (lo <= hi) {
         int64_t mid = (lo + hi) / 2;
-        if (t->rec_nins[mid] <= ref) {
+        if (t->rec[mid].nins <= ref) {
             best = mid;
             lo = mid + 1;
         } else {
@@ -122,7 +109,7 @@ static int64_t rec_first(const struct jh_lj_trace *t, int64_t s, int64_t e)
     if (i < 0)
         i = 0;
     for (; i < (int64_t)t->nrec; i++) {
-        int64_t a = t->rec_nins[i], b = i + 1 < (int64_t)t->nrec ? t->rec_nins[i + 1] : INT64_MAX;
+        int64_t a = t->rec[i].nins, b = i + 1 < (int64_t)t->nrec ? t->rec[i + 1].nins : INT64_MAX;
         if (a > e)
             return -1;
         if (b > a && b > s + 1 && a <= e)
@@ -137,7 +124,7 @@ struct rows { struct jh_line *out; uint32_t cap, n; struct jh_line last; };
  * change; one at the same offset as the last replaces it (but the start line at 0). */
 static void row(struct rows *r, uint32_t off, const struct jh_lj_trace *t, int64_t i)
 {
-    int32_t line = t->rec_line[i], file = t->rec_file[i];
+    int32_t line = t->rec[i].line, file = t->rec[i].file;
     if (line <= 0 || file < 0)
         return;
     struct jh_line *last = &r->last;
@@ -215,80 +202,6 @@ static uint32_t derive_lines(const struct jh_lj_trace *t, struct jh_line *out, u
         prev_ref = ref;
     }
     return r.n;
-}
-
-/* ---- the adapter's data ------------------------------------------------------------- */
-
-struct reader { const char *p, *end; int bad; };
-
-static int64_t next_int(struct reader *r, int64_t lo, int64_t hi)
-{
-    while (r->p < r->end && *r->p == ' ')
-        r->p++;
-    int neg = r->p < r->end && *r->p == '-';
-    if (neg)
-        r->p++;
-    if (r->p >= r->end || *r->p < '0' || *r->p > '9') {
-        r->bad = 1;
-        return 0;
-    }
-    int64_t v = 0;
-    while (r->p < r->end && *r->p >= '0' && *r->p <= '9') {
-        if (v > (INT64_MAX - 9) / 10) {
-            r->bad = 1;
-            return 0;
-        }
-        v = v * 10 + (*r->p++ - '0');
-    }
-    v = neg ? -v : v;
-    if (v < lo || v > hi)
-        r->bad = 1;
-    return v;
-}
-
-/* Parse the lines data into t; its arrays are one allocation, *mem (free it). */
-static int parse_lines(struct jh_lj_trace *t, const char *s, size_t len, uint32_t nfiles,
-                       void **mem)
-{
-    struct reader r = { s, s + len, 0 };
-    /* every number takes two bytes but the last: no array holds more than `most` */
-    size_t most = len / 2 + 1;
-    char *all = malloc(most * (sizeof(uint64_t) + 3 * sizeof(int32_t)));
-    if (!(*mem = all))
-        return -ENOMEM;
-    uint64_t *base = (uint64_t *)all;
-    int32_t *ex = (int32_t *)(all + most * sizeof(uint64_t)), *rec = ex + most;
-    t->arch = (uint32_t)next_int(&r, 0, 255);
-    t->line0 = (uint32_t)next_int(&r, 0, INT32_MAX);
-    t->stubs_per = (uint32_t)next_int(&r, 1, INT32_MAX);
-    t->nstub_base = (uint32_t)next_int(&r, 0, (int64_t)most);
-    for (uint32_t g = 0; !r.bad && g < t->nstub_base; g++) {
-        int64_t rel = next_int(&r, INT32_MIN * 4ll, INT32_MAX * 4ll);
-        base[g] = rel ? t->addr + (uint64_t)rel : 0;
-    }
-    t->nexit = (uint32_t)next_int(&r, 0, (int64_t)most / 2);
-    for (uint32_t k = 0; !r.bad && k < t->nexit; k++) {
-        ex[k] = (int32_t)next_int(&r, INT32_MIN, INT32_MAX);
-        ex[t->nexit + k] = (int32_t)next_int(&r, -1, INT32_MAX);
-    }
-    t->nrec = (uint32_t)next_int(&r, 0, (int64_t)most / 3);
-    for (uint32_t i = 0; !r.bad && i < t->nrec; i++) {
-        rec[i] = (int32_t)next_int(&r, 0, INT32_MAX);
-        rec[t->nrec + i] = (int32_t)next_int(&r, INT32_MIN, INT32_MAX);
-        rec[2 * t->nrec + i] = (int32_t)next_int(&r, -1, (int64_t)nfiles - 1);
-        if (i > 0 && rec[i] < rec[i - 1])
-            r.bad = 1;                        /* IR counts never go down: rec_at bisects */
-    }
-    /* the start line's file is files[0]: without files, no rows */
-    if (r.bad || nfiles == 0)
-        return -EINVAL;
-    t->stub_base = base;
-    t->snap_ref = ex;
-    t->snap_slots = ex + t->nexit;
-    t->rec_nins = rec;
-    t->rec_line = rec + t->nrec;
-    t->rec_file = rec + 2 * t->nrec;
-    return 0;
 }
 
 /* ---- the trace's frame (x64) -------------------------------------------------------- */
@@ -373,19 +286,14 @@ static int frame_steps(const uint8_t *mc, uint32_t size, int32_t parent_spadj, i
 
 /* ---- the announcement --------------------------------------------------------------- */
 
-int jh_luajit_add(jh_ctx *ctx, const char *name, const char *symbol,
-                  const uint8_t *mcode, uint32_t size, uint64_t addr, uint32_t loop,
-                  const char *lines, size_t lines_len, const char *const *files,
-                  uint32_t nfiles, const struct jh_lj_frame *frame, int32_t parent_spadj,
-                  int is_side, uint32_t prologue_end, uint64_t *id)
+int jh__luajit_add(jh_ctx *ctx, const struct jh_lj_trace *t, uint64_t *id)
 {
-    if (!ctx || !name || (size && !mcode) || (lines && !files))
-        return -EINVAL;
-    struct jh_code c = { .sz = sizeof c, .name = name, .symbol = symbol,
-                         .start = (const void *)(uintptr_t)addr, .size = size };
+    struct jh_code c = { .sz = sizeof c, .name = t->name, .symbol = t->symbol,
+                         .start = (const void *)(uintptr_t)t->addr, .size = t->size };
+    const struct jh_lj_frame *frame = t->frame;
     struct frame f;
-    int framed = frame && frame->arch == JH_LJ_X86 && frame->vm_cfa && frame_steps(mcode, size, parent_spadj, is_side,
-                                                       frame->vm_cfa, &f);
+    int framed = frame && frame->arch == JH_LJ_X86 && frame->vm_cfa &&
+                 frame_steps(t->mcode, t->size, t->parent_spadj, t->is_side, frame->vm_cfa, &f);
     if (framed) {
         c.unwind = JH_UNWIND_FRAMELESS;
         c.cfa_offset = f.cfa;
@@ -395,34 +303,24 @@ int jh_luajit_add(jh_ctx *ctx, const char *name, const char *symbol,
         c.nsaved_regs = frame->nsaved_regs;
         c.personality = frame->personality;
     }
-    void *mem = NULL;
     struct jh_line small[256], *rows = small;
-    if (lines) {
-        struct jh_lj_trace t = { .mcode = mcode, .size = size, .loop = loop, .addr = addr };
-        int err = parse_lines(&t, lines, lines_len, nfiles, &mem);
-        if (err) {
-            free(mem);
-            return err;
-        }
-        uint32_t n = derive_lines(&t, small, 256);
+    if (t->files && t->nfiles) {
+        uint32_t n = derive_lines(t, small, 256);
         if (n > 256) {
-            if (!(rows = malloc(sizeof *rows * n))) {
-                free(mem);
+            if (!(rows = malloc(sizeof *rows * n)))
                 return -ENOMEM;
-            }
-            derive_lines(&t, rows, n);
+            derive_lines(t, rows, n);
         }
-        c.files = files;
-        c.nfiles = nfiles;
+        c.files = t->files;
+        c.nfiles = t->nfiles;
         c.lines = rows;
         c.nlines = n;
         /* where `break` stops: the trace's frame is set up */
         c.prologue_end = framed && f.head_end && f.nsteps ? f.steps[0].offset
-                       : prologue_end < size ? prologue_end : 0;
+                       : t->prologue_end < t->size ? t->prologue_end : 0;
     }
     int err = jh_code_add(ctx, &c, id);
     if (rows != small)
         free(rows);
-    free(mem);
     return err < 0 ? err : framed ? 1 + f.spadj : 0;
 }

@@ -1,13 +1,16 @@
 /*
- * trace.h — the one function libjitherald carries for the LuaJIT adapter (jitherald.lua):
- * a trace, from the raw data the adapter gathers in LuaJIT's event handlers, to
- * jh_code_add. LuaJIT runs those handlers interpreted (the JIT is off in them), where
- * deriving the line table, reading the trace's frame from its machine code and filling a
- * struct jh_code field by field cost ~40 µs a trace (each FFI field store ~50 ns); here
- * it is one FFI call and a few µs of C.
+ * trace.h — what libjitherald carries for the LuaJIT adapter (jitherald.lua): LuaJIT's
+ * "trace" and "record" events handled in C (events.c, through Lua's C API), and a trace
+ * turned into jh_code_add (trace.c: its guards, its line table, its frame).
  *
- * Not part of the public API (include/jitherald.h): the adapter declares it with ffi.cdef
- * and nothing else should call it. Thread-safe as jh_code_add is.
+ * LuaJIT runs event handlers with the JIT off: in interpreted Lua the same work cost
+ * ~20 µs a trace (funcinfo tables, numbers formatted into strings and parsed back, FFI
+ * field stores at ~50 ns each). libjitherald does not link against LuaJIT: the adapter
+ * hands it the C API's functions (jh_luajit_api, from the FFI's ffi.C) and gets the
+ * handlers through package.loadlib (jh_luajit_open).
+ *
+ * Not part of the public API (include/jitherald.h): the adapter declares these with
+ * ffi.cdef and nothing else should call them.
  */
 #ifndef JH_LUAJIT_TRACE_H
 #define JH_LUAJIT_TRACE_H
@@ -33,35 +36,111 @@ struct jh_lj_frame {
     const void *personality;
 };
 
+/* The part of Lua 5.1's C API events.c uses (lua.h), as function pointers: the adapter
+ * fills it from ffi.C (LuaJIT exports its API to C modules). */
+typedef struct lua_State lua_State;
+typedef int (*jh_lua_cfn)(lua_State *L);
+/* lua.h's lua_Debug (Lua 5.1, LUA_IDSIZE 60), with room to spare after its private part */
+struct jh_lua_debug {
+    int event;
+    const char *name, *namewhat, *what, *source;
+    int currentline, nups, linedefined, lastlinedefined;
+    char short_src[60];
+    int i_ci;
+    char spare[64];
+};
+struct jh_lua_api {
+    int (*gettop)(lua_State *L);
+    void (*settop)(lua_State *L, int idx);
+    void (*pushvalue)(lua_State *L, int idx);
+    void (*remove)(lua_State *L, int idx);
+    int (*type)(lua_State *L, int idx);
+    double (*tonumber)(lua_State *L, int idx);
+    ptrdiff_t (*tointeger)(lua_State *L, int idx);
+    int (*toboolean)(lua_State *L, int idx);
+    const char *(*tolstring)(lua_State *L, int idx, size_t *len);
+    int (*rawequal)(lua_State *L, int a, int b);
+    void *(*touserdata)(lua_State *L, int idx);
+    void (*pushnil)(lua_State *L);
+    void (*pushinteger)(lua_State *L, ptrdiff_t n);
+    void (*pushnumber)(lua_State *L, double n);
+    void (*pushstring)(lua_State *L, const char *s);
+    void (*pushcclosure)(lua_State *L, jh_lua_cfn fn, int n);
+    void (*getfield)(lua_State *L, int idx, const char *k);
+    void (*setfield)(lua_State *L, int idx, const char *k);
+    void (*rawget)(lua_State *L, int idx);
+    void (*rawset)(lua_State *L, int idx);
+    void (*rawgeti)(lua_State *L, int idx, int n);
+    void (*rawseti)(lua_State *L, int idx, int n);
+    void (*createtable)(lua_State *L, int narr, int nrec);
+    void *(*newuserdata)(lua_State *L, size_t size);
+    int (*setmetatable)(lua_State *L, int idx);
+    int (*pcall)(lua_State *L, int nargs, int nresults, int errfunc);
+    void (*call)(lua_State *L, int nargs, int nresults);
+    int (*getstack)(lua_State *L, int level, struct jh_lua_debug *ar);
+    int (*getinfo)(lua_State *L, const char *what, struct jh_lua_debug *ar);
+};
+
+/* Take the C API's functions (copied; all of them non-NULL, else -EINVAL). Once per
+ * process is enough: every Lua state of a process has the same. */
+JH_API int jh_luajit_api(const struct jh_lua_api *api);
+
 /*
- * Announce the trace of machine code mcode[0..size) at addr (its loop part from offset
- * loop, 0 if none) as name / symbol.
- *
- * lines (NULL: no line table): ASCII integers separated by spaces,
- *     ARCH LINE0 STUBS_PER NBASE BASE... NEXIT (REF SLOTS)... NREC (NINS LINE FILE)...
- * ARCH an enum jh_lj_arch; LINE0 the start line (file 0, offset 0); exit k's stub is at
- * addr + BASE[k / STUBS_PER] + 4 * (k % STUBS_PER) (a BASE of 0: no such group); per exit
- * its snapshot's IR position and frame size (tracesnap; -1 slots: unknown); per recorded
- * bytecode, in order (the "record" events), the IR count when it began and its line and
- * file, an index into files (-1 or a line of 0: unknown). Rows: the start line, then per
- * guard the line of the first bytecode whose IR its code computes and the guard's own
- * snapshot line (jitherald.lua says why).
- *
- * frame (NULL: no unwind description): the trace is described JH_UNWIND_FRAMELESS from its
- * code, a root trace by its `add rsp,-N`, a side trace (is_side) by its parent's stack
- * adjustment parent_spadj (negative: unknown, then no description) plus its own; the tail
- * `add rsp,+N; jmp` of a trace that does not loop is a step back. prologue_end: where
- * `break` stops when the code has no such head (0: none).
- *
- * Returns a negative errno (jh_code_add's, or -EINVAL for data that does not parse), or
- * 0 when the trace was announced without an unwind description, or 1 + its stack
- * adjustment when with one (what its side traces pass as parent_spadj); *id as
- * jh_code_add sets it.
+ * A lua_CFunction (package.loadlib(lib, "jh_luajit_open")): open(ctx, config) with ctx a
+ * jh_ctx's address as a number and config a table of
+ *   lines, events, debug, verify
+ *                            booleans: per-guard line tables, audit-log events, messages,
+ *                            each bytecode's line read from its frame checked against
+ *                            funcinfo's (stats' lines_checked, lines_differ)
+ *   arch, stubs_per, group_size, prologue_end
+ *                            enum jh_lj_arch (0: none known: traces get their start line)
+ *                            and what jitherald/<arch>.lua says of its exit stubs
+ *   traceir, traceinfo, tracemc, tracesnap, traceexitstub, funcinfo    jit.util's
+ *   theirs                   event -> the handler the script attached (read per event)
+ *   vm_frame                 function(addr): a struct jh_lj_frame's address or nil,
+ *                            called once, at the first trace; the adapter keeps it alive
+ * Returns on_trace, on_record (for jit.attach: they call theirs[event] after their own
+ * work), stats() (a table of counts), live() (the live traces and stub groups,
+ * { name, addr, size } each) and close() (the handlers do nothing after it; call it
+ * before jh_close). Lua errors: a config that is not one.
  */
-JH_API int jh_luajit_add(jh_ctx *ctx, const char *name, const char *symbol,
-                         const uint8_t *mcode, uint32_t size, uint64_t addr, uint32_t loop,
-                         const char *lines, size_t lines_len, const char *const *files,
-                         uint32_t nfiles, const struct jh_lj_frame *frame, int32_t parent_spadj,
-                         int is_side, uint32_t prologue_end, uint64_t *id);
+JH_API int jh_luajit_open(lua_State *L);
+
+/* ---- between events.c and trace.c -------------------------------------------------- */
+
+/* One recorded bytecode: the IR count when it began, its line and file (-1: unknown). */
+struct jh_lj_rec { int32_t nins, line, file; };
+
+/* A trace as the event handlers gathered it. */
+struct jh_lj_trace {
+    const char *name, *symbol;
+    const uint8_t *mcode;
+    uint32_t size, loop;               /* loop: its loop part's offset, 0 if none */
+    uint64_t addr;
+    uint32_t arch;                     /* enum jh_lj_arch, 0: none */
+    /* lines (files NULL: none at all): line0 at offset 0 (file 0), then per guard */
+    const char *const *files;
+    uint32_t nfiles, line0;
+    uint32_t nexit, stubs_per, nstub_base;
+    const uint64_t *stub_base;         /* exit k's stub: stub_base[k / per] + 4 * (k % per) */
+    const int32_t *snap_ref, *snap_slots;   /* per exit: its IR position, its frame size */
+    uint32_t nrec;
+    const struct jh_lj_rec *rec;
+    /* frame (NULL: no unwind description) */
+    const struct jh_lj_frame *frame;
+    int32_t parent_spadj;              /* a side trace's parent's rsp adjustment, -1 unknown */
+    int is_side;
+    uint32_t prologue_end;             /* where `break` stops without a frame head, 0 none */
+};
+
+/*
+ * Announce t: jh_code_add with its line table (per guard the line of the first bytecode
+ * whose IR its code computes and the guard's own snapshot line) and its frame
+ * (JH_UNWIND_FRAMELESS from its code: a root trace's `add rsp,-N`, a side trace's parent's
+ * adjustment plus its own, the tail `add rsp,+N; jmp` of a trace that does not loop).
+ * Returns a negative errno (jh_code_add's), or 0 when announced without an unwind
+ * description, or 1 + its stack adjustment (what its side traces take as parent_spadj).
+ */
+int jh__luajit_add(jh_ctx *ctx, const struct jh_lj_trace *t, uint64_t *id);
 
 #endif

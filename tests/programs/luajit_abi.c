@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "jitherald.h"
-#include "../../adapters/luajit/trace.h"   /* the adapter's own: jh_luajit_add */
+#include "../../adapters/luajit/trace.h"   /* the adapter's own: jh_lj_frame, jh_lua_api */
 
 #define F(s, f) printf("%s %s %zu\n", #s, #f, offsetof(struct s, f))
 #define S(s) printf("%s - %zu\n", #s, sizeof(struct s))
@@ -37,5 +37,18 @@ int main(void)
     F(jh_attr, key); F(jh_attr, kind); F(jh_attr, v); S(jh_attr);
     F(jh_lj_frame, arch); F(jh_lj_frame, vm_cfa); F(jh_lj_frame, nsaved_regs);
     F(jh_lj_frame, saved_regs); F(jh_lj_frame, personality); S(jh_lj_frame);
+    F(jh_lua_api, gettop); F(jh_lua_api, settop); F(jh_lua_api, pushvalue);
+    F(jh_lua_api, remove); F(jh_lua_api, type); F(jh_lua_api, tonumber);
+    F(jh_lua_api, tointeger); F(jh_lua_api, toboolean); F(jh_lua_api, tolstring);
+    F(jh_lua_api, rawequal); F(jh_lua_api, touserdata); F(jh_lua_api, pushnil);
+    F(jh_lua_api, pushinteger); F(jh_lua_api, pushnumber); F(jh_lua_api, pushstring);
+    F(jh_lua_api, pushcclosure); F(jh_lua_api, getfield); F(jh_lua_api, setfield);
+    F(jh_lua_api, rawget); F(jh_lua_api, rawset); F(jh_lua_api, rawgeti);
+    F(jh_lua_api, rawseti); F(jh_lua_api, createtable); F(jh_lua_api, newuserdata);
+    F(jh_lua_api, setmetatable); F(jh_lua_api, pcall); F(jh_lua_api, call);
+    F(jh_lua_api, getstack); F(jh_lua_api, getinfo); S(jh_lua_api);
+    F(jh_lua_debug, event); F(jh_lua_debug, name); F(jh_lua_debug, source);
+    F(jh_lua_debug, currentline); F(jh_lua_debug, short_src); F(jh_lua_debug, i_ci);
+    S(jh_lua_debug);
     return 0;
 }

@@ -5,19 +5,12 @@ description yet (no trace_frame): a trace runs in vm_arm64.dasc's frame, which n
 here reads (docs/arm64.md).
 ]]
 
-local traceexitstub = require("jit.util").traceexitstub
-
 local A = {}
 
 -- No exit stub groups: each trace's stubs follow its code, 4 bytes apart
 -- (traceexitstub(tr, k)); a guard is a b.cond, cbz/cbnz, tbz/tbnz or (inverted) b to one,
--- which jh_luajit_add finds, given where exit 0's stub is (relative to addr).
+-- which adapters/luajit/trace.c finds, given where exit 0's stub is (events.c asks it).
 A.lj_arch = 2
-function A.stub_bases(tr, nexit, addr, out, at)
-  local s0 = traceexitstub(tr, 0)
-  out[at + 1] = s0 and s0 - addr or 0
-  return 1, math.max(nexit, 1)
-end
 
 -- A trace sets up no frame: its body starts at 0, which prologue_end cannot say (0 is "not
 -- given", and gdb would stop at the first guard's line): its second instruction.

@@ -2,16 +2,16 @@
 jitherald/x86.lua — what the LuaJIT adapter (jitherald.lua) reads from the machine code
 LuaJIT emits on x86 and x64 (lj_asm_x86.h, vm_x64.dasc). Each architecture's module
 answers the same questions (jitherald/arm64.lua):
-  lj_arch                             how guards branch, and how the trace's own frame
-                                      is read (adapters/luajit/trace.h, enum jh_lj_arch)
-  stub_bases(tr, nexit, addr, out, at)  where the exit stubs are: per group of `per`,
-                                      out[at + 1 + g] relative to addr; returns n, per
-  groups                              the exit stub groups to announce, or nil
+  lj_arch                             how guards branch and where their exit stubs are,
+                                      and how the trace's own frame is read
+                                      (adapters/luajit/trace.h, enum jh_lj_arch)
+  groups                              the exit stub groups to announce, or nil:
+                                      { per =, size =, base = function(g) }
   trace_frame(frame_at)               the frame a trace runs in: CFA at its entry, the
                                       registers saved there (nil: no unwind description)
   prologue_end                        where `break TRACE_n` stops when nothing else says
-The trace's own machine code is read in C (jh_luajit_add, adapters/luajit/trace.c):
-LuaJIT runs the adapter's handlers interpreted, where each FFI access costs ~50 ns.
+The trace's own machine code and its exit stubs are read in C (adapters/luajit/events.c,
+trace.c): LuaJIT runs the adapter's handlers interpreted.
 ]]
 
 local ffi = require("ffi")
@@ -33,17 +33,9 @@ end
 
 X.groups = { per = STUBS_PER_GROUP, size = STUB_GROUP_SIZE, base = group_base }
 
--- The guards: jcc rel32 / jmp rel32 to an exit stub (jh_luajit_add reads them, given
--- where each group's stubs are: out[at + 1 + g], relative to addr, 0 if none).
+-- The guards: jcc rel32 / jmp rel32 to an exit stub, exit k's stub in group k / 32, each
+-- group's base from traceexitstub(32 * g) (adapters/luajit/events.c asks it).
 X.lj_arch = 1
-function X.stub_bases(_, nexit, addr, out, at)
-  local n = math.floor((nexit - 1) / STUBS_PER_GROUP) + 1
-  for g = 0, n - 1 do
-    local b = group_base(g)
-    out[at + 1 + g] = b and b - addr or 0
-  end
-  return n, STUBS_PER_GROUP
-end
 
 -- ---- unwinding -----------------------------------------------------------------------
 

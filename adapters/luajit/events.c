@@ -1,0 +1,620 @@
+/*
+ * events.c — LuaJIT's "trace" and "record" events, handled in C (trace.h). jitherald.lua
+ * attaches on_trace and on_record with jit.attach; LuaJIT calls them with the JIT off,
+ * where the same work in Lua cost ~20 µs a trace. Per trace now: funcinfo once per
+ * bytecode position ever seen (cached per function), traceir once per IR instruction
+ * while recording (its count at each recorded bytecode), tracemc, traceinfo and a
+ * tracesnap per exit at the stop, then trace.c's derivation and one jh_code_add.
+ *
+ *     start   the trace's number, where it starts (its name) and its parent exit
+ *     record  per bytecode recorded: the IR count, its line and file
+ *     stop    the machine code, exits and snapshots -> jh__luajit_add; the parent
+ *             patched (jh_code_patched); new exit stub groups announced
+ *     abort   forgotten            flush   everything removed, one jh_code_remove_range
+ *
+ * The handlers never raise a Lua error of their own: a jit.util call that fails counts as
+ * no answer. The handler the script attached (theirs[event]) is called after ours with the
+ * same arguments; its errors are its own (LuaJIT prints them).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+
+static void say(const struct state *st, const char *what, uint32_t tr, int err)
+{
+    if (st->debug)
+        fprintf(stderr, "jitherald (luajit): %s %u: %s\n", what, tr, jh_strerror(err));
+}
+
+/* ---- names: built by hand, snprintf is a visible part of a trace's cost ---------------- */
+
+/* Append s (len bytes) to buf (cap bytes, *at used, NUL kept), cut where it does not fit. */
+static void put(char *buf, size_t cap, size_t *at, const char *s, size_t len)
+{
+    if (len > cap - 1 - *at)
+        len = cap - 1 - *at;
+    memcpy(buf + *at, s, len);
+    *at += len;
+    buf[*at] = 0;
+}
+
+static void put_int(char *buf, size_t cap, size_t *at, int64_t v)
+{
+    char d[24], *p = d + sizeof d;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    put(buf, cap, at, p, (size_t)(d + sizeof d - p));
+}
+
+/* ---- calling jit.util ------------------------------------------------------------------ */
+
+/* Push env[fn]: the function a call() then calls, its arguments pushed after it. */
+static void fn(lua_State *L, int which)
+{
+    A.rawgeti(L, UPV(2), which);
+}
+
+/* Push t[key] for the table at t (absolute), key one of the E_K_ names. */
+static void field(lua_State *L, int t, int key)
+{
+    A.rawgeti(L, UPV(2), key);
+    A.rawget(L, t);
+}
+
+/* Call what fn() pushed with its nargs arguments: nres results on the stack and 0, or -1
+ * and nothing pushed (a Lua error: no answer). */
+static int call(lua_State *L, int nargs, int nres)
+{
+    if (A.pcall(L, nargs, nres, 0) != 0) {
+        A.settop(L, -2);
+        return -1;
+    }
+    return 0;
+}
+
+/* jit.util.<which>(a) or (a, b) with one result, a number; -1 when not a number. */
+static double num1(lua_State *L, int which, double a, int two, double b)
+{
+    fn(L, which);
+    A.pushnumber(L, a);
+    if (two)
+        A.pushnumber(L, b);
+    if (call(L, two ? 2 : 1, 1) < 0)
+        return -1;
+    double v = A.type(L, -1) == LUA_TNUMBER ? A.tonumber(L, -1) : -1;
+    A.settop(L, -2);
+    return v;
+}
+
+/* ---- a function's cache: source file, location, lines ------------------------------- */
+
+/* Push the cache of the function at idx (absolute), made on its first use. */
+static void func_cache(lua_State *L, int idx)
+{
+    A.rawgeti(L, UPV(2), E_CACHE);
+    A.pushvalue(L, idx);
+    A.rawget(L, -2);
+    if (A.type(L, -1) == LUA_TTABLE) {
+        A.remove(L, -2);
+        return;
+    }
+    A.settop(L, -2);
+    fn(L, E_FUNCINFO);                   /* funcinfo(func): its source, -jv's loc, size */
+    A.pushvalue(L, idx);
+    int fi = call(L, 1, 1) == 0 ? A.gettop(L) : 0;
+    int nbc = 0;
+    if (fi) {
+        field(L, fi, E_K_BYTECODES);
+        nbc = A.type(L, -1) == LUA_TNUMBER ? (int)A.tointeger(L, -1) : 0;
+        A.settop(L, -2);
+    }
+    /* a line per bytecode position in the array part: no rehash as they come */
+    A.createtable(L, nbc > 0 && nbc < 65536 ? nbc : 0, 3);
+    int t = A.gettop(L);
+    if (fi) {
+        field(L, fi, E_K_SOURCE);
+        size_t len = 0;
+        const char *src = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, &len) : NULL;
+        if (src && len && (src[0] == '@' || src[0] == '='))
+            src++;
+        if (src)
+            A.pushstring(L, src);
+        else
+            A.pushnil(L);
+        A.rawseti(L, t, C_SOURCE);
+        field(L, fi, E_K_LOC);
+        field(L, fi, E_K_CURRENTLINE);
+        if (A.type(L, -2) == LUA_TSTRING) {
+            /* lj_debug_pushloc: "<name>:<line>", or "builtin:<name>" with no line */
+            const char *loc = A.tolstring(L, -2, &len);
+            char suffix[24];
+            int n = A.type(L, -1) == LUA_TNUMBER
+                  ? snprintf(suffix, sizeof suffix, ":%d", (int)A.tointeger(L, -1)) : 0;
+            char buf[LOC_LEN];
+            size_t k = len;
+            if (n > 0 && (size_t)n <= len && !memcmp(loc + len - n, suffix, (size_t)n)) {
+                k = len - (size_t)n;
+            } else {
+                A.pushnumber(L, 1);
+                A.rawseti(L, t, C_NOLINE);
+            }
+            if (k > sizeof buf - 1)
+                k = sizeof buf - 1;
+            memcpy(buf, loc, k);
+            buf[k] = 0;
+            A.pushstring(L, buf);
+            A.rawseti(L, t, C_PREFIX);
+        }
+        A.settop(L, t);
+        A.remove(L, fi);                 /* cache, t */
+        t--;
+    }
+    A.pushvalue(L, idx);
+    A.pushvalue(L, t);
+    A.rawset(L, t - 1);
+    A.remove(L, t - 1);
+}
+
+/* In a "record" event: the line of the function at idx executing below the handler, at
+ * the bytecode being recorded (lua_getinfo reads it from the frame; no table made), or -1
+ * when that frame is not the function's. */
+static int32_t line_on_stack(lua_State *L, int idx)
+{
+    struct jh_lua_debug ar;
+    if (!A.getstack(L, 1, &ar) || !A.getinfo(L, "fl", &ar))
+        return -1;
+    int same = A.rawequal(L, -1, idx);
+    A.settop(L, -2);
+    return same && ar.currentline > 0 ? ar.currentline : -1;
+}
+
+/* The line of bytecode pc in the function at idx whose cache is at c; 0: unknown. In a
+ * "record" event (rec) the executing frame says it, else funcinfo (a table of 16 fields
+ * and a string, ~1 us with what the collector then does). With st->verify both are asked
+ * and compared (stats: checked, differ; tests/integration/luajit_lines.sh). */
+static int32_t line_at(lua_State *L, struct state *st, int idx, int c, int32_t pc, int rec)
+{
+    A.rawgeti(L, c, pc);
+    int32_t line = A.type(L, -1) == LUA_TNUMBER ? (int32_t)A.tointeger(L, -1) : -1;
+    A.settop(L, -2);
+    if (line >= 0)
+        return line;
+    int32_t seen = rec ? line_on_stack(L, idx) : -1;
+    line = seen;
+    if (seen < 0 || st->verify) {
+        line = 0;
+        fn(L, E_FUNCINFO);
+        A.pushvalue(L, idx);
+        A.pushnumber(L, pc);
+        if (call(L, 2, 1) == 0) {
+            field(L, A.gettop(L), E_K_CURRENTLINE);
+            if (A.type(L, -1) == LUA_TNUMBER)
+                line = (int32_t)A.tointeger(L, -1);
+            A.settop(L, -3);
+        }
+        if (rec && st->verify) {
+            st->n.checked++;
+            if (seen != line) {
+                st->n.differ++;
+                if (st->debug)
+                    fprintf(stderr, "jitherald (luajit): bytecode %d: line %d from the frame, "
+                            "%d from funcinfo\n", pc, seen, line);
+            }
+        }
+    }
+    A.pushnumber(L, line);
+    A.rawseti(L, c, pc);
+    return line;
+}
+
+/* ---- live traces and exit stub groups ------------------------------------------------ */
+
+static struct live *live_at(struct state *st, uint32_t tr)
+{
+    if (tr >= st->nlive) {
+        uint32_t n = st->nlive ? st->nlive : 256;
+        while (n <= tr)
+            n *= 2;
+        struct live *l = realloc(st->live, sizeof *l * n);
+        if (!l)
+            return NULL;
+        memset(l + st->nlive, 0, sizeof *l * (n - st->nlive));
+        st->live = l;
+        st->nlive = n;
+    }
+    return &st->live[tr];
+}
+
+static void forget(struct state *st, uint32_t tr)
+{
+    if (tr < st->nlive && st->live[tr].used) {
+        if (st->live[tr].announced) {
+            jh_code_remove(st->ctx, st->live[tr].id);
+            st->n.removed++;
+        }
+        st->live[tr].used = 0;
+    }
+}
+
+/* Exit stub group g's base (x86: LuaJIT's shared groups of stubs_per), announced when new
+ * or moved; 0 when there is none. */
+static uint64_t group_base(lua_State *L, struct state *st, uint32_t g)
+{
+    double b = num1(L, E_EXITSTUB, (double)g * st->stubs_per, 0, 0);
+    uint64_t base = b >= 65536 ? (uint64_t)b : 0;   /* an absent group reads as small */
+    if (!base || g >= MAX_GROUPS || !st->group_size)
+        return base;
+    struct group *gr = &st->groups[g];
+    if (gr->addr != base) {
+        if (gr->announced) {
+            jh_code_remove(st->ctx, gr->id);
+            st->n.removed++;
+        }
+        uint32_t first = g * st->stubs_per;
+        snprintf(gr->name, sizeof gr->name, "LuaJIT exit stubs %u-%u", first,
+                 first + st->stubs_per - 1);
+        struct jh_code c = { .sz = sizeof c, .name = gr->name,
+                             .start = (const void *)(uintptr_t)base, .size = st->group_size };
+        int rc = jh_code_add(st->ctx, &c, &gr->id);
+        gr->announced = rc == 0;
+        gr->addr = base;
+        if (rc != 0) {
+            st->n.failed++;
+            say(st, "exit stub group", g, rc);
+        }
+        st->n.groups++;
+    }
+    return base;
+}
+
+static void log_event(struct state *st, const char *name, uint32_t tr, const char *what)
+{
+    if (!st->events)
+        return;
+    struct jh_attr a[2] = { { .key = "trace", .kind = JH_ATTR_UINT, .v.u = tr },
+                            { .key = "what", .kind = JH_ATTR_STR, .v.s = what } };
+    jh_log_event(st->ctx, name, a, what ? 2 : 1);
+}
+
+/* ---- the events ---------------------------------------------------------------------- */
+
+static struct state *state_of(lua_State *L)
+{
+    struct state *st = A.touserdata(L, UPV(1));
+    return st && !st->closed && st->ctx ? st : NULL;
+}
+
+/* start(tr, func, pc, otr, oex) */
+static void on_start(lua_State *L, struct state *st)
+{
+    uint32_t tr = (uint32_t)A.tointeger(L, 2);
+    int32_t pc = (int32_t)A.tointeger(L, 4);
+    if (!tr)
+        return;
+    forget(st, tr);                      /* the number reused: flushed alone, or collected */
+    st->pend = tr;
+    st->rec_tr = 0;
+    st->side = A.type(L, 5) == LUA_TNUMBER && A.type(L, 6) == LUA_TNUMBER &&
+               A.tointeger(L, 6) >= 0;
+    st->parent = st->side ? (uint32_t)A.tointeger(L, 5) : 0;
+    st->line0 = 0;
+    st->loc[0] = '?';
+    st->loc[1] = 0;
+    st->nloc = 1;
+    if (A.type(L, 3) != LUA_TFUNCTION)
+        return;
+    func_cache(L, 3);
+    int c = A.gettop(L);
+    st->line0 = line_at(L, st, 3, c, pc, 0);
+    A.rawgeti(L, c, C_PREFIX);
+    if (A.type(L, -1) == LUA_TSTRING) {
+        A.rawgeti(L, c, C_NOLINE);
+        size_t len, at = 0;
+        const char *prefix = A.tolstring(L, -2, &len);
+        put(st->loc, sizeof st->loc, &at, prefix, len);
+        if (A.type(L, -1) == LUA_TNIL) {
+            put(st->loc, sizeof st->loc, &at, ":", 1);
+            put_int(st->loc, sizeof st->loc, &at, st->line0);
+        }
+        st->nloc = at;
+        A.settop(L, -2);
+    }
+    A.settop(L, -2);
+    if (st->lines) {
+        A.rawgeti(L, c, C_SOURCE);
+        if (A.type(L, -1) == LUA_TSTRING) {
+            st->rec_tr = tr;
+            st->nrec = 0;
+            st->ni = 0;
+            st->files[0] = A.tolstring(L, -1, NULL);   /* kept alive by the cache */
+            st->nfiles = 1;
+            A.pushnil(L);
+            A.rawseti(L, UPV(2), E_LASTFUNC);
+        }
+        A.settop(L, -2);
+    }
+    A.settop(L, c - 1);
+}
+
+/* record(tr, func, pc, depth): the IR count, line and file of the bytecode to record */
+static void on_rec(lua_State *L, struct state *st)
+{
+    uint32_t tr = (uint32_t)A.tointeger(L, 1);
+    int32_t pc = (int32_t)A.tointeger(L, 3);
+    if (tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
+        return;
+    int base = A.gettop(L);
+    int32_t ni = st->ni;
+    fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
+    for (;;) {                           /* numbers in: it raises no error, no pcall */
+        A.pushvalue(L, base + 1);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, ni + 1);
+        A.call(L, 2, 1);
+        int t = A.type(L, -1);
+        A.settop(L, base + 1);
+        if (t == LUA_TNIL)
+            break;
+        ni++;
+    }
+    A.settop(L, base);
+    st->ni = ni;
+    A.rawgeti(L, UPV(2), E_LASTFUNC);
+    int same = A.rawequal(L, -1, 2);
+    A.settop(L, base);
+    if (same) {
+        A.rawgeti(L, UPV(2), E_LASTCACHE);
+    } else {
+        func_cache(L, 2);
+        int32_t fi = -1;
+        A.rawgeti(L, -1, C_SOURCE);
+        if (A.type(L, -1) == LUA_TSTRING) {
+            const char *src = A.tolstring(L, -1, NULL);   /* interned: one pointer a name */
+            for (uint32_t i = 0; fi < 0 && i < st->nfiles; i++)
+                if (st->files[i] == src || !strcmp(st->files[i], src))
+                    fi = (int32_t)i;
+            if (fi < 0 && st->nfiles < MAX_FILES) {
+                fi = (int32_t)st->nfiles;
+                st->files[st->nfiles++] = src;
+            }
+        }
+        A.settop(L, -2);
+        st->last_fi = fi;
+        A.pushvalue(L, 2);
+        A.rawseti(L, UPV(2), E_LASTFUNC);
+        A.pushvalue(L, -1);
+        A.rawseti(L, UPV(2), E_LASTCACHE);
+    }
+    int32_t line = line_at(L, st, 2, A.gettop(L), pc, 1);
+    A.settop(L, base);
+    if (st->nrec == st->caprec) {
+        uint32_t n = st->caprec ? st->caprec * 2 : 256;
+        struct jh_lj_rec *r = realloc(st->rec, sizeof *r * n);
+        if (!r) {
+            st->rec_tr = 0;              /* no memory: this trace gets its start line only */
+            return;
+        }
+        st->rec = r;
+        st->caprec = n;
+    }
+    st->rec[st->nrec++] = (struct jh_lj_rec){ ni, line, st->last_fi };
+}
+
+static int grow_snap(struct state *st, uint32_t nexit)
+{
+    if (nexit * 2 <= st->capsnap)
+        return 0;
+    int32_t *s = realloc(st->snap, sizeof *s * 2 * nexit);
+    if (!s)
+        return -ENOMEM;
+    st->snap = s;
+    st->capsnap = 2 * nexit;
+    return 0;
+}
+
+/* stop(tr): announce it */
+static void on_stop(lua_State *L, struct state *st)
+{
+    uint32_t tr = (uint32_t)A.tointeger(L, 2);
+    if (tr != st->pend || !tr)
+        return;
+    st->pend = 0;
+    int lines = st->rec_tr == tr;
+    st->rec_tr = 0;
+    int base = A.gettop(L);
+    fn(L, E_TRACEMC);                    /* mcode, addr, loop */
+    A.pushnumber(L, tr);
+    if (call(L, 1, 3) < 0)
+        return;
+    if (A.type(L, -3) != LUA_TSTRING || A.type(L, -2) != LUA_TNUMBER) {
+        A.settop(L, base);
+        return;
+    }
+    size_t size = 0;
+    const uint8_t *mcode = (const uint8_t *)A.tolstring(L, -3, &size);
+    uint64_t addr = (uint64_t)A.tonumber(L, -2);
+    uint32_t loop = A.type(L, -1) == LUA_TNUMBER ? (uint32_t)A.tointeger(L, -1) : 0;
+    uint32_t nexit = 0;
+    fn(L, E_TRACEINFO);
+    A.pushnumber(L, tr);
+    if (call(L, 1, 1) == 0) {
+        if (A.type(L, -1) == LUA_TTABLE) {
+            field(L, A.gettop(L), E_K_NEXIT);
+            if (A.type(L, -1) == LUA_TNUMBER)
+                nexit = (uint32_t)A.tointeger(L, -1);
+            A.settop(L, -2);
+        }
+        A.settop(L, -2);
+    }
+    /* where the exit stubs are: x86's shared groups (announced here), arm64's per trace */
+    uint64_t bases[MAX_GROUPS];
+    uint32_t nbase = 0, per = st->stubs_per ? st->stubs_per : 1;
+    if (st->arch == JH_LJ_ARM64) {
+        double b = nexit ? num1(L, E_EXITSTUB, tr, 1, 0) : -1;
+        bases[nbase++] = b > 0 ? (uint64_t)b : 0;
+        per = nexit ? nexit : 1;
+    } else if (st->arch == JH_LJ_X86 && nexit) {
+        for (uint32_t g = 0; g <= (nexit - 1) / per && g < MAX_GROUPS; g++)
+            bases[nbase++] = group_base(L, st, g);
+    }
+    if (!st->frame_tried && addr) {
+        st->frame_tried = 1;
+        fn(L, E_VMFRAME);
+        A.pushnumber(L, (double)addr);
+        if (call(L, 1, 1) == 0) {
+            if (A.type(L, -1) == LUA_TNUMBER)
+                st->frame = (const struct jh_lj_frame *)(uintptr_t)A.tonumber(L, -1);
+            A.settop(L, -2);
+        }
+    }
+    struct live *parent = st->side && st->parent < st->nlive && st->live[st->parent].used
+                        ? &st->live[st->parent] : NULL;
+    char name[NAME_LEN], symbol[24];
+    size_t nsym = 0, nname;
+    put(symbol, sizeof symbol, &nsym, "TRACE_", 6);
+    put_int(symbol, sizeof symbol, &nsym, tr);
+    memcpy(name, symbol, nsym);
+    nname = nsym;
+    put(name, sizeof name, &nname, " ", 1);
+    put(name, sizeof name, &nname, st->loc, st->nloc);
+    struct jh_lj_trace t = {
+        .name = name, .symbol = symbol, .mcode = mcode, .size = (uint32_t)size, .loop = loop,
+        .addr = addr, .arch = st->arch, .frame = st->frame,
+        .parent_spadj = parent ? parent->spadj : -1, .is_side = st->side,
+        .prologue_end = st->prologue_end,
+    };
+    if (lines) {
+        t.files = st->files;
+        t.nfiles = st->nfiles;
+        t.line0 = (uint32_t)st->line0;
+        if (st->arch && nexit && nbase && grow_snap(st, nexit) == 0) {
+            for (uint32_t k = 0; k < nexit; k++) {
+                int32_t ref = 0, slots = -1;
+                fn(L, E_TRACESNAP);
+                A.pushnumber(L, tr);
+                A.pushnumber(L, k);
+                if (call(L, 2, 1) == 0) {
+                    if (A.type(L, -1) == LUA_TTABLE) {
+                        A.rawgeti(L, -1, 0);
+                        A.rawgeti(L, -2, 1);
+                        ref = (int32_t)A.tointeger(L, -2);
+                        slots = (int32_t)A.tointeger(L, -1);
+                        A.settop(L, -3);
+                    }
+                    A.settop(L, -2);
+                }
+                st->snap[k] = ref;
+                st->snap[nexit + k] = slots;
+            }
+            t.nexit = nexit;
+            t.stubs_per = per;
+            t.nstub_base = nbase;
+            t.stub_base = bases;
+            t.snap_ref = st->snap;
+            t.snap_slots = st->snap + nexit;
+            t.nrec = st->nrec;
+            t.rec = st->rec;
+        }
+    }
+    uint64_t id = 0;
+    int rc = jh__luajit_add(st->ctx, &t, &id);
+    A.settop(L, base);                   /* mcode no longer needed */
+    struct live *l = live_at(st, tr);
+    if (rc < 0) {
+        st->n.failed++;
+        say(st, "trace", tr, rc);
+    }
+    if (rc <= 0)
+        st->n.no_unwind++;
+    if (l) {
+        l->used = 1;
+        l->announced = rc >= 0;
+        l->id = id;
+        l->addr = addr;
+        l->size = (uint32_t)size;
+        l->spadj = rc > 0 ? rc - 1 : -1;
+        memcpy(l->name, name, nname + 1);
+    } else if (rc >= 0) {
+        jh_code_remove(st->ctx, id);     /* no memory to remember it: not kept */
+    }
+    st->n.traces++;
+    /* the parent's exit branch now jumps here (lj_asm_patchexit rewrote it, and any other
+     * branch to that exit stub, somewhere in the parent's code) */
+    parent = st->side && st->parent < st->nlive && st->live[st->parent].used
+           ? &st->live[st->parent] : NULL;      /* again: live_at may have moved the array */
+    if (parent && parent->announced) {
+        jh_code_patched(st->ctx, (const void *)(uintptr_t)parent->addr, parent->size);
+        st->n.patches++;
+    }
+    log_event(st, "trace_stop", tr, name);
+}
+
+/* Everything goes: one jh_code_remove_range over all this context announced, so a channel
+ * settles once (gdb rebuilds each image once, not as each quarter of it dies). */
+static void on_flush(struct state *st)
+{
+    int n = jh_code_remove_range(st->ctx, NULL, (size_t)1 << 63);
+    if (n > 0)
+        st->n.removed += (uint64_t)n;
+    if (st->live)
+        memset(st->live, 0, sizeof *st->live * st->nlive);
+    memset(st->groups, 0, sizeof st->groups);
+    st->pend = st->rec_tr = 0;
+    log_event(st, "trace_flush", 0, NULL);
+}
+
+/* Call theirs[event] with this event's arguments. */
+static int chain(lua_State *L, int event)
+{
+    int n = A.gettop(L);
+    A.rawgeti(L, UPV(2), E_THEIRS);
+    field(L, n + 1, event);
+    if (A.type(L, -1) != LUA_TFUNCTION) {
+        A.settop(L, n);
+        return 0;
+    }
+    A.remove(L, -2);
+    for (int i = 1; i <= n; i++)
+        A.pushvalue(L, i);
+    A.call(L, n, 0);
+    return 0;
+}
+
+int jh__lj_on_trace(lua_State *L)
+{
+    struct state *st = state_of(L);
+    /* "flush" comes alone; the others with the trace's number */
+    if (st && A.type(L, 1) == LUA_TSTRING) {
+        const char *what = A.tolstring(L, 1, NULL);
+        if (!strcmp(what, "start")) {
+            on_start(L, st);
+        } else if (!strcmp(what, "stop")) {
+            on_stop(L, st);
+        } else if (!strcmp(what, "abort")) {
+            uint32_t tr = (uint32_t)A.tointeger(L, 2);
+            if (st->pend == tr)
+                st->pend = 0;
+            if (st->rec_tr == tr)
+                st->rec_tr = 0;
+            log_event(st, "trace_abort", tr, NULL);
+        } else if (!strcmp(what, "flush")) {
+            on_flush(st);
+        }
+    }
+    return chain(L, E_K_TRACE);
+}
+
+int jh__lj_on_record(lua_State *L)
+{
+    struct state *st = state_of(L);
+    if (st && A.type(L, 1) == LUA_TNUMBER && A.type(L, 3) == LUA_TNUMBER)
+        on_rec(L, st);
+    return chain(L, E_K_RECORD);
+}

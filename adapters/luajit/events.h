@@ -1,0 +1,72 @@
+/*
+ * events.h — between the LuaJIT adapter's event handlers (events.c) and what opens them
+ * from Lua (open.c): Lua's C API as the adapter handed it over, the handlers' state and
+ * the environment table they read (trace.h says what the adapter sees).
+ */
+#ifndef JH_LUAJIT_EVENTS_H
+#define JH_LUAJIT_EVENTS_H
+
+#include "trace.h"
+
+#define LUA_TNIL 0
+#define LUA_TBOOLEAN 1
+#define LUA_TNUMBER 3
+#define LUA_TSTRING 4
+#define LUA_TTABLE 5
+#define LUA_TFUNCTION 6
+#define UPV(i) (-10002 - (i))            /* lua_upvalueindex (lua.h: LUA_GLOBALSINDEX - i) */
+
+/* Lua's C API (jh_luajit_api; open.c) */
+extern struct jh_lua_api jh__lj_api;
+#define A jh__lj_api
+
+/* The environment, upvalue 2 of every closure: integer keys, read per event. */
+enum { E_TRACEIR = 1, E_TRACEINFO, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
+       E_VMFRAME, E_CACHE, E_LASTFUNC, E_LASTCACHE,
+       /* the field names read per event, as Lua strings: lua_getfield would intern its
+        * C string each time (a hash and a lookup) */
+       E_K_TRACE, E_K_RECORD, E_K_NEXIT, E_K_CURRENTLINE, E_K_SOURCE, E_K_LOC,
+       E_K_BYTECODES, E_N = E_K_BYTECODES };
+/* A function's cache (E_CACHE[func], weak keys): [pc] = line; these for the function: */
+enum { C_SOURCE = -1,                    /* its source file name, false: none */
+       C_PREFIX = -2,                    /* -jv's location less ":line" (funcinfo's loc) */
+       C_NOLINE = -3 };                  /* true: the location takes no line (builtin) */
+
+#define LOC_LEN 96                       /* -jv's location, as funcinfo's loc (short) */
+#define NAME_LEN 128
+#define MAX_FILES 64
+#define MAX_GROUPS 64
+
+struct live { uint64_t id, addr; uint32_t size; int32_t spadj; uint8_t used, announced;
+              char name[NAME_LEN]; };
+struct group { uint64_t id, addr; uint8_t announced; char name[48]; };
+
+struct state {
+    jh_ctx *ctx;
+    int lines, events, debug, verify, closed;
+    uint32_t arch, stubs_per, group_size, prologue_end;
+    const struct jh_lj_frame *frame;
+    int frame_tried;
+    struct live *live;                   /* by trace number */
+    uint32_t nlive;
+    struct group groups[MAX_GROUPS];
+    /* the trace started (pend) and, when its lines are wanted, recording (rec) */
+    uint32_t pend, rec_tr, parent;
+    int side;
+    int32_t line0, ni, last_fi;
+    char loc[LOC_LEN];
+    size_t nloc;
+    struct jh_lj_rec *rec;
+    uint32_t nrec, caprec;
+    const char *files[MAX_FILES];
+    uint32_t nfiles;
+    int32_t *snap;                       /* 2 * nexit at the stop */
+    uint32_t capsnap;
+    struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ; } n;
+};
+
+/* The handlers (events.c): lua_CFunctions with upvalues state, env. */
+int jh__lj_on_trace(lua_State *L);
+int jh__lj_on_record(lua_State *L);
+
+#endif

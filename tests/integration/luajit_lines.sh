@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Each recorded bytecode's line: the adapter reads it, at the "record" event, from the
+# frame executing that bytecode (lua_getstack/lua_getinfo: no table made), where funcinfo
+# builds a table of 16 fields and a string per bytecode position (~1 us a trace on the
+# churn workload). The frame must say what funcinfo says: with JITHERALD_LUAJIT_VERIFY=1
+# the adapter asks both for every new position and counts where they differ. On the churn
+# workload (roots, side traces, calls into a helper, flushes), on hot.lua (a side trace
+# calling into C through the FFI) and on errors.lua (errors raised through traces), with
+# -jdump's own record handler beside the adapter's in one of them.
+. "$(dirname "$0")/lib.sh"
+luajit_adapter
+cd "$LUAJIT_SCRIPTS" || fail "no $LUAJIT_SCRIPTS"
+cat >"$T/check.lua" <<'LUA'
+local jh = require("jitherald")
+local script = table.remove(arg, 1)
+arg[0] = script
+dofile(script)
+local s = jh.stats()
+io.stderr:write(string.format("checked %s differ %s traces %s\n", tostring(s.lines_checked),
+                              tostring(s.lines_differ), tostring(s.traces)))
+LUA
+check() { # label min_checked luajit-args...
+    local label=$1 min=$2; shift 2
+    JITHERALD=gdb JITHERALD_LUAJIT_VERIFY=1 JITHERALD_DEBUG=1 JITHERALD_DIR=$T/d timeout 120 \
+        luajit "$@" >"$T/$label.out" 2>"$T/$label.err" || fail "$label: $(tail -5 "$T/$label.err")"
+    read -r _ checked _ differ _ traces < <(grep '^checked ' "$T/$label.err") || true
+    grep 'line .* from the frame' "$T/$label.err" | head -5
+    [ "${differ:-x}" = 0 ] || fail "$label: $differ of $checked lines differ from funcinfo's"
+    [ "${checked:-0}" -ge "$min" ] || fail "$label: only ${checked:-none} lines checked ($traces traces)"
+    echo "$label: $checked bytecode lines, $traces traces: the frame's line is funcinfo's"
+}
+check stress 500 "$T/check.lua" "$R/bench/luajit/stress.lua" 100 2 2
+check hot 3 "$T/check.lua" hot.lua 2
+check errors 3 "$T/check.lua" errors.lua
+check jdump 3 -jdump=b "$T/check.lua" hot.lua 2
+echo "ok: every recorded bytecode's line read from its frame is the one funcinfo gives"
