@@ -12,7 +12,13 @@
 #              jitherald run -c elfmap, beside a plain callgrind run (JH_BENCH_RUNS runs)
 #   overhead   each VM's wall and CPU time with each channel beside the same VM writing
 #              the same files without jitherald run (median of JH_BENCH_RUNS runs, default 5)
+#              and the same channels again from an earlier build (JH_BENCH_BEFORE), in the
+#              same rounds, interleaved: plain, each channel now, each channel before
 # JH_BENCH_PARTS (default "vm callgrind overhead"): which tables.
+# JH_BENCH_VMS (default "rakudo node erlang"): which VMs the overhead table runs.
+# JH_BENCH_BEFORE: the "before" columns of the overhead table: a build directory holding
+# jitherald, libjitherald-run.so and libjitherald.so.0 of another commit, or a git revision
+# of this tree, built here (lib and cli, a minute or two): JH_BENCH_BEFORE=main.
 # A benchmark, not a test: it prints tables and never fails on a number.
 set -u
 B=$(cd "${JH_BUILD:-build}" && pwd)
@@ -36,6 +42,7 @@ load() { # on|off: two busy loops, one per core of this machine's two
 trap 'load off; rm -rf "$T"' EXIT
 export JITHERALD_DIR=$T/d
 [ -x "$CLI" ] && [ -e "$B/libjitherald-run.so" ] || { echo "$CLI not built (make)"; exit 0; }
+here=$PWD
 cd "$T"
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
@@ -137,29 +144,65 @@ time_ms() { # CMD...: "wall cpu" ms of one run, CPU user + system of every proce
     echo "$t" | awk '{ printf "%d %d\n", $1 * 1000, ($2 + $3) * 1000 }'
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b ? a / b : 0 }'; }
-bench_vm() { # LOAD NAME CMD...
+vms=" ${JH_BENCH_VMS:-rakudo node erlang} "
+# The build the "before" columns run: a directory, or a revision built into $T/before.
+before_cli=
+if [ -n "${JH_BENCH_BEFORE:-}" ] && part overhead; then
+    if (cd "$here" && [ -d "$JH_BENCH_BEFORE" ]); then
+        before_cli=$(cd "$here" && cd "$JH_BENCH_BEFORE" && pwd)/jitherald
+    elif git -C "$R" rev-parse -q --verify "$JH_BENCH_BEFORE^{commit}" > /dev/null; then
+        mkdir -p "$T/before-src"
+        git -C "$R" archive "$JH_BENCH_BEFORE" | tar -x -C "$T/before-src" &&
+            make -C "$T/before-src" -j2 BUILD=build lib cli > "$T/before.log" 2>&1 &&
+            before_cli=$T/before-src/build/jitherald
+        [ -n "$before_cli" ] || { echo "JH_BENCH_BEFORE=$JH_BENCH_BEFORE did not build:"; tail -5 "$T/before.log"; }
+    else
+        echo "JH_BENCH_BEFORE=$JH_BENCH_BEFORE: neither a build directory nor a revision"
+    fi
+    [ -n "$before_cli" ] && { [ -x "$before_cli" ] && [ -e "$(dirname "$before_cli")/libjitherald-run.so" ] ||
+        { echo "$before_cli or its libjitherald-run.so missing: no before columns"; before_cli=; }; }
+fi
+chans="gdb unwind elfmap auditlog all"
+bench_vm() { # LOAD NAME CMD...: rounds of plain, every channel, every channel before
     local ld=$1 name=$2; shift 2
-    local base bcpu ch m c t
-    t=$(for i in $(seq "$runs"); do time_ms "$@"; done)
-    base=$(echo "$t" | cut -d' ' -f1 | median) bcpu=$(echo "$t" | cut -d' ' -f2 | median)
+    local i ch m c b bc t base bcpu
+    : > "$T/times"
+    for i in $(seq "$runs"); do
+        echo "plain $(time_ms "$@")" >> "$T/times"
+        for ch in $chans; do
+            echo "$ch $(time_ms "$CLI" run -c "$ch" -- "$@")" >> "$T/times"
+            [ -n "$before_cli" ] &&
+                echo "b.$ch $(time_ms "$before_cli" run -c "$ch" -- "$@")" >> "$T/times"
+        done
+    done
+    col() { awk -v k="$1" -v f="$2" '$1 == k { print $f }' "$T/times" | median; }
+    base=$(col plain 2) bcpu=$(col plain 3)
     printf '%-6s %-8s %-10s %8s %8s %8s %8s\n' "$ld" "$name" "plain" "$base" "1.00" "$bcpu" "1.00"
-    for ch in gdb unwind elfmap auditlog all; do
-        t=$(for i in $(seq "$runs"); do time_ms "$CLI" run -c "$ch" -- "$@"; done)
-        m=$(echo "$t" | cut -d' ' -f1 | median) c=$(echo "$t" | cut -d' ' -f2 | median)
-        printf '%-6s %-8s %-10s %8s %8s %8s %8s\n' "$ld" "$name" "$ch" "$m" \
+    for ch in $chans; do
+        m=$(col "$ch" 2) c=$(col "$ch" 3)
+        printf '%-6s %-8s %-10s %8s %8s %8s %8s' "$ld" "$name" "$ch" "$m" \
             "$(ratio "$m" "$base")" "$c" "$(ratio "$c" "$bcpu")"
+        if [ -n "$before_cli" ]; then
+            b=$(col "b.$ch" 2) bc=$(col "b.$ch" 3)
+            printf '   %8s %8s %8s %8s' "$b" "$(ratio "$b" "$base")" "$bc" "$(ratio "$bc" "$bcpu")"
+        fi
+        echo
     done
 }
 if part overhead; then
 echo "Overhead: wall time and CPU time (user + system, all processes) of the VM with jitherald"
 echo "run -c CHANNEL, beside the same run without (both write the VM's own perf map / jitdump;"
-echo "median of $runs runs each; CPU time is the steadier on a loaded machine)"
-printf '%-6s %-8s %-10s %8s %8s %8s %8s\n' load vm channel "wall ms" ratio "cpu ms" ratio
+echo "median of $runs rounds, each round every row once, interleaved; CPU time is the steadier"
+echo "on a loaded machine; load: $(cut -d' ' -f1-3 /proc/loadavg))"
+[ -n "$before_cli" ] && echo "before: the same channels from ${JH_BENCH_BEFORE}'s build, in the same rounds"
+printf '%-6s %-8s %-10s %8s %8s %8s %8s' load vm channel "wall ms" ratio "cpu ms" ratio
+[ -n "$before_cli" ] && printf '   %8s %8s %8s %8s' "before" ratio "cpu ms" ratio
+echo
 for ld in idle busy; do
     [ $ld = busy ] && load on
-    have rakudo && MVM_JIT_PERF_MAP=1 bench_vm $ld rakudo rakudo -e "$RAKU"
-    have node && bench_vm $ld node node --perf-basic-prof --perf-prof -e "$NODE"
-    have erl && bench_vm $ld erlang erl +JPperf true -noshell -eval "$ERL"
+    [[ $vms == *" rakudo "* ]] && have rakudo && MVM_JIT_PERF_MAP=1 bench_vm $ld rakudo rakudo -e "$RAKU"
+    [[ $vms == *" node "* ]] && have node && bench_vm $ld node node --perf-basic-prof --perf-prof -e "$NODE"
+    [[ $vms == *" erlang "* ]] && have erl && bench_vm $ld erlang erl +JPperf true -noshell -eval "$ERL"
     load off
 done
 fi

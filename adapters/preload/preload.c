@@ -28,6 +28,7 @@
 #include "preload.h"
 
 #include "base/chanlist.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -319,6 +320,7 @@ __attribute__((constructor)) static void jhp_init(void)
     if (jh_open(&none, &no) == 0)
         jh_close(none);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
+    jh__kfd_reserve();              /* while the VM has one thread: base/files.h */
     jhp_cfg.channels = bits;       /* from here on, what the VM writes is heard */
 }
 

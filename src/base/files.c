@@ -95,6 +95,19 @@ int jh__kfd_keep(struct jh__kfd *k, int fd)
     return fd;
 }
 
+void jh__kfd_reserve(void)
+{
+    int e = errno;
+    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, JH__KFD_LOW);
+        if (hi >= 0)
+            close(hi);
+        close(fd);
+    }
+    errno = e;
+}
+
 static bool kfd_ours(const struct jh__kfd *k)
 {
     struct stat st;

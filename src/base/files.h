@@ -96,6 +96,11 @@ struct jh__kfd {
 #define JH__KFD_NONE ((struct jh__kfd){ -1, 0, 0 })
 /* Keep fd (closed on failure; fd < 0 is passed back). k->fd, or a negative errno. */
 int jh__kfd_keep(struct jh__kfd *k, int fd);
+/* Grow the process's descriptor table past JH__KFD_LOW now. Call it while the process has
+ * one thread (a constructor): once threads share the table, the kernel grows it under
+ * synchronize_rcu(), a wait of 5-16 ms measured here on the first jh__kfd_keep at node's
+ * start under jitherald run (wall time, no CPU). Harmless when the limit is lower. */
+void jh__kfd_reserve(void);
 /* k's descriptor if the number still names the file it was opened on. If not, k forgets
  * it (never closing the program's file) and, given a path, opens that path again
  * (jh__open_private with oflags, no O_CREAT) provided it is the same file as before (a

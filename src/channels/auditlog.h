@@ -47,6 +47,10 @@ struct al_state {
     struct jh__kfd fd;              /* checked before each use: base/files.h */
     pthread_cond_t ahead_cond;
     pthread_t ahead_thread;
+    /* The helper writes zeros over [zero_from, ...) of the file under grow_lock (UINT64_MAX:
+     * it is not): a frame reserved past it waits for the lock before its stores. */
+    _Atomic uint64_t zero_from;
+    uint64_t zeroed;                /* the helper has written zeros up to here */
 #endif
     bool ahead_running, ahead_pending, ahead_stop, ahead_started;
     uint64_t ahead_populated;       /* the helper has populated the mapping up to here */

@@ -22,6 +22,17 @@ IFS='|' read -r pre ch root self vg < kept.env
 [ "$pre|$ch|$vg" = "$lib:$T/other.so|elfmap|-q --fair-sched=no" ] ||
     fail "the user's LD_PRELOAD / VALGRIND_OPTS not kept as they were: $(cat kept.env)"
 
+# The descriptor table is grown past the numbers of the descriptors the library keeps
+# (base/files.h, jh__kfd_reserve) in the command's constructor, while it has one thread:
+# grown later, when the first one is kept and threads share the table, the kernel waits out
+# an RCU grace period (5-16 ms of node's start). FDSize: the table's size.
+fdsize='s/^FDSize:[[:space:]]*//p'
+plainfds=$(sed -n "$fdsize" /proc/self/status)
+runfds=$(env -u LD_PRELOAD "$CLI" run -c gdb -- sed -n "$fdsize" /proc/self/status)
+echo "descriptor table: $plainfds plain, $runfds under jitherald run"
+[ "${runfds:-0}" -gt 1000 ] ||
+    fail "the descriptor table under jitherald run holds $runfds, not past 1000 (plain: $plainfds)"
+
 lock() { # VALGRIND ARGS...: the scheduler lock valgrind says it uses
     "$@" 2>&1 | sed -n 's/.*Scheduler: using \(.*\) scheduler lock implementation.*/\1/p' |
         head -1
