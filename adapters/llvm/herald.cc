@@ -38,6 +38,9 @@ Herald::~Herald()
         std::lock_guard<std::mutex> g(mu_);
         for (auto &k : ids_)
             keys.push_back(k.first);
+        for (auto &k : raw_)
+            if (!ids_.count(k.first))
+                keys.push_back(k.first);
     }
     for (uint64_t k : keys)
         remove(k);
@@ -111,6 +114,71 @@ std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t label)
     return ids;
 }
 
+SectionLoads loads_from_headers(const llvm::object::ObjectFile &obj)
+{
+    SectionLoads l;
+    for (const llvm::object::SectionRef &s : obj.sections()) {
+        if (s.getIndex() >= l.addr.size())
+            l.addr.resize(s.getIndex() + 1, 0);
+        l.addr[s.getIndex()] = s.getAddress();
+    }
+    return l;
+}
+
+bool Herald::keep_raw(uint64_t key, llvm::object::OwningBinary<llvm::object::ObjectFile> dbg,
+                      uint64_t label)
+{
+    const llvm::object::ObjectFile *o = dbg.getBinary();
+    if (!o)
+        return false;
+    llvm::StringRef b = o->getData();
+    jh_gdb_object *h = nullptr;
+    int r = jh_gdb_object_add(ctx_, b.data(), b.size(), &h);
+    if (r) {
+        if (debug_)
+            fprintf(stderr, "jitherald-llvm: object %#llx: LLVM's debug object not registered "
+                    "(%s): described instead\n", (unsigned long long)label, jh_strerror(r));
+        return false;
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    raw_[key].push_back(Raw{std::move(dbg), h, label});
+    nraw_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+void Herald::drop_raw(std::vector<Raw> &raw)
+{
+    for (Raw &r : raw)
+        jh_gdb_object_remove(ctx_, r.h);
+    raw.clear();
+}
+
+void Herald::convert_all()
+{
+    std::lock_guard<std::mutex> order(order_);
+    std::unordered_map<uint64_t, std::vector<Raw>> all;
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        all.swap(raw_);
+        nraw_.store(0, std::memory_order_relaxed);
+    }
+    size_t n = 0;
+    for (auto &k : all) {
+        for (Raw &r : k.second) {
+            const llvm::object::ObjectFile &o = *r.dbg.getBinary();
+            if (active())
+                keep(k.first, announce(describe(o, loads_from_headers(o)), r.label));
+            n++;
+        }
+        /* announced (in images gdb reads too) before the objects go: never a moment
+         * where a function is in neither */
+        drop_raw(k.second);
+    }
+    if (debug_ && n)
+        fprintf(stderr, "jitherald-llvm: %s: %zu modules registered as LLVM's debug objects "
+                "now announced\n", jh_gdb_listening() ? "a debugger listens" : "channels changed", n);
+}
+
 void Herald::keep(uint64_t key, const std::vector<uint64_t> &ids)
 {
     if (ids.empty())
@@ -128,29 +196,48 @@ void Herald::remove_ids(const std::vector<uint64_t> &ids)
 
 void Herald::remove(uint64_t key)
 {
+    std::lock_guard<std::mutex> order(order_);
     std::vector<uint64_t> ids;
+    std::vector<Raw> raw;
     {
         std::lock_guard<std::mutex> g(mu_);
         auto it = ids_.find(key);
-        if (it == ids_.end())
-            return;
-        ids.swap(it->second);
-        ids_.erase(it);
+        if (it != ids_.end()) {
+            ids.swap(it->second);
+            ids_.erase(it);
+        }
+        auto r = raw_.find(key);
+        if (r != raw_.end()) {
+            raw.swap(r->second);
+            raw_.erase(r);
+            nraw_.fetch_sub(raw.size(), std::memory_order_relaxed);
+        }
     }
     remove_ids(ids);
+    drop_raw(raw);
 }
 
 void Herald::transfer(uint64_t dst, uint64_t src)
 {
+    std::lock_guard<std::mutex> order(order_);
     std::lock_guard<std::mutex> g(mu_);
     auto it = ids_.find(src);
-    if (it == ids_.end())
-        return;
-    std::vector<uint64_t> ids;
-    ids.swap(it->second);
-    ids_.erase(it);
-    auto &v = ids_[dst];
-    v.insert(v.end(), ids.begin(), ids.end());
+    if (it != ids_.end()) {
+        std::vector<uint64_t> ids;
+        ids.swap(it->second);
+        ids_.erase(it);
+        auto &v = ids_[dst];
+        v.insert(v.end(), ids.begin(), ids.end());
+    }
+    auto r = raw_.find(src);
+    if (r != raw_.end()) {
+        std::vector<Raw> raw;
+        raw.swap(r->second);
+        raw_.erase(r);
+        auto &v = raw_[dst];
+        for (Raw &x : raw)
+            v.push_back(std::move(x));
+    }
 }
 
 } // namespace jitherald_llvm

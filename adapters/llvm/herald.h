@@ -9,6 +9,7 @@
 #ifndef JITHERALD_LLVM_HERALD_H
 #define JITHERALD_LLVM_HERALD_H
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -97,7 +98,19 @@ bool relocated_eh_frame(const llvm::object::ObjectFile &obj,
                         const llvm::LoadedObjectInfo &loads, std::vector<uint8_t> &out,
                         uint64_t &addr, std::vector<std::string> &notes);
 
-/* herald.cc: one jitherald context and the code announced through it, by LLVM's key. */
+/* Section load addresses read back from an object whose section headers carry them
+ * (LLVM's debug object: sh_addr patched where the section was loaded, 0 elsewhere). */
+SectionLoads loads_from_headers(const llvm::object::ObjectFile &obj);
+
+/* herald.cc: one jitherald context and the code announced through it, by LLVM's key.
+ *
+ * Two forms of a module. While gdb is the only live channel and no debugger listens, a
+ * module is registered as LLVM's own debug object (the relocatable object, section
+ * addresses patched: what LLVM's GDB listener registers) through jh_gdb_object_add: a
+ * list edit, nothing described, and gdb attaching later reads it as it reads LLVM's.
+ * Once a debugger listens, or another channel is on, settle() describes every such
+ * module from its kept object, announces it (jh_code_add: packed images) and unregisters
+ * the object, so that gdb holds few objfiles and each later registration stays cheap. */
 class Herald {
 public:
     explicit Herald(jh_ctx *ctx);   /* nullptr: open our own, closed by the destructor */
@@ -109,6 +122,19 @@ public:
     bool active() const { return ctx_ && jh_channels(ctx_) != 0; }
     /* Announce every function of obj; returns their ids (label: for JITHERALD_DEBUG). */
     std::vector<uint64_t> announce(const Object &obj, uint64_t label);
+    /* The cheap form applies now: gdb the only live channel, no debugger listening. */
+    bool raw_ok() const { return jh_channels(ctx_) == JH_GDB && !jh_gdb_listening(); }
+    /* Register dbg (an ELF object with its load addresses in its section headers) as it
+     * is, kept under key until removed; false (nothing kept) when it could not be. */
+    bool keep_raw(uint64_t key, llvm::object::OwningBinary<llvm::object::ObjectFile> dbg,
+                  uint64_t label);
+    /* Call before each module: when the cheap form no longer applies, every module kept
+     * in it is described and announced, and its object unregistered. */
+    void settle()
+    {
+        if (nraw_.load(std::memory_order_relaxed) && !raw_ok())
+            convert_all();
+    }
     /* Remember ids under LLVM's key, to be removed with it. */
     void keep(uint64_t key, const std::vector<uint64_t> &ids);
     void remove(uint64_t key);
@@ -116,11 +142,24 @@ public:
     void transfer(uint64_t dst, uint64_t src);
 
 private:
+    struct Raw {
+        llvm::object::OwningBinary<llvm::object::ObjectFile> dbg;
+        jh_gdb_object *h;
+        uint64_t label;
+    };
+    void convert_all();
+    void drop_raw(std::vector<Raw> &raw);
+
     jh_ctx *ctx_ = nullptr;
     bool own_ = false;
     bool debug_ = false;
     std::mutex mu_;
     std::unordered_map<uint64_t, std::vector<uint64_t>> ids_;
+    /* Removal, transfer and conversion one at a time: a module converted while LLVM frees
+     * it would be announced after its removal. mu_ only guards the maps. */
+    std::mutex order_;
+    std::unordered_map<uint64_t, std::vector<Raw>> raw_;
+    std::atomic<size_t> nraw_{0};
 };
 
 } // namespace jitherald_llvm

@@ -28,6 +28,10 @@ public:
     {
         if (!herald_.active())
             return;
+        herald_.settle();
+        /* nobody reads it yet: what LLVM's own GDB listener registers, at its cost */
+        if (herald_.raw_ok() && herald_.keep_raw(key, loads.getObjectForDebug(obj), key))
+            return;
         herald_.keep(key, herald_.announce(describe(obj, loads), key));
     }
 

@@ -23,6 +23,7 @@
  * any lookup can return one of its addresses.
  */
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include <jitherald/llvm.h>
@@ -37,13 +38,21 @@ namespace {
 using llvm::orc::MaterializationResponsibility;
 using llvm::orc::ResourceKey;
 
+/* A block made from the bytes of section index, off bytes from the section's start. */
+struct Piece {
+    llvm::jitlink::Block *block;
+    unsigned index;
+    uint64_t off;
+};
+
 struct Pending {
-    std::unique_ptr<llvm::MemoryBuffer> copy;
+    std::unique_ptr<llvm::WritableMemoryBuffer> copy;
     std::unique_ptr<llvm::object::ObjectFile> obj;
     const char *orig = nullptr;     /* the object JITLink builds its graph from */
     size_t orig_size = 0;
-    std::vector<std::pair<llvm::jitlink::Block *, unsigned>> blocks;
+    std::vector<Piece> blocks;
     SectionLoads loads;
+    bool placed = false;    /* every loaded section has one address (place_sections) */
 };
 
 class Plugin final : public llvm::orc::ObjectLinkingLayer::Plugin {
@@ -58,7 +67,11 @@ public:
         Pending p;
         p.orig = in.getBufferStart();
         p.orig_size = in.getBufferSize();
-        p.copy = llvm::MemoryBuffer::getMemBufferCopy(in.getBuffer(), in.getBufferIdentifier());
+        p.copy = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(in.getBufferSize(),
+                                                                   in.getBufferIdentifier());
+        if (!p.copy)
+            return;
+        memcpy(p.copy->getBufferStart(), in.getBufferStart(), in.getBufferSize());
         auto obj = llvm::object::ObjectFile::createObjectFile(p.copy->getMemBufferRef());
         if (!obj) {
             llvm::consumeError(obj.takeError());
@@ -82,8 +95,7 @@ public:
             std::lock_guard<std::mutex> g(mu_);
             auto it = pending_.find(&mr);
             if (it != pending_.end())
-                for (auto &b : it->second.blocks)
-                    it->second.loads.addr[b.second] = b.first->getAddress().getValue();
+                place_sections(it->second);
             return llvm::Error::success();
         });
     }
@@ -99,8 +111,25 @@ public:
             p = std::move(it->second);
             pending_.erase(it);
         }
-        std::vector<uint64_t> ids = herald_.announce(describe(*p.obj, p.loads),
-                                                     uint64_t(uintptr_t(p.orig)));
+        herald_.settle();
+        uint64_t label = uint64_t(uintptr_t(p.orig));
+        if (herald_.raw_ok() && p.placed && patch_headers(p)) {
+            /* nobody reads it yet: the object with its load addresses, as LLVM's
+             * DebugObjectManagerPlugin registers it */
+            llvm::object::OwningBinary<llvm::object::ObjectFile> dbg(std::move(p.obj),
+                                                                     std::move(p.copy));
+            bool kept = false;
+            llvm::Error e = mr.withResourceKeyDo([&](ResourceKey k) {
+                kept = herald_.keep_raw(k, std::move(dbg), label);
+            });
+            if (e)
+                llvm::consumeError(std::move(e));   /* removed meanwhile: nothing to keep */
+            if (kept || !dbg.getBinary())
+                return llvm::Error::success();
+            auto both = dbg.takeBinary();
+            p.obj = std::move(both.first);
+        }
+        std::vector<uint64_t> ids = herald_.announce(describe(*p.obj, p.loads), label);
         /* Kept under the tracker's key while the session lock says it is alive; if it was
          * removed meanwhile, the layer frees the memory after the plugins return. */
         llvm::Error e = mr.withResourceKeyDo([&](ResourceKey k) { herald_.keep(k, ids); });
@@ -166,11 +195,53 @@ private:
             if (d < p.orig || d >= p.orig + p.orig_size)
                 continue;
             uint64_t off = uint64_t(d - p.orig);
-            for (auto q = std::lower_bound(at.begin(), at.end(), At{off, 0, 0});
-                 q != at.end() && q->off == off; ++q)
-                if (q->size == b->getSize())
-                    p.blocks.emplace_back(b, q->index);
+            /* the section whose bytes hold the block's: the last starting at or before it
+             * (sections with bytes do not overlap) */
+            auto q = std::upper_bound(at.begin(), at.end(), At{off, 0, 0});
+            if (q == at.begin())
+                continue;
+            --q;
+            if (off + b->getSize() <= q->off + q->size)
+                p.blocks.push_back(Piece{b, q->index, off - q->off});
         }
+    }
+
+    /* Section addresses from the blocks'. A section JITLink split into blocks (.eh_frame:
+     * one per CIE and FDE) has an address only when its blocks kept the object's layout,
+     * every block at the same distance from the section's start as in the object: then
+     * the object's bytes, relocated by gdb, describe the loaded ones. Otherwise placed is
+     * false and the module is described instead of registered as it is. */
+    static void place_sections(Pending &p)
+    {
+        p.placed = true;
+        for (const Piece &b : p.blocks) {
+            uint64_t base = b.block->getAddress().getValue() - b.off;
+            uint64_t &a = p.loads.addr[b.index];
+            if (!a)
+                a = base;
+            else if (a != base)
+                p.placed = false;
+        }
+    }
+
+    /* The copy's section headers get the load addresses (ELF64 little-endian only). */
+    static bool patch_headers(Pending &p)
+    {
+        using Elf = llvm::object::ELF64LE;
+        auto *eo = llvm::dyn_cast<llvm::object::ELFObjectFile<Elf>>(p.obj.get());
+        if (!eo)
+            return false;
+        char *base = p.copy->getBufferStart();
+        size_t size = p.copy->getBufferSize();
+        const auto *eh = reinterpret_cast<const Elf::Ehdr *>(base);
+        if (eh->e_shentsize != sizeof(Elf::Shdr) || eh->e_shoff > size ||
+            (size - eh->e_shoff) / sizeof(Elf::Shdr) < eh->e_shnum)
+            return false;
+        auto *sh = reinterpret_cast<Elf::Shdr *>(base + eh->e_shoff);
+        for (size_t i = 0; i < eh->e_shnum && i < p.loads.addr.size(); i++)
+            if (p.loads.addr[i])
+                sh[i].sh_addr = p.loads.addr[i];
+        return true;
     }
 
     Herald herald_;

@@ -120,9 +120,17 @@ static void reannounce_all(void)
     free(all);
 }
 
+/* Ready-made objects registered (jh__gdb_object_add; list_lock). */
+static size_t nobjects;
+
 static void check_debugger_locked(void)
 {
     bool now = jh__gdb_listening();
+    /* While ready-made objects are listed, the re-announcement waits for them to go: their
+     * owner (the LLVM adapter) replaces them with packed images once a debugger listens,
+     * and announcing thousands of one-module objects again would cost two stops each. */
+    if (now && nobjects)
+        return;
     if (now && !atomic_load_explicit(&listening, memory_order_relaxed))
         reannounce_all();
     atomic_store_explicit(&listening, now, memory_order_relaxed);
@@ -232,4 +240,39 @@ void jh__gdb_publish(struct jh__gdb_image *add, struct jh__gdb_image *const *dro
     jh__unlock(&list_lock);
     for (size_t i = 0; i < ndrop; i++)
         jh__gdb_image_free(drop[i]);
+}
+
+/* A ready-made object: its entry only; the bytes are the caller's. */
+int jh__gdb_object_add(const void *elf, size_t len, struct jit_code_entry **out)
+{
+    struct jit_code_entry *ce = calloc(1, sizeof *ce);
+    if (!ce)
+        return -ENOMEM;
+    ce->symfile_addr = elf;
+    ce->symfile_size = len;
+    jh__lock(&list_lock);
+    nobjects++;
+    check_debugger_locked();
+    list_add(ce);
+    our_entries++;
+    check_foreign();
+    jh__gdb_descriptor.relevant_entry = NULL;
+    jh__gdb_descriptor.action_flag = JIT_NOACTION;
+    jh__unlock(&list_lock);
+    *out = ce;
+    return 0;
+}
+
+void jh__gdb_object_remove(struct jit_code_entry *ce)
+{
+    jh__lock(&list_lock);
+    list_remove(ce);
+    our_entries--;
+    nobjects--;
+    check_debugger_locked();        /* the last one gone: a waiting re-announcement runs */
+    check_foreign();
+    jh__gdb_descriptor.relevant_entry = NULL;
+    jh__gdb_descriptor.action_flag = JIT_NOACTION;
+    jh__unlock(&list_lock);
+    free(ce);
 }
