@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <llvm/BinaryFormat/ELF.h>
+
 #include "herald.h"
 
 namespace jitherald_llvm {
@@ -114,26 +116,81 @@ std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t label)
     return ids;
 }
 
-SectionLoads loads_from_headers(const llvm::object::ObjectFile &obj)
+llvm::object::ELF64LE::Shdr *section_headers(char *buf, size_t size, unsigned &n)
 {
-    SectionLoads l;
-    for (const llvm::object::SectionRef &s : obj.sections()) {
-        if (s.getIndex() >= l.addr.size())
-            l.addr.resize(s.getIndex() + 1, 0);
-        l.addr[s.getIndex()] = s.getAddress();
-    }
-    return l;
+    using Elf = llvm::object::ELF64LE;
+    if (size < sizeof(Elf::Ehdr) || memcmp(buf, llvm::ELF::ElfMagic, 4) != 0 ||
+        buf[llvm::ELF::EI_CLASS] != llvm::ELF::ELFCLASS64 ||
+        buf[llvm::ELF::EI_DATA] != llvm::ELF::ELFDATA2LSB)
+        return nullptr;
+    Elf::Ehdr eh;
+    memcpy(&eh, buf, sizeof eh);
+    if (eh.e_shentsize != sizeof(Elf::Shdr) || eh.e_shoff > size ||
+        eh.e_shoff % alignof(Elf::Shdr) || (size - eh.e_shoff) / sizeof(Elf::Shdr) < eh.e_shnum)
+        return nullptr;
+    n = eh.e_shnum;
+    return reinterpret_cast<Elf::Shdr *>(buf + eh.e_shoff);
 }
 
-bool Herald::keep_raw(uint64_t key, llvm::object::OwningBinary<llvm::object::ObjectFile> dbg,
-                      uint64_t label)
+/* Not LoadedObjectInfo::getObjectForDebug: RuntimeDyld's debug object comes with symbol
+ * values that describe() cannot read back (functions at the load address's low 32 bits),
+ * and building it costs more than this copy. */
+std::unique_ptr<llvm::MemoryBuffer> debug_object(const llvm::object::ObjectFile &obj,
+                                                 const llvm::LoadedObjectInfo &loads)
 {
-    const llvm::object::ObjectFile *o = dbg.getBinary();
-    if (!o)
+    llvm::StringRef in = obj.getData();
+    auto buf = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(in.size(), obj.getFileName());
+    if (!buf)
+        return nullptr;
+    memcpy(buf->getBufferStart(), in.data(), in.size());
+    unsigned n = 0;
+    auto *sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n);
+    if (!sh)
+        return nullptr;
+    for (const llvm::object::SectionRef &s : obj.sections())
+        if (s.getIndex() < n)
+            if (uint64_t a = loads.getSectionLoadAddress(s))
+                if (!sh[s.getIndex()].sh_addr)
+                    sh[s.getIndex()].sh_addr = a;
+    return buf;
+}
+
+/* describe() reads sh_addr as a relocatable object's own (0 from LLVM) and asks loads for
+ * the load address: handed the patched headers, it added both (functions at twice the
+ * address, truncated). */
+std::unique_ptr<llvm::object::ObjectFile> undo_debug_object(const llvm::MemoryBuffer &dbg,
+                                                            std::unique_ptr<llvm::MemoryBuffer> &copy,
+                                                            SectionLoads &loads)
+{
+    auto buf = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(dbg.getBufferSize(),
+                                                                 dbg.getBufferIdentifier());
+    if (!buf)
+        return nullptr;
+    memcpy(buf->getBufferStart(), dbg.getBufferStart(), dbg.getBufferSize());
+    unsigned n = 0;
+    auto *sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n);
+    if (!sh)
+        return nullptr;
+    loads.addr.assign(n, 0);
+    for (unsigned i = 0; i < n; i++) {
+        loads.addr[i] = sh[i].sh_addr;
+        sh[i].sh_addr = 0;
+    }
+    auto obj = llvm::object::ObjectFile::createObjectFile(buf->getMemBufferRef());
+    if (!obj) {
+        llvm::consumeError(obj.takeError());
+        return nullptr;
+    }
+    copy = std::move(buf);
+    return std::move(*obj);
+}
+
+bool Herald::keep_raw(uint64_t key, std::unique_ptr<llvm::MemoryBuffer> &buf, uint64_t label)
+{
+    if (!buf)
         return false;
-    llvm::StringRef b = o->getData();
     jh_gdb_object *h = nullptr;
-    int r = jh_gdb_object_add(ctx_, b.data(), b.size(), &h);
+    int r = jh_gdb_object_add(ctx_, buf->getBufferStart(), buf->getBufferSize(), &h);
     if (r) {
         if (debug_)
             fprintf(stderr, "jitherald-llvm: object %#llx: LLVM's debug object not registered "
@@ -141,7 +198,7 @@ bool Herald::keep_raw(uint64_t key, llvm::object::OwningBinary<llvm::object::Obj
         return false;
     }
     std::lock_guard<std::mutex> g(mu_);
-    raw_[key].push_back(Raw{std::move(dbg), h, label});
+    raw_[key].push_back(Raw{std::move(buf), h, label});
     nraw_.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
@@ -165,9 +222,11 @@ void Herald::convert_all()
     size_t n = 0;
     for (auto &k : all) {
         for (Raw &r : k.second) {
-            const llvm::object::ObjectFile &o = *r.dbg.getBinary();
-            if (active())
-                keep(k.first, announce(describe(o, loads_from_headers(o)), r.label));
+            std::unique_ptr<llvm::MemoryBuffer> copy;
+            SectionLoads loads;
+            auto obj = undo_debug_object(*r.buf, copy, loads);
+            if (obj && active())
+                keep(k.first, announce(describe(*obj, loads), r.label));
             n++;
         }
         /* announced (in images gdb reads too) before the objects go: never a moment
@@ -175,8 +234,8 @@ void Herald::convert_all()
         drop_raw(k.second);
     }
     if (debug_ && n)
-        fprintf(stderr, "jitherald-llvm: %s: %zu modules registered as LLVM's debug objects "
-                "now announced\n", jh_gdb_listening() ? "a debugger listens" : "channels changed", n);
+        fprintf(stderr, "jitherald-llvm: channels changed: %zu modules registered as debug "
+                "objects now announced\n", n);
 }
 
 void Herald::keep(uint64_t key, const std::vector<uint64_t> &ids)

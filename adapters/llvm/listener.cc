@@ -30,8 +30,11 @@ public:
             return;
         herald_.settle();
         /* nobody reads it yet: what LLVM's own GDB listener registers, at its cost */
-        if (herald_.raw_ok() && herald_.keep_raw(key, loads.getObjectForDebug(obj), key))
-            return;
+        if (herald_.raw_ok()) {
+            std::unique_ptr<llvm::MemoryBuffer> dbg = debug_object(obj, loads);
+            if (herald_.keep_raw(key, dbg, key))
+                return;
+        }
         herald_.keep(key, herald_.announce(describe(obj, loads), key));
     }
 

@@ -72,12 +72,7 @@ public:
         if (!p.copy)
             return;
         memcpy(p.copy->getBufferStart(), in.getBufferStart(), in.getBufferSize());
-        auto obj = llvm::object::ObjectFile::createObjectFile(p.copy->getMemBufferRef());
-        if (!obj) {
-            llvm::consumeError(obj.takeError());
-            return;
-        }
-        p.obj = std::move(*obj);
+        /* parsed only when described: registered as it is, gdb is the one to read it */
         std::lock_guard<std::mutex> g(mu_);
         pending_[&mr] = std::move(p);
     }
@@ -116,19 +111,21 @@ public:
         if (herald_.raw_ok() && p.placed && patch_headers(p)) {
             /* nobody reads it yet: the object with its load addresses, as LLVM's
              * DebugObjectManagerPlugin registers it */
-            llvm::object::OwningBinary<llvm::object::ObjectFile> dbg(std::move(p.obj),
-                                                                     std::move(p.copy));
+            std::unique_ptr<llvm::MemoryBuffer> buf = std::move(p.copy);
             bool kept = false;
             llvm::Error e = mr.withResourceKeyDo([&](ResourceKey k) {
-                kept = herald_.keep_raw(k, std::move(dbg), label);
+                kept = herald_.keep_raw(k, buf, label);
             });
-            if (e)
+            if (e) {
                 llvm::consumeError(std::move(e));   /* removed meanwhile: nothing to keep */
-            if (kept || !dbg.getBinary())
                 return llvm::Error::success();
-            auto both = dbg.takeBinary();
-            p.obj = std::move(both.first);
+            }
+            if (kept)
+                return llvm::Error::success();
+            p.copy.reset(static_cast<llvm::WritableMemoryBuffer *>(buf.release()));
         }
+        if (!parse(p))
+            return llvm::Error::success();
         std::vector<uint64_t> ids = herald_.announce(describe(*p.obj, p.loads), label);
         /* Kept under the tracker's key while the session lock says it is alive; if it was
          * removed meanwhile, the layer frees the memory after the plugins return. */
@@ -168,9 +165,6 @@ private:
         if (it == pending_.end())
             return;
         Pending &p = it->second;
-        const auto *elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(p.obj.get());
-        if (!elf)
-            return;
         /* (file offset, size, index) of every section with bytes, sorted: a hash map
          * here was a twentieth of the plugin's cost (issue 30) */
         struct At {
@@ -180,13 +174,24 @@ private:
         };
         std::vector<At> at;
         unsigned nsec = 0;
-        for (const llvm::object::SectionRef &s : p.obj->sections()) {
-            nsec = std::max(nsec, unsigned(s.getIndex()) + 1);
-            if (s.getSize() && !s.isBSS())
-                at.push_back(At{llvm::object::ELFSectionRef(s).getOffset(), s.getSize(),
-                                unsigned(s.getIndex())});
+        if (const auto *sh = headers(p, nsec)) {
+            for (unsigned i = 0; i < nsec; i++)
+                if (sh[i].sh_size && sh[i].sh_type != llvm::ELF::SHT_NOBITS)
+                    at.push_back(At{sh[i].sh_offset, sh[i].sh_size, i});
+        } else {
+            if (!parse(p))
+                return;
+            if (!llvm::isa<llvm::object::ELFObjectFileBase>(p.obj.get()))
+                return;
+            for (const llvm::object::SectionRef &s : p.obj->sections()) {
+                nsec = std::max(nsec, unsigned(s.getIndex()) + 1);
+                if (s.getSize() && !s.isBSS())
+                    at.push_back(At{llvm::object::ELFSectionRef(s).getOffset(), s.getSize(),
+                                    unsigned(s.getIndex())});
+            }
         }
-        std::stable_sort(at.begin(), at.end());
+        if (!std::is_sorted(at.begin(), at.end()))     /* they usually are */
+            std::stable_sort(at.begin(), at.end());
         p.loads.addr.assign(nsec, 0);
         for (llvm::jitlink::Block *b : g.blocks()) {
             if (b->isZeroFill())
@@ -224,23 +229,38 @@ private:
         }
     }
 
-    /* The copy's section headers get the load addresses (ELF64 little-endian only). */
+    using Elf = llvm::object::ELF64LE;
+
+    static Elf::Shdr *headers(Pending &p, unsigned &n)
+    {
+        return section_headers(p.copy->getBufferStart(), p.copy->getBufferSize(), n);
+    }
+
+    /* The copy's section headers get the load addresses. */
     static bool patch_headers(Pending &p)
     {
-        using Elf = llvm::object::ELF64LE;
-        auto *eo = llvm::dyn_cast<llvm::object::ELFObjectFile<Elf>>(p.obj.get());
-        if (!eo)
+        unsigned n = 0;
+        Elf::Shdr *sh = headers(p, n);
+        if (!sh)
             return false;
-        char *base = p.copy->getBufferStart();
-        size_t size = p.copy->getBufferSize();
-        const auto *eh = reinterpret_cast<const Elf::Ehdr *>(base);
-        if (eh->e_shentsize != sizeof(Elf::Shdr) || eh->e_shoff > size ||
-            (size - eh->e_shoff) / sizeof(Elf::Shdr) < eh->e_shnum)
-            return false;
-        auto *sh = reinterpret_cast<Elf::Shdr *>(base + eh->e_shoff);
-        for (size_t i = 0; i < eh->e_shnum && i < p.loads.addr.size(); i++)
-            if (p.loads.addr[i])
+        for (unsigned i = 0; i < n && i < p.loads.addr.size(); i++)
+            if (p.loads.addr[i] && !sh[i].sh_addr)
                 sh[i].sh_addr = p.loads.addr[i];
+        return true;
+    }
+
+    static bool parse(Pending &p)
+    {
+        if (p.obj)
+            return true;
+        if (!p.copy)
+            return false;
+        auto obj = llvm::object::ObjectFile::createObjectFile(p.copy->getMemBufferRef());
+        if (!obj) {
+            llvm::consumeError(obj.takeError());
+            return false;
+        }
+        p.obj = std::move(*obj);
         return true;
     }
 
