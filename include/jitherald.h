@@ -576,10 +576,13 @@ JH_API void jh_close(jh_ctx *ctx);
  * under its lock: gdb (and LLDB) read it like any JIT image, attaching later included, and
  * nothing is encoded. It costs a list edit, not a description; but every such object is an
  * objfile of its own in gdb, which makes each later registration slower while a debugger
- * listens. So register objects only while jh_gdb_listening() says no debugger listens,
- * and once one does, announce the code with jh_code_add (packed images) and remove the
- * objects: the LLVM adapter does exactly that (adapters/llvm/README.md). While any object
- * is registered, the re-announcement LLDB needs on attach waits for them to go.
+ * listens. So register objects only while jh_gdb_listening() says no debugger listens and
+ * gdb is the only channel live; while one listens announce new code with jh_code_add
+ * (packed images); when another channel comes on, announce the objects' code with
+ * jh_code_add and remove them (its rundown has only what jh_code_add announced). The LLVM
+ * adapter does exactly that (adapters/llvm/README.md). While any object is registered,
+ * the re-announcement LLDB 14 needs on attach (it drops what it read then) does not
+ * happen: an LLDB attaching later sees only what is registered after it attached.
  *
  * jh_gdb_object_add: elf (len bytes, an ELF file image whose SHF_ALLOC sections carry their
  * load addresses; a relocatable object is fine, gdb applies its relocations) is registered

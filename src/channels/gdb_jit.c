@@ -126,9 +126,11 @@ static size_t nobjects;
 static void check_debugger_locked(void)
 {
     bool now = jh__gdb_listening();
-    /* While ready-made objects are listed, the re-announcement waits for them to go: their
-     * owner (the LLVM adapter) replaces them with packed images once a debugger listens,
-     * and announcing thousands of one-module objects again would cost two stops each. */
+    /* While ready-made objects are listed, the re-announcement waits for them to go:
+     * announcing thousands of one-module objects again costs two stops each, and gdb
+     * (which reads the list on attach and needs none of it) re-reads each object, walking
+     * all the others, at every stop. LLDB 14 attaching then sees only later registrations
+     * (jitherald.h, jh_gdb_object_add). */
     if (now && nobjects)
         return;
     if (now && !atomic_load_explicit(&listening, memory_order_relaxed))
