@@ -132,17 +132,22 @@ llvm::object::ELF64LE::Shdr *section_headers(char *buf, size_t size, unsigned &n
     return reinterpret_cast<Elf::Shdr *>(buf + eh.e_shoff);
 }
 
-/* Not LoadedObjectInfo::getObjectForDebug: RuntimeDyld's debug object comes with symbol
- * values that describe() cannot read back (functions at the load address's low 32 bits),
- * and building it costs more than this copy. */
+std::unique_ptr<llvm::WritableMemoryBuffer> copy_bytes(llvm::StringRef bytes, llvm::StringRef name)
+{
+    auto buf = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(bytes.size(), name);
+    if (buf)
+        memcpy(buf->getBufferStart(), bytes.data(), bytes.size());
+    return buf;
+}
+
+/* The bytes LoadedObjectInfo::getObjectForDebug gives (what LLVM's GDB listener
+ * registers), without the ObjectFile it builds over them. */
 std::unique_ptr<llvm::MemoryBuffer> debug_object(const llvm::object::ObjectFile &obj,
                                                  const llvm::LoadedObjectInfo &loads)
 {
-    llvm::StringRef in = obj.getData();
-    auto buf = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(in.size(), obj.getFileName());
+    auto buf = copy_bytes(obj.getData(), obj.getFileName());
     if (!buf)
         return nullptr;
-    memcpy(buf->getBufferStart(), in.data(), in.size());
     unsigned n = 0;
     auto *sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n);
     if (!sh)
@@ -155,18 +160,17 @@ std::unique_ptr<llvm::MemoryBuffer> debug_object(const llvm::object::ObjectFile 
     return buf;
 }
 
-/* describe() reads sh_addr as a relocatable object's own (0 from LLVM) and asks loads for
- * the load address: handed the patched headers, it added both (functions at twice the
- * address, truncated). */
+/* describe() misreads a relocatable object whose headers carry load addresses (seen: the
+ * function at the low 32 bits of its address, no lines, no FDE found; LLVM's own debug
+ * object the same): it is handed the object as LLVM emitted it, sh_addr 0, and the
+ * addresses apart. */
 std::unique_ptr<llvm::object::ObjectFile> undo_debug_object(const llvm::MemoryBuffer &dbg,
                                                             std::unique_ptr<llvm::MemoryBuffer> &copy,
                                                             SectionLoads &loads)
 {
-    auto buf = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(dbg.getBufferSize(),
-                                                                 dbg.getBufferIdentifier());
+    auto buf = copy_bytes(dbg.getBuffer(), dbg.getBufferIdentifier());
     if (!buf)
         return nullptr;
-    memcpy(buf->getBufferStart(), dbg.getBufferStart(), dbg.getBufferSize());
     unsigned n = 0;
     auto *sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n);
     if (!sh)

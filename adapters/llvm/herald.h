@@ -103,6 +103,9 @@ bool relocated_eh_frame(const llvm::object::ObjectFile &obj,
  * buf is not one or its headers lie outside it. */
 llvm::object::ELF64LE::Shdr *section_headers(char *buf, size_t size, unsigned &n);
 
+/* A heap copy of bytes (nullptr: out of memory). */
+std::unique_ptr<llvm::WritableMemoryBuffer> copy_bytes(llvm::StringRef bytes, llvm::StringRef name);
+
 /* The object as a debugger reads it: a copy whose section headers carry the load
  * addresses (sh_addr, 0 in LLVM's relocatable objects; sections not loaded keep 0), as
  * LLVM's listeners register it.

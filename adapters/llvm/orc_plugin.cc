@@ -67,11 +67,9 @@ public:
         Pending p;
         p.orig = in.getBufferStart();
         p.orig_size = in.getBufferSize();
-        p.copy = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(in.getBufferSize(),
-                                                                   in.getBufferIdentifier());
+        p.copy = copy_bytes(in.getBuffer(), in.getBufferIdentifier());
         if (!p.copy)
             return;
-        memcpy(p.copy->getBufferStart(), in.getBufferStart(), in.getBufferSize());
         /* parsed only when described: registered as it is, gdb is the one to read it */
         std::lock_guard<std::mutex> g(mu_);
         pending_[&mr] = std::move(p);
