@@ -4,7 +4,8 @@
 # 1. gdb: N one-function modules with DWARF (bench/llvm/modules.cc) compiled by ORC and
 #    announced by LLVM's GDB registration listener (one in-memory object per module) or by
 #    the jitherald adapter (JITHERALD=gdb: the RuntimeDyld listener and the JITLink plugin,
-#    immediate mode). Alone: the CPU time of the thread inside the listener per module
+#    immediate mode; with no debugger listening it registers each object as it is, as
+#    LLVM's listener does, and under gdb it describes it into packed images). Alone: the CPU time of the thread inside the listener per module
 #    (the machine may be shared: its wall time counts whoever else ran), median of
 #    JH_BENCH_LLVM_REPEAT runs, and its ratio to LLVM's listener in the same run (issue 30:
 #    at most 2x). Under `gdb -batch -ex run`: the wall time inside the listener per module,

@@ -567,6 +567,44 @@ JH_API int jh_frame_at(const void *pc, struct jh_frame *out);
  */
 JH_API void jh_close(jh_ctx *ctx);
 
+/* ---- Ready-made debugger objects (JH_GDB) -------------------------------------------- */
+
+/*
+ * An engine that already builds an ELF object per compiled module for debuggers (LLVM's
+ * RuntimeDyld: LoadedObjectInfo::getObjectForDebug, what LLVM's own GDB listener registers)
+ * can have it registered as it is with the GDB JIT interface, on jitherald's descriptor and
+ * under its lock: gdb (and LLDB) read it like any JIT image, attaching later included, and
+ * nothing is encoded. It costs a list edit, not a description; but every such object is an
+ * objfile of its own in gdb, which makes each later registration slower while a debugger
+ * listens. So register objects only while jh_gdb_listening() says no debugger listens and
+ * gdb is the only channel live; while one listens announce new code with jh_code_add
+ * (packed images); when another channel comes on, announce the objects' code with
+ * jh_code_add and remove them (its rundown has only what jh_code_add announced). The LLVM
+ * adapter does exactly that (adapters/llvm/README.md). While any object is registered,
+ * the re-announcement LLDB 14 needs on attach (it drops what it read then) does not
+ * happen: an LLDB attaching later sees only what is registered after it attached.
+ *
+ * jh_gdb_object_add: elf (len bytes, an ELF file image whose SHF_ALLOC sections carry their
+ * load addresses; a relocatable object is fine, gdb applies its relocations) is registered
+ * before the call returns; *obj receives the handle. The bytes are NOT copied: keep them
+ * alive and unchanged until jh_gdb_object_remove returns. -EINVAL (ctx, elf or obj NULL; len
+ * shorter than an ELF header or elf without the ELF magic: the field and why go to the log
+ * callback at JH_LOG_INFO), -ENODEV (the gdb channel is not live on ctx), -ENOMEM.
+ * jh_gdb_object_remove: unregisters obj and frees the handle (not the bytes); -EINVAL for a
+ * NULL ctx or obj. An object stays registered until removed, whatever happens to the
+ * channels (jh_channels_set, jh_close do not remove it): remove them before jh_close.
+ * Both thread-safe; after fork() the child inherits the registrations as they are.
+ * Windows: -ENODEV (no gdb channel).
+ */
+typedef struct jh_gdb_object jh_gdb_object;
+JH_API int jh_gdb_object_add(jh_ctx *ctx, const void *elf, size_t len, jh_gdb_object **obj);
+JH_API int jh_gdb_object_remove(jh_ctx *ctx, jh_gdb_object *obj);
+
+/* 1 when a debugger listens to the GDB JIT interface now (it has its breakpoint on
+ * __jit_debug_register_code), else 0; one memory load, for a per-module check.
+ * Thread-safe. */
+JH_API int jh_gdb_listening(void);
+
 /* A static English description of err (a negative errno or JH_E*). Never NULL. */
 JH_API const char *jh_strerror(int err);
 

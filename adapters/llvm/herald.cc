@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <llvm/BinaryFormat/ELF.h>
+
 #include "herald.h"
 
 namespace jitherald_llvm {
@@ -38,6 +40,9 @@ Herald::~Herald()
         std::lock_guard<std::mutex> g(mu_);
         for (auto &k : ids_)
             keys.push_back(k.first);
+        for (auto &k : raw_)
+            if (!ids_.count(k.first))
+                keys.push_back(k.first);
     }
     for (uint64_t k : keys)
         remove(k);
@@ -111,6 +116,132 @@ std::vector<uint64_t> Herald::announce(const Object &obj, uint64_t label)
     return ids;
 }
 
+llvm::object::ELF64LE::Shdr *section_headers(char *buf, size_t size, unsigned &n)
+{
+    using Elf = llvm::object::ELF64LE;
+    if (size < sizeof(Elf::Ehdr) || memcmp(buf, llvm::ELF::ElfMagic, 4) != 0 ||
+        buf[llvm::ELF::EI_CLASS] != llvm::ELF::ELFCLASS64 ||
+        buf[llvm::ELF::EI_DATA] != llvm::ELF::ELFDATA2LSB)
+        return nullptr;
+    Elf::Ehdr eh;
+    memcpy(&eh, buf, sizeof eh);
+    if (eh.e_shentsize != sizeof(Elf::Shdr) || eh.e_shoff > size ||
+        eh.e_shoff % alignof(Elf::Shdr) || (size - eh.e_shoff) / sizeof(Elf::Shdr) < eh.e_shnum)
+        return nullptr;
+    n = eh.e_shnum;
+    return reinterpret_cast<Elf::Shdr *>(buf + eh.e_shoff);
+}
+
+std::unique_ptr<llvm::WritableMemoryBuffer> copy_bytes(llvm::StringRef bytes, llvm::StringRef name)
+{
+    auto buf = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(bytes.size(), name);
+    if (buf)
+        memcpy(buf->getBufferStart(), bytes.data(), bytes.size());
+    return buf;
+}
+
+/* The bytes LoadedObjectInfo::getObjectForDebug gives (what LLVM's GDB listener
+ * registers), without the ObjectFile it builds over them. */
+std::unique_ptr<llvm::MemoryBuffer> debug_object(const llvm::object::ObjectFile &obj,
+                                                 const llvm::LoadedObjectInfo &loads)
+{
+    auto buf = copy_bytes(obj.getData(), obj.getFileName());
+    if (!buf)
+        return nullptr;
+    unsigned n = 0;
+    auto *sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n);
+    if (!sh)
+        return nullptr;
+    for (const llvm::object::SectionRef &s : obj.sections())
+        if (s.getIndex() < n)
+            if (uint64_t a = loads.getSectionLoadAddress(s))
+                if (!sh[s.getIndex()].sh_addr)
+                    sh[s.getIndex()].sh_addr = a;
+    return buf;
+}
+
+/* describe() misreads a relocatable object whose headers carry load addresses (seen: the
+ * function at the low 32 bits of its address, no lines, no FDE found; LLVM's own debug
+ * object the same): it is handed the object as LLVM emitted it, sh_addr 0, and the
+ * addresses apart. */
+std::unique_ptr<llvm::object::ObjectFile> undo_debug_object(const llvm::MemoryBuffer &dbg,
+                                                            std::unique_ptr<llvm::MemoryBuffer> &copy,
+                                                            SectionLoads &loads)
+{
+    auto buf = copy_bytes(dbg.getBuffer(), dbg.getBufferIdentifier());
+    if (!buf)
+        return nullptr;
+    unsigned n = 0;
+    auto *sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n);
+    if (!sh)
+        return nullptr;
+    loads.addr.assign(n, 0);
+    for (unsigned i = 0; i < n; i++) {
+        loads.addr[i] = sh[i].sh_addr;
+        sh[i].sh_addr = 0;
+    }
+    auto obj = llvm::object::ObjectFile::createObjectFile(buf->getMemBufferRef());
+    if (!obj) {
+        llvm::consumeError(obj.takeError());
+        return nullptr;
+    }
+    copy = std::move(buf);
+    return std::move(*obj);
+}
+
+bool Herald::keep_raw(uint64_t key, std::unique_ptr<llvm::MemoryBuffer> &buf, uint64_t label)
+{
+    if (!buf)
+        return false;
+    jh_gdb_object *h = nullptr;
+    int r = jh_gdb_object_add(ctx_, buf->getBufferStart(), buf->getBufferSize(), &h);
+    if (r) {
+        if (debug_)
+            fprintf(stderr, "jitherald-llvm: object %#llx: LLVM's debug object not registered "
+                    "(%s): described instead\n", (unsigned long long)label, jh_strerror(r));
+        return false;
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    raw_[key].push_back(Raw{std::move(buf), h, label});
+    nraw_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
+void Herald::drop_raw(std::vector<Raw> &raw)
+{
+    for (Raw &r : raw)
+        jh_gdb_object_remove(ctx_, r.h);
+    raw.clear();
+}
+
+void Herald::convert_all()
+{
+    std::lock_guard<std::mutex> order(order_);
+    std::unordered_map<uint64_t, std::vector<Raw>> all;
+    {
+        std::lock_guard<std::mutex> g(mu_);
+        all.swap(raw_);
+        nraw_.store(0, std::memory_order_relaxed);
+    }
+    size_t n = 0;
+    for (auto &k : all) {
+        for (Raw &r : k.second) {
+            std::unique_ptr<llvm::MemoryBuffer> copy;
+            SectionLoads loads;
+            auto obj = undo_debug_object(*r.buf, copy, loads);
+            if (obj && active())
+                keep(k.first, announce(describe(*obj, loads), r.label));
+            n++;
+        }
+        /* announced (in images gdb reads too) before the objects go: never a moment
+         * where a function is in neither */
+        drop_raw(k.second);
+    }
+    if (debug_ && n)
+        fprintf(stderr, "jitherald-llvm: channels changed: %zu modules registered as debug "
+                "objects now announced\n", n);
+}
+
 void Herald::keep(uint64_t key, const std::vector<uint64_t> &ids)
 {
     if (ids.empty())
@@ -128,29 +259,48 @@ void Herald::remove_ids(const std::vector<uint64_t> &ids)
 
 void Herald::remove(uint64_t key)
 {
+    std::lock_guard<std::mutex> order(order_);
     std::vector<uint64_t> ids;
+    std::vector<Raw> raw;
     {
         std::lock_guard<std::mutex> g(mu_);
         auto it = ids_.find(key);
-        if (it == ids_.end())
-            return;
-        ids.swap(it->second);
-        ids_.erase(it);
+        if (it != ids_.end()) {
+            ids.swap(it->second);
+            ids_.erase(it);
+        }
+        auto r = raw_.find(key);
+        if (r != raw_.end()) {
+            raw.swap(r->second);
+            raw_.erase(r);
+            nraw_.fetch_sub(raw.size(), std::memory_order_relaxed);
+        }
     }
     remove_ids(ids);
+    drop_raw(raw);
 }
 
 void Herald::transfer(uint64_t dst, uint64_t src)
 {
+    std::lock_guard<std::mutex> order(order_);
     std::lock_guard<std::mutex> g(mu_);
     auto it = ids_.find(src);
-    if (it == ids_.end())
-        return;
-    std::vector<uint64_t> ids;
-    ids.swap(it->second);
-    ids_.erase(it);
-    auto &v = ids_[dst];
-    v.insert(v.end(), ids.begin(), ids.end());
+    if (it != ids_.end()) {
+        std::vector<uint64_t> ids;
+        ids.swap(it->second);
+        ids_.erase(it);
+        auto &v = ids_[dst];
+        v.insert(v.end(), ids.begin(), ids.end());
+    }
+    auto r = raw_.find(src);
+    if (r != raw_.end()) {
+        std::vector<Raw> raw;
+        raw.swap(r->second);
+        raw_.erase(r);
+        auto &v = raw_[dst];
+        for (Raw &x : raw)
+            v.push_back(std::move(x));
+    }
 }
 
 } // namespace jitherald_llvm

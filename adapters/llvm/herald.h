@@ -9,6 +9,7 @@
 #ifndef JITHERALD_LLVM_HERALD_H
 #define JITHERALD_LLVM_HERALD_H
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include <jitherald.h>
 #include <llvm/DebugInfo/DIContext.h>
+#include <llvm/Object/ELFTypes.h>
 #include <llvm/Object/ObjectFile.h>
 
 namespace jitherald_llvm {
@@ -97,7 +99,38 @@ bool relocated_eh_frame(const llvm::object::ObjectFile &obj,
                         const llvm::LoadedObjectInfo &loads, std::vector<uint8_t> &out,
                         uint64_t &addr, std::vector<std::string> &notes);
 
-/* herald.cc: one jitherald context and the code announced through it, by LLVM's key. */
+/* An ELF64 little-endian object's section headers, in place (n of them), or nullptr when
+ * buf is not one or its headers lie outside it. */
+llvm::object::ELF64LE::Shdr *section_headers(char *buf, size_t size, unsigned &n);
+
+/* A heap copy of bytes (nullptr: out of memory). */
+std::unique_ptr<llvm::WritableMemoryBuffer> copy_bytes(llvm::StringRef bytes, llvm::StringRef name);
+
+/* The object as a debugger reads it: a copy whose section headers carry the load
+ * addresses (sh_addr, 0 in LLVM's relocatable objects; sections not loaded keep 0), as
+ * LLVM's listeners register it.
+ * nullptr for an object that is not ELF64 little-endian. */
+std::unique_ptr<llvm::MemoryBuffer> debug_object(const llvm::object::ObjectFile &obj,
+                                                 const llvm::LoadedObjectInfo &loads);
+
+/* debug_object() undone: the relocatable object again (sh_addr 0, as LLVM emits it) and
+ * where its sections were loaded, for describe(). nullptr when buf is not one. */
+std::unique_ptr<llvm::object::ObjectFile> undo_debug_object(const llvm::MemoryBuffer &dbg,
+                                                            std::unique_ptr<llvm::MemoryBuffer> &copy,
+                                                            SectionLoads &loads);
+
+/* herald.cc: one jitherald context and the code announced through it, by LLVM's key.
+ *
+ * Two forms of a module. While gdb is the only live channel and no debugger listens, a
+ * module is registered as its object with load addresses (debug_object(): what LLVM's
+ * own GDB listener registers) through jh_gdb_object_add: a copy and a list edit, nothing
+ * described, and gdb attaching later reads it as it reads LLVM's. While a debugger
+ * listens, new modules are described and announced (jh_code_add: packed images, few
+ * objfiles for gdb); the objects it read on attach stay: replacing N of them under a
+ * debugger costs 2N stops, each walking N objfiles (5,000 modules: over 11 minutes of
+ * gdb's CPU, not finished). Once another channel is on (or gdb off), settle() describes
+ * every module kept as an object, announces it and unregisters the object: the new
+ * channel's rundown has it. */
 class Herald {
 public:
     explicit Herald(jh_ctx *ctx);   /* nullptr: open our own, closed by the destructor */
@@ -109,6 +142,20 @@ public:
     bool active() const { return ctx_ && jh_channels(ctx_) != 0; }
     /* Announce every function of obj; returns their ids (label: for JITHERALD_DEBUG). */
     std::vector<uint64_t> announce(const Object &obj, uint64_t label);
+    /* The cheap form applies now: gdb the only live channel, no debugger listening. */
+    bool raw_ok() const { return jh_channels(ctx_) == JH_GDB && !jh_gdb_listening(); }
+    /* Register dbg (an ELF object with its load addresses in its section headers) as it
+     * is (debug_object()), kept under key until removed; false (buf left to the caller)
+     * when it could not be. */
+    bool keep_raw(uint64_t key, std::unique_ptr<llvm::MemoryBuffer> &buf, uint64_t label);
+    /* Call before each module: once a channel other than gdb is live (or gdb is not),
+     * every module kept as an object is described and announced, and its object
+     * unregistered. */
+    void settle()
+    {
+        if (nraw_.load(std::memory_order_relaxed) && jh_channels(ctx_) != JH_GDB)
+            convert_all();
+    }
     /* Remember ids under LLVM's key, to be removed with it. */
     void keep(uint64_t key, const std::vector<uint64_t> &ids);
     void remove(uint64_t key);
@@ -116,11 +163,24 @@ public:
     void transfer(uint64_t dst, uint64_t src);
 
 private:
+    struct Raw {
+        std::unique_ptr<llvm::MemoryBuffer> buf;
+        jh_gdb_object *h;
+        uint64_t label;
+    };
+    void convert_all();
+    void drop_raw(std::vector<Raw> &raw);
+
     jh_ctx *ctx_ = nullptr;
     bool own_ = false;
     bool debug_ = false;
     std::mutex mu_;
     std::unordered_map<uint64_t, std::vector<uint64_t>> ids_;
+    /* Removal, transfer and conversion one at a time: a module converted while LLVM frees
+     * it would be announced after its removal. mu_ only guards the maps. */
+    std::mutex order_;
+    std::unordered_map<uint64_t, std::vector<Raw>> raw_;
+    std::atomic<size_t> nraw_{0};
 };
 
 } // namespace jitherald_llvm

@@ -28,6 +28,13 @@ public:
     {
         if (!herald_.active())
             return;
+        herald_.settle();
+        /* nobody reads it yet: what LLVM's own GDB listener registers, at its cost */
+        if (herald_.raw_ok()) {
+            std::unique_ptr<llvm::MemoryBuffer> dbg = debug_object(obj, loads);
+            if (herald_.keep_raw(key, dbg, key))
+                return;
+        }
         herald_.keep(key, herald_.announce(describe(obj, loads), key));
     }
 

@@ -23,6 +23,7 @@
  * any lookup can return one of its addresses.
  */
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include <jitherald/llvm.h>
@@ -37,13 +38,21 @@ namespace {
 using llvm::orc::MaterializationResponsibility;
 using llvm::orc::ResourceKey;
 
+/* A block made from the bytes of section index, off bytes from the section's start. */
+struct Piece {
+    llvm::jitlink::Block *block;
+    unsigned index;
+    uint64_t off;
+};
+
 struct Pending {
-    std::unique_ptr<llvm::MemoryBuffer> copy;
+    std::unique_ptr<llvm::WritableMemoryBuffer> copy;
     std::unique_ptr<llvm::object::ObjectFile> obj;
     const char *orig = nullptr;     /* the object JITLink builds its graph from */
     size_t orig_size = 0;
-    std::vector<std::pair<llvm::jitlink::Block *, unsigned>> blocks;
+    std::vector<Piece> blocks;
     SectionLoads loads;
+    bool placed = false;    /* every loaded section has one address (place_sections) */
 };
 
 class Plugin final : public llvm::orc::ObjectLinkingLayer::Plugin {
@@ -58,13 +67,10 @@ public:
         Pending p;
         p.orig = in.getBufferStart();
         p.orig_size = in.getBufferSize();
-        p.copy = llvm::MemoryBuffer::getMemBufferCopy(in.getBuffer(), in.getBufferIdentifier());
-        auto obj = llvm::object::ObjectFile::createObjectFile(p.copy->getMemBufferRef());
-        if (!obj) {
-            llvm::consumeError(obj.takeError());
+        p.copy = copy_bytes(in.getBuffer(), in.getBufferIdentifier());
+        if (!p.copy)
             return;
-        }
-        p.obj = std::move(*obj);
+        /* parsed only when described: registered as it is, gdb is the one to read it */
         std::lock_guard<std::mutex> g(mu_);
         pending_[&mr] = std::move(p);
     }
@@ -82,8 +88,7 @@ public:
             std::lock_guard<std::mutex> g(mu_);
             auto it = pending_.find(&mr);
             if (it != pending_.end())
-                for (auto &b : it->second.blocks)
-                    it->second.loads.addr[b.second] = b.first->getAddress().getValue();
+                place_sections(it->second);
             return llvm::Error::success();
         });
     }
@@ -99,8 +104,27 @@ public:
             p = std::move(it->second);
             pending_.erase(it);
         }
-        std::vector<uint64_t> ids = herald_.announce(describe(*p.obj, p.loads),
-                                                     uint64_t(uintptr_t(p.orig)));
+        herald_.settle();
+        uint64_t label = uint64_t(uintptr_t(p.orig));
+        if (herald_.raw_ok() && p.placed && patch_headers(p)) {
+            /* nobody reads it yet: the object with its load addresses, as LLVM's
+             * DebugObjectManagerPlugin registers it */
+            std::unique_ptr<llvm::MemoryBuffer> buf = std::move(p.copy);
+            bool kept = false;
+            llvm::Error e = mr.withResourceKeyDo([&](ResourceKey k) {
+                kept = herald_.keep_raw(k, buf, label);
+            });
+            if (e) {
+                llvm::consumeError(std::move(e));   /* removed meanwhile: nothing to keep */
+                return llvm::Error::success();
+            }
+            if (kept)
+                return llvm::Error::success();
+            p.copy.reset(static_cast<llvm::WritableMemoryBuffer *>(buf.release()));
+        }
+        if (!parse(p))
+            return llvm::Error::success();
+        std::vector<uint64_t> ids = herald_.announce(describe(*p.obj, p.loads), label);
         /* Kept under the tracker's key while the session lock says it is alive; if it was
          * removed meanwhile, the layer frees the memory after the plugins return. */
         llvm::Error e = mr.withResourceKeyDo([&](ResourceKey k) { herald_.keep(k, ids); });
@@ -139,9 +163,6 @@ private:
         if (it == pending_.end())
             return;
         Pending &p = it->second;
-        const auto *elf = llvm::dyn_cast<llvm::object::ELFObjectFileBase>(p.obj.get());
-        if (!elf)
-            return;
         /* (file offset, size, index) of every section with bytes, sorted: a hash map
          * here was a twentieth of the plugin's cost (issue 30) */
         struct At {
@@ -151,13 +172,24 @@ private:
         };
         std::vector<At> at;
         unsigned nsec = 0;
-        for (const llvm::object::SectionRef &s : p.obj->sections()) {
-            nsec = std::max(nsec, unsigned(s.getIndex()) + 1);
-            if (s.getSize() && !s.isBSS())
-                at.push_back(At{llvm::object::ELFSectionRef(s).getOffset(), s.getSize(),
-                                unsigned(s.getIndex())});
+        if (const auto *sh = headers(p, nsec)) {
+            for (unsigned i = 0; i < nsec; i++)
+                if (sh[i].sh_size && sh[i].sh_type != llvm::ELF::SHT_NOBITS)
+                    at.push_back(At{sh[i].sh_offset, sh[i].sh_size, i});
+        } else {
+            if (!parse(p))
+                return;
+            if (!llvm::isa<llvm::object::ELFObjectFileBase>(p.obj.get()))
+                return;
+            for (const llvm::object::SectionRef &s : p.obj->sections()) {
+                nsec = std::max(nsec, unsigned(s.getIndex()) + 1);
+                if (s.getSize() && !s.isBSS())
+                    at.push_back(At{llvm::object::ELFSectionRef(s).getOffset(), s.getSize(),
+                                    unsigned(s.getIndex())});
+            }
         }
-        std::stable_sort(at.begin(), at.end());
+        if (!std::is_sorted(at.begin(), at.end()))     /* they usually are */
+            std::stable_sort(at.begin(), at.end());
         p.loads.addr.assign(nsec, 0);
         for (llvm::jitlink::Block *b : g.blocks()) {
             if (b->isZeroFill())
@@ -166,11 +198,68 @@ private:
             if (d < p.orig || d >= p.orig + p.orig_size)
                 continue;
             uint64_t off = uint64_t(d - p.orig);
-            for (auto q = std::lower_bound(at.begin(), at.end(), At{off, 0, 0});
-                 q != at.end() && q->off == off; ++q)
-                if (q->size == b->getSize())
-                    p.blocks.emplace_back(b, q->index);
+            /* the section whose bytes hold the block's: the last starting at or before it
+             * (sections with bytes do not overlap) */
+            auto q = std::upper_bound(at.begin(), at.end(), At{off, 0, 0});
+            if (q == at.begin())
+                continue;
+            --q;
+            if (off + b->getSize() <= q->off + q->size)
+                p.blocks.push_back(Piece{b, q->index, off - q->off});
         }
+    }
+
+    /* Section addresses from the blocks'. A section JITLink split into blocks (.eh_frame:
+     * one per CIE and FDE) has an address only when its blocks kept the object's layout,
+     * every block at the same distance from the section's start as in the object: then
+     * the object's bytes, relocated by gdb, describe the loaded ones. Otherwise placed is
+     * false and the module is described instead of registered as it is. */
+    static void place_sections(Pending &p)
+    {
+        p.placed = true;
+        for (const Piece &b : p.blocks) {
+            uint64_t base = b.block->getAddress().getValue() - b.off;
+            uint64_t &a = p.loads.addr[b.index];
+            if (!a)
+                a = base;
+            else if (a != base)
+                p.placed = false;
+        }
+    }
+
+    using Elf = llvm::object::ELF64LE;
+
+    static Elf::Shdr *headers(Pending &p, unsigned &n)
+    {
+        return section_headers(p.copy->getBufferStart(), p.copy->getBufferSize(), n);
+    }
+
+    /* The copy's section headers get the load addresses. */
+    static bool patch_headers(Pending &p)
+    {
+        unsigned n = 0;
+        Elf::Shdr *sh = headers(p, n);
+        if (!sh)
+            return false;
+        for (unsigned i = 0; i < n && i < p.loads.addr.size(); i++)
+            if (p.loads.addr[i] && !sh[i].sh_addr)
+                sh[i].sh_addr = p.loads.addr[i];
+        return true;
+    }
+
+    static bool parse(Pending &p)
+    {
+        if (p.obj)
+            return true;
+        if (!p.copy)
+            return false;
+        auto obj = llvm::object::ObjectFile::createObjectFile(p.copy->getMemBufferRef());
+        if (!obj) {
+            llvm::consumeError(obj.takeError());
+            return false;
+        }
+        p.obj = std::move(*obj);
+        return true;
     }
 
     Herald herald_;

@@ -153,6 +153,7 @@ private:
 };
 
 static bool with_dwarf = true;
+static jh_ctx *bench_ctx;       // the adapter's, opened here only for JH_BENCH_SWITCH_AT
 
 static ThreadSafeModule make_module(int i)
 {
@@ -194,6 +195,13 @@ int main(int argc, char **argv)
     std::string mode = argv[1];
     with_dwarf = !getenv("JH_BENCH_NO_DWARF");
     int n = atoi(argv[2]);
+    if (getenv("JH_BENCH_SWITCH_AT")) {
+        jh_options o{};
+        o.sz = sizeof o;
+        o.engine = "llvm";
+        if (jh_open(&bench_ctx, &o))
+            return 3;
+    }
     InitializeNativeTarget();
     InitializeNativeTargetAsmPrinter();
     LLJITBuilder lb;
@@ -209,7 +217,7 @@ int main(int argc, char **argv)
             auto l = std::make_unique<ObjectLinkingLayer>(es, cantFail(jitlink::InProcessMemoryManager::Create()));
             l->addPlugin(std::make_unique<EHFrameRegistrationPlugin>(
                 es, std::make_unique<jitlink::InProcessEHFrameRegistrar>()));
-            l->addPlugin(std::make_unique<TimedPlugin>(jitherald::createORCPlugin()));
+            l->addPlugin(std::make_unique<TimedPlugin>(jitherald::createORCPlugin(bench_ctx)));
             return l;
         });
     } else {
@@ -219,15 +227,20 @@ int main(int argc, char **argv)
             if (mode == "llvm-gdb")
                 l->registerJITEventListener(*new TimedListener(JITEventListener::createGDBRegistrationListener()));
             else if (mode == "jitherald")
-                l->registerJITEventListener(*new TimedListener(jitherald::createJITEventListener()));
+                l->registerJITEventListener(*new TimedListener(jitherald::createJITEventListener(bench_ctx)));
             return l;
         });
     }
     lb.setJITTargetMachineBuilder(std::move(jtmb));
     std::unique_ptr<LLJIT> jit = cantFail(lb.create());
+    // JH_BENCH_SWITCH_AT=K: perfmap switched on beside gdb after K modules (jh_channels_set
+    // on the adapter's context): tests/integration/llvm_switch_channels.sh
+    int switch_at = getenv("JH_BENCH_SWITCH_AT") ? atoi(getenv("JH_BENCH_SWITCH_AT")) : -1;
     double t0 = now();
     long long sum = 0;
     for (int i = 0; i < n; i++) {
+        if (i == switch_at && jh_channels_set(bench_ctx, jh_channels(bench_ctx) | JH_PERFMAP) < 0)
+            return 3;
         cantFail(jit->addIRModule(make_module(i)));
         auto addr = cantFail(jit->lookup("f" + std::to_string(i))).getAddress();
         sum += reinterpret_cast<long long (*)(long long)>(addr)(1);
@@ -248,6 +261,11 @@ int main(int argc, char **argv)
             return 1;
         while (access(pause, F_OK) == 0)
             usleep(10000);
+        // JH_BENCH_MORE=M: M more modules first, compiled with the debugger attached
+        int more = getenv("JH_BENCH_MORE") ? atoi(getenv("JH_BENCH_MORE")) : 0;
+        for (int i = n; i < n + more; i++)
+            cantFail(jit->addIRModule(make_module(i)));
+        n += more;
         long long again = 0;
         for (int i = 0; i < n; i++)
             again += reinterpret_cast<long long (*)(long long)>(

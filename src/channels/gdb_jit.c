@@ -120,9 +120,19 @@ static void reannounce_all(void)
     free(all);
 }
 
+/* Ready-made objects registered (jh__gdb_object_add; list_lock). */
+static size_t nobjects;
+
 static void check_debugger_locked(void)
 {
     bool now = jh__gdb_listening();
+    /* While ready-made objects are listed, the re-announcement waits for them to go:
+     * announcing thousands of one-module objects again costs two stops each, and gdb
+     * (which reads the list on attach and needs none of it) re-reads each object, walking
+     * all the others, at every stop. LLDB 14 attaching then sees only later registrations
+     * (jitherald.h, jh_gdb_object_add). */
+    if (now && nobjects)
+        return;
     if (now && !atomic_load_explicit(&listening, memory_order_relaxed))
         reannounce_all();
     atomic_store_explicit(&listening, now, memory_order_relaxed);
@@ -139,15 +149,22 @@ void jh__gdb_check_debugger(void)
 
 /* Entries we linked, all contexts (list_lock). A list longer than that has another JIT's
  * entries in it: statically linked next to us, its listener resolved the descriptor to
- * ours and edits it under its own lock (docs/gdb.md). Checked every 256 edits; said once. */
+ * ours and edits it under its own lock (docs/gdb.md). Checked after 256 edits, or as many
+ * as the list holds if more, so the walk costs each edit O(1): every 256 edits it was 7
+ * us per edit with 20,000 one-module objects listed (issue 30); said once. */
 static size_t our_entries;
-static unsigned edits;
+static size_t edits_left;
 static _Atomic int foreign;     /* 0 no, 1 found, 2 reported */
 
 static void check_foreign(void)
 {
-    if (++edits % 256 != 1 || atomic_load_explicit(&foreign, memory_order_relaxed))
+    if (edits_left) {
+        edits_left--;
         return;
+    }
+    if (atomic_load_explicit(&foreign, memory_order_relaxed))
+        return;
+    edits_left = (our_entries > 256 ? our_entries : 256) - 1;
     size_t n = 0;
     for (struct jit_code_entry *ce = jh__gdb_descriptor.first_entry; ce; ce = ce->next_entry)
         n++;
@@ -232,4 +249,39 @@ void jh__gdb_publish(struct jh__gdb_image *add, struct jh__gdb_image *const *dro
     jh__unlock(&list_lock);
     for (size_t i = 0; i < ndrop; i++)
         jh__gdb_image_free(drop[i]);
+}
+
+/* A ready-made object: its entry only; the bytes are the caller's. */
+int jh__gdb_object_add(const void *elf, size_t len, struct jit_code_entry **out)
+{
+    struct jit_code_entry *ce = calloc(1, sizeof *ce);
+    if (!ce)
+        return -ENOMEM;
+    ce->symfile_addr = elf;
+    ce->symfile_size = len;
+    jh__lock(&list_lock);
+    nobjects++;
+    check_debugger_locked();
+    list_add(ce);
+    our_entries++;
+    check_foreign();
+    jh__gdb_descriptor.relevant_entry = NULL;
+    jh__gdb_descriptor.action_flag = JIT_NOACTION;
+    jh__unlock(&list_lock);
+    *out = ce;
+    return 0;
+}
+
+void jh__gdb_object_remove(struct jit_code_entry *ce)
+{
+    jh__lock(&list_lock);
+    list_remove(ce);
+    our_entries--;
+    nobjects--;
+    check_debugger_locked();        /* the last one gone: a waiting re-announcement runs */
+    check_foreign();
+    jh__gdb_descriptor.relevant_entry = NULL;
+    jh__gdb_descriptor.action_flag = JIT_NOACTION;
+    jh__unlock(&list_lock);
+    free(ce);
 }

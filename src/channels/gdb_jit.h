@@ -70,6 +70,12 @@ void jh__gdb_image_free(struct jh__gdb_image *im);
  * never in none. */
 void jh__gdb_publish(struct jh__gdb_image *add, struct jh__gdb_image *const *drop, size_t ndrop);
 
+/* A ready-made ELF object (jh_gdb_object_add), registered as it is: the entry is ours, the
+ * bytes the caller's, unchanged until after jh__gdb_object_remove. While any is listed the
+ * re-announcement LLDB needs on attach waits (gdb_jit.c). 0 or -ENOMEM. */
+int jh__gdb_object_add(const void *elf, size_t len, struct jit_code_entry **out);
+void jh__gdb_object_remove(struct jit_code_entry *ce);
+
 /* Is a debugger listening now (a breakpoint on the hook)? One load. */
 bool jh__gdb_listening(void);
 /* Take note of a debugger that appeared since last time (LLDB 14 drops what it read on
