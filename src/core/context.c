@@ -86,7 +86,7 @@ static void check_fork(jh_ctx *ctx)
     unsigned gen = jh__fork_generation();
     if (atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) == gen)
         return;
-    atomic_store_explicit(&ctx->fork_gen, gen, memory_order_relaxed);
+    atomic_store_explicit(&ctx->restarting, jh__thread_id(), memory_order_relaxed);
     jh__control_start(ctx);                 /* the child's own socket */
     for (int i = 0; i < JH__NCHAN; i++) {
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->forked)
@@ -96,6 +96,11 @@ static void check_fork(jh_ctx *ctx)
         if (err < 0)
             channel_failed(ctx, i, "restart after fork", err);
     }
+    /* Only now, release: the lock-free entry points (lockfree_state) pass without the lock
+     * once they see it, and must then find the restarted state (the audit log: the child's
+     * file mapped), never the parent's mapping being dropped. */
+    atomic_store_explicit(&ctx->fork_gen, gen, memory_order_release);
+    atomic_store_explicit(&ctx->restarting, 0, memory_order_relaxed);
 }
 
 void jh__ctx_lock(jh_ctx *ctx)
@@ -568,8 +573,12 @@ static void *lockfree_state(jh_ctx *ctx, int i)
     if (!(atomic_load_explicit(&ctx->live, memory_order_acquire) & channel_table[i]->bit))
         return NULL;
     /* A fork child's first call restarts per-process state under the lock, once. */
-    if (JH__UNLIKELY(atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) !=
+    if (JH__UNLIKELY(atomic_load_explicit(&ctx->fork_gen, memory_order_acquire) !=
                      jh__fork_generation())) {
+        /* a signal handler (a crash handler logging the fault) on the thread doing the
+         * restart: it holds the lock; the record is dropped rather than the thread hung */
+        if (atomic_load_explicit(&ctx->restarting, memory_order_relaxed) == jh__thread_id())
+            return NULL;
         jh__ctx_lock(ctx);
         jh__ctx_unlock(ctx);
         if (!chan_live(ctx, i))
