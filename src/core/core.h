@@ -37,7 +37,6 @@ struct jh_ctx {
     _Atomic bool retain;        /* store entries with no channel live (standby, or since a
                                    jh_channels_set) */
     _Atomic unsigned fork_gen;  /* jh__fork_gen when per-process state was last restarted */
-    _Atomic uint32_t restarting;    /* the thread restarting it in a fork child (0: none) */
     struct jh__config cfg;
     struct jh__dir dir;
     struct jh__strings strings;
