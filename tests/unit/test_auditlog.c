@@ -508,6 +508,20 @@ static void *ft_worker(void *arg)
     return NULL;
 }
 
+/* FT_FNS functions of 16 bytes announced (what a fork child's restart logs again). */
+static uint8_t *add_many(jh_ctx *ctx)
+{
+    uint8_t *code = mmap(NULL, FT_FNS * 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         -1, 0);
+    CHECK(code != MAP_FAILED);
+    for (int i = 0; i < FT_FNS; i++) {
+        memcpy(code + 16 * i, fn_bytes, sizeof fn_bytes);
+        struct jh_code c = { .sz = sizeof c, .name = "f", .start = code + 16 * i, .size = 16 };
+        CHECK_EQ(jh_code_add(ctx, &c, NULL), 0);
+    }
+    return code;
+}
+
 static size_t count_events(const struct jhr_al *lf, const char *name)
 {
     size_t n = 0, len = strlen(name);
@@ -532,14 +546,7 @@ static void test_fork_threads(void)
         return;
     }
     ftctx = open_ctx("forkthr", 64 << 20);
-    size_t sz = FT_FNS * 16;
-    uint8_t *code = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(code != MAP_FAILED);
-    for (int i = 0; i < FT_FNS; i++) {
-        memcpy(code + 16 * i, fn_bytes, sizeof fn_bytes);
-        struct jh_code c = { .sz = sizeof c, .name = "f", .start = code + 16 * i, .size = 16 };
-        CHECK_EQ(jh_code_add(ftctx, &c, NULL), 0);
-    }
+    uint8_t *code = add_many(ftctx);
     pid_t pid = fork();
     if (pid == 0) {
         pthread_t th[FT_THREADS];
@@ -579,7 +586,7 @@ static void test_fork_threads(void)
         jhr_al_free(&lf);
         free(d);
     }
-    munmap(code, sz);
+    munmap(code, FT_FNS * 16);
 }
 
 /* A signal handler that logs (a VM's profiler or crash handler) interrupting the fork
@@ -595,14 +602,7 @@ static void on_tick(int sig)
 static void test_fork_signal(void)
 {
     sig_ctx = open_ctx("forksig", 64 << 20);
-    size_t sz = FT_FNS * 16;
-    uint8_t *code = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    CHECK(code != MAP_FAILED);
-    for (int i = 0; i < FT_FNS; i++) {
-        memcpy(code + 16 * i, fn_bytes, sizeof fn_bytes);
-        struct jh_code c = { .sz = sizeof c, .name = "f", .start = code + 16 * i, .size = 16 };
-        CHECK_EQ(jh_code_add(sig_ctx, &c, NULL), 0);
-    }
+    uint8_t *code = add_many(sig_ctx);
     pid_t pid = fork();
     if (pid == 0) {
         struct sigaction sa = { .sa_handler = on_tick, .sa_flags = SA_RESTART };
@@ -639,7 +639,7 @@ static void test_fork_signal(void)
         jhr_al_free(&lf);
         free(d);
     }
-    munmap(code, sz);
+    munmap(code, FT_FNS * 16);
 }
 
 int main(void)
