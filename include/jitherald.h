@@ -35,7 +35,9 @@
  *   - fork(): a child inherits the context. On its first jitherald call the child's
  *     per-process files (perf map, jitdump, audit log) are started afresh under the child's
  *     pid and re-announce the code that is live; in-memory registrations (debugger, unwinder)
- *     are inherited as they are. A child that only calls exec() pays nothing.
+ *     are inherited as they are; the child's other threads wait for that (a jh_log_* from a
+ *     signal handler on the very thread doing it is dropped). A child that only calls exec()
+ *     pays nothing.
  *   - Windows x64 (make win64; docs/windows.md): the same API, with the channels Windows has
  *     consumers for, JH_UNWIND and JH_AUDITLOG; the others are never live there.
  */

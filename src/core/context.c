@@ -86,7 +86,6 @@ static void check_fork(jh_ctx *ctx)
     unsigned gen = jh__fork_generation();
     if (atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) == gen)
         return;
-    atomic_store_explicit(&ctx->fork_gen, gen, memory_order_relaxed);
     jh__control_start(ctx);                 /* the child's own socket */
     for (int i = 0; i < JH__NCHAN; i++) {
         if (!chan_live(ctx, i) || !ctx->chan[i].ops->forked)
@@ -96,10 +95,27 @@ static void check_fork(jh_ctx *ctx)
         if (err < 0)
             channel_failed(ctx, i, "restart after fork", err);
     }
+    /* Only now, release: the lock-free entry points (lockfree_state) pass without the lock
+     * once they see it, and must then find the restarted state (the audit log: the child's
+     * file mapped), never the parent's mapping being dropped. */
+    atomic_store_explicit(&ctx->fork_gen, gen, memory_order_release);
 }
+
+/* This thread is taking a context's lock to restart it in a fork child, or to wait for
+ * that: a signal handler that interrupts it there must not wait on the lock too. */
+static _Thread_local volatile bool in_restart;     /* (volatile: a signal handler reads it) */
 
 void jh__ctx_lock(jh_ctx *ctx)
 {
+    if (JH__UNLIKELY(atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) !=
+                     jh__fork_generation())) {
+        bool was = in_restart;
+        in_restart = true;
+        jh__lock(&ctx->lock);
+        check_fork(ctx);
+        in_restart = was;
+        return;
+    }
     jh__lock(&ctx->lock);
     check_fork(ctx);
 }
@@ -568,8 +584,13 @@ static void *lockfree_state(jh_ctx *ctx, int i)
     if (!(atomic_load_explicit(&ctx->live, memory_order_acquire) & channel_table[i]->bit))
         return NULL;
     /* A fork child's first call restarts per-process state under the lock, once. */
-    if (JH__UNLIKELY(atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) !=
+    if (JH__UNLIKELY(atomic_load_explicit(&ctx->fork_gen, memory_order_acquire) !=
                      jh__fork_generation())) {
+        /* a signal handler (a profiler's, a crash handler logging the fault) on a thread
+         * that holds the lock for the restart or waits for it: the record is dropped
+         * rather than the thread hung */
+        if (in_restart)
+            return NULL;
         jh__ctx_lock(ctx);
         jh__ctx_unlock(ctx);
         if (!chan_live(ctx, i))

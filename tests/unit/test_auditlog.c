@@ -3,15 +3,18 @@
  * the CLI's reader (tools/lib/auditlog_read.h, in the reader library): code records with
  * their bytes and line tables, memory snapshots, events with every attribute kind,
  * patch/move/remove, the size limit and its record, four threads at once, a fork child's
- * own log, and logs cut by SIGKILL or by a frame that was never finished.
+ * own log (also with threads, or a signal handler, logging while it is restarted), and
+ * logs cut by SIGKILL or by a frame that was never finished.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -485,6 +488,160 @@ static void test_fork(void)
     munmap(code, 4096);
 }
 
+/* A fork child whose threads log at once: the first one restarts the log (al_forked: the
+ * parent's mapping dropped, the child's file made, the live code recorded, under the
+ * context lock); the others must wait for that, never write meanwhile through the
+ * mapping of the parent's file (its log would get the child's records over its own) or
+ * through one being unmapped (SIGSEGV). Many functions make the restart last. */
+#define FT_FNS 4000
+#define FT_THREADS 4
+#define FT_EVENTS 3000
+static jh_ctx *ftctx;
+static _Atomic int ft_go;
+static void *ft_worker(void *arg)
+{
+    while (!atomic_load(&ft_go))
+        ;
+    (void)arg;
+    for (int i = 0; i < FT_EVENTS; i++)
+        jh_log_event(ftctx, "child_thread", NULL, 0);
+    return NULL;
+}
+
+/* FT_FNS functions of 16 bytes announced (what a fork child's restart logs again). */
+static uint8_t *add_many(jh_ctx *ctx)
+{
+    uint8_t *code = mmap(NULL, FT_FNS * 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         -1, 0);
+    CHECK(code != MAP_FAILED);
+    for (int i = 0; i < FT_FNS; i++) {
+        memcpy(code + 16 * i, fn_bytes, sizeof fn_bytes);
+        struct jh_code c = { .sz = sizeof c, .name = "f", .start = code + 16 * i, .size = 16 };
+        CHECK_EQ(jh_code_add(ctx, &c, NULL), 0);
+    }
+    return code;
+}
+
+static size_t count_events(const struct jhr_al *lf, const char *name)
+{
+    size_t n = 0, len = strlen(name);
+    for (size_t i = 0; i < lf->nrecs; i++) {
+        const char *s = "";
+        uint32_t sl = 0;
+        if (lf->recs[i].kind == JHR_AL_EVENT && jhr_mp_get_str(&lf->recs[i].map, "event", &s, &sl) &&
+            sl == len && !memcmp(s, name, len))
+            n++;
+    }
+    return n;
+}
+
+static void test_fork_threads(void)
+{
+#ifdef __SANITIZE_THREAD__
+    SKIP_PART("fork_threads: TSan cannot follow a thread started in a fork child (die_after_fork)");
+    return;
+#endif
+    if (getenv("JH_QEMU_USER")) {
+        SKIP_PART("fork_threads: qemu-user cannot start a thread in a fork child");
+        return;
+    }
+    ftctx = open_ctx("forkthr", 64 << 20);
+    uint8_t *code = add_many(ftctx);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pthread_t th[FT_THREADS];
+        for (uintptr_t i = 0; i < FT_THREADS; i++)
+            pthread_create(&th[i], NULL, ft_worker, (void *)i);
+        atomic_store(&ft_go, 1);
+        jh_log_event(ftctx, "child_main", NULL, 0);     /* the first call: the restart */
+        for (int i = 0; i < FT_THREADS; i++)
+            pthread_join(th[i], NULL);
+        jh_close(ftctx);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    jh_log_event(ftctx, "in_parent", NULL, 0);
+    jh_close(ftctx);
+    struct jhr_al lf;
+    char err[256];
+    size_t n;
+    uint8_t *d = slurp("forkthr", getpid(), &n);
+    if (d) {
+        CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK_EQ(count_events(&lf, "child_thread"), 0);     /* none of the child's */
+        CHECK_EQ(count_events(&lf, "in_parent"), 1);
+        CHECK_EQ(lf.cut + lf.bad + lf.resyncs, 0);
+        CHECK_EQ(lf.nfns, FT_FNS);
+        jhr_al_free(&lf);
+        free(d);
+    }
+    d = slurp("forkthr", pid, &n);
+    if (d) {
+        CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK_EQ(count_events(&lf, "child_thread"), FT_THREADS * FT_EVENTS);   /* all of them */
+        CHECK_EQ(lf.cut + lf.bad + lf.resyncs, 0);
+        CHECK(lf.closed);
+        jhr_al_free(&lf);
+        free(d);
+    }
+    munmap(code, FT_FNS * 16);
+}
+
+/* A signal handler that logs (a VM's profiler or crash handler) interrupting the fork
+ * child's thread while that thread restarts the log under the context lock: the record is
+ * dropped, the thread never waits on the lock it holds itself. */
+static jh_ctx *sig_ctx;
+static void on_tick(int sig)
+{
+    (void)sig;
+    jh_log_event(sig_ctx, "tick", NULL, 0);
+}
+
+static void test_fork_signal(void)
+{
+    sig_ctx = open_ctx("forksig", 64 << 20);
+    uint8_t *code = add_many(sig_ctx);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sigaction sa = { .sa_handler = on_tick, .sa_flags = SA_RESTART };
+        sigaction(SIGALRM, &sa, NULL);
+        struct itimerval it = { { 0, 100 }, { 0, 100 } };     /* every 100 us */
+        setitimer(ITIMER_REAL, &it, NULL);
+        jh_log_event(sig_ctx, "child_main", NULL, 0);       /* the restart, ~10 ms */
+        struct itimerval off = { { 0, 0 }, { 0, 0 } };
+        setitimer(ITIMER_REAL, &off, NULL);
+        jh_close(sig_ctx);
+        _exit(0);
+    }
+    int status = 0, waited = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0 && waited < 300) {    /* 30 s */
+        usleep(100000);
+        waited++;
+    }
+    if (waited == 300) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    CHECK(waited < 300);                        /* not hung */
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    jh_close(sig_ctx);
+    size_t n;
+    uint8_t *d = slurp("forksig", pid, &n);
+    if (d) {
+        struct jhr_al lf;
+        char err[256];
+        CHECK_EQ(jhr_al_parse(&lf, d, n, err, sizeof err), 0);
+        CHECK_EQ(count_events(&lf, "child_main"), 1);
+        CHECK_EQ(lf.cut + lf.bad + lf.resyncs, 0);
+        CHECK(lf.closed);
+        jhr_al_free(&lf);
+        free(d);
+    }
+    munmap(code, FT_FNS * 16);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/jh-test-auditlog.XXXXXX");
@@ -498,6 +655,8 @@ int main(void)
     test_segfault();
     test_disk_full();
     test_fork();
+    test_fork_threads();
+    test_fork_signal();
     if (getenv("KEEP")) return check_done();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
