@@ -140,17 +140,26 @@ std::unique_ptr<llvm::WritableMemoryBuffer> copy_bytes(llvm::StringRef bytes, ll
     return buf;
 }
 
+/* A copy of an ELF64LE object and its section headers in the copy (null: not one). */
+static std::unique_ptr<llvm::WritableMemoryBuffer> copy_elf(llvm::StringRef bytes, llvm::StringRef name,
+                                                            llvm::object::ELF64LE::Shdr *&sh, unsigned &n)
+{
+    auto buf = copy_bytes(bytes, name);
+    n = 0;
+    if (!buf || !(sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n)))
+        return nullptr;
+    return buf;
+}
+
 /* The bytes LoadedObjectInfo::getObjectForDebug gives (what LLVM's GDB listener
  * registers), without the ObjectFile it builds over them. */
 std::unique_ptr<llvm::MemoryBuffer> debug_object(const llvm::object::ObjectFile &obj,
                                                  const llvm::LoadedObjectInfo &loads)
 {
-    auto buf = copy_bytes(obj.getData(), obj.getFileName());
+    llvm::object::ELF64LE::Shdr *sh;
+    unsigned n;
+    auto buf = copy_elf(obj.getData(), obj.getFileName(), sh, n);
     if (!buf)
-        return nullptr;
-    unsigned n = 0;
-    auto *sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n);
-    if (!sh)
         return nullptr;
     for (const llvm::object::SectionRef &s : obj.sections())
         if (s.getIndex() < n)
@@ -168,12 +177,10 @@ std::unique_ptr<llvm::object::ObjectFile> undo_debug_object(const llvm::MemoryBu
                                                             std::unique_ptr<llvm::MemoryBuffer> &copy,
                                                             SectionLoads &loads)
 {
-    auto buf = copy_bytes(dbg.getBuffer(), dbg.getBufferIdentifier());
+    llvm::object::ELF64LE::Shdr *sh;
+    unsigned n;
+    auto buf = copy_elf(dbg.getBuffer(), dbg.getBufferIdentifier(), sh, n);
     if (!buf)
-        return nullptr;
-    unsigned n = 0;
-    auto *sh = section_headers(buf->getBufferStart(), buf->getBufferSize(), n);
-    if (!sh)
         return nullptr;
     loads.addr.assign(n, 0);
     for (unsigned i = 0; i < n; i++) {
