@@ -22,19 +22,10 @@
 #include <sys/mman.h>
 
 #include "check.h"
+#include "unwind_abi.h"
 #include "jitherald.h"
 #include "channels/unwind_stats.h"
 #include "fmt/cfi.h"
-
-struct uexc {
-    uint64_t exclass;
-    void (*cleanup)(int, struct uexc *);
-    uintptr_t private1, private2;
-} __attribute__((aligned));
-struct _Unwind_Context;
-enum { URC_NO_REASON = 0, URC_END_OF_STACK = 5, URC_HANDLER_FOUND = 6,
-       URC_INSTALL_CONTEXT = 7 };
-enum { UA_SEARCH_PHASE = 1, UA_HANDLER_FRAME = 4 };
 
 static struct {
     int (*raise)(struct uexc *);
@@ -62,7 +53,7 @@ static int pers_area(int version, int actions, uint64_t exclass, struct uexc *ue
 {
     (void)version, (void)ue;
     if (exclass != exc.exclass)
-        return 8;               /* _URC_CONTINUE_UNWIND */
+        return URC_CONTINUE_UNWIND;
     seen_ip = uw.get_ip(ctx);
     if (actions & UA_SEARCH_PHASE)
         return URC_HANDLER_FOUND;
@@ -70,7 +61,7 @@ static int pers_area(int version, int actions, uint64_t exclass, struct uexc *ue
         uw.set_ip(ctx, seen_ip + 7);            /* the pad, after the function's ret */
         return URC_INSTALL_CONTEXT;
     }
-    return 8;
+    return URC_CONTINUE_UNWIND;
 }
 
 static int step(struct _Unwind_Context *ctx, void *arg)
