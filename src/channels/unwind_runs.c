@@ -300,6 +300,50 @@ static int seg_settle(size_t i)
     return err;
 }
 
+/*
+ * Widen [*i0, *i1), the runs a rebuild with u replaces, by the runs seg_settle's binary
+ * counter would merge the result with right after: one image built per add instead of one
+ * per step of the cascade (a run of one, then of two, of four...), half the copies.
+ */
+static void widen(size_t *i0, size_t *i1, const struct uw_fn *u, const struct uw_host *h)
+{
+    struct uw_seg x = { .lo = u->start, .hi = u->end, .n = 1 };
+    for (size_t i = *i0; i < *i1; i++) {
+        const struct uw_seg *o = jh__uw.seg[i];
+        x.n += o->n - o->ndead;
+        x.lo = o->lo < x.lo ? o->lo : x.lo;
+        x.hi = o->hi > x.hi ? o->hi : x.hi;
+        h = h ? h : o->hosted ? &o->host : NULL;
+    }
+    if (h) {                    /* the range jh__uw_seg_rebuild gives it */
+        x.hosted = true;
+        x.host = *h;
+        if (*i1 == *i0) {
+            const struct uw_seg *next = *i0 < jh__uw.nseg ? jh__uw.seg[*i0] : NULL;
+            x.hi = next && next->lo < h->hi ? next->lo : h->hi;
+        }
+    }
+    for (;;) {
+        const struct uw_seg *l = *i0 ? jh__uw.seg[*i0 - 1] : NULL;
+        const struct uw_seg *r = *i1 < jh__uw.nseg ? jh__uw.seg[*i1] : NULL;
+        bool ml = l && l->n <= x.n && can_merge(l, &x);
+        bool mr = r && r->n <= x.n && can_merge(&x, r);
+        if (ml && mr)
+            ml = l->n <= r->n, mr = !ml;
+        if (ml) {
+            --*i0;
+            x.lo = l->lo;
+            x.n += l->n - l->ndead;
+        } else if (mr) {
+            ++*i1;
+            x.hi = r->hi > x.hi ? r->hi : x.hi;
+            x.n += r->n - r->ndead;
+        } else {
+            break;
+        }
+    }
+}
+
 /* Index of the first function of s starting at or after addr. */
 static size_t fn_lower(const struct uw_seg *s, uintptr_t addr)
 {
@@ -359,6 +403,7 @@ int jh__uw_group_add(struct uw_fn *u, const struct uw_host *h)
     }
     /* Anywhere else inside a run's range, even in a gap between its functions, the run is
      * rebuilt: a run of one there would hide the functions above it from libgcc. */
+    widen(&i0, &i1, u, h);
     int err = jh__uw_seg_rebuild(i0, i1, u, h);
     if (!err)
         seg_settle(i0);         /* u is registered either way: merging is only thrift */
