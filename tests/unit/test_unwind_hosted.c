@@ -11,6 +11,8 @@
  *   - libgcc's _Unwind_Find_FDE gives every live function an FDE of exactly its range, every
  *     gap between them a filler of exactly the gap, and code below the lowest one the area's;
  *   - exceptions and walks through the first, a middle and the last function announced;
+ *   - the upper three quarters removed (emptied runs hand their range down), functions
+ *     announced again there;
  *   - the adds copied O(n log n) FDEs in all, not one run rebuilt whole per add (what made
  *     an add cost O(traces since the last flush) under LuaJIT: issue 30);
  *   - once everything is removed, the area's own FDE alone again.
@@ -87,6 +89,15 @@ __attribute__((noinline)) static void hook(void)
 static uintptr_t fn_at(int i)   /* the i-th function announced: the highest first */
 {
     return (uintptr_t)area + AREA - (size_t)(i + 1) * SLOT;
+}
+
+/* Function i, announced with the area's personality (as the LuaJIT adapter does). */
+static struct jh_code fn_code(int i)
+{
+    return (struct jh_code){ .sz = sizeof(struct jh_code), .name = "t",
+                             .start = (void *)fn_at(i), .size = FN_SIZE,
+                             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
+                             .fp_set_end = 4, .personality = (const void *)pers_area };
 }
 
 static void emit(uintptr_t at)
@@ -211,10 +222,7 @@ int main(void)
     uint64_t id[N];
     bool live[N];
     for (int i = 0; i < N; i++) {
-        struct jh_code c = { .sz = sizeof c, .name = "t", .start = (void *)fn_at(i),
-                             .size = FN_SIZE, .unwind = JH_UNWIND_FRAME_POINTER,
-                             .fp_push_end = 1, .fp_set_end = 4,
-                             .personality = (const void *)pers_area };
+        struct jh_code c = fn_code(i);
         CHECK_EQ(jh_code_add(jh, &c, &id[i]), 0);
         live[i] = true;
     }
@@ -246,6 +254,32 @@ int main(void)
     through(N - 2);
     CHECK_EQ(jh_flush(jh), 0);
     check_all(live);
+    through(N - 2);
+
+    /* The first three quarters gone, the upper runs emptied: their range goes to the run
+     * below, a filler from the highest live function up to the area's end. Then functions
+     * again where the first ones were: inside that range, so into the run that holds it. */
+    const int keep = 3 * N / 4;                 /* the highest function left (live) */
+    for (int i = 0; i < keep; i++)
+        if (live[i]) {
+            CHECK_EQ(jh_code_remove(jh, id[i]), 0);
+            live[i] = false;
+        }
+    CHECK_EQ(jh_flush(jh), 0);
+    check_all(live);
+    check_fde(fn_at(keep) + FN_SIZE, fn_at(keep) + FN_SIZE, (uintptr_t)area + AREA);
+    CHECK_EQ(call_at(fn_at(0), false), 2);      /* the filler's personality */
+    through(keep);
+    through(N - 2);
+    for (int i = 0; i < N / 4; i++) {
+        struct jh_code c = fn_code(i);
+        CHECK_EQ(jh_code_add(jh, &c, &id[i]), 0);
+        live[i] = true;
+    }
+    check_all(live);
+    check_fde(fn_at(N / 4) + 1, fn_at(keep) + FN_SIZE, fn_at(N / 4 - 1));
+    through(0);
+    through(N / 4 - 1);
     through(N - 2);
 
     for (int i = 0; i < N; i++)
