@@ -10,6 +10,8 @@
 # interleaved round by round. Issue 30's goal: at most 25 µs per trace with all channels.
 #   JH_BENCH_LUAJIT="400 2 10"   functions, rounds, flushes
 #   JH_BENCH_RUNS=5              runs per configuration (the median is shown)
+#   JH_BENCH_LUAJIT_ONLY=unwind  only plain LuaJIT, the adapter alone and the configurations
+#                                whose label contains this (one channel's before/after)
 #   JH_BENCH_LUAJIT_BEFORE=DIR   another tree (built: DIR/build/libjitherald.so.0, with its
 #                                adapters/luajit), or a commit of this repository (its tree
 #                                is built in a temporary directory, ~1 min): its adapter
@@ -41,6 +43,11 @@ CONF=("luajit (no jitherald)|-" "adapter, no channel|" )
 for ch in perfmap jitdump gdb unwind auditlog elfmap; do CONF+=("adapter + $ch|$ch"); done
 CONF+=("adapter + gdb, no per-guard lines|gdb|JITHERALD_LUAJIT_LINES=0"
        "adapter + all but elfmap|perfmap,jitdump,gdb,unwind,auditlog" "adapter + all channels|all")
+if [ -n "${JH_BENCH_LUAJIT_ONLY:-}" ]; then
+    keep=("${CONF[@]:0:2}")
+    for c in "${CONF[@]:2}"; do [[ ${c%%|*} == *"$JH_BENCH_LUAJIT_ONLY"* ]] && keep+=("$c"); done
+    CONF=("${keep[@]}")
+fi
 
 one() { # out variant(new|old) channels [env...]: appends "cpu traces side flushes compiling"
     local out=$1 variant=$2 ch=$3 lib=$B/libjitherald.so.0 lua=$R/adapters/luajit lj=-ljitherald

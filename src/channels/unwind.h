@@ -98,11 +98,12 @@ struct uw_host {
 
 struct uw_seg {
     uintptr_t lo, hi;           /* lowest start, highest end, dead functions included
-                                   (a hosted run: up to host.hi) */
+                                   (a hosted run: the range it fills, up to the next run
+                                   of its region or host.hi) */
     struct uw_fn **fn;          /* sorted by start */
     size_t n, ndead;
     struct uw_img *img;
-    bool hosted;                /* the one run of host's region, gaps filled (see unwind.c) */
+    bool hosted;                /* a run of host's region, gaps filled (unwind_host.c) */
     struct uw_host host;
 };
 

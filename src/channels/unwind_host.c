@@ -13,13 +13,15 @@
  * of its own FDE there (jh_code.personality). The function is then described by jitherald
  * with that personality (errors still reach the JIT, walks go on), and the rest of the
  * region keeps what the JIT registered. With libgcc's list (GCC <= 12), which for a pc
- * searches only the object with the highest start at or below it, that takes one run per
- * region whose every byte from its lowest function to the region's end has an FDE: the
+ * searches only the object with the highest start at or below it, that takes runs that
+ * give every byte of the region from its lowest function to its end an FDE: the
  * functions', and fillers in the gaps, which carry the JIT's personality, CFA = sp + 8
  * and the return address undefined (an exception still reaches the personality; a walk
- * ends there cleanly instead of aborting). Below the run's lowest function libgcc finds
- * the JIT's own object. With libgcc's b-tree (GCC 13+) and LLVM's libunwind the function
- * is left to the JIT's FDE as before (docs/unwind.md).
+ * ends there cleanly instead of aborting). Below the lowest run libgcc finds the JIT's
+ * own object. The runs tile the region, each up to where the next begins (uw_seg.hi), so
+ * that they grow and merge as other runs do (unwind_runs.c) instead of one run per region
+ * rebuilt whole at every add. With libgcc's b-tree (GCC 13+) and LLVM's libunwind the
+ * function is left to the JIT's FDE as before (docs/unwind.md).
  */
 #include <stdlib.h>
 
@@ -200,7 +202,7 @@ int jh__uw_host_fill(const struct uw_seg *s, struct uw_fn ***all, size_t *n)
     size_t k = 0, g = 0;
     uintptr_t at = s->lo;
     for (size_t i = 0; i <= s->n; i++) {
-        uintptr_t next = i < s->n ? s->fn[i]->start : s->host.hi;
+        uintptr_t next = i < s->n ? s->fn[i]->start : s->hi;
         if (i < s->n && s->fn[i]->dead)
             continue;
         if (next > at) {

@@ -116,6 +116,12 @@ static void seg_free(struct uw_seg *s)
     free(s);
 }
 
+/* Is b the run of a's hosted region just above a? */
+static bool hosted_next(const struct uw_seg *a, const struct uw_seg *b)
+{
+    return a->hosted && b->hosted && a->host.lo == b->host.lo && a->hi == b->lo;
+}
+
 /* The image of run s: its functions, and in a hosted run the fillers between them. */
 static struct uw_img *seg_img(const struct uw_seg *s)
 {
@@ -143,6 +149,12 @@ int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add, const struct uw_
     size_t n = add ? 1 : 0;
     for (size_t i = i0; i < i1; i++)
         n += jh__uw.seg[i]->n - jh__uw.seg[i]->ndead;
+    /* The hosted runs of a region tile it from the lowest one up (see unwind_host.c): one
+     * left empty hands its range to the run below it, rebuilt with it. */
+    if (h && !n && i1 > i0 && i0 > 0 && hosted_next(jh__uw.seg[i0 - 1], jh__uw.seg[i0])) {
+        i0--;
+        n = jh__uw.seg[i0]->n - jh__uw.seg[i0]->ndead;
+    }
     struct uw_seg *s = NULL;
     if (n) {
         if (i0 == i1 && jh__uw.nseg == jh__uw.segcap) {
@@ -179,10 +191,20 @@ int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add, const struct uw_
             if (s->fn[i]->end > s->hi)
                 s->hi = s->fn[i]->end;
         if (h) {
+            /* Its range never shrinks while it lives (a removed function's bytes get a
+             * filler) and reaches up to the region's next run, or the region's end. */
             s->hosted = true;
             s->host = *h;
-            if (s->host.hi > s->hi)
-                s->hi = s->host.hi;
+            uintptr_t hi = h->hi;
+            if (i1 > i0) {
+                hi = jh__uw.seg[i1 - 1]->hi;
+                if (jh__uw.seg[i0]->lo < s->lo)
+                    s->lo = jh__uw.seg[i0]->lo;
+            } else if (i0 < jh__uw.nseg && jh__uw.seg[i0]->lo < hi) {
+                hi = jh__uw.seg[i0]->lo;
+            }
+            if (hi > s->hi)
+                s->hi = hi;
         }
         if (!(s->img = seg_img(s))) {
             free(s->fn);
@@ -219,9 +241,18 @@ static bool dense(const struct uw_seg *a, const struct uw_seg *b)
     return gap <= 256 || gap <= 4 * mean;
 }
 
+/* May a and b (a just below b) become one run? Hosted runs only with the next run of their
+ * own region, which starts where a ends. */
+static bool joinable(const struct uw_seg *a, const struct uw_seg *b)
+{
+    if (a->hosted || b->hosted)
+        return a->hosted && hosted_next(a, b);
+    return b->hi - a->lo <= SPAN_MAX;
+}
+
 static bool can_merge(const struct uw_seg *a, const struct uw_seg *b)
 {
-    if (a->hosted || b->hosted || b->hi - a->lo > SPAN_MAX || !dense(a, b))
+    if (!joinable(a, b) || !dense(a, b))
         return false;
     /* The binary counter leaves fewer than 2n/cap full runs: with the cap at least
      * 4n/max_runs they stay under half the budget, and merges by count stay rare. */
@@ -259,8 +290,7 @@ static int seg_settle(size_t i)
             for (size_t j = 0; j + 1 < jh__uw.nseg; j++) {
                 struct uw_seg *a = jh__uw.seg[j], *b = jh__uw.seg[j + 1];
                 size_t m = a->n + b->n;
-                if (m < bestn && b->hi - a->lo <= SPAN_MAX && !a->hosted && !b->hosted &&
-                    (pass || dense(a, b)))
+                if (m < bestn && joinable(a, b) && (pass || dense(a, b)))
                     best = j, bestn = m;
             }
         if (best == jh__uw.nseg)
@@ -268,6 +298,50 @@ static int seg_settle(size_t i)
         err = jh__uw_seg_rebuild(best, best + 2, NULL, NULL);
     }
     return err;
+}
+
+/*
+ * Widen [*i0, *i1), the runs a rebuild with u replaces, by the runs seg_settle's binary
+ * counter would merge the result with right after: one image built per add instead of one
+ * per step of the cascade (a run of one, then of two, of four...), half the copies.
+ */
+static void widen(size_t *i0, size_t *i1, const struct uw_fn *u, const struct uw_host *h)
+{
+    struct uw_seg x = { .lo = u->start, .hi = u->end, .n = 1 };
+    for (size_t i = *i0; i < *i1; i++) {
+        const struct uw_seg *o = jh__uw.seg[i];
+        x.n += o->n - o->ndead;
+        x.lo = o->lo < x.lo ? o->lo : x.lo;
+        x.hi = o->hi > x.hi ? o->hi : x.hi;
+        h = h ? h : o->hosted ? &o->host : NULL;
+    }
+    if (h) {                    /* the range jh__uw_seg_rebuild gives it */
+        x.hosted = true;
+        x.host = *h;
+        if (*i1 == *i0) {
+            const struct uw_seg *next = *i0 < jh__uw.nseg ? jh__uw.seg[*i0] : NULL;
+            x.hi = next && next->lo < h->hi ? next->lo : h->hi;
+        }
+    }
+    for (;;) {
+        const struct uw_seg *l = *i0 ? jh__uw.seg[*i0 - 1] : NULL;
+        const struct uw_seg *r = *i1 < jh__uw.nseg ? jh__uw.seg[*i1] : NULL;
+        bool ml = l && l->n <= x.n && can_merge(l, &x);
+        bool mr = r && r->n <= x.n && can_merge(&x, r);
+        if (ml && mr)
+            ml = l->n <= r->n, mr = !ml;
+        if (ml) {
+            --*i0;
+            x.lo = l->lo;
+            x.n += l->n - l->ndead;
+        } else if (mr) {
+            ++*i1;
+            x.hi = r->hi > x.hi ? r->hi : x.hi;
+            x.n += r->n - r->ndead;
+        } else {
+            break;
+        }
+    }
 }
 
 /* Index of the first function of s starting at or after addr. */
@@ -299,10 +373,10 @@ static int overlapping(size_t i0, size_t i1, uintptr_t start, uintptr_t end)
 
 int jh__uw_group_add(struct uw_fn *u, const struct uw_host *h)
 {
-    /* Hosted: the region's one run, wherever in the region u lands (see unwind_host.c). */
-    uintptr_t end = h && h->hi > u->end ? h->hi : u->end;
+    /* Hosted: into the run of the region whose range holds u, or a new run from u up to
+     * the region's next run (see unwind_host.c). */
     size_t i0 = jh__uw_seg_upper(u->start), i1 = i0;
-    while (i1 < jh__uw.nseg && jh__uw.seg[i1]->lo < end)
+    while (i1 < jh__uw.nseg && jh__uw.seg[i1]->lo < u->end)
         i1++;
     /* Live code of another context there: one context's registry cannot refuse it, and
      * overlapping FDEs would break libgcc's binary search for both. */
@@ -329,6 +403,7 @@ int jh__uw_group_add(struct uw_fn *u, const struct uw_host *h)
     }
     /* Anywhere else inside a run's range, even in a gap between its functions, the run is
      * rebuilt: a run of one there would hide the functions above it from libgcc. */
+    widen(&i0, &i1, u, h);
     int err = jh__uw_seg_rebuild(i0, i1, u, h);
     if (!err)
         seg_settle(i0);         /* u is registered either way: merging is only thrift */

@@ -30,20 +30,10 @@
 #include <sys/mman.h>
 
 #include "check.h"
+#include "unwind_abi.h"
 #include "jitherald.h"
 #include "channels/unwind_stats.h"
 #include "fmt/cfi.h"
-
-/* The unwinder's ABI, declared here (-Isrc makes <unwind.h> find another header). */
-struct uexc {
-    uint64_t exclass;
-    void (*cleanup)(int, struct uexc *);
-    uintptr_t private1, private2;
-} __attribute__((aligned));
-struct _Unwind_Context;
-enum { URC_HANDLER_FOUND = 6, URC_INSTALL_CONTEXT = 7, URC_CONTINUE_UNWIND = 8,
-       URC_END_OF_STACK = 5 };
-enum { UA_SEARCH_PHASE = 1, UA_CLEANUP_PHASE = 2, UA_HANDLER_FRAME = 4 };
 
 static struct {
     int (*raise)(struct uexc *);
