@@ -333,8 +333,10 @@ static void on_start(lua_State *L, struct state *st)
             st->rec_tr = tr;
             st->nrec = 0;
             st->ni = 0;
-            st->files[0] = A.tolstring(L, -1, NULL);   /* kept alive by the cache */
+            st->files[0] = A.tolstring(L, -1, NULL);
             st->nfiles = 1;
+            A.pushvalue(L, -1);
+            A.rawseti(L, UPV(2), E_FILE0);
             A.pushnil(L);
             A.rawseti(L, UPV(2), E_LASTFUNC);
         }
@@ -383,6 +385,8 @@ static void on_rec(lua_State *L, struct state *st)
             if (fi < 0 && st->nfiles < MAX_FILES) {
                 fi = (int32_t)st->nfiles;
                 st->files[st->nfiles++] = src;
+                A.pushvalue(L, -1);
+                A.rawseti(L, UPV(2), E_FILE0 + fi);
             }
         }
         A.settop(L, -2);
