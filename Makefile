@@ -262,7 +262,7 @@ asan:
 # and ASan's job).
 tsan:
 	$(MAKE) BUILD=build-tsan SAN=thread OPT=-O1 tests
-	@BUILD=build-tsan TIERS=unit tests/run.sh
+	@BUILD=build-tsan TIERS=unit JH_SKIP_LIST=tests/tsan-skip.list JH_SKIP_TAG=tsan tests/run.sh
 	$(MAKE) programs
 	@tests/run/sanitize.sh build-tsan thread
 
