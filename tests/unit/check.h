@@ -30,6 +30,18 @@ static const char *check_skipped __attribute__((unused));
 #define SKIP(reason) do { printf("SKIP %s\n", reason); exit(77); } while (0)
 #define SKIP_PART(reason) do { check_skipped = (reason); printf("SKIP %s\n", check_skipped); } while (0)
 
+/* Removes a test's own directory tree (made by mkdtemp: no quoting needed); system()'s
+ * result, and a word on stderr when it failed. */
+static inline int rm_tree(const char *dir)
+{
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    int rc = system(cmd);
+    if (rc != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return rc;
+}
+
 static inline int check_done(void)
 {
     int n = __atomic_load_n(&check_count, __ATOMIC_RELAXED);

@@ -122,8 +122,6 @@ int main(void)
     CHECK_STR(jh__arch_arm64.reg_names[jh__arch_arm64.fp], "x29");
     free(x);
     free(a);
-    char rm[64];
-    snprintf(rm, sizeof rm, "rm -rf %s", dir);
-    CHECK_EQ(system(rm), 0);
+    CHECK_EQ(rm_tree(dir), 0);
     return check_done();
 }

@@ -159,8 +159,6 @@ int main(void)
 done:
 #endif
     jh_close(a);
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK_EQ(system(cmd), 0);
+    CHECK_EQ(rm_tree(dir), 0);
     return check_done();
 }

@@ -658,9 +658,6 @@ int main(void)
     test_fork_threads();
     test_fork_signal();
     if (getenv("KEEP")) return check_done();
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    rm_tree(dir);
     return check_done();
 }

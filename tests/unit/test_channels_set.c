@@ -205,9 +205,7 @@ static void test_elfmap_off(void)
     jh_close(jh);
     munmap(code, len);
     free(copy);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK_EQ(system(cmd), 0);
+    CHECK_EQ(rm_tree(dir), 0);
 }
 
 /* ---- churn ---- */

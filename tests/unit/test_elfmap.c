@@ -622,9 +622,6 @@ int main(void)
     jh_close(jh);
     if (logbuf[0])
         printf("log:\n%s", logbuf);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup failed\n");
+    rm_tree(dir);
     return check_done();
 }

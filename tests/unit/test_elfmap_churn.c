@@ -228,9 +228,6 @@ int main(void)
     CHECK_EQ(jh_channels(jh), JH_ELFMAP);
     jh_close(jh);
     jh__elfmap_keep(0, 0);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup failed\n");
+    rm_tree(dir);
     return check_done();
 }

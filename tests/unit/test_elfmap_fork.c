@@ -187,9 +187,6 @@ int main(void)
     CHECK_EQ(WEXITSTATUS(st), 0);
     jh_close(jh);
     removed_after_fork(dir);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup failed\n");
+    rm_tree(dir);
     return check_done();
 }

@@ -144,8 +144,6 @@ int main(void)
 
     unlink(data_path);
     unlink(perfmap);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    CHECK_EQ(system(cmd), 0);
+    CHECK_EQ(rm_tree(dir), 0);
     return check_done();
 }
