@@ -37,19 +37,10 @@ static int called;
 /* While a signed run is judged, its name: a run whose code was 0 ends its child (the
  * callback's caller's caller, through the frameless function, signed the return address) */
 static const char *judge;
-__attribute__((noinline)) static void judge_run(const uintptr_t *rec)
-{
-    if (a64_inconclusive(rec, false, judge))
-        _exit(A64_INCONCLUSIVE);
-}
-
-/* Its frame stays a frame record alone (the judging out of line): where 1.6.2 stops past
- * a signed frame depends on it (it classifies the signed address's frame with the
- * callback's CFI: its fast trace takes the context's x30 when the pc is unmapped). */
 static void callback(void)
 {
-    if (judge)
-        judge_run(A64_CALLER_RECORD());
+    if (judge && a64_inconclusive(A64_CALLER_RECORD(), false, judge))
+        _exit(A64_INCONCLUSIVE);
     nbt = unw_backtrace(bt, 64);
     called++;
 }
@@ -76,8 +67,8 @@ struct signed_run {
 
 /* A signed run, in a fork child: 0 when unw_backtrace stopped where docs/arm64.md says:
  * the callback, the frameless function, the signed one, nothing after it but that pc once
- * more, as unw_step reports it (whether this walk shows it depends on the stack and on
- * unw_backtrace's per-thread cache: seen after a control's tries moved the stack). */
+ * more, as unw_step reports it. Which of the two depends on the stack below call_jit (seen:
+ * called from main, never the pc again; from a fork child's lowered frame, always). */
 static int signed_child(void *arg)
 {
     const struct signed_run *r = arg;
