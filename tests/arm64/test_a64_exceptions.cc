@@ -3,7 +3,8 @@
 // frameless one described by raw CFI, calling the host), under qemu-aarch64 -cpu max,
 // with the unwind channel: the catch in the C++ caller gets it, a destructor in the frame
 // between runs, and the JIT frames can be called again afterwards. Without the signing
-// ranges the throw cannot get through (std::terminate: checked in a child).
+// ranges the throw cannot get through (std::terminate: checked in a child, which judges only
+// a run whose return address was signed with a nonzero code, else runs again: a64_pac.h).
 // Where the CPU enforces BTI (qemu -cpu max) the code's page is PROT_BTI (the leaf lands on
 // `bti c`, the signed functions on paciasp) and the elfmap channel swaps it for its image,
 // guarded too: the throw crosses the image's pages.
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "a64_llvm.h"
+#include "a64_pac.h"
 #include "check.h"
 #include "jitherald.h"
 
@@ -57,8 +59,13 @@ struct Guard {
     ~Guard() { destroyed++; }
 };
 
+const char *judge;     // the control's name while its child runs
+
 void thrower()
 {
+    // the caller's caller (the leaf keeps x29) signed the return address
+    if (judge && a64_inconclusive(A64_CALLER_RECORD(), false, judge))
+        _exit(A64_INCONCLUSIVE);
     Guard g;
     thrown++;
     throw std::runtime_error("through the JIT");
@@ -77,6 +84,12 @@ __attribute__((noinline)) int call_jit(jit_fn *f)
 
 // bti c; str x30,[sp,#-16]!; ...: at 8 CFA = sp + 16, x30 at cfa - 16; at 16 CFA = sp
 const uint8_t frameless_cfi[] = { 0x48, 0x0e, 16, 0x9e, 2, 0x48, 0x0e, 0, 0xde };
+
+// the control's child: 0 when the throw was caught
+int control_child(void *f)
+{
+    return call_jit(reinterpret_cast<jit_fn *>(f)) == 1 ? 0 : 3;
+}
 
 }  // namespace
 
@@ -154,14 +167,9 @@ int main()
     f.unwind = JH_UNWIND_FRAME_POINTER, f.fp_push_end = 8, f.fp_set_end = 12;
     f.epilogues = &epi, f.nepilogues = 1;
     CHECK_EQ(jh_code_add(ctx, &f, nullptr), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        rlimit no_core{ 0, 0 };
-        setrlimit(RLIMIT_CORE, &no_core);   /* qemu would write the child's core */
-        _exit(call_jit(reinterpret_cast<jit_fn *>(reinterpret_cast<void *>(fn[0]))) == 1 ? 0 : 3);
-    }
-    int st = 0;
-    CHECK(waitpid(pid, &st, 0) == pid);
+    judge = "without .ra_signed";
+    int st = a64_fork_control(control_child, fn[0], judge);
+    judge = nullptr;
     std::printf("without .ra_signed: %s\n", WIFSIGNALED(st) ? "the process died" :
                 WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "caught" : "not caught");
     CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));

@@ -15,7 +15,9 @@
  * (LLVM 14: in the body only; elsewhere it must not, see a64_stop_walks). Without
  * .ra_signed the signed address would be taken for a return address: checked too, as the
  * case the description exists for, and B-key code said to be A-key code (the CIE's 'B'
- * is what makes the B case work).
+ * is what makes the B case work). Those two controls judge only a run whose signed return
+ * address would break the walk: not one signed with a code of 0, nor (B said A) one the A
+ * key authenticates too; they run again lower on the stack then (a64_pac.h).
  */
 #include <errno.h>
 #include <execinfo.h>
@@ -32,6 +34,7 @@
 
 #include "a64_jit.h"
 #include "a64_llvm.h"
+#include "a64_pac.h"
 #include "check.h"
 #include "lib/auditlog_read.h"
 #include "jitherald.h"
@@ -41,8 +44,14 @@ static struct a64_walk uw, sig_uw;
 static void *bt[64];
 static int nbt;
 static int called;
+/* A control's name while its child runs (the callback's caller is its signed function),
+ * and whether it describes B-key code as A-key code. */
+static const char *judge;
+static bool judge_a_said_b;
 static void callback(void)
 {
+    if (judge && a64_inconclusive(A64_CALLER_RECORD(), judge_a_said_b, judge))
+        _exit(A64_INCONCLUSIVE);
     a64_unwind(&uw);
     nbt = backtrace(bt, 64);
     called++;
@@ -57,6 +66,17 @@ static void on_trap(int sig, siginfo_t *si, void *uc_)
     a64_unwind(&sig_uw);
     uc->uc_mcontext.pc += 4;                            /* past the brk */
     trapped++;
+}
+
+/* A control's child: calls the signed function s (its callback, the C one, judges the run)
+ * and says whether the walk reached call_jit (0) or not (3), if it does not crash. */
+static int control_child(void *s)
+{
+    call_jit((jit_fn *)(void *)((struct signed_fn *)s)->code);
+    for (int i = 0; i < uw.n; i++)
+        if (in_call_jit(uw.ip[i]))
+            return 0;
+    return 3;
 }
 
 int main(void)
@@ -147,18 +167,8 @@ int main(void)
     emit_signed(&s, (void *)callback, false, -1);
     a64_flush();
     uint64_t id = add_signed(ctx, &s, false, false);
-    pid_t pid = fork();
-    if (pid == 0) {
-        alarm(60);                      /* a walk that loops fails too */
-        setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });  /* qemu would write a core */
-        call_jit((jit_fn *)(void *)s.code);
-        for (int i = 0; i < uw.n; i++)
-            if (in_call_jit(uw.ip[i]))
-                _exit(0);
-        _exit(3);
-    }
-    int st = 0;
-    CHECK(waitpid(pid, &st, 0) == pid);
+    judge = "without .ra_signed", judge_a_said_b = false;
+    int st = a64_fork_control(control_child, &s, judge);
     printf("without .ra_signed: the walk %s\n", WIFSIGNALED(st) ? "crashed the unwinder" :
            WIFEXITED(st) && WEXITSTATUS(st) == 3 ? "did not reach call_jit" : "reached call_jit");
     CHECK(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
@@ -169,16 +179,9 @@ int main(void)
     emit_signed(&s, (void *)callback, true, -1);
     a64_flush();
     id = add_signed(ctx, &s, false, true);
-    if ((pid = fork()) == 0) {
-        alarm(60);
-        setrlimit(RLIMIT_CORE, &(struct rlimit){ 0, 0 });
-        call_jit((jit_fn *)(void *)s.code);
-        for (int i = 0; i < uw.n; i++)
-            if (in_call_jit(uw.ip[i]))
-                _exit(0);
-        _exit(3);
-    }
-    CHECK(waitpid(pid, &st, 0) == pid);
+    judge = "B-key code described with the A key", judge_a_said_b = true;
+    st = a64_fork_control(control_child, &s, judge);
+    judge = NULL;
     printf("B-key code described with the A key: the walk %s\n", WIFSIGNALED(st) ?
            "crashed the unwinder" : WIFEXITED(st) && WEXITSTATUS(st) == 3 ?
            "did not reach call_jit" : "reached call_jit");
