@@ -367,7 +367,7 @@ static void check_auditlog(struct fn *fs, int nf, struct rd *r)
     frame(&log, &m);
     for (int i = 0; i < nf; i++) {
         m.len = 0;
-        jh__al_code_add(&m, 1001 + (uint64_t)i, 4243, fs[i].id, &fs[i].f);
+        jh__al_code_add(&m, 1001 + (uint64_t)i, 4243, fs[i].id, &fs[i].f, NULL);
         frame(&log, &m);
     }
     /* then moves, patches and removals, as the input says */
