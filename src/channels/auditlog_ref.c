@@ -2,9 +2,10 @@
  * auditlog_ref.c — code the audit log records by reference to a file instead of copying it.
  *
  *     $ jitherald run -c auditlog -- node -e 1
- *     $ jitherald log node-4242.jhlog show Builtins_ArrayPrototypePush
- *     Builtins_ArrayPrototypePush  0x16c1040 ... (code: /usr/bin/node at 0x12c1040,
- *         build-id 3c4f...; read from that file)
+ *     $ jitherald log run-4242.jhlog show Builtin:ArrayPrototypePush
+ *     Builtin:ArrayPrototypePush  #209  0x19011c0  2416 bytes  added 0.024021 s, ...
+ *       code: /usr/bin/node at offset 0x15011c0, build-id ebeaf2df...: read from /usr/bin/node
+ *            19011c0:  55                             push rbp
  *
  * V8 lists its ~2,200 builtins at start: 1.26 MB of code that lies in node's own text.
  * Copying their bytes into the log was 1.26 of its 2.2 MB and about half of its cost at
@@ -27,6 +28,7 @@
 
 #include "base/os.h"
 #include "channels/auditlog.h"
+#include "fmt/build_id.h"
 
 #if defined(__linux__)
 #include <dlfcn.h>
@@ -69,28 +71,6 @@ struct seg_find {
     uint8_t id[JH__AL_BUILD_ID_MAX];
 };
 
-/* The NT_GNU_BUILD_ID in notes[0, n): its length, 0 if none. */
-static uint32_t note_build_id(const uint8_t *notes, uint64_t n, uint8_t id[JH__AL_BUILD_ID_MAX])
-{
-    uint64_t at = 0;
-    while (n - at >= 12) {
-        uint32_t nsz, dsz, type;
-        memcpy(&nsz, notes + at, 4);
-        memcpy(&dsz, notes + at + 4, 4);
-        memcpy(&type, notes + at + 8, 4);
-        uint64_t name = at + 12, desc = name + ((nsz + 3ull) & ~3ull);
-        if (desc > n || dsz > n - desc)
-            return 0;
-        if (type == NT_GNU_BUILD_ID && nsz == 4 && !memcmp(notes + name, "GNU", 4) &&
-            dsz >= 1 && dsz <= JH__AL_BUILD_ID_MAX) {
-            memcpy(id, notes + desc, dsz);
-            return dsz;
-        }
-        at = desc + ((dsz + 3ull) & ~3ull);
-    }
-    return 0;
-}
-
 static int find_seg(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
@@ -103,7 +83,7 @@ static int find_seg(struct dl_phdr_info *info, size_t size, void *arg)
             f->addr - lo < ph->p_filesz)
             text = ph;
         else if (ph->p_type == PT_NOTE && !note &&
-                 note_build_id((const uint8_t *)(uintptr_t)lo, ph->p_filesz, f->id))
+                 jh__note_build_id((const uint8_t *)(uintptr_t)lo, ph->p_filesz, f->id))
             note = ph;      /* the one holding the build-id (another holds properties) */
     }
     if (!text)
@@ -132,7 +112,7 @@ static void take(struct al_obj *o, const struct seg_find *f)
     else
         snprintf(path, sizeof path, "%s", f->name);
     o->lo = f->lo, o->hi = f->hi, o->off = f->off;
-    if (!f->notes || !(o->idlen = note_build_id(f->notes, f->notes_len, o->id)) || path[0] != '/')
+    if (!f->notes || !(o->idlen = jh__note_build_id(f->notes, f->notes_len, o->id)) || path[0] != '/')
         return;     /* (the vdso, an object without a build-id) */
     /* the program's own inode, even if a new one now lies at its path */
     int fd = open(f->main ? "/proc/self/exe" : path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
