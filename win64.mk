@@ -25,7 +25,7 @@ WIN_LIB_SRC := $(addprefix src/base/,buf.c vec.c chanlist.c diag.c registry.c lo
                $(addprefix src/fmt/,arch.c auditlog.c cfa.c cfi.c cfi_hdr.c cfi_pac.c eh_frame.c msgpack.c symbol.c unwind_info.c) \
                $(filter-out src/core/control.c src/core/gdb_object.c,$(sort $(wildcard src/core/*.c))) \
                $(sort $(wildcard src/channels/unwind*_win.c)) \
-               $(addprefix src/channels/,auditlog.c auditlog_ring_win.c absent_win.c) \
+               $(addprefix src/channels/,auditlog.c auditlog_ref.c auditlog_ring_win.c absent_win.c) \
                $(LUAJIT_SRC)
 WIN_LIB_OBJ := $(WIN_LIB_SRC:%.c=$(WIN_BUILD)/%.o)
 WIN_LIB_A   := $(WIN_BUILD)/libjitherald.a

@@ -365,9 +365,23 @@ static void check_auditlog(struct fn *fs, int nf, struct rd *r)
     jh__mp_kstr(&m, JH__AL_K_FORMAT, JH__AL_FORMAT);
     jh__mp_kuint(&m, JH__AL_K_VERSION, JH__AL_VERSION);
     frame(&log, &m);
+    /* some by reference (code_file): the parser keeps where, and reads no file */
+    bool by_ref[MAXF] = { false };
+    uint8_t ids[MAXF][JH__AL_BUILD_ID_MAX];
+    uint32_t idlens[MAXF];
+    uint64_t offs[MAXF];
+    char paths[MAXF][64];
     for (int i = 0; i < nf; i++) {
+        snprintf(paths[i], sizeof paths[i], "/f/%s", fs[i].name);
         m.len = 0;
-        jh__al_code_add(&m, 1001 + (uint64_t)i, 4243, fs[i].id, &fs[i].f);
+        by_ref[i] = take(r, 1) % 4 == 0;
+        idlens[i] = 1 + (uint32_t)(take(r, 1) % JH__AL_BUILD_ID_MAX);
+        for (uint32_t k = 0; k < idlens[i]; k++)
+            ids[i][k] = (uint8_t)take(r, 1);
+        offs[i] = take(r, 8);
+        struct jh__al_ref ref = { .path = paths[i], .build_id = ids[i], .build_id_len = idlens[i],
+                                  .offset = offs[i] };
+        jh__al_code_add(&m, 1001 + (uint64_t)i, 4243, fs[i].id, &fs[i].f, by_ref[i] ? &ref : NULL);
         frame(&log, &m);
     }
     /* then moves, patches and removals, as the input says */
@@ -425,7 +439,12 @@ static void check_auditlog(struct fn *fs, int nf, struct rd *r)
             MISMATCH("audit log %s: fields", x->name);
         if (!same_shown(g->name, strlen(g->name), x->name))
             MISMATCH("audit log %s: name", x->name);
-        if (memcmp(jhr_al_fn_code(g), x->bytes, x->f.size))
+        if (by_ref[i] && (g->code || jhr_al_fn_code(g) || !g->code_file ||
+                          !same_shown(g->code_file, strlen(g->code_file), paths[i]) ||
+                          g->code_idlen != idlens[i] || memcmp(g->code_id, ids[i], idlens[i]) ||
+                          g->code_offset != offs[i]))
+            MISMATCH("audit log %s: code by reference", x->name);
+        if (!by_ref[i] && (g->code_file || memcmp(jhr_al_fn_code(g), x->bytes, x->f.size)))
             MISMATCH("audit log %s: code bytes after the patches", x->name);
         if (g->nfiles != x->f.nfiles || g->nlines != x->f.nlines)
             MISMATCH("audit log %s: %u files, %u lines", x->name, g->nfiles, g->nlines);

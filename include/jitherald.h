@@ -86,7 +86,8 @@ enum {
 enum {
     JH_OPT_IGNORE_ENV = 1 << 0, /* read no JITHERALD* configuration variable (JITHERALD,
                                    JITHERALD_DIR, JITHERALD_GDB_BATCH, JITHERALD_GDB_DEFER,
-                                   JITHERALD_AUDITLOG_HELPER, JITHERALD_ELFMAP_FREEZE);
+                                   JITHERALD_AUDITLOG_HELPER, JITHERALD_AUDITLOG_REFS,
+                                   JITHERALD_ELFMAP_FREEZE);
                                    JITHERALD_DEBUG, which only
                                    shows diagnostics, is still read */
     JH_OPT_STRICT     = 1 << 1, /* jh_open fails if any requested channel cannot start */

@@ -42,6 +42,7 @@
 #include "jitherald.h"
 #include "base/files.h"
 #include "lib/core_read.h"
+#include "lib/debuginfod.h"
 
 #define USAGE "usage: jitherald core [--dir DIR]... CORE"
 #define MAX_DIRS 16
@@ -281,29 +282,6 @@ static int open_image(const char *path, struct image *im)
     return 0;
 }
 
-/* `debuginfod-find executable ID`'s answer (malloc'd), or NULL. The id is hex: nothing
- * in the command line comes from the core but hex digits. */
-static char *debuginfod(const char *idhex)
-{
-    const char *urls = getenv("DEBUGINFOD_URLS");
-    if (!urls || !*urls)
-        return NULL;
-    char cmd[200];
-    snprintf(cmd, sizeof cmd, "debuginfod-find executable %s 2>/dev/null", idhex);
-    FILE *f = popen(cmd, "r");
-    if (!f)
-        return NULL;
-    char line[4096];
-    char *got = fgets(line, sizeof line, f) ? strdup(line) : NULL;
-    if (pclose(f) != 0) {
-        free(got);
-        return NULL;
-    }
-    if (got)
-        got[strcspn(got, "\n")] = 0;
-    return got;
-}
-
 /* A path as one argument of gdb's add-symbol-file (gdb splits it like a shell's words). */
 static void print_quoted(const char *p)
 {
@@ -341,7 +319,7 @@ static int one_image(const struct jhr_core *c, const char *path, char **dirs, in
             snprintf(cands[n++], len, "%s/%s", dirs[d], tail);
     }
     if (want_len)
-        cands[n++] = debuginfod(idhex);
+        cands[n++] = jhr_debuginfod_find(idhex);
     int rc = 1;
     for (int i = 0; i < n; i++) {
         struct image im;

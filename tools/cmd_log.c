@@ -222,6 +222,8 @@ int jhc_cmd_log(int argc, char **argv)
     if (!vm && lf.exe && lf.exe[0] && access(lf.exe, R_OK) == 0)
         vm = lf.exe;
     /* before -o FILE or DIR is made: a refused log leaves nothing behind */
+    if (strcmp(cmd, "info"))
+        jhc_log_cfiles(stderr, &lf, true);  /* code whose bytes are missing: say why */
     const struct jh__arch *arch = NULL;
     if ((!strcmp(cmd, "to-jitdump") || !strcmp(cmd, "to-elf")) &&
         !(arch = jhc_log_arch(&lf, file, cmd))) {

@@ -80,6 +80,24 @@ static void put(FILE *f, bool html, const char *s)
         fputs(s, f);
 }
 
+/* Where the bytes of code recorded by reference came from, or why there are none. */
+static void code_file_line(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f, bool html)
+{
+    char id[2 * JH__AL_BUILD_ID_MAX + 1], buf[512];
+    for (uint32_t i = 0; i < fn->code_idlen; i++)
+        snprintf(id + 2 * i, 3, "%02x", fn->code_id[i]);
+    id[2 * fn->code_idlen] = 0;
+    const struct jhr_al_cfile *cf = jhr_al_fn_cfile(lf, fn);
+    snprintf(buf, sizeof buf, "  code: %s at offset 0x%" PRIx64 ", build-id %s: ", fn->code_file,
+             fn->code_offset, id);
+    put(f, html, buf);
+    if (fn->code)
+        snprintf(buf, sizeof buf, "read from %s\n", cf && cf->read ? cf->read : "?");
+    else
+        snprintf(buf, sizeof buf, "not read (%s)\n", cf && cf->why ? cf->why : "no such file");
+    put(f, html, buf);
+}
+
 static void header(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f, bool html)
 {
     char buf[256];
@@ -101,6 +119,8 @@ static void header(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *f,
              fn->npatches ? ", patched" : "");
     put(f, html, buf);
     fputs(html ? "</div>\n<pre class=asm>" : "\n", f);
+    if (fn->code_file)
+        code_file_line(lf, fn, f, html);
 }
 
 bool jhc_disasm_source = true;
@@ -298,8 +318,13 @@ int jhc_disasm_print(const struct jhr_al *lf, const struct jhr_al_fn *fn, FILE *
     const char *last_file = NULL;
     uint32_t last_line = 0;
     char buf[256];
-    uint32_t *ord = lines_by_offset(fn);
     header(lf, fn, f, html);
+    if (!code) {                /* recorded by reference, its file not found: said above */
+        if (html)
+            fputs("</pre>\n", f);
+        return 0;
+    }
+    uint32_t *ord = lines_by_offset(fn);
 #ifdef JH_HAVE_CAPSTONE
     csh cs;
     /* capstone's name for the log's architecture; one jitherald does not know: bytes */

@@ -353,12 +353,15 @@ int jhc_export_elf(const struct jhr_al *lf, const struct jh__arch *arch, const c
         s.fstart[i] = lf->fns[i].start;
         if (!(s.fbytes[i] = malloc(lf->fns[i].size ? lf->fns[i].size : 1)))
             err = -ENOMEM;
-        else
+        else if (lf->fns[i].code)
             memcpy(s.fbytes[i], lf->fns[i].code, lf->fns[i].size);
     }
     for (size_t r = 0; r < lf->nrecs && !err; r++) {
         const struct jhr_al_rec *rec = &lf->recs[r];
-        if (rec->ref < 0)
+        /* code recorded by reference lies in a loaded object's file: elfmap never maps an
+         * image over it (that file names it already) */
+        if (rec->ref < 0 || (rec->kind >= JHR_AL_CODE_ADD && rec->kind <= JHR_AL_CODE_PATCHED &&
+                             lf->fns[rec->ref].code_file))
             continue;
         size_t i = (size_t)rec->ref;
         uint64_t to;

@@ -154,7 +154,8 @@ int jhc_export_jitdump(const struct jhr_al *lf, const struct jh__arch *arch, FIL
             jhc_func_of(fn, &func, lines);
             struct jh__node *next = jh__reg_ceil(&live, fn->start + 1);
             struct jh__jd_unit u;
-            if (jh__jd_function(&b, &func, arch, (uint32_t)lf->pid, tid, r->time, fn->id,
+            if (jhr_al_fn_code(fn) &&     /* NULL: its file was not found (see info) */
+                jh__jd_function(&b, &func, arch, (uint32_t)lf->pid, tid, r->time, fn->id,
                                 next ? next->start : 0, &u) == 0)
                 jh__buf_put(&b, jhr_al_fn_code(fn), fn->size);
         }

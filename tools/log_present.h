@@ -14,6 +14,9 @@
 
 /* log_text.c: `info`, one record of `list`, `events [NAME]`, `code [NAME]`, `show`. */
 void jhc_log_info(FILE *f, const struct jhr_al *lf);
+/* The files holding code the log recorded by reference: each, where it was read from or
+ * why not; with missing, only those whose code was not all read (a warning). */
+void jhc_log_cfiles(FILE *f, const struct jhr_al *lf, bool missing);
 void jhc_log_record(FILE *f, const struct jhr_al *lf, size_t i);
 /* events [NAME], code [NAME]: 0 when NAME matches nothing (then nothing is printed). */
 size_t jhc_log_events(FILE *f, const struct jhr_al *lf, const char *only);

@@ -150,6 +150,27 @@ void jhc_log_info(FILE *f, const struct jhr_al *lf)
         fprintf(f, "%zu record(s) were being written when the process stopped (skipped)\n", lf->cut);
     if (lf->bad || lf->resyncs)
         fprintf(f, "damage: %zu undecodable record(s), %zu resync(s)\n", lf->bad, lf->resyncs);
+    jhc_log_cfiles(f, lf, false);
+}
+
+void jhc_log_cfiles(FILE *f, const struct jhr_al *lf, bool missing)
+{
+    for (size_t i = 0; i < lf->ncfiles; i++) {
+        const struct jhr_al_cfile *cf = &lf->cfiles[i];
+        if (missing && cf->nread == cf->nfns)
+            continue;
+        char id[2 * JH__AL_BUILD_ID_MAX + 1];
+        for (uint32_t k = 0; k < cf->idlen; k++)
+            snprintf(id + 2 * k, 3, "%02x", cf->id[k]);
+        id[2 * cf->idlen] = 0;
+        fprintf(f, "%scode of %zu function(s) recorded as lying in %s, build-id %s: ",
+                missing ? "jitherald log: " : "", cf->nfns, cf->path, id);
+        if (cf->nread == cf->nfns)
+            fprintf(f, "read from %s\n", cf->read);
+        else
+            fprintf(f, "%zu read%s%s; %s\n", cf->nread, cf->read ? " from " : "",
+                    cf->read ? cf->read : "", cf->why ? cf->why : "not found");
+    }
 }
 
 size_t jhc_log_code(FILE *f, const struct jhr_al *lf, const char *only)

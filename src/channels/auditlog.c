@@ -190,7 +190,10 @@ static struct jh__buf *scratch(struct al_state *st)
 static int al_add(void *state, struct jh__entry *e)
 {
     struct al_state *st = state;
-    jh__al_code_add(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, &e->fn);
+    struct jh__al_ref ref;
+    bool by_ref = st->refs && jh__al_code_ref(st, e->fn.start, e->fn.size, &ref);
+    jh__al_code_add(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, &e->fn,
+                    by_ref ? &ref : NULL);
     put_record(st);
     return 0;
 }
@@ -372,6 +375,7 @@ static void al_close(void *state)
     }
     jh__al_file_close(st);
     jh__buf_free(&st->scratch);
+    jh__al_refs_free(st);
     jh__al_ring_fini(st);
     jh__lock_fini(&st->grow_lock);
     jh__aligned_free(st);
@@ -386,6 +390,7 @@ static int al_open(const struct jh__chan_env *env, void **state)
     memset(st, 0, sizeof *st);
     st->env = env;
     st->helper = o->helper;
+    st->refs = o->refs;
     st->limit = o->limit < AL_MIN_LIMIT ? AL_MIN_LIMIT : o->limit;
     if (st->limit > ((uint64_t)1 << 46))
         st->limit = (uint64_t)1 << 46;

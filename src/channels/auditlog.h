@@ -55,6 +55,8 @@ struct al_state {
     bool ahead_running, ahead_pending, ahead_stop, ahead_started;
     uint64_t ahead_populated;       /* the helper has populated the mapping up to here */
     char *path;
+    bool refs;                      /* record code in loaded objects' files by reference */
+    struct al_objs *objs;           /* auditlog_ref.c: the objects met so far */
     struct jh__buf scratch;         /* code records, built under the context lock */
     _Atomic uint64_t dropped;
     /* Written by every record: alone on its cache line, so the CAS of one thread does not
@@ -62,6 +64,14 @@ struct al_state {
     _Alignas(64) _Atomic uint64_t tail;     /* next free byte */
     char pad[64 - sizeof(uint64_t)];
 };
+
+/* ---- auditlog_ref.c ---- */
+/* Is [start, start + size), byte for byte, the file of a loaded object (an executable
+ * segment of the program or a library, mapped from that file and unmodified: compared with
+ * the file)? Then fills ref (valid until jh__al_refs_free) and returns true. Under the
+ * context lock. */
+bool jh__al_code_ref(struct al_state *st, uint64_t start, uint64_t size, struct jh__al_ref *ref);
+void jh__al_refs_free(struct al_state *st);
 
 /* ---- auditlog_ring.c (auditlog_ring_win.c) ---- */
 /* The ring's own state in st: set up at open, released at close, and in a fork child (the

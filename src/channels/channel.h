@@ -61,6 +61,8 @@ struct jh__elfmap_opts {
 struct jh__auditlog_opts {
     uint64_t limit;             /* bytes */
     bool helper;                /* run the helper thread that allocates ahead */
+    bool refs;                  /* code in a loaded object's file recorded by reference
+                                   (JITHERALD_AUDITLOG_REFS, auditlog_ref.c) */
 };
 
 /* What a channel is given at open and keeps for its whole life. */

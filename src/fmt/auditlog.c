@@ -96,9 +96,9 @@ static void unwind_fields(struct jh__buf *b, const struct jh__func *f)
 }
 
 void jh__al_code_add(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
-                     const struct jh__func *f)
+                     const struct jh__func *f, const struct jh__al_ref *ref)
 {
-    uint32_t n = 11 + unwind_keys(f) + (f->symbol != NULL) + (f->prologue_end != 0);
+    uint32_t n = 11 + 2 * (ref != NULL) + unwind_keys(f) + (f->symbol != NULL) + (f->prologue_end != 0);
     jh__al_head(b, n, "code_add", ts, tid);
     jh__mp_kuint(b, JH__AL_K_ID, id);
     jh__mp_kstr(b, JH__AL_K_NAME, f->name);
@@ -123,8 +123,15 @@ void jh__al_code_add(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
     if (f->prologue_end)
         jh__mp_kuint(b, JH__AL_K_PROLOGUE_END, f->prologue_end);
     unwind_fields(b, f);
-    jh__mp_str(b, JH__AL_K_CODE);
-    jh__mp_bin(b, (const void *)(uintptr_t)f->start, f->size);
+    if (ref) {
+        jh__mp_kstr(b, JH__AL_K_CODE_FILE, ref->path);
+        jh__mp_str(b, JH__AL_K_CODE_BUILD_ID);
+        jh__mp_bin(b, ref->build_id, ref->build_id_len);
+        jh__mp_kuint(b, JH__AL_K_CODE_OFFSET, ref->offset);
+    } else {
+        jh__mp_str(b, JH__AL_K_CODE);
+        jh__mp_bin(b, (const void *)(uintptr_t)f->start, f->size);
+    }
 }
 
 void jh__al_code_remove(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,

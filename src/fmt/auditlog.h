@@ -79,6 +79,11 @@
 #define JH__AL_K_SAVED_REGS "saved_regs"    /* frameless: [reg, cfa_offset (int)] per register */
 #define JH__AL_K_PERSONALITY "personality"  /* addresses (JH__MP_EXT_ADDR) */
 #define JH__AL_K_LSDA "lsda"
+/* code_add whose bytes are a loaded object's file (V8's builtins in node's text), instead
+ * of `code`: where the file is, its GNU build-id, the bytes' offset in it */
+#define JH__AL_K_CODE_FILE "code_file"
+#define JH__AL_K_CODE_BUILD_ID "code_build_id"
+#define JH__AL_K_CODE_OFFSET "code_offset"
 /* limit, close */
 #define JH__AL_K_TAIL "tail"
 #define JH__AL_K_BYTES "bytes"
@@ -89,10 +94,20 @@
 #define JH__AL_UNWIND_CFI "cfi"
 #define JH__AL_UNWIND_FRAMELESS "frameless"
 
+/* Code that is, byte for byte, part of a file with a build-id: recorded by reference. */
+struct jh__al_ref {
+    const char *path;
+    const uint8_t *build_id;
+    uint32_t build_id_len;          /* 1..64 */
+    uint64_t offset;                /* of the code's first byte in the file */
+};
+#define JH__AL_BUILD_ID_MAX 64
+
 /* Encoders of the code records: one msgpack map each, appended to b (no frame header).
- * code_add carries the code bytes: f->start is read as an address in this process. */
+ * code_add carries the code bytes (f->start is read as an address in this process), or
+ * with ref, where they lie in a file instead. */
 void jh__al_code_add(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
-                     const struct jh__func *f);
+                     const struct jh__func *f, const struct jh__al_ref *ref);
 void jh__al_code_remove(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
                         uint64_t start, uint64_t size);
 void jh__al_code_move(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,

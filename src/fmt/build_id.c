@@ -198,3 +198,25 @@ void jh__bid_note(uint8_t out[JH__BUILD_ID_NOTE_SIZE], const uint8_t id[JH__BUIL
     memcpy(out + sizeof nh, "GNU", 4);
     memcpy(out + sizeof nh + 4, id, JH__BUILD_ID_SIZE);
 }
+
+size_t jh__note_build_id(const uint8_t *d, size_t n, uint8_t id[64])
+{
+    for (uint64_t at = 0; n - at >= 12;) {
+        uint32_t namesz, descsz, type;
+        memcpy(&namesz, d + at, 4);
+        memcpy(&descsz, d + at + 4, 4);
+        memcpy(&type, d + at + 8, 4);
+        uint64_t desc = at + 12 + ((namesz + 3ull) & ~3ull);
+        if (namesz > n || desc > n || descsz > n - desc)
+            return 0;
+        if (type == NT_GNU_BUILD_ID && namesz == 4 && !memcmp(d + at + 12, "GNU", 4) &&
+            descsz > 0 && descsz <= 64) {
+            memcpy(id, d + desc, descsz);
+            return (size_t)descsz;
+        }
+        at = desc + ((descsz + 3ull) & ~3ull);
+        if (at > n)
+            return 0;
+    }
+    return 0;
+}

@@ -35,6 +35,12 @@ struct jh__bid {
     uint64_t n;                 /* items */
 };
 
+/* The GNU build-id (NT_GNU_BUILD_ID) in the ELF notes at notes[0, n), in the host's byte
+ * order: its length (1 to 64, copied to id), or 0 if there is none or a note runs past n.
+ * Notes of this process's own objects (channels/auditlog_ref.c); the CLI reads those of
+ * little-endian files and cores whatever the host (lib/core_read.h, jhr_note_build_id). */
+size_t jh__note_build_id(const uint8_t *notes, size_t n, uint8_t id[64]);
+
 /* 64-bit XXH64 of n bytes (the published algorithm; little-endian reads on any host). */
 uint64_t jh__hash64(const void *p, size_t n, uint64_t seed);
 

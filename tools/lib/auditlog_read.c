@@ -172,10 +172,23 @@ static int add_fn(struct jhr_al *lf, struct caps *cap, const struct jhr_mp *m, s
     const char *s;
     uint32_t n;
     if (!jhr_mp_get_u64(m, JH__AL_K_ID, &fn.id) || !jhr_mp_get_u64(m, JH__AL_K_START, &fn.start) ||
-        !jhr_mp_get_u64(m, JH__AL_K_SIZE, &fn.size) || !jhr_mp_get_str(m, JH__AL_K_NAME, &s, &n) ||
-        jhr_mp_get(m, JH__AL_K_CODE, &v) < 0 || v.t != JHR_MP_BIN || v.n != fn.size)
+        !jhr_mp_get_u64(m, JH__AL_K_SIZE, &fn.size) || !jhr_mp_get_str(m, JH__AL_K_NAME, &s, &n))
         return -1;
-    fn.code = v.p;
+    if (jhr_mp_get(m, JH__AL_K_CODE, &v) == 0) {
+        if (v.t != JHR_MP_BIN || v.n != fn.size)
+            return -1;
+        fn.code = v.p;
+    } else {    /* by reference: read from the file later (jhr_al_read_code_files) */
+        uint32_t pn;
+        const char *ps;
+        if (jhr_mp_get(m, JH__AL_K_CODE_BUILD_ID, &v) < 0 || v.t != JHR_MP_BIN || !v.n ||
+            v.n > JH__AL_BUILD_ID_MAX || !jhr_mp_get_u64(m, JH__AL_K_CODE_OFFSET, &fn.code_offset) ||
+            !jhr_mp_get_str(m, JH__AL_K_CODE_FILE, &ps, &pn) || !pn ||
+            !(fn.code_file = dup_str(ps, pn)))
+            return -1;
+        fn.code_id = v.p;
+        fn.code_idlen = v.n;
+    }
     fn.cur_start = fn.start;
     fn.t_add = r->time;
     fn.name = dup_str(s, n);
@@ -263,20 +276,12 @@ static void apply(struct jhr_al *lf, const struct jhr_mp *m, struct jhr_al_rec *
             fn->nmoves++;
         }
         break;
-    case JHR_AL_CODE_PATCHED: {
-        struct jhr_mp v;
-        if (!fn || !jhr_mp_get_u64(m, JH__AL_K_ADDRESS, &u) || jhr_mp_get(m, JH__AL_K_DATA, &v) < 0 || v.t != JHR_MP_BIN)
-            break;
-        /* Patched at the address it had then; the range must lie inside the code. */
-        if (u < fn->cur_start || u - fn->cur_start > fn->size || v.n > fn->size - (u - fn->cur_start))
-            break;
-        if (!fn->patched && (fn->patched = malloc(fn->size ? fn->size : 1)))
-            memcpy(fn->patched, fn->code, fn->size);
-        if (fn->patched)
-            memcpy(fn->patched + (u - fn->cur_start), v.p, v.n);
-        fn->npatches++;
+    case JHR_AL_CODE_PATCHED:
+        if (fn && fn->code)
+            jhr_al_patch(fn, m);
+        else if (fn)
+            fn->npatches++;     /* applied once its bytes are read from its file */
         break;
-    }
     case JHR_AL_LIMIT:
         lf->limit_hit = true;
         break;
@@ -287,6 +292,23 @@ static void apply(struct jhr_al *lf, const struct jhr_mp *m, struct jhr_al_rec *
     default:
         break;
     }
+}
+
+void jhr_al_patch(struct jhr_al_fn *fn, const struct jhr_mp *m)
+{
+    struct jhr_mp v;
+    uint64_t u;
+    if (!jhr_mp_get_u64(m, JH__AL_K_ADDRESS, &u) || jhr_mp_get(m, JH__AL_K_DATA, &v) < 0 ||
+        v.t != JHR_MP_BIN)
+        return;
+    /* Patched at the address it had then; the range must lie inside the code. */
+    if (u < fn->cur_start || u - fn->cur_start > fn->size || v.n > fn->size - (u - fn->cur_start))
+        return;
+    if (!fn->patched && (fn->patched = malloc(fn->size ? fn->size : 1)))
+        memcpy(fn->patched, fn->code, fn->size);
+    if (fn->patched)
+        memcpy(fn->patched + (u - fn->cur_start), v.p, v.n);
+    fn->npatches++;
 }
 
 static int take_header(struct jhr_al *lf, const struct jhr_mp *m, char *err, size_t errlen)
@@ -485,6 +507,7 @@ int jhr_al_open(struct jhr_al *lf, const char *path, char *err, size_t errlen)
     lf->owned = p;
     lf->owned_size = size;
     lf->mapped = true;
+    jhr_al_read_code_files(lf);
     return 0;
 }
 
@@ -499,6 +522,7 @@ void jhr_al_free(struct jhr_al *lf)
         free(fn->lines);
         free(fn->patched);
         free(fn->symbol);
+        free(fn->code_file);
         free(fn->cfa_steps);
         free(fn->saved_regs);
         free(fn->epilogues);
@@ -515,6 +539,7 @@ void jhr_al_free(struct jhr_al *lf)
     free(lf->engine);
     free(lf->exe);
     free(lf->arch);
+    jhr_al_cfiles_free(lf);
     if (lf->mapped)
         munmap(lf->owned, lf->owned_size);
     memset(lf, 0, sizeof *lf);

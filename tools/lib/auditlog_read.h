@@ -38,7 +38,13 @@ struct jhr_al_fn {
     uint64_t cur_start;             /* after the last move */
     uint64_t t_add, t_remove;       /* t_remove 0 while live at the end of the log */
     bool removed;
-    const uint8_t *code;            /* size bytes inside the log (as added) */
+    const uint8_t *code;            /* size bytes (as added): inside the log, or inside the
+                                       file code_file names; NULL when that file was not
+                                       found or is not the one the log names */
+    char *code_file;                /* recorded by reference (code_file): the file, */
+    const uint8_t *code_id;         /* its build-id (inside the log), */
+    uint32_t code_idlen;
+    uint64_t code_offset;           /* the code's offset in it */
     uint8_t *patched;               /* a private copy once patched, else NULL */
     char **files;
     uint32_t nfiles, nlines;
@@ -115,13 +121,41 @@ struct jhr_al {
     struct jhr_itab ids;            /* fns by id */
     size_t *fn_by_start, *mem_by_addr;  /* indexes sorted by address (then record) */
     uint64_t fn_maxsize, mem_maxsize;
+    /* the files code_add records refer to (auditlog_files.c), read by jhr_al_open */
+    struct jhr_al_cfile *cfiles;
+    size_t ncfiles;
+};
+
+/* One file that code_add records name (code_file, code_build_id), as the reader found it. */
+struct jhr_al_cfile {
+    char *path;                     /* as the log names it */
+    const uint8_t *id;              /* the build-id the log wants (inside the log) */
+    uint32_t idlen;
+    char *read;                     /* the file whose bytes were used; NULL: none */
+    char *why;                      /* when none: why each candidate was not used */
+    void *map;
+    size_t map_len;
+    size_t nfns, nread;             /* functions naming it, and read from it */
 };
 
 /* Parse a log held in memory (not copied: data must outlive lf). 0, or -1 with a message
  * in err when it is not an audit log at all; damage inside is counted, not fatal. */
 int jhr_al_parse(struct jhr_al *lf, const uint8_t *data, size_t size, char *err, size_t errlen);
-/* Map the file at path (a regular file: see lib/files.h) and parse it. */
+/* Map the file at path (a regular file: see lib/files.h) and parse it, then read the code
+ * recorded by reference from the files it names (jhr_al_read_code_files). */
 int jhr_al_open(struct jhr_al *lf, const char *path, char *err, size_t errlen);
+
+/* ---- code recorded by reference (auditlog_files.c) --------------------------------- */
+/* For every function recorded by reference, its bytes from the file the log names when
+ * that file holds the build-id the log gives, else from `debuginfod-find executable ID`
+ * (with DEBUGINFOD_URLS), and only from an executable segment of it; fn->code stays NULL
+ * where none is found, and lf->cfiles says why. Then the patches recorded for them. */
+void jhr_al_read_code_files(struct jhr_al *lf);
+/* The code_file record of fn, or NULL (fn's bytes are in the log). */
+const struct jhr_al_cfile *jhr_al_fn_cfile(const struct jhr_al *lf, const struct jhr_al_fn *fn);
+void jhr_al_cfiles_free(struct jhr_al *lf);
+/* Apply the patch record m to fn (its code must be known). */
+void jhr_al_patch(struct jhr_al_fn *fn, const struct jhr_mp *m);
 void jhr_al_free(struct jhr_al *lf);
 
 /* "code_add"..., "unknown". */
