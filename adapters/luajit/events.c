@@ -8,8 +8,8 @@
  *
  *     start   the trace's number, where it starts (its name) and its parent exit
  *     record  per bytecode recorded: the IR count, its line and file
- *     stop    the machine code, exits and snapshots -> jh__luajit_add; the parent
- *             patched (jh_code_patched); new exit stub groups announced
+ *     stop    the machine code, exits and snapshots -> jh__luajit_add; the parent's
+ *             changed bytes patched (jh_code_patched); new exit stub groups announced
  *     abort   forgotten            flush   everything removed, one jh_code_remove_range
  *
  * The handlers never raise a Lua error of their own: a jit.util call that fails counts as
