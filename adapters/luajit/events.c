@@ -8,8 +8,8 @@
  *
  *     start   the trace's number, where it starts (its name) and its parent exit
  *     record  per bytecode recorded: the IR count, its line and file
- *     stop    the machine code, exits and snapshots -> jh__luajit_add; the parent
- *             patched (jh_code_patched); new exit stub groups announced
+ *     stop    the machine code, exits and snapshots -> jh__luajit_add; the parent's
+ *             changed bytes patched (jh_code_patched); new exit stub groups announced
  *     abort   forgotten            flush   everything removed, one jh_code_remove_range
  *
  * The handlers never raise a Lua error of their own: a jit.util call that fails counts as
@@ -240,7 +240,29 @@ static void forget(struct state *st, uint32_t tr)
             st->n.removed++;
         }
         st->live[tr].used = 0;
+        free(st->live[tr].code);
+        st->live[tr].code = NULL;
     }
+}
+
+/* The span of the parent's code that a side trace's link rewrote (lj_asm_patchexit: the
+ * jumps to one exit stub, anywhere in the parent), found by comparing with the bytes last
+ * announced; *len 0 when nothing changed. Without a copy, the whole parent. Announcing
+ * the span, not the parent, is what the channels that copy patched bytes (auditlog's
+ * code_patched record, elfmap's file) then copy: a few bytes, not the whole trace again. */
+static uint64_t patched_span(struct live *p, size_t *len)
+{
+    const uint8_t *now = (const uint8_t *)(uintptr_t)p->addr;
+    size_t lo = 0, hi = p->size;
+    if (p->code) {
+        while (lo < hi && p->code[lo] == now[lo])
+            lo++;
+        while (hi > lo && p->code[hi - 1] == now[hi - 1])
+            hi--;
+        memcpy(p->code + lo, now + lo, hi - lo);
+    }
+    *len = hi - lo;
+    return p->addr + lo;
 }
 
 /* Exit stub group g's base (x86: LuaJIT's shared groups of stubs_per), announced when new
@@ -529,6 +551,9 @@ static void on_stop(lua_State *L, struct state *st)
     }
     uint64_t id = 0;
     int rc = jh__luajit_add(st->ctx, &t, &id);
+    uint8_t *copy = rc >= 0 && size ? malloc(size) : NULL;
+    if (copy)
+        memcpy(copy, mcode, size);      /* what its patches are compared with */
     A.settop(L, base);                   /* mcode no longer needed */
     struct live *l = live_at(st, tr);
     if (rc < 0) {
@@ -544,17 +569,23 @@ static void on_stop(lua_State *L, struct state *st)
         l->addr = addr;
         l->size = (uint32_t)size;
         l->spadj = rc > 0 ? rc - 1 : -1;
+        free(l->code);
+        l->code = copy;
         memcpy(l->name, name, nname + 1);
-    } else if (rc >= 0) {
-        jh_code_remove(st->ctx, id);     /* no memory to remember it: not kept */
+    } else {
+        free(copy);
+        if (rc >= 0)
+            jh_code_remove(st->ctx, id); /* no memory to remember it: not kept */
     }
     st->n.traces++;
     /* the parent's exit branch now jumps here (lj_asm_patchexit rewrote it, and any other
      * branch to that exit stub, somewhere in the parent's code) */
     parent = st->side && st->parent < st->nlive && st->live[st->parent].used
            ? &st->live[st->parent] : NULL;      /* again: live_at may have moved the array */
-    if (parent && parent->announced) {
-        jh_code_patched(st->ctx, (const void *)(uintptr_t)parent->addr, parent->size);
+    size_t plen = 0;
+    uint64_t pat = parent && parent->announced ? patched_span(parent, &plen) : 0;
+    if (plen) {
+        jh_code_patched(st->ctx, (const void *)(uintptr_t)pat, plen);
         st->n.patches++;
     }
     log_event(st, "trace_stop", tr, name);
@@ -567,6 +598,8 @@ static void on_flush(struct state *st)
     int n = jh_code_remove_range(st->ctx, NULL, (size_t)1 << 63);
     if (n > 0)
         st->n.removed += (uint64_t)n;
+    for (uint32_t i = 0; i < st->nlive; i++)
+        free(st->live[i].code);
     if (st->live)
         memset(st->live, 0, sizeof *st->live * st->nlive);
     memset(st->groups, 0, sizeof st->groups);

@@ -41,6 +41,7 @@ enum { C_SOURCE = -1,                    /* its source file name, false: none */
 #define MAX_GROUPS 64
 
 struct live { uint64_t id, addr; uint32_t size; int32_t spadj; uint8_t used, announced;
+              uint8_t *code;             /* its bytes as last announced (malloc), or NULL */
               char name[NAME_LEN]; };
 struct group { uint64_t id, addr; uint8_t announced; char name[48]; };
 

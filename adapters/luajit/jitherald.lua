@@ -35,7 +35,8 @@ What differs per architecture is said by jitherald/x86.lua (x86 and x64: exit st
 groups, guards, the frame) and jitherald/arm64.lua (guards; no frame yet); the machine
 code itself is read in C (adapters/luajit/trace.c).
 Side traces: linking one patches its parent's exit branches (lj_asm_patchexit), reported as
-jh_code_patched over the parent. x86's exit stub groups are announced as "LuaJIT exit stubs
+jh_code_patched over the span of the parent that changed (events.c compares it with the
+bytes it announced). x86's exit stub groups are announced as "LuaJIT exit stubs
 0-31" and so on. jit.flush() and every flush LuaJIT does on its own remove everything (the
 machine code is already unmapped by then); a trace number reused (its trace was flushed
 alone, or collected) removes the old trace first.

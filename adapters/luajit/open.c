@@ -91,6 +91,8 @@ static int gc(lua_State *L)
 {
     struct state *st = A.touserdata(L, 1);
     if (st) {
+        for (uint32_t i = 0; i < st->nlive; i++)
+            free(st->live[i].code);
         free(st->live);
         free(st->rec);
         free(st->snap);

@@ -24,13 +24,26 @@
  * (one row in perf report however often it is patched); jh_code_move writes MOVE. After fork() the child starts jit-<child pid>.dump and writes all live code again.
  * A write error (disk full...) cuts the partial unit off again, so the file stays valid up
  * to the last complete function; the channel then reports and switches off.
+ *
+ * Records are stored through a MAP_SHARED window of the file, not written: a writev per
+ * function (and per patch) was most of this channel's cost (an ext4 write updates the
+ * file's times under a journal handle each time: ~3 us a LuaJIT trace, issue 30). The
+ * bytes are in the page cache when the store retires, so a crash of the process loses
+ * nothing a write() would have kept. The file grows ahead of the records by a written
+ * chunk of zeros (a full disk or a file-size limit fails that write, never a store:
+ * SIGBUS), and the unit's first total_size is stored last: a reader of a file whose
+ * process died finds 0 there and stops, as perf's reader does at a total_size below
+ * the prefix (tools/perf/util/jitdump.c, jit_get_next_entry); the zeros past the last
+ * record are trimmed at close. Where the file cannot be mapped, each unit is written.
  */
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -51,6 +64,11 @@ struct jd_file {
     int refs;
     int err;                    /* sticky: a write failed */
     uint64_t size;              /* bytes of whole records written */
+    uint64_t alloc;             /* bytes the file holds: records, then zeros */
+    uint8_t *win;               /* MAP_SHARED window of the file from win_off */
+    uint64_t win_off;
+    size_t win_len;
+    bool nomap;                 /* the window cannot be mapped: units are written */
 };
 
 /* Guards the list, every jd_file and the index counter. Taken inside a context's lock. */
@@ -92,8 +110,7 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
         return -ENAMETOOLONG;
     /* Checked before anything changes in it; the mmap needs read access, hence O_RDWR. */
     struct jh__kfd k;
-    int fd = jh__kfd_keep(&k, jh__open_private(f->path, O_RDWR | O_CREAT | O_APPEND,
-                                                JH__OPEN_TRUNCATE));
+    int fd = jh__kfd_keep(&k, jh__open_private(f->path, O_RDWR | O_CREAT, JH__OPEN_TRUNCATE));
     if (fd < 0) {
         jh__diag(env->diag, JH_LOG_ERROR, "jitdump: %s: %s%s", f->path, jh__file_error(fd),
                  jh__diag_file_fix(fd, 1));
@@ -130,48 +147,172 @@ static int file_start(const struct jh__chan_env *env, struct jd_file *f)
     f->marker_len = mlen;
     f->pid = pid;
     f->err = 0;
-    f->size = JH__JD_HEADER_SIZE;
+    f->size = f->alloc = JH__JD_HEADER_SIZE;
+    f->win = NULL;
+    f->win_off = 0;
+    f->win_len = 0;
+    f->nomap = false;
     return 0;
+}
+
+static void win_drop(struct jd_file *f)
+{
+    if (f->win)
+        munmap(f->win, f->win_len);
+    f->win = NULL;
+    f->win_len = 0;
 }
 
 /* jd_lock held. In a fork child the inherited descriptor is the parent's file: leave it
  * untouched (no CLOSE record) and start our own. */
 static int file_ready(const struct jh__chan_env *env, struct jd_file *f)
 {
-    if (f->pid == jd_pid() && (f->fd.fd >= 0 || f->err)) {
-        /* the program may have closed our descriptor: the same file is opened again, or
-         * the channel stops (its file is gone), never a file of the program's written */
-        if (!f->err && jh__kfd_get(&f->fd, f->path, O_RDWR | O_APPEND) < 0)
-            f->err = -EBADF;
-        return f->err;
-    }
+    if (f->pid == jd_pid() && (f->fd.fd >= 0 || f->err))
+        return f->err;      /* the descriptor is checked where it is used: file_fd */
     if (f->fd.fd >= 0) {
         munmap(f->marker, f->marker_len);
         jh__kfd_close(&f->fd);
     }
+    win_drop(f);                /* the parent's file: never stored into from here */
     return file_start(env, f);
 }
 
-/* jd_lock held. Write one unit (and code_len bytes of code after it). */
+/* jd_lock held. The program may have closed our descriptor: the same file is opened
+ * again, or the channel stops (its file is gone), never a file of the program's written.
+ * A store into the window needs no descriptor: only growing the file checks it. */
+static int file_fd(struct jd_file *f)
+{
+    if (jh__kfd_get(&f->fd, f->path, O_RDWR) < 0)
+        f->err = -EBADF;
+    return f->err ? f->err : f->fd.fd;
+}
+
+/*
+ * jd_lock held. The file holds zeros up to at least `need`, and the window covers them
+ * (0), or the file cannot be mapped (1: f->nomap), or a negative errno.
+ * The file grows by a quarter of what it holds (64 KiB to 1 MiB: a short run does not pay
+ * for a megabyte of zeros), or by just `need` where that fails (a nearly full disk).
+ */
+#define JD_AHEAD_MIN ((uint64_t)64 << 10)
+#define JD_AHEAD_MAX ((uint64_t)1 << 20)
+#define JD_WIN ((size_t)4 << 20)
+static int file_room(struct jd_file *f, uint64_t need)
+{
+    if (need <= f->alloc && f->win && need <= f->win_off + f->win_len)
+        return 0;
+    int fd = file_fd(f);
+    if (fd < 0)
+        return fd;
+    if (need > f->alloc) {
+        static const uint8_t zeros[64 << 10];
+        uint64_t ahead = f->alloc / 4 < JD_AHEAD_MIN ? JD_AHEAD_MIN
+                       : f->alloc / 4 > JD_AHEAD_MAX ? JD_AHEAD_MAX : f->alloc / 4;
+        uint64_t to = (need + ahead + 4095) & ~(uint64_t)4095, at = f->alloc;
+        int err = 0;
+        for (int exact = 0; at < need && exact < 2; exact++, to = need)
+            for (err = 0; at < to && !err; ) {
+                size_t n = to - at < sizeof zeros ? (size_t)(to - at) : sizeof zeros;
+                err = jh__pwrite_all(fd, zeros, n, at);
+                if (!err)
+                    at += n;
+            }
+        if (at < need)
+            return err ? err : -EIO;
+        uint64_t from = f->alloc;
+        f->alloc = at;
+        if (f->win && at <= f->win_off + f->win_len) {
+#ifdef MADV_POPULATE_WRITE
+            /* the pages mapped now, in one call, not one fault each as records reach them */
+            uintptr_t pg = (uintptr_t)(f->win + (from - f->win_off)) & ~(uintptr_t)4095;
+            madvise((void *)pg, (uintptr_t)(f->win + (at - f->win_off)) - pg, MADV_POPULATE_WRITE);
+#else
+            (void)from;
+#endif
+        }
+    }
+    if (!f->win || need > f->win_off + f->win_len) {
+        win_drop(f);
+        uint64_t off = f->size & ~(uint64_t)4095;
+        size_t len = need - off > JD_WIN ? (size_t)((need - off + 4095) & ~(uint64_t)4095) : JD_WIN;
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+        if (m == MAP_FAILED) {
+            f->nomap = true;        /* a file system without shared mappings: written */
+            return 1;
+        }
+        f->win = m;
+        f->win_off = off;
+        f->win_len = len;
+#ifdef MADV_POPULATE_WRITE
+        madvise(m, f->alloc - off < len ? (size_t)(f->alloc - off) : len, MADV_POPULATE_WRITE);
+#endif
+    }
+    return 0;
+}
+
+/* jd_lock held. Store (or write) one unit, and code_len bytes of code after it. */
 static int file_write(struct jd_file *f, const struct jh__buf *b, const void *code,
                       size_t code_len)
 {
     if (f->err)
         return f->err;
-    struct iovec iov[2] = { { b->p, b->len }, { (void *)code, code_len } };
-    int err = jh__writev_all(f->fd.fd, iov, code_len ? 2 : 1);
-    if (err) {
-        /* Cut a partial unit off, so the file stays well-formed up to the last complete
-         * function; if even that fails, perf's reader stops at the torn record anyway. */
-        f->err = err;
-        struct jh__fsize_guard g;
-        jh__fsize_guard_begin(&g);
-        int terr = ftruncate(f->fd.fd, (off_t)f->size) ? -errno : 0;
-        jh__fsize_guard_end(&g, terr);
-        return err;
+    uint64_t len = b->len + code_len;
+    int err = 0;
+    if (!f->nomap) {
+        err = file_room(f, f->size + len);
+        if (!err) {
+            uint8_t *p = f->win + (f->size - f->win_off);
+            memcpy(p, b->p, 4);                                 /* id */
+            memcpy(p + 8, b->p + 8, b->len - 8);
+            if (code_len)
+                memcpy(p + b->len, code, code_len);
+            atomic_signal_fence(memory_order_release);          /* a crash: see the top */
+            memcpy(p + 4, b->p + 4, 4);                         /* total_size, the commit */
+            f->size += len;
+            return 0;
+        }
+        if (err > 0)
+            err = 0;                        /* no window here (ENODEV...): written instead */
+        else if (err == -EBADF)
+            return err;
     }
-    f->size += b->len + code_len;
-    return 0;
+    int fd = err ? -1 : file_fd(f);
+    if (fd < 0 && !err)
+        return fd;
+    if (!err) {
+        struct iovec iov[2] = { { b->p, b->len }, { (void *)code, code_len } };
+        ssize_t w = pwritev(fd, iov, code_len ? 2 : 1, (off_t)f->size);
+        err = w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
+        if (!err) {
+            f->size += len;
+            if (f->alloc < f->size)
+                f->alloc = f->size;
+            return 0;
+        }
+    }
+    /* Cut a partial unit and the zeros off, so the file stays well-formed up to the last
+     * complete function; if even that fails, perf's reader stops at the torn record or at
+     * the first zero total_size anyway. */
+    f->err = err;
+    win_drop(f);
+    struct jh__fsize_guard g;
+    jh__fsize_guard_begin(&g);
+    int terr = ftruncate(f->fd.fd, (off_t)f->size) ? -errno : 0;
+    jh__fsize_guard_end(&g, terr);
+    return err;
+}
+
+/* jd_lock held: the file ends at its last record (the zeros ahead of it trimmed). */
+static void file_trim(struct jd_file *f)
+{
+    win_drop(f);
+    if (f->alloc <= f->size)
+        return;
+    struct jh__fsize_guard g;
+    jh__fsize_guard_begin(&g);
+    int terr = ftruncate(f->fd.fd, (off_t)f->size) ? -errno : 0;
+    jh__fsize_guard_end(&g, terr);
+    if (!terr)
+        f->alloc = f->size;
 }
 
 /* ---- records ------------------------------------------------------------------------- */
@@ -318,7 +459,7 @@ static void jitdump_close(void *state)
     struct jd_file *f = jd->f;
     if (--f->refs == 0) {
         if (f->fd.fd >= 0 && f->pid == jd_pid() &&
-            jh__kfd_get(&f->fd, f->path, O_RDWR | O_APPEND) >= 0) {
+            jh__kfd_get(&f->fd, f->path, O_RDWR) >= 0) {
             if (!f->err) {
                 struct jh__buf b = { 0 };
                 jh__jd_close(&b, jh__now_ns());
@@ -326,8 +467,10 @@ static void jitdump_close(void *state)
                     file_write(f, &b, NULL, 0);
                 jh__buf_free(&b);
             }
+            file_trim(f);
             munmap(f->marker, f->marker_len);
         }
+        win_drop(f);
         jh__kfd_close(&f->fd);
         for (struct jd_file **p = &jd_files; *p; p = &(*p)->next)
             if (*p == f) {

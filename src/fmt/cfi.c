@@ -499,17 +499,27 @@ static int cmp_func(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* A run of a few functions (jitdump and the unwinder encode one per add) needs no heap. */
+#define EH_SMALL 4
+
+/* Encoded without a dry run for the size unless the caller gave one (o->size, then checked
+ * against what was written): the dry run cost as much as the encoding (a third of
+ * jitdump's time per function, issue 30). test_cfi compares jh__cfi_eh_frame_size with the
+ * bytes written. */
 static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset f, size_t n,
                     struct jh__cfi_index *idx)
 {
-    size_t want = o && o->size ? o->size : frame_size(o, f, n);
-    if (!b || !want)
+    if (!b || !o || !opts_ok(o) || (n && !f.arr && !f.ptrs))
         return -EINVAL;
-    if (jh__buf_reserve(b, want))
+    for (size_t i = 0; i < n; i++)
+        if (!fat(f, i) || !func_ok(arch_or_host(o->arch), fat(f, i)))
+            return -EINVAL;
+    size_t want = o->size;
+    if (want && jh__buf_reserve(b, want))
         return -ENOMEM;
 
-    const struct jh__func **sorted = NULL;
-    if (n) {
+    const struct jh__func *small[EH_SMALL], **sorted = small;
+    if (n > EH_SMALL) {
         sorted = malloc(n * sizeof *sorted);
         if (!sorted)
             return -ENOMEM;
@@ -522,18 +532,21 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
         qsort(sorted, nf, sizeof *sorted, cmp_func);
     for (size_t i = 1; i < nf; i++)
         if (sorted[i]->start < sorted[i - 1]->start + sorted[i - 1]->size) {
-            free(sorted);
+            if (sorted != small)
+                free(sorted);
             return -EINVAL;         /* overlapping FDEs break every binary search */
         }
     struct cies c;
-    size_t *cie_at = NULL;
+    size_t cie_small[EH_SMALL], *cie_at = cie_small;
     if (nf > INT32_MAX || cies_collect(&c, o, f, n)) {
-        free(sorted);
+        if (sorted != small)
+            free(sorted);
         return nf > INT32_MAX ? -ERANGE : -ENOMEM;
     }
-    if (!(cie_at = malloc(c.n * sizeof *cie_at))) {
+    if (c.n > EH_SMALL && !(cie_at = malloc(c.n * sizeof *cie_at))) {
         cies_free(&c);
-        free(sorted);
+        if (sorted != small)
+            free(sorted);
         return -ENOMEM;
     }
 
@@ -567,14 +580,16 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
         put_fde(&w, o, fn, (uint32_t)(at + 4 - cie_at[k]), pc_field);
     }
     o32(&w, 0);                                 /* terminator */
-    free(cie_at);
+    if (cie_at != cie_small)
+        free(cie_at);
     cies_free(&c);
-    free(sorted);
+    if (sorted != small)
+        free(sorted);
 
     if (!err && b->err)
         err = b->err;
-    if (!err && b->len - base != want)
-        err = -EPROTO;                          /* dry run and encoder disagree: a bug */
+    if (!err && want && b->len - base != want)
+        err = -EPROTO;                          /* the caller's size and the encoder disagree: a bug */
     if (err) {
         if (!b->err)
             b->len = base;

@@ -140,6 +140,8 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
 int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout)
 {
     struct jh__dwarf dw = { 0 };
+    struct jh__buf ehb = { 0 };     /* absolute pointers: encoded once, before the layout */
+    int eh_n = 0;
     struct run *runs = NULL;
     uint32_t *fn_run = NULL;
     struct sec sec[S_MAX];
@@ -173,7 +175,15 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         size_t with_unwind = 0;
         for (size_t i = 0; i < s->nfns; i++)
             with_unwind += s->fns[i]->unwind != JH_UNWIND_NONE;
-        if (with_unwind) {
+        if (with_unwind && copts.ptr == JH__CFI_ABS) {
+            /* no byte depends on where .eh_frame lands: no dry run for its size */
+            eh_n = jh__cfi_eh_frame_p(&ehb, &copts, s->fns, s->nfns, NULL);
+            if (eh_n < 0) {
+                err = eh_n;
+                goto fail;
+            }
+            eh_size = ehb.len;
+        } else if (with_unwind) {
             eh_size = copts.size = jh__cfi_eh_frame_size_p(&copts, s->fns, s->nfns);
             if (!eh_size) {
                 err = -EINVAL;
@@ -340,7 +350,10 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         if (!sec[i].on || (i == S_TEXT && !copy))
             continue;
         jh__buf_zeros(out, start + sec[i].off - out->len);
-        if (i == S_EH) {
+        if (i == S_EH && ehb.len) {
+            jh__buf_put(out, ehb.p, ehb.len);
+            nfde = (size_t)eh_n;
+        } else if (i == S_EH) {
             size_t at = out->len;
             int n = jh__cfi_eh_frame_p(out, &copts, s->fns, s->nfns, NULL);
             if (n < 0) {
@@ -416,12 +429,14 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
             .eh_frame_off = want_eh ? sec[S_EH].off : 0, .eh_frame_size = eh_size,
             .eh_frame_addr = want_eh ? sec[S_EH].addr : 0, .nfde = want_eh ? nfde : 0 };
     }
+    jh__buf_free(&ehb);
     free(runs);
     free(fn_run);
     jh__dwarf_free(&dw);
     return 0;
 
 fail:
+    jh__buf_free(&ehb);
     free(runs);
     free(fn_run);
     jh__dwarf_free(&dw);

@@ -26,6 +26,17 @@ nside=$(grep -c '^\[TRACE  *[0-9]* (' "$T/jv")
 [ "$nside" -ge 1 ] || fail "no side trace: $(cat "$T/jv")"
 [ "$(grep -Ec ' patch +[0-9]+ +TRACE_1 hot\.lua:7 ' "$T/code")" = "$nside" ] ||
     { cat "$T/code"; fail "the parent was not patched once per side trace"; }
+# a patch logs the bytes the link rewrote (the branch to the side trace), not the whole
+# parent again, and the parent's code as logged then branches to the side trace
+"$CLI" log "$log" list >"$T/list" || fail "log list"
+read -r t1 t1size <<<"$(sed -n 's/.* code_add  *#[0-9]* TRACE_1 hot\.lua:7 0x\([0-9a-f]*\) \([0-9]*\) B.*/\1 \2/p' "$T/list")"
+t2=$(sed -n 's/.* code_add  *#[0-9]* TRACE_2 hot\.lua:9 0x\([0-9a-f]*\) .*/\1/p' "$T/list")
+plen=$(sed -n 's/.* code_patched #[0-9]* TRACE_1 hot\.lua:7 \([0-9]*\) B at 0x.*/\1/p' "$T/list" | sort -n | tail -1)
+[ -n "$t1" ] && [ -n "$t2" ] && [ -n "$plen" ] || { cat "$T/list"; fail "no TRACE_1, TRACE_2 or patch in the list"; }
+[ "$plen" -lt "$t1size" ] && [ "$plen" -le 64 ] ||
+    { grep code_patched "$T/list"; fail "a patch logged $plen bytes of the $t1size-byte parent"; }
+"$CLI" log "$log" show "TRACE_1 hot.lua:7" >"$T/show1" || fail "show TRACE_1"
+grep -Eq "j[a-z]+ +0x$t2\$" "$T/show1" || { cat "$T/show1"; fail "TRACE_1 as logged never branches to TRACE_2 (0x$t2)"; }
 # the flush removed everything: nothing live at the end
 grep -q ', 0 live at the end of the log' "$T/code" || { tail -3 "$T/code"; fail "code left live after jit.flush()"; }
 "$CLI" log "$log" show "TRACE_2 hot.lua:9" >"$T/show" || fail "show TRACE_2"

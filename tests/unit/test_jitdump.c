@@ -11,6 +11,7 @@
  *     untouched by the child;
  *   - two contexts in one process share one file; 4 threads per context announce at once:
  *     every function arrives as a whole unit, one CLOSE when the last context closes;
+ *   - records past the first 4 MiB window of the file, read while open and after close;
  *   - bad places: symlink, file owned by someone else, unwritable directory: jh_open still
  *     succeeds, the channel is off, the error reached the log callback.
  */
@@ -338,6 +339,61 @@ static void test_threads_two_contexts(void)
     munmap(code, 8 * 200 * 16);
 }
 
+/* The records go through a 4 MiB window of the file that moves along as it grows
+ * (src/channels/jitdump.c): 3,000 functions of 4 KiB, ~12 MiB, cross it twice and grow the
+ * file ~30 times. Read back while open (the zeros ahead: "not written yet", the records
+ * before them whole) and after jh_close (trimmed to the last record): every LOAD carries
+ * its function's own bytes, in order. */
+static void test_window(void)
+{
+    enum { N = 3000, SZ = 4096 };
+    uint8_t *code = mmap(NULL, (size_t)N * SZ, PROT_READ | PROT_WRITE | PROT_EXEC,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(code != MAP_FAILED);
+    jh_ctx *c = open_ctx(dir);
+    CHECK_EQ(jh_channels(c), JH_JITDUMP);
+    for (int i = 0; i < N; i++) {
+        uint8_t *p = code + (size_t)i * SZ;
+        size_t n = emit(p, SZ - 8);
+        memset(p + 4, i & 0xff, SZ - 8);    /* each function's bytes its own */
+        char name[32];
+        snprintf(name, sizeof name, "big%d", i);
+        CHECK_EQ(add(c, name, p, n, NULL), 0);
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/jit-%d.dump", dir, (int)getpid());
+    for (int closed = 0; closed < 2; closed++) {
+        uint8_t *data;
+        size_t len;
+        struct jhr_jd r;
+        CHECK_EQ(jhr_read_file(path, &data, &len), 0);
+        CHECK(len > (size_t)N * SZ);
+        CHECK_EQ(jhr_jd_open(&r, data, len), 0);
+        struct jhr_jd_rec rec;
+        int loads = 0, rc;
+        while ((rc = jhr_jd_next(&r, &rec)) > 0) {
+            if (rec.id != JH__JD_CODE_LOAD)
+                continue;
+            uintptr_t want = (uintptr_t)code + (size_t)loads * SZ;
+            CHECK_EQ(rec.u.load.code_addr, want);
+            CHECK_EQ(rec.u.load.code_size, SZ - 2);
+            CHECK(!memcmp(rec.u.load.code, (void *)want, SZ - 2));
+            loads++;
+        }
+        CHECK_EQ(rc, 0);
+        CHECK_EQ(loads, N);
+        if (!closed)
+            CHECK(r.unwritten > 0);         /* zeros written ahead, not yet trimmed */
+        else
+            CHECK_EQ(r.unwritten, 0);       /* trimmed: the file ends at CLOSE */
+        free(data);
+        if (!closed)
+            jh_close(c);
+    }
+    unlink(path);
+    munmap(code, (size_t)N * SZ);
+}
+
 int main(void)
 {
     if (!mkdtemp(dir)) {
@@ -346,6 +402,7 @@ int main(void)
     }
     test_channel();
     test_threads_two_contexts();
+    test_window();
     test_bad_places();
     rmdir(dir);
     return check_done();

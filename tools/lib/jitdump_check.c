@@ -534,7 +534,10 @@ static int walk(struct check *k)
         return jhr_jd_fail(k->r, k->have_dbg ? k->dbg.off : k->unw.off, "%s at the end of the "
                            "file with no LOAD after it", k->have_dbg ? "DEBUG_INFO" :
                            "UNWINDING_INFO");
-    if (!k->closed)
+    if (!k->closed && k->r->unwritten)
+        note(k, JHR_JDQ_NO_CLOSE, k->r->off, "no CLOSE record (%zu bytes not written yet "
+             "at offset 0x%zx)", k->r->unwritten, k->r->off);
+    else if (!k->closed)
         note(k, JHR_JDQ_NO_CLOSE, k->r->len, "no CLOSE record");
     return 0;
 }

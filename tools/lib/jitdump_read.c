@@ -173,6 +173,13 @@ int jhr_jd_next(struct jhr_jd *r, struct jhr_jd_rec *rec)
     rec->id = rd32(r, p);
     rec->total_size = rd32(r, p + 4);
     rec->timestamp = rd64(r, p + 8);
+    /* total_size 0: not written yet. jitherald stores a unit's first total_size last, into
+     * zeros written ahead (src/channels/jitdump.c): the writer is still running, or died
+     * there. perf's reader stops at it too. */
+    if (rec->total_size == 0) {
+        r->unwritten = left;
+        return 0;
+    }
     if (rec->total_size < JH__JD_PREFIX_SIZE)
         return jhr_jd_fail(r, r->off, "record id %" PRIu32 " has total_size %" PRIu32
                            ", smaller than its 16-byte prefix", rec->id, rec->total_size);

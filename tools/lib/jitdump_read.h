@@ -32,6 +32,7 @@ struct jhr_jd {
     const uint8_t *data;
     size_t len;
     size_t off;                 /* of the next record */
+    size_t unwritten;           /* bytes at the end from a total_size of 0: not written yet */
     bool swap;                  /* file is in the other byte order */
     struct {
         uint32_t magic, version, total_size, elf_mach, pad1, pid;
