@@ -25,7 +25,7 @@ demo_pkgs="gcc libc6-dev make linux-perf"
 test_pkgs="build-essential g++ clang make pkg-config binutils file procps psmisc util-linux man-db mandoc
     gdb lldb valgrind linux-perf
     llvm-14 llvm-14-dev clang-14 libunwind-14 libunwind-dev libmsgpack-dev libdw-dev libelf-dev libcapstone-dev zlib1g-dev
-    chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2
+    chromium fonts-dejavu-core luajit debuginfod elfutils bzip2 iproute2 strace
     g++-mingw-w64-x86-64-win32 wine wine64
     gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user gdb-multiarch
     nodejs erlang-base rakudo mono-runtime mono-4.0-gac php8.2-cli php8.2-opcache
