@@ -69,8 +69,9 @@
  * cost without a debugger (issue 30). While a debugger listens it saves stops: a function
  * costs two at least (its own image registered, later unregistered), and each merge one
  * more plus one per image merged later: 2.03 stops per function instead of 2.13, and gdb
- * 10-20% less CPU per module with LLVM's 5,000 one-function modules (bench/llvm.sh, issue
- * 30; up to 63 one-function objfiles more in gdb cost it less than the merges did). */
+ * ~10% less CPU per module with LLVM's one-function modules (pooled medians, within the
+ * load's noise round by round; docs/cost.md, "LLVM under gdb"): up to 63 one-function
+ * objfiles more in gdb cost it less than the merges did. */
 #define SINGLE_FANOUT 64
 #define NCLASS 4                /* < 16, < 256, < 4096, more: functions per image */
 #define LAZY_MIN 64             /* removals from images this big wait even under a debugger */
