@@ -5,17 +5,25 @@
 #    announced by LLVM's GDB registration listener (one in-memory object per module) or by
 #    the jitherald adapter (JITHERALD=gdb: the RuntimeDyld listener and the JITLink plugin,
 #    immediate mode; with no debugger listening it registers each object as it is, as
-#    LLVM's listener does, and under gdb it describes it into packed images). Alone: the CPU time of the thread inside the listener per module
-#    (the machine may be shared: its wall time counts whoever else ran), median of
-#    JH_BENCH_LLVM_REPEAT runs, and its ratio to LLVM's listener in the same run (issue 30:
-#    at most 2x). Under `gdb -batch -ex run`: the wall time inside the listener per module,
-#    which includes the debugger's stops, LLVM's over ours (issue 30: at least 10x at
-#    5,000), and gdb's peak memory (VmHWM). LLVM's listener is quadratic under gdb, so it
-#    runs there up to JH_BENCH_LLVM_MAX modules (default 5000); beyond, its per-module cost
-#    is extrapolated from a + b*N through the two largest measured points ("extrap.").
+#    LLVM's listener does, and under gdb it describes it into packed images).
+#    Alone: the CPU time of the thread inside the listener per module (the machine may be
+#    shared: its wall time counts whoever else ran), median of JH_BENCH_LLVM_REPEAT runs,
+#    the listeners taking turns run after run, and its ratio to LLVM's listener (issue 30:
+#    at most 2x).
+#    Under `gdb -batch -ex run`: the listeners take turns too, JH_BENCH_LLVM_GDB_REPEAT
+#    rounds; per module the wall time inside the listener, which includes the debugger's
+#    stops (issue 30: LLVM's at least 10x ours at 5,000), and the debugger's own CPU time
+#    over the loop (gdb's threads, read by the program from its tracer's /proc stat: what
+#    the registrations make gdb do, which the machine's load inflates far less than the
+#    wall time of the stops), medians of the rounds, the ratio of the medians and the
+#    range of the ratios round by round; gdb's peak memory (VmHWM). LLVM's listener is
+#    quadratic under gdb, so it runs there up to JH_BENCH_LLVM_MAX modules (default 5000);
+#    beyond, its per-module cost is extrapolated from a + b*N through the two largest
+#    measured points ("extrap.").
 #      JH_BENCH_LLVM_N="1000 5000 20000"   the N to run alone
-#      JH_BENCH_LLVM_GDB_N="1000 5000"     the N to run under gdb too
+#      JH_BENCH_LLVM_GDB_N="1000 5000"     the N to run under gdb
 #      JH_BENCH_LLVM_REPEAT=3              runs per point alone (the median counts; 1 past 5000)
+#      JH_BENCH_LLVM_GDB_REPEAT=3          rounds under gdb (1 past 5000)
 # 2. perf: the test JIT's hot loop (tests/programs/llvm/work.c, RuntimeDyld) recorded with
 #    LLVM's perf listener (createPerfJITEventListener) and with the adapter (JITHERALD=
 #    jitdump): `jitherald check` on both dumps, and after perf inject the share of the JIT
@@ -30,75 +38,114 @@ CLI=$B/jitherald
 [ -x "$MOD" ] && [ -x "$JIT" ] || { echo "LLVM adapter not built (llvm-14-dev, clang-14 missing?)"; exit 0; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 
-# "WALL LISTENER_US CPU_US" of a run of modules; under gdb also gdb's VmHWM in kB
-field() { sed -n 's/.* modules: \([0-9.]*\) s (listener \([0-9.]*\) us\/module, cpu \([0-9.]*\) us.*/\1 \2 \3/p' | tail -1; }
+# "WALL LISTENER_US CPU_US [DEBUGGER_CPU_US]" of a run of modules
+field() { sed -n 's/.* modules: \([0-9.]*\) s (listener \([0-9.]*\) us\/module, cpu \([0-9.]*\) us[^,]*, check [0-9-]*\(, debugger cpu \([0-9.]*\) us\)\{0,1\}.*/\1 \2 \3 \5/p' | tail -1; }
 alone() { JITHERALD=gdb "$MOD" "$1" "$2" 2>/dev/null | field; }
+# under gdb: "WALL LISTENER_US CPU_US DEBUGGER_CPU_US GDB_VMHWM_KB"
 under_gdb() {
     JITHERALD=gdb timeout 7200 gdb -q -nx -batch -ex run -ex 'shell grep VmHWM /proc/$PPID/status' \
         --args "$MOD" "$1" "$2" > "$T/gdb.out" 2>&1
-    echo "$(field < "$T/gdb.out") $(awk '/^VmHWM:/ { print $2 }' "$T/gdb.out")"
+    local f; f=$(field < "$T/gdb.out")
+    [ -n "$f" ] && echo "$f $(awk '/^VmHWM:/ { print $2 }' "$T/gdb.out")"
 }
-median() { # R cmd... -> the line whose field $K is the median of R runs
-    local r=$1 i; shift
-    for ((i = 0; i < r; i++)); do "$@"; echo; done | awk -v k="$K" 'BEGIN { n = 0 } NF >= 3 { l[n] = $0; v[n++] = $k }
+median() { # lines on stdin -> the line whose field $K is the median
+    awk -v k="$K" 'BEGIN { n = 0 } NF >= 3 { l[n] = $0; v[n++] = $k }
         END { for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (v[j] < v[i]) {
                   t = v[i]; v[i] = v[j]; v[j] = t; t = l[i]; l[i] = l[j]; l[j] = t }
               if (n) print l[int((n - 1) / 2)] }'
 }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
 REPEAT=${JH_BENCH_LLVM_REPEAT:-3}
-GDB_NS=" ${JH_BENCH_LLVM_GDB_N-1000 5000} "
+GDB_REPEAT=${JH_BENCH_LLVM_GDB_REPEAT:-3}
+GDB_NS=${JH_BENCH_LLVM_GDB_N-1000 5000}
 us() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v }'; }
 ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.1fx", a / b }'; }
-
-echo "Announcing N modules (one function each, with DWARF) to gdb: LLVM 14's GDB listener vs the adapter"
-printf '%6s | %-18s | %7s | %10s %7s | %9s %13s %8s | %7s\n' N listener "wall s" "alone cpu" "/LLVM" \
-    "gdb wall" "under gdb" "LLVM/us" "gdb peak"
-declare -A LIST ALONE
-pts=()
+label() { case $1 in llvm-gdb) echo "LLVM GDB listener" ;; jitherald) echo "jitherald RTDyld" ;;
+                     jitherald-link) echo "jitherald JITLink" ;; esac; }
 MODES="llvm-gdb jitherald jitherald-link"
+
+echo "Announcing N modules (one function each, with DWARF), no debugger: LLVM 14's GDB listener vs the adapter"
+echo "(load average before: $(load))"
+printf '%6s | %-18s | %7s | %10s %7s\n' N listener "wall s" "alone cpu" "/LLVM"
+declare -A RUNS
 for n in $NS; do
-    # alone: the modes take turns, run after run, so that a change in the machine's load
-    # falls on each alike; the median of each mode's runs counts
+    # the modes take turns, run after run, so that a change in the machine's load falls on
+    # each alike; the median of each mode's runs counts
     r=$REPEAT
     [ "$n" -gt 5000 ] && r=1
-    for mode in $MODES; do ALONE[$mode]=''; done
+    for mode in $MODES; do RUNS[$mode]=''; done
     for ((i = 0; i < r; i++)); do
-        for mode in $MODES; do ALONE[$mode]+="$(alone $mode "$n")"$'\n'; done
+        for mode in $MODES; do RUNS[$mode]+="$(alone $mode "$n")"$'\n'; done
     done
-    llvm_cpu='' llvm_gdb=''
+    llvm_cpu=''
     for mode in $MODES; do
-        case $mode in llvm-gdb) label="LLVM GDB listener" ;; jitherald) label="jitherald RTDyld" ;;
-                      jitherald-link) label="jitherald JITLink" ;; esac
-        read -r aw _ ac <<<"$(printf '%s' "${ALONE[$mode]}" | K=3 median 1 cat)"
+        read -r aw _ ac _ <<<"$(printf '%s' "${RUNS[$mode]}" | K=3 median)"
         [ $mode = llvm-gdb ] && llvm_cpu=${ac:-}
-        gw='' gl='' kb='' ext=''
-        if [[ $GDB_NS == *" $n "* ]]; then
-            if [ $mode = llvm-gdb ] && [ "$n" -gt "$LLVM_MAX" ]; then
-                if [ ${#pts[@]} -ge 2 ]; then      # a*N + b*N^2 in total: a + b*N per module
-                    gl=$(awk -v n1="${pts[-2]}" -v n2="${pts[-1]}" -v y1="${LIST[${pts[-2]}]}" \
-                          -v y2="${LIST[${pts[-1]}]}" -v n="$n" 'BEGIN { b = (y2 - y1) / (n2 - n1); a = y1 - b * n1
-                          if (b < 0) { b = 0; a = y2 }; printf "%.0f", a + b * n }')
-                    ext=" extrap."
-                fi
-            else
-                read -r gw gl _ kb <<<"$(under_gdb $mode "$n")"
-                if [ $mode = llvm-gdb ] && [ -n "${gl:-}" ]; then LIST[$n]=$gl; pts+=("$n"); fi
+        printf '%6s | %-18s | %7s | %7s us %7s\n' "$n" "$(label $mode)" "${aw:--}" \
+            "$(us "${ac:-}")" "$(ratio "${ac:-}" "$llvm_cpu")"
+    done
+done
+echo "(load average after: $(load); wall s: the whole run, LLVM's compile time included; alone"
+echo " cpu: CPU time of the thread inside the listener or plugin per module, median of $REPEAT"
+echo " interleaved runs up to 5000, one beyond; /LLVM: issue 30, at most 2x)"
+
+if [ -n "${GDB_NS// /}" ]; then
+echo
+echo "The same under \`gdb -batch -ex run\`, the listeners taking turns, $GDB_REPEAT rounds (1 past 5000)"
+echo "(load average before: $(load))"
+printf '%6s | %-18s | %11s %8s %-11s | %12s %8s | %8s\n' N listener "listener" "LLVM/us" "per round" \
+    "gdb cpu" "LLVM/us" "gdb peak"
+pts=() llvm_med=()
+declare -A LIST
+for n in $GDB_NS; do
+    r=$GDB_REPEAT
+    [ "$n" -gt 5000 ] && r=1
+    for mode in $MODES; do RUNS[$mode]=''; done
+    for ((i = 0; i < r; i++)); do
+        for mode in $MODES; do
+            [ $mode = llvm-gdb ] && [ "$n" -gt "$LLVM_MAX" ] && continue
+            RUNS[$mode]+="$(under_gdb $mode "$n")"$'\n'
+        done
+    done
+    llvm_w='' llvm_d='' ext=''
+    for mode in $MODES; do
+        gl='' gd='' kb='' rounds='-'
+        if [ $mode = llvm-gdb ] && [ "$n" -gt "$LLVM_MAX" ]; then
+            if [ ${#pts[@]} -ge 2 ]; then      # a*N + b*N^2 in total: a + b*N per module
+                gl=$(awk -v n1="${pts[-2]}" -v n2="${pts[-1]}" -v y1="${LIST[${pts[-2]}]}" \
+                      -v y2="${LIST[${pts[-1]}]}" -v n="$n" 'BEGIN { b = (y2 - y1) / (n2 - n1); a = y1 - b * n1
+                      if (b < 0) { b = 0; a = y2 }; printf "%.0f", a + b * n }')
+                ext=" extrap."
             fi
-            [ $mode = llvm-gdb ] && llvm_gdb=${gl:-}
+        else
+            read -r _ gl _ _ kb <<<"$(printf '%s' "${RUNS[$mode]}" | K=2 median)"
+            read -r _ _ _ gd _ <<<"$(printf '%s' "${RUNS[$mode]}" | K=4 median)"
         fi
-        printf '%6s | %-18s | %7s | %7s us %7s | %9s %10s us %8s | %7s\n' "$n" "$label" "${aw:--}" \
-            "$(us "${ac:-}")" "$(ratio "${ac:-}" "$llvm_cpu")" "${gw:--}" \
+        if [ $mode = llvm-gdb ]; then
+            llvm_w=${gl:-} llvm_d=${gd:-}
+            if [ -z "$ext" ] && [ -n "${gl:-}" ]; then LIST[$n]=$gl; pts+=("$n"); fi
+        elif [ -z "$ext" ] && [ -n "${RUNS[llvm-gdb]}" ]; then
+            # LLVM's run over ours in the same round: the least and the greatest
+            rounds=$(paste -d' ' <(printf '%s' "${RUNS[llvm-gdb]}" | awk 'NF >= 3 { print $2 }') \
+                                 <(printf '%s' "${RUNS[$mode]}" | awk 'NF >= 3 { print $2 }') |
+                     awk 'NF == 2 && $2 > 0 { v = $1 / $2; if (!n++ || v < lo) lo = v; if (n == 1 || v > hi) hi = v }
+                          END { if (n) printf "%.1f-%.1fx", lo, hi; else print "-" }')
+        fi
+        printf '%6s | %-18s | %8s us %8s %-11s | %9s us %8s | %8s\n' "$n" "$(label $mode)" \
             "$(awk -v v="${gl:-}" 'BEGIN { if (v == "") print "-"; else printf "%.0f", v }')$ext" \
-            "$([ $mode = llvm-gdb ] && echo - || ratio "$llvm_gdb" "${gl:-}")" \
+            "$([ $mode = llvm-gdb ] && echo - || ratio "$llvm_w" "${gl:-}")" "$rounds" \
+            "$(awk -v v="${gd:-}" 'BEGIN { if (v == "") print "-"; else printf "%.0f", v }')" \
+            "$([ $mode = llvm-gdb ] && echo - || ratio "$llvm_d" "${gd:-}")" \
             "$(awk -v k="${kb:-}" 'BEGIN { if (k == "") print "-"; else printf "%.0f MB", k / 1024 }')"
     done
 done
-echo "(wall s: the whole run alone, LLVM's compile time included; alone cpu: CPU time of the"
-echo " thread inside the listener or plugin per module, median of $REPEAT runs up to 5000 (issue 30:"
-echo " /LLVM at most 2x); under gdb: wall time inside the listener per module under"
-echo " \`gdb -batch -ex run\`, the debugger's stops included, one run; LLVM/us: LLVM's per module"
-echo " over ours (issue 30: at least 10x at 5000); gdb peak: gdb's VmHWM, libLLVM's symbols"
-echo " included; LLVM past $LLVM_MAX modules under gdb: a + b*N fitted through its last two points)"
+echo "(load average after: $(load); listener: wall time inside the listener per module, the"
+echo " debugger's stops included, median of the rounds; LLVM/us: LLVM's median over ours (issue 30:"
+echo " at least 10x at 5000); per round: the least and greatest of LLVM's over ours round by round;"
+echo " gdb cpu: gdb's CPU time (all its threads) over the loop per module, median; gdb peak: gdb's"
+echo " VmHWM, libLLVM's symbols included; LLVM past $LLVM_MAX modules: a + b*N fitted through its"
+echo " last two points)"
+fi
 
 # ---- 2. perf: LLVM's perf listener vs the adapter's jitdump ------------------------------
 command -v perf >/dev/null || { echo; echo "perf not installed: part 2 skipped"; exit 0; }

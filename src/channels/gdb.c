@@ -27,8 +27,8 @@
  *     them to fill an image) become one image of the next class; an image of `cap`
  *     functions (gdb_batch, default 1024) is full and only changes when its code is
  *     removed or moved. Live images stay below FANOUT per class + n/cap (n/(4 cap) while
- *     a debugger listens, below); without a debugger one-function images merge by
- *     QUIET_FANOUT, so that each function is encoded fewer times.
+ *     a debugger listens, below); one-function images merge by SINGLE_FANOUT, so that
+ *     each function is encoded fewer times and a debugger stops fewer times.
  *   - default, immediate: jh_code_add registers a one-function image before it returns,
  *     so a debugger attached now sees the function before it can run (pending
  *     breakpoints hit) and one attaching later finds it in the list. The merge registers
@@ -63,12 +63,16 @@
 
 /* ---- policy ---- */
 #define FANOUT 16
-/* One-function images merge by this many while no debugger listens (at most cap/16, so
- * that 16 of the merged images still fill a full one): each function is
- * encoded again twice on its way to a full image (64, 1024) instead of three times (16,
- * 256, 1024), which was a third of what an add cost (issue 30). A debugger attaching then
- * reads at most this many small images more; once it listens, they merge by FANOUT. */
-#define QUIET_FANOUT 64
+/* One-function images merge by this many (at most cap/16, so that 16 of the merged images
+ * still fill a full one): each function is encoded again twice on its way to a full image
+ * (64, 1024) instead of three times (16, 256, 1024), which was a third of what an add
+ * cost without a debugger (issue 30). While a debugger listens it saves stops: a function
+ * costs two at least (its own image registered, later unregistered), and each merge one
+ * more plus one per image merged later: 2.03 stops per function instead of 2.13, and gdb
+ * ~10% less CPU per module with LLVM's one-function modules (pooled medians, within the
+ * load's noise round by round; docs/cost.md, "LLVM under gdb"): up to 63 one-function
+ * objfiles more in gdb cost it less than the merges did. */
+#define SINGLE_FANOUT 64
 #define NCLASS 4                /* < 16, < 256, < 4096, more: functions per image */
 #define LAZY_MIN 64             /* removals from images this big wait even under a debugger */
 #define BIG 5                   /* the class of merged full images */
@@ -92,7 +96,7 @@ struct gdb_state {
     const struct jh__chan_env *env;
     size_t cap;                 /* functions per full image */
     size_t big_cap;             /* per merged full image (0: cap is too big to merge) */
-    size_t quiet_fanout;        /* QUIET_FANOUT, or less with a small cap (at most cap/16) */
+    size_t single_fanout;       /* SINGLE_FANOUT, or less with a small cap (at most cap/16) */
     bool defer;
     bool batch;                 /* inside a jh_code_remove_range: rebuilds wait for its end */
     struct jh__entry **pending;  /* deferred mode: added, not yet in any image */
@@ -263,8 +267,8 @@ static int maybe_merge(struct gdb_state *st, int c)
     for (; c < NCLASS; c++) {
         struct img *keep = st->newest && st->newest->cls == c ? st->newest : NULL;
         size_t cn = st->cls_n[c] - !!keep, cf = st->cls_fns[c] - (keep ? keep->n : 0);
-        size_t fanout = c == 0 && st->quiet_fanout > FANOUT && cn < st->quiet_fanout &&
-                        !jh__gdb_listening() ? st->quiet_fanout : FANOUT;
+        size_t fanout = c == 0 && st->single_fanout > FANOUT && cn < st->single_fanout
+                        ? st->single_fanout : FANOUT;
         if (cn < 2 || (cn < fanout && cf < st->cap))
             continue;
         size_t n = cf, k = 0, nd = 0;
@@ -647,7 +651,7 @@ static int gdb_open(const struct jh__chan_env *env, void **state)
     st->big_cap = st->cap * BIG_FANOUT < BIG_MAX ? st->cap * BIG_FANOUT : BIG_MAX;
     if (st->big_cap < 2 * st->cap)
         st->big_cap = 0;
-    st->quiet_fanout = st->cap / FANOUT < QUIET_FANOUT ? st->cap / FANOUT : QUIET_FANOUT;
+    st->single_fanout = st->cap / FANOUT < SINGLE_FANOUT ? st->cap / FANOUT : SINGLE_FANOUT;
     st->defer = o->defer;
     jh__gdb_warn_shadowed(env->diag);
     jh__diag(env->diag, JH_LOG_DEBUG, "gdb: %zu functions per image, %s", st->cap,

@@ -80,7 +80,7 @@ static void test_immediate(void)
     CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nview, N);
     /* 3000 = 2 full images of 1024 + classes below (no debugger: one-function images
-     * merge by 64, gdb.c's QUIET_FANOUT): far fewer images than functions */
+     * merge by 64, gdb.c's SINGLE_FANOUT): far fewer images than functions */
     printf("immediate: %d functions in %zu images\n", N, nimages);
     CHECK(nimages <= 2 + 63 + 2 * 15);
     int dup = 0;
