@@ -90,6 +90,8 @@ struct region {
     bool wabove;                /* those lie above the window's span (no arena), wm_cap bytes
                                    of metadata mapped */
     size_t wm_cap;
+    bool wcode;                 /* with wabove: the whole file is mapped there, from offset
+                                   0 (w0), the code's span included (jh__em_put_code) */
     struct jh__elfg_span *holes;    /* chunks sections moved out of, not yet punched out of
                                        the file (jh__em_punch: batched, EM_HOLES_BATCH) */
     size_t nholes, capholes;
@@ -319,6 +321,10 @@ void jh__em_eh_unmap(struct region *r, int k);
  * small, the file system cannot allocate ahead: pwrite then); a negative errno (full disk,
  * quota, file-size limit). */
 int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path);
+/* len code bytes at p into r's file at off (fd): stored through the shared mapping where
+ * it covers them and their pages are mapped from the file, else pwrite. 0 or an error. */
+int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, size_t len,
+                    uint64_t off);
 /* The mapping given back to the arena's reservation (the spans then go with pwrite). */
 void jh__em_wmap_drop(struct region *r);
 /* The chunks r's image moved out of, punched out of fd (its file) now: before the file's

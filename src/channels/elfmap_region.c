@@ -413,9 +413,10 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             /* only the new code: the rest of the file's page was right when it was mapped,
              * and announced code changed since has been written (jh_code_patched) */
             uintptr_t s0 = es[k]->node.start, e0 = s0 + es[k]->node.size;
-            uintptr_t from = a > s0 ? a : s0;
-            res = jh__em_write_text(m, fd, from, a + m->page < e0 ? a + m->page : e0,
-                                    off_of(m, r, from));
+            uintptr_t from = a > s0 ? a : s0, to = a + m->page < e0 ? a + m->page : e0;
+            res = jh__em_snapshot(m, from, to);
+            if (!res)
+                res = jh__em_put_code(m, r, fd, m->snap.p, to - from, off_of(m, r, from));
             continue;
         }
         uintptr_t lo = a, hi = a + m->page;
@@ -465,7 +466,7 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
     if (!err)
         err = jh__em_unsay(m, r, fd);
     if (!err)
-        err = jh__pwrite_all(fd, m->snap.p, len, off_of(m, r, addr));
+        err = jh__em_put_code(m, r, fd, m->snap.p, len, off_of(m, r, addr));
     if (err)
         return err;
     /* the new bytes change the image's build-id (written with its headers) */

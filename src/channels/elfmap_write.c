@@ -71,7 +71,7 @@ void jh__em_wmap_drop(struct region *r)
         for (int k = 0; k < 3; k++)
             jh__em_eh_unmap(r, k);
     }
-    r->wmap = r->wabove = false;
+    r->wmap = r->wabove = r->wcode = false;
     r->wmap_end = 0;
     r->w0 = r->wm = NULL;
     r->wm_cap = 0;
@@ -122,10 +122,24 @@ static int map_above(struct elfmap *m, struct region *r, int fd, uint64_t end)
 {
     uint64_t meta = r->img.s.meta_off;
     /* exactly the file's metadata: a page past the file's end faults for whoever reads it
-     * (a debugger through /proc/PID/mem, gcore), so a growth maps it all again */
+     * (a debugger through /proc/PID/mem, gcore), so a growth maps the new bytes past it */
     size_t cap = (size_t)(end - meta);
     jh__em_wmap_drop(r);
     uint8_t *at = (uint8_t *)(span_lo(r) + EM_SPAN);
+    /* The whole file where the address space allows, the code's span included: the code's
+     * bytes are then stored there too (jh__em_put_code), not written with a pwrite per
+     * function and per patch. Else the first page and the metadata alone. */
+    void *all = mmap(at, (size_t)end, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+                     fd, 0);
+    if (all == at) {
+        r->w0 = at;
+        r->wm = at + meta;
+        r->wm_cap = cap;
+        r->wabove = r->wcode = true;
+        return 0;
+    }
+    if (all != MAP_FAILED)
+        munmap(all, (size_t)end);   /* (an older kernel's hint taken elsewhere) */
     void *p0 = mmap(at, m->page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
     void *pm = p0 == at ? mmap(at + m->page, cap, PROT_READ | PROT_WRITE,
                                MAP_SHARED | MAP_FIXED_NOREPLACE, fd, (off_t)meta) : MAP_FAILED;
@@ -261,6 +275,23 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
 static void punch(int fd, uint64_t off, uint64_t len)
 {
     fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+}
+
+int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, size_t len,
+                    uint64_t off)
+{
+    /* Only the code's pages mapped from the file: those were written whole once (their
+     * blocks allocated: a store there never needs new space, so a full disk is never a
+     * SIGBUS), and the window's span lies below the metadata (off < meta). */
+    bool mapped = r->wcode && r->wmap && !r->frozen && !r->foreign && len &&
+                  off >= m->page && off + len <= m->page + EM_SPAN;
+    uintptr_t a = span_lo(r) + (uintptr_t)(off - m->page);     /* (off_of, inverted) */
+    for (uintptr_t pa = a - a % m->page; mapped && pa < a + len; pa += m->page)
+        mapped = is_mapped(m, r, pa);
+    if (!mapped)
+        return jh__pwrite_all(fd, p, len, off);
+    memcpy(r->w0 + off, p, len);
+    return 0;
 }
 
 /* One span into the file: through the mapping, else pwrite. */

@@ -6,6 +6,9 @@
  *   - a growth maps only the new chunks: every page of the metadata mapped before it is
  *     still mapped after it (/proc/self/pagemap: present), so its next store is no page
  *     fault (mapping all of it again cost a LuaJIT trace ~0.75 faults);
+ *   - above the window, the whole file is mapped there and a function's code and its
+ *     patches are stored through that mapping (no pwrite a function): the file holds the
+ *     live bytes after each add and each patch (what perf annotate shows);
  *   - chunks that sections moved out of wait to be punched until the file is done with
  *     (one call for adjacent chunks instead of one each), then hold no data: after
  *     jh_close, and in an older generation's file once a new one took its place.
@@ -23,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "elfmap_witness.h"
 #include "jitherald.h"
 
 #define AREA (64 * 1024)
@@ -76,6 +80,24 @@ static int meta_mapping(const char *path, uintptr_t *s, uintptr_t *e)
     if (f)
         fclose(f);
     return found;
+}
+
+/* The bytes of path mapped shared and writable from offset 0 (0: none). */
+static size_t whole_mapping(const char *path)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    size_t n = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long a, b, off;
+        char perms[5];
+        if (strstr(line, path) && sscanf(line, "%lx-%lx %4s %lx", &a, &b, perms, &off) == 4 &&
+            !strcmp(perms, "rw-s") && off == 0 && b - a > n)
+            n = b - a;
+    }
+    if (f)
+        fclose(f);
+    return n;
 }
 
 /* Is the page at a mapped (its page table entry present)? */
@@ -134,6 +156,8 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
     uintptr_t ms = 0, me = 0;
     uint8_t *was_present = calloc(1 << 16, 1);
     size_t top = AREA - 64;
+    static struct { uint8_t *p; size_t size; char name[48]; } fn[NFN];
+    int nfn = 0, patched = 0, bad_bytes = 0;
     *growths = 0;
     path[0] = 0;
     for (int i = 0; i < NFN; i++) {
@@ -150,8 +174,10 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
         p[size - 2] = 0x5d;
         p[size - 1] = 0xc3;
         mprotect(area, AREA, PROT_READ | PROT_EXEC);
-        char name[48];
-        snprintf(name, sizeof name, "fn_%d write.lua:%d", i, 10 + i);
+        char *name = fn[nfn].name;
+        snprintf(name, sizeof fn[nfn].name, "fn_%d write.lua:%d", i, 10 + i);
+        fn[nfn].p = p;
+        fn[nfn++].size = size;
         struct jh_line lines[3] = { { .offset = 0, .line = (uint32_t)(10 + i) },
                                     { .offset = 16, .line = (uint32_t)(11 + i) },
                                     { .offset = 32, .line = (uint32_t)(12 + i) } };
@@ -163,6 +189,19 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
         CHECK_EQ(jh_code_add(jh, &c, &id), 0);
         if (!path[0] && !image_path(p, path, plen))
             continue;
+        /* a side trace's link: a byte of an earlier function changed, then announced */
+        if (i % 3 == 2) {
+            uint8_t *q = fn[(i * 7) % (nfn - 1)].p;
+            mprotect(area, AREA, PROT_READ | PROT_WRITE);
+            q[8] ^= 0x01;                       /* (a nop becomes another one-byte op) */
+            mprotect(area, AREA, PROT_READ | PROT_EXEC);
+            CHECK_EQ(jh_code_patched(jh, q, 16), 0);
+            patched++;
+        }
+        for (int k = nfn - 1; k >= 0 && k >= nfn - 4; k--) {
+            struct ew_fn w = { fn[k].p, fn[k].size, fn[k].name };
+            bad_bytes += ew_check_one(&w, NULL, 0) != EW_OK;
+        }
         uintptr_t s, e;
         if (meta_mapping(path, &s, &e)) {
             if (ms && s == ms && e > me) {
@@ -190,6 +229,19 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
     printf("%s: %d growths of the metadata mapping, %d pages unmapped by them, %d chunks "
            "moved out of\n", path, *growths, lost, nfr);
     CHECK_EQ(lost, 0);
+    int named = 0;
+    for (int k = 0; k < nfn; k++) {
+        struct ew_fn w = { fn[k].p, fn[k].size, fn[k].name };
+        named += ew_check_one(&w, NULL, 0) == EW_OK;
+    }
+    size_t whole = whole_mapping(path);
+    printf("  %d of %d functions named with their live bytes (%d patches); the file mapped "
+           "whole from offset 0: %zu bytes\n", named, nfn, patched, whole);
+    CHECK_EQ(named, nfn);
+    CHECK_EQ(bad_bytes, 0);
+    CHECK(patched >= 10);
+    /* above the window the code's span is in the shared mapping (code stored there) */
+    CHECK_EQ(whole > (size_t)(2 << 20), above);
     CHECK(ms != 0);
     CHECK_EQ(ms > (uintptr_t)area, above);      /* the case meant */
     /* not punched yet (batched), then punched at jh_close */
