@@ -59,8 +59,10 @@ static int image_path(const void *p, char *out, size_t len)
     return found;
 }
 
-/* The shared, writable mapping of path's metadata (the largest rw-s one): 1 and [*s, *e). */
-static int meta_mapping(const char *path, uintptr_t *s, uintptr_t *e)
+/* The largest shared, writable mapping of path from offset 0 (the whole file, above the
+ * window) or from another offset (the metadata): 1 and [*s, *e). (The metadata's part of a
+ * whole mapping is a mapping of its own: it is advised MADV_RANDOM.) */
+static int rw_shared(const char *path, bool from0, uintptr_t *s, uintptr_t *e)
 {
     FILE *f = fopen("/proc/self/maps", "r");
     char line[1024];
@@ -69,7 +71,7 @@ static int meta_mapping(const char *path, uintptr_t *s, uintptr_t *e)
         unsigned long a, b, off;
         char perms[5];
         if (!strstr(line, path) || sscanf(line, "%lx-%lx %4s %lx", &a, &b, perms, &off) != 4 ||
-            strcmp(perms, "rw-s") || off == 0)
+            strcmp(perms, "rw-s") || (off == 0) != from0)
             continue;
         if (!found || b - a > *e - *s) {
             *s = a;
@@ -80,24 +82,6 @@ static int meta_mapping(const char *path, uintptr_t *s, uintptr_t *e)
     if (f)
         fclose(f);
     return found;
-}
-
-/* The bytes of path mapped shared and writable from offset 0 (0: none). */
-static size_t whole_mapping(const char *path)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[1024];
-    size_t n = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long a, b, off;
-        char perms[5];
-        if (strstr(line, path) && sscanf(line, "%lx-%lx %4s %lx", &a, &b, perms, &off) == 4 &&
-            !strcmp(perms, "rw-s") && off == 0 && b - a > n)
-            n = b - a;
-    }
-    if (f)
-        fclose(f);
-    return n;
 }
 
 /* Is the page at a mapped (its page table entry present)? */
@@ -203,7 +187,7 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
             bad_bytes += ew_check_one(&w, NULL, 0) != EW_OK;
         }
         uintptr_t s, e;
-        if (meta_mapping(path, &s, &e)) {
+        if (rw_shared(path, false, &s, &e)) {
             if (ms && s == ms && e > me) {
                 (*growths)++;
                 for (uintptr_t a = ms; a < me; a += pg)
@@ -234,7 +218,8 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
         struct ew_fn w = { fn[k].p, fn[k].size, fn[k].name };
         named += ew_check_one(&w, NULL, 0) == EW_OK;
     }
-    size_t whole = whole_mapping(path);
+    uintptr_t ws = 0, we = 0;
+    size_t whole = rw_shared(path, true, &ws, &we) ? we - ws : 0;
     printf("  %d of %d functions named with their live bytes (%d patches); the file mapped "
            "whole from offset 0: %zu bytes\n", named, nfn, patched, whole);
     CHECK_EQ(named, nfn);
