@@ -309,6 +309,7 @@ static void elfmap_off(void *state)
     /* Not under the JIT's code lock: RWX pages stay mapped from the files (private,
      * copy-on-write: every write kept, never shared with a fork child), as at jh_close. */
     m->unlocked = true;
+    m->maps_checked = false;        /* (a hook of its own: nothing found before holds) */
     for (size_t i = 0; i < m->nreg; i++)
         jh__em_region_unswap_all(m, m->reg[i]);
 }

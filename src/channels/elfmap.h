@@ -47,6 +47,9 @@
 #define EM_KEEP_FILES 256
 #define EM_KEEP_BYTES ((uint64_t)64 << 20)
 
+/* Freed chunks waiting to be punched out of an image file (elfmap_write.c, punch). */
+#define EM_HOLES_BATCH ((uint64_t)1 << 20)
+
 /* A function that was in this generation's image and is gone: its symbol stays in the file
  * (perf may still have samples of it); new code over its bytes needs a new generation. */
 struct tomb {
@@ -87,6 +90,12 @@ struct region {
     bool wabove;                /* those lie above the window's span (no arena), wm_cap bytes
                                    of metadata mapped */
     size_t wm_cap;
+    bool wcode;                 /* with wabove: the whole file is mapped there, from offset
+                                   0 (w0), the code's span included (jh__em_put_code) */
+    struct jh__elfg_span *holes;    /* chunks sections moved out of, not yet punched out of
+                                       the file (jh__em_punch: batched, EM_HOLES_BATCH) */
+    size_t nholes, capholes;
+    uint64_t hole_bytes;
     dev_t dev;
     ino_t ino;
 };
@@ -118,6 +127,9 @@ struct elfmap {
     size_t page;
     struct jh__kfd maps;        /* /proc/self/maps: jh__em_maps() before each use */
     bool maps_checked;          /* proven ours in this hook already (reset by each hook) */
+    uintptr_t files_lo, files_hi;   /* found mapped from our files by a look at the mappings
+                                   in this hook, since which elfmap mapped nothing over code
+                                   (jh__em_ours need not look again) */
     bool valgrind;              /* running under valgrind: see elfmap_region.c, publish() */
     bool bti;                   /* the CPU enforces BTI: pages may be PROT_BTI (code_prot) */
     bool freeze;                /* no image file changes once written: a change to a window
@@ -309,8 +321,15 @@ void jh__em_eh_unmap(struct region *r, int k);
  * small, the file system cannot allocate ahead: pwrite then); a negative errno (full disk,
  * quota, file-size limit). */
 int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path);
+/* len code bytes at p into r's file at off (fd): stored through the shared mapping where
+ * it covers them and their pages are mapped from the file, else pwrite. 0 or an error. */
+int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, size_t len,
+                    uint64_t off);
 /* The mapping given back to the arena's reservation (the spans then go with pwrite). */
 void jh__em_wmap_drop(struct region *r);
+/* The chunks r's image moved out of, punched out of fd (its file) now: before the file's
+ * size on disk counts (kept generations) and when it is closed. */
+void jh__em_punch(struct region *r, int fd);
 /* Under valgrind: a page for an image's R+W segment, reserved (NULL: none left, reported);
  * given back at retirement; all of them freed at close. */
 void *jh__em_rw_get(struct elfmap *m);

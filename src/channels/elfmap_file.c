@@ -105,6 +105,7 @@ int jh__em_maps(struct elfmap *m)
 {
     if (m->maps_checked && m->maps.fd >= 0)
         return m->maps.fd;
+    m->files_lo = m->files_hi = 0;      /* (a new hook: what was found may have changed) */
     int fd = jh__kfd_get(&m->maps, NULL, 0);
     if (fd < 0)     /* not opened yet, or closed by the program: this process's, anew */
         fd = jh__kfd_keep(&m->maps, open("/proc/self/maps", O_RDONLY | O_CLOEXEC));
@@ -258,14 +259,34 @@ static bool rwx_ok(const struct elfmap *m)
     return o && o->code_rwx && !m->unlocked;
 }
 
+/*
+ * A look at the mappings is an ioctl (PROCMAP_QUERY) or a read of /proc/self/maps. A hook
+ * looks at a new function's pages to see whether they may be mapped over (image), then
+ * whether those mapped from the file still are (jh__em_region_add): for LuaJIT, two looks at
+ * the same page per trace. The first answers the second, as long as elfmap has mapped
+ * nothing over code in between (jh__em_map_run, jh__em_unswap forget it) and within one
+ * hook (jh__em_maps forgets it at the next): the JIT changes its code's mappings only
+ * between hooks (the contract: under its code lock).
+ */
 enum jh__vma_verdict jh__em_check(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
-    return jh__vma_check(jh__em_maps(m), lo, hi, jh__em_own_file, m, rwx_ok(m));
+    bool files;
+    int fd = jh__em_maps(m);
+    enum jh__vma_verdict v = jh__vma_check_files(fd, lo, hi, jh__em_own_file, m, rwx_ok(m),
+                                                 &files);
+    if (files) {
+        m->files_lo = lo;
+        m->files_hi = hi;
+    }
+    return v;
 }
 
 bool jh__em_ours(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
-    return jh__vma_own(jh__em_maps(m), lo, hi, jh__em_own_file, m, rwx_ok(m));
+    int fd = jh__em_maps(m);
+    if (lo >= m->files_lo && hi <= m->files_hi)
+        return true;
+    return jh__vma_own(fd, lo, hi, jh__em_own_file, m, rwx_ok(m));
 }
 
 /* What the code's pages have beyond r-x that an image mapped over them must keep: arm64's
@@ -312,6 +333,7 @@ int jh__em_map_run(struct elfmap *m, int fd, const char *path, uintptr_t lo, uin
     jh__elfmap_swap_hook_fn *hook = atomic_load(&swap_hook);
     if (hook)
         hook(atomic_load(&swap_hook_arg), lo, hi);
+    m->files_lo = m->files_hi = 0;
     int err = jh__swap_pages(lo, hi - lo, fd, (off_t)off, m->snap.p, prot);
     if (err == -EBUSY) {
         /* mseal(2)ed code: those pages stay as they are, the rest of the code is named */
@@ -348,6 +370,7 @@ void jh__em_unswap(struct elfmap *m, uintptr_t lo, uintptr_t hi)
 {
     if (!jh__em_ours(m, lo, hi))
         return;
+    m->files_lo = m->files_hi = 0;
     /* One mapping at a time where pages may differ in PROT_BTI (swapped at two times). */
     for (uintptr_t a = lo, s, e; a < hi; a = e) {
         e = hi;

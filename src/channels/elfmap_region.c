@@ -98,6 +98,7 @@ static void drop_file(struct elfmap *m, struct region *r)
 {
     struct stat st;
     int fd = r->fd.fd >= 0 ? region_fd(r) : -1;
+    jh__em_punch(r, r->foreign ? -1 : fd);
     uint64_t bytes = fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
     jh__kfd_close(&r->fd);
     jh__elfg_free(&r->img);
@@ -242,6 +243,8 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     res = map_runs(m, &nr, fd, path);
 
     drop_file(m, r);                    /* the previous generation, if any */
+    nr.nholes = 0;                      /* (punched there: the vector is kept) */
+    nr.hole_bytes = 0;
     free(r->mapped);
     nr.fd = kfd;
     nr.path = strdup(path);
@@ -275,6 +278,9 @@ static int restart(struct elfmap *m, struct region *r)
         jh__elfg_free(&img);
         return err == -ENOMEM ? err : 1;
     }
+    /* the new image lays its chunks out from the start again: the old one's freed chunks
+     * may be its live ones, punched now or never */
+    jh__em_punch(r, region_fd(r));
     jh__elfg_free(&r->img);
     r->img = img;
     r->ntombs = 0;
@@ -407,9 +413,10 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             /* only the new code: the rest of the file's page was right when it was mapped,
              * and announced code changed since has been written (jh_code_patched) */
             uintptr_t s0 = es[k]->node.start, e0 = s0 + es[k]->node.size;
-            uintptr_t from = a > s0 ? a : s0;
-            res = jh__em_write_text(m, fd, from, a + m->page < e0 ? a + m->page : e0,
-                                    off_of(m, r, from));
+            uintptr_t from = a > s0 ? a : s0, to = a + m->page < e0 ? a + m->page : e0;
+            res = jh__em_snapshot(m, from, to);
+            if (!res)
+                res = jh__em_put_code(m, r, fd, m->snap.p, to - from, off_of(m, r, from));
             continue;
         }
         uintptr_t lo = a, hi = a + m->page;
@@ -459,7 +466,7 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
     if (!err)
         err = jh__em_unsay(m, r, fd);
     if (!err)
-        err = jh__pwrite_all(fd, m->snap.p, len, off_of(m, r, addr));
+        err = jh__em_put_code(m, r, fd, m->snap.p, len, off_of(m, r, addr));
     if (err)
         return err;
     /* the new bytes change the image's build-id (written with its headers) */
@@ -519,6 +526,7 @@ void jh__em_region_retire(struct elfmap *m, struct region *r)
     jh__em_arena_free(r);
     jh__em_rw_put(m, r->rw);
     drop_file(m, r);
+    free(r->holes);
     free(r->mapped);
     free(r->tombs);
     free(r);
@@ -528,6 +536,9 @@ void jh__em_region_close(struct elfmap *m, struct region *r)
 {
     (void)m;                        /* (its R+W page goes with the arenas) */
     jh__em_arena_free(r);
+    if (r->nholes && !r->foreign)
+        jh__em_punch(r, region_fd(r));
+    free(r->holes);
     jh__kfd_close(&r->fd);
     jh__elfg_free(&r->img);
     free(r->path);

@@ -40,10 +40,12 @@
 #include <linux/falloc.h>
 #include <linux/magic.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
 
+#include "base/vec.h"
 #include "channels/elfmap.h"
 
 /* Where file range [off, off+len) lies in r's shared mappings; NULL: outside them. */
@@ -69,7 +71,7 @@ void jh__em_wmap_drop(struct region *r)
         for (int k = 0; k < 3; k++)
             jh__em_eh_unmap(r, k);
     }
-    r->wmap = r->wabove = false;
+    r->wmap = r->wabove = r->wcode = false;
     r->wmap_end = 0;
     r->w0 = r->wm = NULL;
     r->wm_cap = 0;
@@ -120,10 +122,24 @@ static int map_above(struct elfmap *m, struct region *r, int fd, uint64_t end)
 {
     uint64_t meta = r->img.s.meta_off;
     /* exactly the file's metadata: a page past the file's end faults for whoever reads it
-     * (a debugger through /proc/PID/mem, gcore), so a growth maps it all again */
+     * (a debugger through /proc/PID/mem, gcore), so a growth maps the new bytes past it */
     size_t cap = (size_t)(end - meta);
     jh__em_wmap_drop(r);
     uint8_t *at = (uint8_t *)(span_lo(r) + EM_SPAN);
+    /* The whole file where the address space allows, the code's span included: the code's
+     * bytes are then stored there too (jh__em_put_code), not written with a pwrite per
+     * function and per patch. Else the first page and the metadata alone. */
+    void *all = mmap(at, (size_t)end, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+                     fd, 0);
+    if (all == at) {
+        r->w0 = at;
+        r->wm = at + meta;
+        r->wm_cap = cap;
+        r->wabove = r->wcode = true;
+        return 0;
+    }
+    if (all != MAP_FAILED)
+        munmap(all, (size_t)end);   /* (an older kernel's hint taken elsewhere) */
     void *p0 = mmap(at, m->page, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
     void *pm = p0 == at ? mmap(at + m->page, cap, PROT_READ | PROT_WRITE,
                                MAP_SHARED | MAP_FIXED_NOREPLACE, fd, (off_t)meta) : MAP_FAILED;
@@ -142,7 +158,34 @@ static int map_above(struct elfmap *m, struct region *r, int fd, uint64_t end)
     return 0;
 }
 
-/* In the arena (see the top of this file): 0, or 2 (a mapping failed). */
+/*
+ * A growth of an image mapped above its span (see map_above): only the new bytes are mapped,
+ * right after the old ones (the kernel merges the two into one mapping), so that the pages
+ * written so far keep their page tables: mapping it all again made every page's next store
+ * a fault (a LuaJIT trace's stores went through ~0.75 faults, 4 us, docs/cost.md). 1: the
+ * address space past it is not free (nothing of the program's is ever replaced): all of it
+ * is mapped again elsewhere than above, by map_above's caller falling back.
+ */
+static int grow_above(struct elfmap *m, struct region *r, int fd, uint64_t end)
+{
+    uint64_t meta = r->img.s.meta_off;
+    size_t cap = (size_t)(end - meta), add = cap - r->wm_cap;
+    if (cap <= r->wm_cap || r->wm_cap % m->page)
+        return 1;
+    uint8_t *at = r->wm + r->wm_cap;
+    void *p = mmap(at, add, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd,
+                   (off_t)(meta + r->wm_cap));
+    if (p != at) {
+        if (p != MAP_FAILED)
+            munmap(p, add);         /* (an older kernel's hint taken elsewhere) */
+        return 1;
+    }
+    r->wm_cap = cap;
+    return 0;
+}
+
+/* In the arena (see the top of this file): 0, or 2 (a mapping failed). Growing (!whole),
+ * only the bytes past the old end are mapped (as grow_above, for the same reason). */
 static int map_arena(struct elfmap *m, struct region *r, int fd, uint64_t end, bool whole)
 {
     uint64_t meta = r->img.s.meta_off;
@@ -150,12 +193,13 @@ static int map_arena(struct elfmap *m, struct region *r, int fd, uint64_t end, b
      * mapping, and the one a core dump holds), shared and writable at its top (where the
      * headers and the note are written); the metadata shared and writable in between. */
     uintptr_t at = r->arena + m->page, top = r->arena + r->arena_len - m->page;
+    uint64_t from = whole ? 0 : r->wmap_end - meta;
     bool failed = (whole && (mmap((void *)r->arena, m->page, PROT_READ, MAP_PRIVATE | MAP_FIXED,
                                   fd, 0) == MAP_FAILED ||
                              mmap((void *)top, m->page, PROT_READ | PROT_WRITE,
                                   MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)) ||
-                  mmap((void *)at, end - meta, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-                       fd, (off_t)meta) == MAP_FAILED;
+                  mmap((void *)(at + from), end - meta - from, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_FIXED, fd, (off_t)(meta + from)) == MAP_FAILED;
     r->eh_at[2] = r->arena;
     r->eh_len[2] = m->page;
     r->eh_at[1] = top;
@@ -190,8 +234,16 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     int err = whole ? allocate(fd, 0, m->page) : 0;
     if (!err)
         err = allocate(fd, whole ? meta : r->wmap_end, end);
-    if (!err)
-        err = arena ? map_arena(m, r, fd, end, whole) : map_above(m, r, fd, end);
+    /* the offset from which the file is newly mapped (growing: its new bytes only) */
+    uint64_t from = whole ? meta : r->wmap_end;
+    if (!err && !arena) {
+        if (whole || !r->wabove || grow_above(m, r, fd, end) != 0) {
+            from = meta;
+            err = map_above(m, r, fd, end);
+        }
+    } else if (!err) {
+        err = map_arena(m, r, fd, end, whole);
+    }
     if (err) {
         if (err == 2)
             jh__em_report_once(m, R_EH, "cannot map %s to write it: %s (written with pwrite)",
@@ -204,9 +256,41 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     /* A store into a page the cache does not hold yet is a read fault first, and the
      * kernel would read ahead around it (up to 128 KiB of zeros from unwritten extents on
      * ext4: measured, page faults took 11% of a LuaJIT run's CPU) */
-    madvise(r->wm, r->wabove ? r->wm_cap : (size_t)(end - meta), MADV_RANDOM);
+    madvise(r->wm + (from - meta), (size_t)(end - from), MADV_RANDOM);
     r->wmap = true;
     r->wmap_end = end;
+    return 0;
+}
+
+/*
+ * Chunks sections moved out of: their blocks given back (the file keeps its size; a file
+ * system that cannot punch holes keeps the bytes, which nothing reads). Nothing is ever
+ * written there again (chunks move to the file's end), so the punching waits: each punch
+ * is an extent-tree change in the journal, ~50 us on ext4, and a section moving every few
+ * dozen LuaJIT traces made it 6% of a run's CPU. Batched, adjacent chunks (sections moving
+ * one after the other) go in one call: when EM_HOLES_BATCH bytes wait, when the file is
+ * done with (a new generation, the window retired: before its size on disk is counted)
+ * and at jh_close. A process that dies meanwhile leaves at most that much more on disk.
+ */
+static void punch(int fd, uint64_t off, uint64_t len)
+{
+    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+}
+
+int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, size_t len,
+                    uint64_t off)
+{
+    /* Only the code's pages mapped from the file: those were written whole once (their
+     * blocks allocated: a store there never needs new space, so a full disk is never a
+     * SIGBUS), and the window's span lies below the metadata (off < meta). */
+    bool mapped = r->wcode && r->wmap && !r->frozen && !r->foreign && len &&
+                  off >= m->page && off + len <= m->page + EM_SPAN;
+    uintptr_t a = span_lo(r) + (uintptr_t)(off - m->page);     /* (off_of, inverted) */
+    for (uintptr_t pa = a - a % m->page; mapped && pa < a + len; pa += m->page)
+        mapped = is_mapped(m, r, pa);
+    if (!mapped)
+        return jh__pwrite_all(fd, p, len, off);
+    memcpy(r->w0 + off, p, len);
     return 0;
 }
 
@@ -239,14 +323,38 @@ int jh__em_sync(struct elfmap *m, struct region *r, struct jh__elfg *img, int fd
         if (err)
             return err;
     }
-    /* Chunks sections moved out of: give their blocks back (the file keeps its size; a file
-     * system that cannot punch holes keeps the bytes, which nothing reads). */
     n = jh__elfg_freed(img, v);
-    for (int i = 0; i < n; i++)
-        fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)v[i].off,
-                  (off_t)v[i].len);
+    for (int i = 0; i < n; i++) {
+        if (!r || JH__VEC_RESERVE(r->holes, r->capholes, r->nholes + 1))
+            punch(fd, v[i].off, v[i].len);
+        else
+            r->holes[r->nholes++] = v[i], r->hole_bytes += v[i].len;
+    }
+    if (r && r->hole_bytes >= EM_HOLES_BATCH)
+        jh__em_punch(r, fd);
     jh__elfg_synced(img);
     return 0;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+    uint64_t x = ((const struct jh__elfg_span *)a)->off, y = ((const struct jh__elfg_span *)b)->off;
+    return (x > y) - (x < y);
+}
+
+void jh__em_punch(struct region *r, int fd)
+{
+    qsort(r->holes, r->nholes, sizeof *r->holes, cmp_span);
+    for (size_t i = 0, k; i < r->nholes; i = k) {
+        uint64_t end = r->holes[i].off + r->holes[i].len;
+        for (k = i + 1; k < r->nholes && r->holes[k].off <= end; k++)
+            end = end > r->holes[k].off + r->holes[k].len ? end
+                : r->holes[k].off + r->holes[k].len;
+        if (fd >= 0)
+            punch(fd, r->holes[i].off, end - r->holes[i].off);
+    }
+    r->nholes = 0;
+    r->hole_bytes = 0;
 }
 
 int jh__em_unsay(struct elfmap *m, struct region *r, int fd)

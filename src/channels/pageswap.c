@@ -84,7 +84,8 @@ struct want {
     void *arg;
     bool need_file;
     bool rwx;                   /* writable pages may be mapped over (JH_OPT_CODE_RWX) */
-    unsigned seen;              /* out: 1 a writable VMA was met, 2 a read-only one */
+    unsigned seen;              /* out: 1 a writable VMA was met, 2 a read-only one, 4 an
+                                   anonymous one */
 };
 
 static enum jh__vma_verdict judge(const struct vma *v, struct want *w)
@@ -99,7 +100,7 @@ static enum jh__vma_verdict judge(const struct vma *v, struct want *w)
         return JH_VMA_NOT_RX;
     if (v->shared)
         return JH__VMA_SHARED;
-    w->seen |= v->w ? 1 : 2;
+    w->seen |= (v->w ? 1 : 2) | (v->ino ? 0 : 4);
     if (v->ino ? !w->own || !w->own(w->arg, v->dev, v->ino) : v->named)
         return JH__VMA_FOREIGN;
     return JH__VMA_OK;
@@ -114,10 +115,20 @@ static bool anon_name(const char *name)
 /* 1: answered, 0: the ioctl is not available, <0: error. */
 static int query_one(int fd, uintptr_t addr, struct vma *v)
 {
+    /* The name only tells anonymous memory apart ([heap], [anon:NAME]): a file's mapping is
+     * judged by its inode. So it is asked for only then, in a second query: for a file the
+     * kernel would build its path (d_path) and copy a 4 KiB buffer for nothing, half of
+     * what the ioctl cost (LuaJIT: two queries a trace, each into a mapping of our file). */
     char name[4096];            /* too small a buffer fails the query: ENAMETOOLONG */
-    struct procmap_query q = { .size = sizeof q, .query_addr = addr,
-                               .vma_name_size = sizeof name, .vma_name_addr = (uintptr_t)name };
-    if (ioctl(fd, PROCMAP_QUERY, &q) != 0) {
+    struct procmap_query q = { .size = sizeof q, .query_addr = addr };
+    int err = ioctl(fd, PROCMAP_QUERY, &q);
+    if (!err && !q.inode) {
+        q = (struct procmap_query){ .size = sizeof q, .query_addr = addr,
+                                    .vma_name_size = sizeof name,
+                                    .vma_name_addr = (uintptr_t)name };
+        err = ioctl(fd, PROCMAP_QUERY, &q);
+    }
+    if (err != 0) {
         if (errno == ENOENT)
             return -ENOENT;
         return errno == ENOTTY || errno == EINVAL || errno == EOPNOTSUPP ? 0 : -errno;
@@ -261,8 +272,18 @@ static enum jh__vma_verdict check(int maps_fd, uintptr_t lo, uintptr_t hi, struc
 enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
                                   jh__own_file_fn *own, void *arg, bool rwx)
 {
+    return jh__vma_check_files(maps_fd, lo, hi, own, arg, rwx, NULL);
+}
+
+enum jh__vma_verdict jh__vma_check_files(int maps_fd, uintptr_t lo, uintptr_t hi,
+                                        jh__own_file_fn *own, void *arg, bool rwx,
+                                        bool *files)
+{
     struct want w = { own, arg, false, rwx, 0 };
-    return check(maps_fd, lo, hi, &w);
+    enum jh__vma_verdict v = check(maps_fd, lo, hi, &w);
+    if (files)
+        *files = v == JH__VMA_OK && !(w.seen & 4);
+    return v;
 }
 
 bool jh__vma_own(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *own, void *arg,
@@ -277,7 +298,8 @@ int jh__vma_writable(int maps_fd, uintptr_t lo, uintptr_t hi, jh__own_file_fn *o
     struct want w = { own, arg, false, true, 0 };
     if (check(maps_fd, lo, hi, &w) != JH__VMA_OK)
         return -1;
-    return w.seen == 1 ? 1 : w.seen == 2 ? 0 : -1;
+    unsigned rw = w.seen & 3;
+    return rw == 1 ? 1 : rw == 2 ? 0 : -1;
 }
 
 int jh__vma_bounds(int maps_fd, uintptr_t addr, uintptr_t *start, uintptr_t *end)

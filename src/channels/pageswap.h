@@ -43,6 +43,11 @@ typedef bool jh__own_file_fn(void *arg, dev_t dev, ino_t ino);
  */
 enum jh__vma_verdict jh__vma_check(int maps_fd, uintptr_t lo, uintptr_t hi,
                                   jh__own_file_fn *own, void *arg, bool rwx);
+/* jh__vma_check, and *files: whether all of [lo, hi) passed as mappings of own()'s files
+ * (what jh__vma_own would say, from the same look at the mappings). */
+enum jh__vma_verdict jh__vma_check_files(int maps_fd, uintptr_t lo, uintptr_t hi,
+                                        jh__own_file_fn *own, void *arg, bool rwx,
+                                        bool *files);
 /* Is every page of [lo, hi) still a private, r-x mapping of a file own() accepts (not
  * anonymous, not writable)? A page once swapped may since have been unmapped by the JIT and
  * mapped anew, made writable, or given back to anonymous memory. */

@@ -1,0 +1,287 @@
+/*
+ * test_elfmap_write.c — how an elfmap image's metadata reaches its file as it grows
+ * (src/channels/elfmap_write.c), function after function in one 64 KiB area (LuaJIT's
+ * pattern), for both places the writable mapping of the metadata can lie: in the window's
+ * arena below the code, and above the window (code where no arena fits: LuaJIT's).
+ *   - a growth maps only the new chunks: every page of the metadata mapped before it is
+ *     still mapped after it (/proc/self/pagemap: present), so its next store is no page
+ *     fault (mapping all of it again cost a LuaJIT trace ~0.75 faults);
+ *   - above the window, the whole file is mapped there and a function's code and its
+ *     patches are stored through that mapping (no pwrite a function): the file holds the
+ *     live bytes after each add and each patch (what perf annotate shows);
+ *   - chunks that sections moved out of wait to be punched until the file is done with
+ *     (one call for adjacent chunks instead of one each), then hold no data: after
+ *     jh_close, and in an older generation's file once a new one took its place.
+ * The file itself is the witness: its section headers (read as a tool reads them) say
+ * where each section's chunk is; SEEK_DATA says what holds blocks.
+ */
+#include <elf.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "elfmap_witness.h"
+#include "jitherald.h"
+
+#define AREA (64 * 1024)
+#define NFN 250
+#define MAXSEC 64
+#define MAXFREED 512
+
+static char dir[64];
+static size_t pg;
+static const char *const files[] = { "write.lua" };
+
+/* The file mapped at address p (the image that names the code there): 1 and its path. */
+static int image_path(const void *p, char *out, size_t len)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    int found = 0;
+    while (!found && f && fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        char *slash = strchr(line, '/');
+        if (sscanf(line, "%lx-%lx", &a, &b) == 2 && a <= (uintptr_t)p && (uintptr_t)p < b &&
+            slash && strstr(slash, dir) == slash) {
+            snprintf(out, len, "%s", slash);
+            out[strcspn(out, "\n")] = 0;
+            found = 1;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* The largest shared, writable mapping of path from offset 0 (the whole file, above the
+ * window) or from another offset (the metadata): 1 and [*s, *e). (The metadata's part of a
+ * whole mapping is a mapping of its own: it is advised MADV_RANDOM.) */
+static int rw_shared(const char *path, bool from0, uintptr_t *s, uintptr_t *e)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024];
+    int found = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned long a, b, off;
+        char perms[5];
+        if (!strstr(line, path) || sscanf(line, "%lx-%lx %4s %lx", &a, &b, perms, &off) != 4 ||
+            strcmp(perms, "rw-s") || (off == 0) != from0)
+            continue;
+        if (!found || b - a > *e - *s) {
+            *s = a;
+            *e = b;
+            found = 1;
+        }
+    }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Is the page at a mapped (its page table entry present)? */
+static int present(int pm, uintptr_t a)
+{
+    uint64_t ent = 0;
+    if (pread(pm, &ent, sizeof ent, (off_t)(a / pg * 8)) != (ssize_t)sizeof ent)
+        return -1;
+    return (int)(ent >> 63);
+}
+
+/* The section headers of path's image as the file holds them now: their count. */
+static int sections(const char *path, Elf64_Shdr *sh)
+{
+    int fd = open(path, O_RDONLY);
+    Elf64_Ehdr eh;
+    int n = -1;
+    if (fd >= 0 && pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+        !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_shnum <= MAXSEC &&
+        pread(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff) ==
+            (ssize_t)(eh.e_shnum * sizeof *sh))
+        n = eh.e_shnum;
+    if (fd >= 0)
+        close(fd);
+    return n;
+}
+
+/* Does [off, off+len) of path hold data (blocks, or pages in the cache)? */
+static int holds_data(const char *path, uint64_t off, uint64_t len)
+{
+    int fd = open(path, O_RDONLY);
+    off_t d = fd >= 0 ? lseek(fd, (off_t)off, SEEK_DATA) : -1;
+    if (fd >= 0)
+        close(fd);
+    return d >= 0 && (uint64_t)d < off + len;
+}
+
+struct freed { uint64_t off, len; };
+
+/*
+ * NFN functions in one area, top-down, each announced with lines (its DWARF grows the
+ * image). Returns the chunks sections moved out of, as seen between the adds, and checks
+ * that no growth of the metadata mapping unmapped a page that was mapped.
+ */
+static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed *fr,
+               int *growths)
+{
+    jh_ctx *jh = NULL;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_ELFMAP, .dir = dir,
+                            .flags = JH_OPT_IGNORE_ENV, .engine = "write" };
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    CHECK(pm >= 0);
+    Elf64_Shdr sh[MAXSEC], was[MAXSEC];
+    int nwas = 0, nfr = 0, lost = 0;
+    uintptr_t ms = 0, me = 0;
+    uint8_t *was_present = calloc(1 << 16, 1);
+    size_t top = AREA - 64;
+    static struct { uint8_t *p; size_t size; char name[48]; } fn[NFN];
+    int nfn = 0, patched = 0, bad_bytes = 0;
+    *growths = 0;
+    path[0] = 0;
+    for (int i = 0; i < NFN; i++) {
+        size_t size = 96 + (size_t)(i % 7) * 32;
+        if (top < size + 64)
+            break;
+        top -= size;
+        uint8_t *p = area + top;
+        mprotect(area, AREA, PROT_READ | PROT_WRITE);
+        /* push rbp; mov rbp,rsp; nop...; pop rbp; ret: a frame-pointer FDE each, so that
+         * the image has unwind tables (an arena's metadata is mapped once it has them) */
+        memset(p, 0x90, size);
+        memcpy(p, "\x55\x48\x89\xe5", 4);
+        p[size - 2] = 0x5d;
+        p[size - 1] = 0xc3;
+        mprotect(area, AREA, PROT_READ | PROT_EXEC);
+        char *name = fn[nfn].name;
+        snprintf(name, sizeof fn[nfn].name, "fn_%d write.lua:%d", i, 10 + i);
+        fn[nfn].p = p;
+        fn[nfn++].size = size;
+        struct jh_line lines[3] = { { .offset = 0, .line = (uint32_t)(10 + i) },
+                                    { .offset = 16, .line = (uint32_t)(11 + i) },
+                                    { .offset = 32, .line = (uint32_t)(12 + i) } };
+        struct jh_code c = { .sz = sizeof c, .name = name, .start = p, .size = size,
+                             .files = files, .nfiles = 1, .lines = lines, .nlines = 3,
+                             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
+                             .fp_set_end = 4 };
+        uint64_t id;
+        CHECK_EQ(jh_code_add(jh, &c, &id), 0);
+        if (!path[0] && !image_path(p, path, plen))
+            continue;
+        /* a side trace's link: a byte of an earlier function changed, then announced */
+        if (i % 3 == 2) {
+            uint8_t *q = fn[(i * 7) % (nfn - 1)].p;
+            mprotect(area, AREA, PROT_READ | PROT_WRITE);
+            q[8] ^= 0x01;                       /* (a nop becomes another one-byte op) */
+            mprotect(area, AREA, PROT_READ | PROT_EXEC);
+            CHECK_EQ(jh_code_patched(jh, q, 16), 0);
+            patched++;
+        }
+        for (int k = nfn - 1; k >= 0 && k >= nfn - 4; k--) {
+            struct ew_fn w = { fn[k].p, fn[k].size, fn[k].name };
+            bad_bytes += ew_check_one(&w, NULL, 0) != EW_OK;
+        }
+        uintptr_t s, e;
+        if (rw_shared(path, false, &s, &e)) {
+            if (ms && s == ms && e > me) {
+                (*growths)++;
+                for (uintptr_t a = ms; a < me; a += pg)
+                    if (was_present[(a - ms) / pg] && present(pm, a) != 1)
+                        lost++;
+            }
+            ms = s;
+            me = e;
+            for (uintptr_t a = s; a < e && (a - s) / pg < (1 << 16); a += pg)
+                was_present[(a - s) / pg] = present(pm, a) == 1;
+        }
+        int n = sections(path, sh);
+        for (int k = 0; k < n; k++)
+            for (int j = 0; j < nwas; j++)
+                if (was[j].sh_name == sh[k].sh_name && sh[k].sh_type != SHT_NOBITS &&
+                    was[j].sh_size && sh[k].sh_offset != was[j].sh_offset && nfr < MAXFREED)
+                    fr[nfr++] = (struct freed){ was[j].sh_offset, was[j].sh_size };
+        if (n > 0) {
+            memcpy(was, sh, (size_t)n * sizeof *sh);
+            nwas = n;
+        }
+    }
+    printf("%s: %d growths of the metadata mapping, %d pages unmapped by them, %d chunks "
+           "moved out of\n", path, *growths, lost, nfr);
+    CHECK_EQ(lost, 0);
+    int named = 0;
+    for (int k = 0; k < nfn; k++) {
+        struct ew_fn w = { fn[k].p, fn[k].size, fn[k].name };
+        named += ew_check_one(&w, NULL, 0) == EW_OK;
+    }
+    uintptr_t ws = 0, we = 0;
+    size_t whole = rw_shared(path, true, &ws, &we) ? we - ws : 0;
+    printf("  %d of %d functions named with their live bytes (%d patches); the file mapped "
+           "whole from offset 0: %zu bytes\n", named, nfn, patched, whole);
+    CHECK_EQ(named, nfn);
+    CHECK_EQ(bad_bytes, 0);
+    CHECK(patched >= 10);
+    /* above the window the code's span is in the shared mapping (code stored there) */
+    CHECK_EQ(whole > (size_t)(2 << 20), above);
+    CHECK(ms != 0);
+    CHECK_EQ(ms > (uintptr_t)area, above);      /* the case meant */
+    /* not punched yet (batched), then punched at jh_close */
+    int waiting = 0;
+    for (int k = 0; k < nfr; k++)
+        waiting += holds_data(path, fr[k].off, fr[k].len);
+    printf("  %d of them hold data before jh_close\n", waiting);
+    CHECK_EQ(waiting, nfr);
+    jh_close(jh);
+    for (int k = 0; k < nfr; k++)
+        if (holds_data(path, fr[k].off, fr[k].len)) {
+            fprintf(stderr, "chunk %#llx+%#llx still holds data after jh_close\n",
+                    (unsigned long long)fr[k].off, (unsigned long long)fr[k].len);
+            CHECK(0);
+        }
+    free(was_present);
+    close(pm);
+    return nfr;
+}
+
+int main(void)
+{
+#ifndef __x86_64__
+    SKIP("x86-64 code bytes (a frame-pointer prologue)");
+#endif
+    pg = (size_t)sysconf(_SC_PAGESIZE);
+    snprintf(dir, sizeof dir, "/tmp/jh-test-write-XXXXXX");
+    if (!mkdtemp(dir))
+        SKIP("mkdtemp failed");
+    char path[512];
+    struct freed *fr = calloc(MAXFREED, sizeof *fr);
+
+    /* 1. The kernel's choice of address: the arena fits below the code. */
+    uint8_t *a = mmap(NULL, AREA, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(a != MAP_FAILED);
+    int growths;
+    int nfr = run(a, false, path, sizeof path, fr, &growths);
+    CHECK(growths >= 3);
+    CHECK(nfr >= 3);
+    munmap(a, AREA);
+
+    /* 2. Code low in the address space, far below any arena the kernel gives (top down,
+     * near the libraries): the metadata is mapped above the window, as for LuaJIT. */
+    void *hint = (void *)(uintptr_t)0x100000000000ull;
+    a = mmap(hint, AREA, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+             -1, 0);
+    if (a == MAP_FAILED || a != hint) {
+        SKIP_PART("no free address space at 0x100000000000 for the above-the-window case");
+    } else {
+        nfr = run(a, true, path, sizeof path, fr, &growths);
+        CHECK(growths >= 3);
+        CHECK(nfr >= 3);
+        munmap(a, AREA);
+    }
+    free(fr);
+    rm_tree(dir);
+    return check_done();
+}
