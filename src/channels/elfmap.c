@@ -229,9 +229,17 @@ static int elfmap_open(const struct jh__chan_env *env, void **state)
     return 0;
 }
 
+/* A hook begins: what was proven in the last one (the maps' and the images' descriptors
+ * ours, pages found mapped from our files) may have changed since. */
+static void enter(struct elfmap *m)
+{
+    m->maps_checked = false;
+    m->hook++;
+}
+
 static int elfmap_add(void *state, struct jh__entry *e)
 {
-    ((struct elfmap *)state)->maps_checked = false;
+    enter(state);
     /* Nothing ran there yet by the API's contract, but a JIT reusing addresses without
      * jh_code_remove would leave valgrind running stale translations. Cheap when not
      * under valgrind (a few instructions). */
@@ -241,7 +249,7 @@ static int elfmap_add(void *state, struct jh__entry *e)
 
 static int elfmap_remove(void *state, struct jh__entry *e)
 {
-    ((struct elfmap *)state)->maps_checked = false;
+    enter(state);
     /* What valgrind translated there must go: new code written over a file-backed page is
      * not noticed. The code itself is not read: it may be unmapped already. */
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
@@ -251,7 +259,7 @@ static int elfmap_remove(void *state, struct jh__entry *e)
 
 static int elfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
-    ((struct elfmap *)state)->maps_checked = false;
+    enter(state);
     VALGRIND_DISCARD_TRANSLATIONS(old_start, e->node.size);
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
     forget(state, e, old_start);
@@ -261,7 +269,7 @@ static int elfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
 static int elfmap_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
 {
     struct elfmap *m = state;
-    m->maps_checked = false;
+    enter(m);
     /* The JIT wrote through a copy-on-write page of our file mapping: valgrind must drop
      * what it translated (it does not watch file-backed code), and the file follows, so
      * that perf annotate shows the new bytes. */
@@ -288,6 +296,7 @@ static void elfmap_fork_prepare(void *state)
 static int elfmap_forked(void *state)
 {
     struct elfmap *m = state;
+    enter(m);
     jh__kfd_close(&m->maps);        /* opened again for this process when needed */
     for (size_t i = 0; i < m->nreg; i++) {
         struct region *r = m->reg[i];
@@ -309,7 +318,7 @@ static void elfmap_off(void *state)
     /* Not under the JIT's code lock: RWX pages stay mapped from the files (private,
      * copy-on-write: every write kept, never shared with a fork child), as at jh_close. */
     m->unlocked = true;
-    m->maps_checked = false;        /* (a hook of its own: nothing found before holds) */
+    enter(m);                       /* (a hook of its own: nothing found before holds) */
     for (size_t i = 0; i < m->nreg; i++)
         jh__em_region_unswap_all(m, m->reg[i]);
 }
@@ -325,6 +334,7 @@ static void elfmap_close(void *state)
     struct elfmap *m = state;
     if (!m)
         return;
+    enter(m);
     jh__diag(m->env->diag, JH_LOG_INFO, "elfmap: %llu swaps, %llu left anonymous",
              (unsigned long long)m->swaps, (unsigned long long)m->fallbacks);
     /* The code pages stay mapped from the files (same bytes, still running fine), and the

@@ -113,6 +113,17 @@ int jh__em_maps(struct elfmap *m)
     return fd;
 }
 
+int jh__em_fd(struct elfmap *m, struct region *r, int fd)
+{
+    if (fd != EM_FD_LATER)
+        return fd;
+    if (r->fd.fd >= 0 && m->hook && r->fd_hook == m->hook)
+        return r->fd.fd;
+    fd = jh__kfd_get(&r->fd, r->path, O_RDWR);
+    r->fd_hook = fd >= 0 ? m->hook : 0;
+    return fd;
+}
+
 bool jh__em_own_file(void *arg, dev_t dev, ino_t ino)
 {
     struct elfmap *m = arg;
@@ -525,6 +536,8 @@ int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, 
             continue;
         if (!same)
             jh__em_eh_unmap(r, k);
+        if ((fd = jh__em_fd(m, r, fd)) < 0)
+            return fd;
         if (mmap((void *)(uintptr_t)addr, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd,
                  (off_t)off) == MAP_FAILED) {
             /* a failed MAP_FIXED may have unmapped the range: reserve it again, or leave

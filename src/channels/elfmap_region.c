@@ -61,9 +61,9 @@ static void whole_mapping(struct elfmap *m, const struct region *r, uintptr_t *l
 
 /* r's file, if the program left us its descriptor or the file can be opened again (the
  * same file); else negative (the next change makes a new generation). */
-static int region_fd(struct region *r)
+static int region_fd(struct elfmap *m, struct region *r)
 {
-    return jh__kfd_get(&r->fd, r->path, O_RDWR);
+    return jh__em_fd(m, r, EM_FD_LATER);
 }
 
 /* The current bytes of the pages r maps from its file, written to fd at their offsets. */
@@ -97,7 +97,7 @@ static int map_runs(struct elfmap *m, struct region *r, int fd, const char *path
 static void drop_file(struct elfmap *m, struct region *r)
 {
     struct stat st;
-    int fd = r->fd.fd >= 0 ? region_fd(r) : -1;
+    int fd = r->fd.fd >= 0 ? region_fd(m, r) : -1;
     jh__em_punch(r, r->foreign ? -1 : fd);
     uint64_t bytes = fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
     jh__kfd_close(&r->fd);
@@ -280,7 +280,7 @@ static int restart(struct elfmap *m, struct region *r)
     }
     /* the new image lays its chunks out from the start again: the old one's freed chunks
      * may be its live ones, punched now or never */
-    jh__em_punch(r, region_fd(r));
+    jh__em_punch(r, region_fd(m, r));
     jh__elfg_free(&r->img);
     r->img = img;
     r->ntombs = 0;
@@ -298,7 +298,7 @@ static int restart(struct elfmap *m, struct region *r)
 static int bounce(struct elfmap *m, struct region *r)
 {
     char path[4096];
-    int rfd = region_fd(r);
+    int rfd = region_fd(m, r);
     if (rfd < 0 || (size_t)snprintf(path, sizeof path, "%s.valgrind", r->path) >= sizeof path)
         return 1;
     struct jh__kfd copy;
@@ -364,11 +364,14 @@ int jh__em_region_grow(struct elfmap *m, struct region *r, uintptr_t lo, uintptr
     return r->fd.fd >= 0 ? jh__elfg_set_text(&r->img, lo, hi) : 0;
 }
 
+static int add_in_place(struct elfmap *m, struct region *r, struct jh__entry *const *es,
+                        size_t n, int fd);
+
 int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *const *es, size_t n)
 {
-    /* a file the program closed and that cannot be opened again: a new one */
-    int fd = r->foreign || r->fd.fd < 0 ? -1 : region_fd(r);
-    bool fresh = fd < 0 || m->freeze, over = false;
+    /* the file, proven ours only if a system call needs it (jh__em_fd) */
+    int fd = r->foreign || r->fd.fd < 0 ? -1 : EM_FD_LATER;
+    bool fresh = fd == -1 || m->freeze, over = false;
     for (size_t i = 0; i < n && !over; i++) {
         const struct jh__entry *e = es[i];
         for (size_t k = 0; k < r->ntombs && !over; k++)
@@ -388,7 +391,16 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
         if (err)
             return err;
     }
+    int res = add_in_place(m, r, es, n, fd);
+    /* a file the program closed and that cannot be opened again: a new one (what the
+     * file got meanwhile is left with it, its build-id void) */
+    return res == -EBADF ? publish(m, r, es, n) : res;
+}
 
+/* es into r's current file and image (fd: EM_FD_LATER). -EBADF: the file is lost. */
+static int add_in_place(struct elfmap *m, struct region *r, struct jh__entry *const *es,
+                        size_t n, int fd)
+{
     /* A page mapped from the file once may not be any more: the JIT unmapped its area and
      * mapped a fresh one there (without removing the functions it held), or made it
      * writable. Such a page is new to the window again (issue 22, defect 7). */
@@ -405,7 +417,7 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             return 1;
         }
     }
-    int res = fd >= 0 ? jh__em_unsay(m, r, fd) : 0;
+    int res = jh__em_unsay(m, r, fd);
     EACH_PAGE_OF(m, es, n, k, a) {
         if (res)
             break;
@@ -420,6 +432,10 @@ int jh__em_region_add(struct elfmap *m, struct region *r, struct jh__entry *cons
             continue;
         }
         uintptr_t lo = a, hi = a + m->page;
+        if ((fd = jh__em_fd(m, r, fd)) < 0) {
+            res = fd;
+            break;
+        }
         whole_mapping(m, r, &lo, &hi);
         res = jh__em_write_text(m, fd, lo, hi, off_of(m, r, lo));
         if (!res && (res = jh__em_map_run(m, fd, r->path, lo, hi, off_of(m, r, lo))) == 0)
@@ -459,19 +475,22 @@ int jh__em_region_patched(struct elfmap *m, struct region *r, uintptr_t addr, si
         any |= is_mapped(m, r, a);
     if (!any)
         return 0;
-    int fd = r->frozen || r->foreign || m->freeze ? -1 : region_fd(r);
-    if (fd < 0)
+    /* (proven ours only if a system call needs it: jh__em_fd) */
+    int fd = r->frozen || r->foreign || m->freeze || r->fd.fd < 0 ? -1 : EM_FD_LATER;
+    if (fd == -1)
         return publish(m, r, NULL, 0);
     int err = jh__em_snapshot(m, addr, addr + len);
     if (!err)
         err = jh__em_unsay(m, r, fd);
     if (!err)
         err = jh__em_put_code(m, r, fd, m->snap.p, len, off_of(m, r, addr));
-    if (err)
-        return err;
-    /* the new bytes change the image's build-id (written with its headers) */
-    jh__elfg_code(&r->img, addr, m->snap.p, len);
-    return jh__em_sync(m, r, &r->img, fd);
+    if (!err) {
+        /* the new bytes change the image's build-id (written with its headers) */
+        jh__elfg_code(&r->img, addr, m->snap.p, len);
+        err = jh__em_sync(m, r, &r->img, fd);
+    }
+    /* the file is lost (closed by the program, not the same file at its path): a new one */
+    return err == -EBADF ? publish(m, r, NULL, 0) : err;
 }
 
 void jh__em_region_forget(struct elfmap *m, struct region *r, uintptr_t start, size_t size,
@@ -537,7 +556,7 @@ void jh__em_region_close(struct elfmap *m, struct region *r)
     (void)m;                        /* (its R+W page goes with the arenas) */
     jh__em_arena_free(r);
     if (r->nholes && !r->foreign)
-        jh__em_punch(r, region_fd(r));
+        jh__em_punch(r, region_fd(m, r));
     free(r->holes);
     jh__kfd_close(&r->fd);
     jh__elfg_free(&r->img);

@@ -226,14 +226,29 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
         jh__em_wmap_drop(r);
         return 1;
     }
+    if ((fd = jh__em_fd(m, r, fd)) < 0)
+        return fd;
     bool whole = !r->wmap;          /* (else only the new chunks: the rest is allocated) */
     if (whole && !in_place(fd)) {
         r->wmap_off = true;
         return 1;
     }
     int err = whole ? allocate(fd, 0, m->page) : 0;
-    if (!err)
-        err = allocate(fd, whole ? meta : r->wmap_end, end);
+    /* Growing, the file is allocated and mapped ahead: as much again as its metadata has
+     * (a section outgrowing its chunk moves to the file's end, in a chunk twice its size),
+     * so that a LuaJIT image's dozen growths, an fallocate (~30 us of ext4 journal) and an
+     * mmap each, are a handful. Exactly what is needed when a full disk or a file-size
+     * limit refuses that. The file may then end past the image's last chunk: zeros. */
+    uint64_t want = end;
+    if (!whole) {
+        uint64_t twice = r->wmap_end + (r->wmap_end - meta);
+        twice = (twice + m->page - 1) & ~(uint64_t)(m->page - 1);
+        if (twice > end && (!arena || 2 * m->page + (twice - meta) <= r->arena_len))
+            want = twice;
+    }
+    if (!err && (err = allocate(fd, whole ? meta : r->wmap_end, want)) < 0 && want > end)
+        err = allocate(fd, r->wmap_end, want = end);
+    end = want;
     /* the offset from which the file is newly mapped (growing: its new bytes only) */
     uint64_t from = whole ? meta : r->wmap_end;
     if (!err && !arena) {
@@ -289,7 +304,7 @@ int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, s
     for (uintptr_t pa = a - a % m->page; mapped && pa < a + len; pa += m->page)
         mapped = is_mapped(m, r, pa);
     if (!mapped)
-        return jh__pwrite_all(fd, p, len, off);
+        return (fd = jh__em_fd(m, r, fd)) < 0 ? fd : jh__pwrite_all(fd, p, len, off);
     memcpy(r->w0 + off, p, len);
     return 0;
 }
@@ -299,7 +314,7 @@ static int put(struct elfmap *m, struct region *r, int fd, const struct jh__elfg
 {
     uint8_t *p = r ? wmap_at(m, r, v->off, v->len) : NULL;
     if (!p)
-        return jh__pwrite_all(fd, v->p, v->len, v->off);
+        return (fd = jh__em_fd(m, r, fd)) < 0 ? fd : jh__pwrite_all(fd, v->p, v->len, v->off);
     memcpy(p, v->p, v->len);
     return 0;
 }
@@ -325,13 +340,15 @@ int jh__em_sync(struct elfmap *m, struct region *r, struct jh__elfg *img, int fd
     }
     n = jh__elfg_freed(img, v);
     for (int i = 0; i < n; i++) {
-        if (!r || JH__VEC_RESERVE(r->holes, r->capholes, r->nholes + 1))
-            punch(fd, v[i].off, v[i].len);
-        else
+        if (!r || JH__VEC_RESERVE(r->holes, r->capholes, r->nholes + 1)) {
+            if ((fd = jh__em_fd(m, r, fd)) >= 0)
+                punch(fd, v[i].off, v[i].len);
+        } else {
             r->holes[r->nholes++] = v[i], r->hole_bytes += v[i].len;
+        }
     }
     if (r && r->hole_bytes >= EM_HOLES_BATCH)
-        jh__em_punch(r, fd);
+        jh__em_punch(r, jh__em_fd(m, r, fd));
     jh__elfg_synced(img);
     return 0;
 }

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# `JITHERALD=elfmap luajit -l jitherald`: the system calls elfmap's hooks make per trace,
+# counted by strace on bench/luajit/stress.lua (~1,600 traces here, most of them side traces
+# that patch their parent; flushes retire the images). A trace's code and its parent's
+# patch are stored through the image's shared mapping (docs/elfmap.md, "How the image is
+# written"), which holds the file whatever the program does with descriptor numbers, so
+#   1. no pwrite per trace (was 1.8: the code, and the parent's code again at each patch);
+#   2. the image's kept descriptor is proven ours (statx: base/files.h, jh__kfd) only when
+#      a system call is about to use it, not at every add and patch: at most 1.5 a trace,
+#      the maps descriptor's for the add's look at the mappings (was 2.8: that one, the
+#      image's at the add and again at the patch). The guarantee itself, a program that
+#      reuses our numbers never written to, is tests/unit/test_kept_fds.c's;
+#   3. a growing image is allocated (fallocate) and mapped ahead, as much again as its
+#      metadata: at most one allocation per 40 traces (was one per 27: one per section
+#      moving to the file's end). A full disk stays an error: elfmap_disk_full.sh.
+. "$(dirname "$0")/lib.sh"
+require_tool strace strace
+luajit_adapter
+export JITHERALD=elfmap JITHERALD_DIR=$T/d
+strace -f -qq -e trace=statx,fstat,newfstatat,pwrite64,pwritev,fallocate -o "$T/strace" \
+    timeout 300 luajit -l jitherald "$R/bench/luajit/stress.lua" 200 2 4 count >"$T/out" 2>&1 ||
+    fail "stress.lua under strace: $(cat "$T/out")"
+traces=$(grep -Eo 'traces [0-9]+' "$T/out" | grep -Eo '[0-9]+')
+[ "${traces:-0}" -ge 500 ] || fail "too few traces to count: $(cat "$T/out")"
+n() { grep -Ec "^[0-9]+ +($1)\(" "$T/strace"; }
+stats=$(n 'statx|fstat|newfstatat') writes=$(n 'pwrite64|pwritev')
+grows=$(grep -Ec '^[0-9]+ +fallocate\([0-9]+, 0,' "$T/strace")
+# (a fresh generation at each flush and the images' growth write a few spans with pwrite)
+[ $((writes * 10)) -le "$traces" ] ||
+    fail "$writes pwrites for $traces traces (at most one per 10 traces)"
+[ $((stats * 2)) -le $((traces * 3)) ] ||
+    { sort "$T/strace" | sed -E 's/^[0-9]+ +//; s/\(([0-9]+),.*/(\1)/' | uniq -c | sort -rn | head
+      fail "$stats statx/fstat for $traces traces (at most 1.5 a trace)"; }
+[ $((grows * 40)) -le "$traces" ] || fail "$grows allocations for $traces traces (at most one per 40)"
+grep -q '^BAD\|warning: elfmap: cannot' "$T/out" && fail "$(cat "$T/out")"
+echo "ok: $traces traces: $stats statx/fstat, $writes pwrite, $grows allocations"
