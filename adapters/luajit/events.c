@@ -375,21 +375,6 @@ static void on_rec(lua_State *L, struct state *st)
     if (tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
         return;
     int base = A.gettop(L);
-    int32_t ni = st->ni;
-    fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
-    for (;;) {                           /* numbers in: it raises no error, no pcall */
-        A.pushvalue(L, base + 1);
-        A.pushnumber(L, tr);
-        A.pushnumber(L, ni + 1);
-        A.call(L, 2, 1);
-        int t = A.type(L, -1);
-        A.settop(L, base + 1);
-        if (t == LUA_TNIL)
-            break;
-        ni++;
-    }
-    A.settop(L, base);
-    st->ni = ni;
     A.rawgeti(L, UPV(2), E_LASTFUNC);
     int same = A.rawequal(L, -1, 2);
     A.settop(L, base);
@@ -420,6 +405,33 @@ static void on_rec(lua_State *L, struct state *st)
     }
     int32_t line = line_at(L, st, 2, A.gettop(L), pc, 1);
     A.settop(L, base);
+    st->n.records++;
+    /* the same line and file as the record before: a guard whose snapshot falls in either
+     * gets the same row (trace.c), so this one is not kept and its IR count (the traceir
+     * probes below, most of this handler's cost) not needed. With st->verify every record
+     * is kept and the stop compares the rows both ways (stats: rows_checked, rows_differ). */
+    if (st->nrec && st->rec[st->nrec - 1].line == line &&
+        st->rec[st->nrec - 1].file == st->last_fi) {
+        st->n.merged++;
+        if (!st->verify)
+            return;
+    }
+    int32_t ni = st->ni;
+    fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
+    for (;;) {                           /* numbers in: it raises no error, no pcall */
+        A.pushvalue(L, base + 1);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, ni + 1);
+        A.call(L, 2, 1);
+        st->n.probes++;
+        int t = A.type(L, -1);
+        A.settop(L, base + 1);
+        if (t == LUA_TNIL)
+            break;
+        ni++;
+    }
+    A.settop(L, base);
+    st->ni = ni;
     if (st->nrec == st->caprec) {
         uint32_t n = st->caprec ? st->caprec * 2 : 256;
         struct jh_lj_rec *r = realloc(st->rec, sizeof *r * n);
@@ -443,6 +455,30 @@ static int grow_snap(struct state *st, uint32_t nexit)
     st->snap = s;
     st->capsnap = 2 * nexit;
     return 0;
+}
+
+/* With st->verify: t's rows from every record, as on_rec keeps them then, against those
+ * from the records it keeps otherwise (none that repeats the line and file before it). */
+static void verify_rows(struct state *st, const struct jh_lj_trace *t)
+{
+    struct jh_lj_rec *kept = malloc(sizeof *kept * t->nrec);
+    if (!kept)
+        return;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->nrec; i++)
+        if (!n || kept[n - 1].line != t->rec[i].line || kept[n - 1].file != t->rec[i].file)
+            kept[n++] = t->rec[i];
+    int same = jh__lj_rows_same(t, kept, n);
+    free(kept);
+    if (same < 0)
+        return;
+    st->n.rows_checked++;
+    if (!same) {
+        st->n.rows_differ++;
+        if (st->debug)
+            fprintf(stderr, "jitherald (luajit): %s: its rows differ without the records "
+                    "that repeat a line\n", t->name);
+    }
 }
 
 /* stop(tr): announce it */
@@ -549,6 +585,8 @@ static void on_stop(lua_State *L, struct state *st)
             t.rec = st->rec;
         }
     }
+    if (st->verify && t.nrec)
+        verify_rows(st, &t);
     uint64_t id = 0;
     int rc = jh__luajit_add(st->ctx, &t, &id);
     uint8_t *copy = rc >= 0 && size ? malloc(size) : NULL;
@@ -607,9 +645,12 @@ static void on_flush(struct state *st)
     log_event(st, "trace_flush", 0, NULL);
 }
 
-/* Call theirs[event] with this event's arguments. */
+/* Call theirs[event] with this event's arguments (none: st->theirs, open.c's theirs()). */
 static int chain(lua_State *L, int event)
 {
+    struct state *st = A.touserdata(L, UPV(1));
+    if (!st || !(st->theirs & (1u << event)))
+        return 0;
     int n = A.gettop(L);
     A.rawgeti(L, UPV(2), E_THEIRS);
     field(L, n + 1, event);
