@@ -3,11 +3,13 @@
  * attaches on_trace and on_record with jit.attach; LuaJIT calls them with the JIT off,
  * where the same work in Lua cost ~20 µs a trace. Per trace now: funcinfo once per
  * bytecode position ever seen (cached per function), traceir once per IR instruction
- * while recording (its count at each recorded bytecode), tracemc, traceinfo and a
- * tracesnap per exit at the stop, then trace.c's derivation and one jh_code_add.
+ * while recording and once more per recorded bytecode whose line differs from the one
+ * before (the IR count there; a bytecode on the same line is not kept), tracemc,
+ * traceinfo and a tracesnap per exit at the stop, then trace.c's derivation and one
+ * jh_code_add.
  *
  *     start   the trace's number, where it starts (its name) and its parent exit
- *     record  per bytecode recorded: the IR count, its line and file
+ *     record  per bytecode recorded: its line and file, and the IR count where they change
  *     stop    the machine code, exits and snapshots -> jh__luajit_add; the parent's
  *             changed bytes patched (jh_code_patched); new exit stub groups announced
  *     abort   forgotten            flush   everything removed, one jh_code_remove_range
@@ -307,10 +309,10 @@ static void log_event(struct state *st, const char *name, uint32_t tr, const cha
 
 /* ---- the events ---------------------------------------------------------------------- */
 
-static struct state *state_of(lua_State *L)
+/* The state raw (upvalue 1) when the handlers still announce: not closed. */
+static struct state *state_of(struct state *raw)
 {
-    struct state *st = A.touserdata(L, UPV(1));
-    return st && !st->closed && st->ctx ? st : NULL;
+    return raw && !raw->closed && raw->ctx ? raw : NULL;
 }
 
 /* start(tr, func, pc, otr, oex) */
@@ -646,9 +648,8 @@ static void on_flush(struct state *st)
 }
 
 /* Call theirs[event] with this event's arguments (none: st->theirs, open.c's theirs()). */
-static int chain(lua_State *L, int event)
+static int chain(lua_State *L, const struct state *st, int event)
 {
-    struct state *st = A.touserdata(L, UPV(1));
     if (!st || !(st->theirs & (1u << event)))
         return 0;
     int n = A.gettop(L);
@@ -667,7 +668,7 @@ static int chain(lua_State *L, int event)
 
 int jh__lj_on_trace(lua_State *L)
 {
-    struct state *st = state_of(L);
+    struct state *raw = A.touserdata(L, UPV(1)), *st = state_of(raw);
     /* "flush" comes alone; the others with the trace's number */
     if (st && A.type(L, 1) == LUA_TSTRING) {
         const char *what = A.tolstring(L, 1, NULL);
@@ -686,13 +687,13 @@ int jh__lj_on_trace(lua_State *L)
             on_flush(st);
         }
     }
-    return chain(L, E_K_TRACE);
+    return chain(L, raw, E_K_TRACE);
 }
 
 int jh__lj_on_record(lua_State *L)
 {
-    struct state *st = state_of(L);
+    struct state *raw = A.touserdata(L, UPV(1)), *st = state_of(raw);
     if (st && A.type(L, 1) == LUA_TNUMBER && A.type(L, 3) == LUA_TNUMBER)
         on_rec(L, st);
-    return chain(L, E_K_RECORD);
+    return chain(L, raw, E_K_RECORD);
 }
