@@ -3,11 +3,13 @@
  * attaches on_trace and on_record with jit.attach; LuaJIT calls them with the JIT off,
  * where the same work in Lua cost ~20 µs a trace. Per trace now: funcinfo once per
  * bytecode position ever seen (cached per function), traceir once per IR instruction
- * while recording (its count at each recorded bytecode), tracemc, traceinfo and a
- * tracesnap per exit at the stop, then trace.c's derivation and one jh_code_add.
+ * while recording and once more per recorded bytecode whose line differs from the one
+ * before (the IR count there; a bytecode on the same line is not kept), tracemc,
+ * traceinfo and a tracesnap per exit at the stop, then trace.c's derivation and one
+ * jh_code_add.
  *
  *     start   the trace's number, where it starts (its name) and its parent exit
- *     record  per bytecode recorded: the IR count, its line and file
+ *     record  per bytecode recorded: its line and file, and the IR count where they change
  *     stop    the machine code, exits and snapshots -> jh__luajit_add; the parent's
  *             changed bytes patched (jh_code_patched); new exit stub groups announced
  *     abort   forgotten            flush   everything removed, one jh_code_remove_range
@@ -307,10 +309,10 @@ static void log_event(struct state *st, const char *name, uint32_t tr, const cha
 
 /* ---- the events ---------------------------------------------------------------------- */
 
-static struct state *state_of(lua_State *L)
+/* The state raw (upvalue 1) when the handlers still announce: not closed. */
+static struct state *state_of(struct state *raw)
 {
-    struct state *st = A.touserdata(L, UPV(1));
-    return st && !st->closed && st->ctx ? st : NULL;
+    return raw && !raw->closed && raw->ctx ? raw : NULL;
 }
 
 /* start(tr, func, pc, otr, oex) */
@@ -375,21 +377,6 @@ static void on_rec(lua_State *L, struct state *st)
     if (tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
         return;
     int base = A.gettop(L);
-    int32_t ni = st->ni;
-    fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
-    for (;;) {                           /* numbers in: it raises no error, no pcall */
-        A.pushvalue(L, base + 1);
-        A.pushnumber(L, tr);
-        A.pushnumber(L, ni + 1);
-        A.call(L, 2, 1);
-        int t = A.type(L, -1);
-        A.settop(L, base + 1);
-        if (t == LUA_TNIL)
-            break;
-        ni++;
-    }
-    A.settop(L, base);
-    st->ni = ni;
     A.rawgeti(L, UPV(2), E_LASTFUNC);
     int same = A.rawequal(L, -1, 2);
     A.settop(L, base);
@@ -420,6 +407,33 @@ static void on_rec(lua_State *L, struct state *st)
     }
     int32_t line = line_at(L, st, 2, A.gettop(L), pc, 1);
     A.settop(L, base);
+    st->n.records++;
+    /* the same line and file as the record before: a guard whose snapshot falls in either
+     * gets the same row (trace.c), so this one is not kept and its IR count (the traceir
+     * probes below, most of this handler's cost) not needed. With st->verify every record
+     * is kept and the stop compares the rows both ways (stats: rows_checked, rows_differ). */
+    if (st->nrec && st->rec[st->nrec - 1].line == line &&
+        st->rec[st->nrec - 1].file == st->last_fi) {
+        st->n.merged++;
+        if (!st->verify)
+            return;
+    }
+    int32_t ni = st->ni;
+    fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
+    for (;;) {                           /* numbers in: it raises no error, no pcall */
+        A.pushvalue(L, base + 1);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, ni + 1);
+        A.call(L, 2, 1);
+        st->n.probes++;
+        int t = A.type(L, -1);
+        A.settop(L, base + 1);
+        if (t == LUA_TNIL)
+            break;
+        ni++;
+    }
+    A.settop(L, base);
+    st->ni = ni;
     if (st->nrec == st->caprec) {
         uint32_t n = st->caprec ? st->caprec * 2 : 256;
         struct jh_lj_rec *r = realloc(st->rec, sizeof *r * n);
@@ -443,6 +457,30 @@ static int grow_snap(struct state *st, uint32_t nexit)
     st->snap = s;
     st->capsnap = 2 * nexit;
     return 0;
+}
+
+/* With st->verify: t's rows from every record, as on_rec keeps them then, against those
+ * from the records it keeps otherwise (none that repeats the line and file before it). */
+static void verify_rows(struct state *st, const struct jh_lj_trace *t)
+{
+    struct jh_lj_rec *kept = malloc(sizeof *kept * t->nrec);
+    if (!kept)
+        return;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->nrec; i++)
+        if (!n || kept[n - 1].line != t->rec[i].line || kept[n - 1].file != t->rec[i].file)
+            kept[n++] = t->rec[i];
+    int same = jh__lj_rows_same(t, kept, n);
+    free(kept);
+    if (same < 0)
+        return;
+    st->n.rows_checked++;
+    if (!same) {
+        st->n.rows_differ++;
+        if (st->debug)
+            fprintf(stderr, "jitherald (luajit): %s: its rows differ without the records "
+                    "that repeat a line\n", t->name);
+    }
 }
 
 /* stop(tr): announce it */
@@ -549,6 +587,8 @@ static void on_stop(lua_State *L, struct state *st)
             t.rec = st->rec;
         }
     }
+    if (st->verify && t.nrec)
+        verify_rows(st, &t);
     uint64_t id = 0;
     int rc = jh__luajit_add(st->ctx, &t, &id);
     uint8_t *copy = rc >= 0 && size ? malloc(size) : NULL;
@@ -607,9 +647,11 @@ static void on_flush(struct state *st)
     log_event(st, "trace_flush", 0, NULL);
 }
 
-/* Call theirs[event] with this event's arguments. */
-static int chain(lua_State *L, int event)
+/* Call theirs[event] with this event's arguments (none: st->theirs, open.c's theirs()). */
+static int chain(lua_State *L, const struct state *st, int event)
 {
+    if (!st || !(st->theirs & (1u << event)))
+        return 0;
     int n = A.gettop(L);
     A.rawgeti(L, UPV(2), E_THEIRS);
     field(L, n + 1, event);
@@ -626,7 +668,7 @@ static int chain(lua_State *L, int event)
 
 int jh__lj_on_trace(lua_State *L)
 {
-    struct state *st = state_of(L);
+    struct state *raw = A.touserdata(L, UPV(1)), *st = state_of(raw);
     /* "flush" comes alone; the others with the trace's number */
     if (st && A.type(L, 1) == LUA_TSTRING) {
         const char *what = A.tolstring(L, 1, NULL);
@@ -645,13 +687,13 @@ int jh__lj_on_trace(lua_State *L)
             on_flush(st);
         }
     }
-    return chain(L, E_K_TRACE);
+    return chain(L, raw, E_K_TRACE);
 }
 
 int jh__lj_on_record(lua_State *L)
 {
-    struct state *st = state_of(L);
+    struct state *raw = A.touserdata(L, UPV(1)), *st = state_of(raw);
     if (st && A.type(L, 1) == LUA_TNUMBER && A.type(L, 3) == LUA_TNUMBER)
         on_rec(L, st);
-    return chain(L, E_K_RECORD);
+    return chain(L, raw, E_K_RECORD);
 }

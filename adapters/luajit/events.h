@@ -48,6 +48,7 @@ struct group { uint64_t id, addr; uint8_t announced; char name[48]; };
 struct state {
     jh_ctx *ctx;
     int lines, events, debug, verify, closed;
+    unsigned theirs;                     /* 1 << E_K_<event>: a handler of theirs to call */
     uint32_t arch, stubs_per, group_size, prologue_end;
     const struct jh_lj_frame *frame;
     int frame_tried;
@@ -66,7 +67,8 @@ struct state {
     uint32_t nfiles;
     int32_t *snap;                       /* 2 * nexit at the stop */
     uint32_t capsnap;
-    struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ; } n;
+    struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ,
+             records, merged, probes, rows_checked, rows_differ; } n;
 };
 
 /* The handlers (events.c): lua_CFunctions with upvalues state, env. */

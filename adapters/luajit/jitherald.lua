@@ -195,7 +195,7 @@ local function load_library()
 end
 
 -- The handlers, C functions of libjitherald (events.c) opened with config: on_trace,
--- on_record, stats, live, close; or nil and why.
+-- on_record, stats, live, close, theirs_changed; or nil and why.
 local function open_handlers(lib, name, ctx, config)
   local api = ffi.new("struct jh_lua_api")
   local ok, err = pcall(function()
@@ -293,6 +293,7 @@ local function take_over(event, fn)
       if v == fn and before[k] and before[k] ~= fn then theirs[event] = before[k] end
     end
   end
+  handlers[6]()
 end
 
 local function install(event, handler)
@@ -304,10 +305,12 @@ local function attach(fn, event)
   if type(fn) ~= "function" then return original_attach(fn, event) end  -- its own error
   if event == nil then
     for e, h in pairs(theirs) do if h == fn then theirs[e] = nil end end
+    handlers[6]()
     return original_attach(fn)
   end
   if ours[event] then
     theirs[event] = fn
+    handlers[6]()
     return
   end
   return original_attach(fn, event)

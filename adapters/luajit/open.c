@@ -42,7 +42,7 @@ static int stats(lua_State *L)
     uint32_t live = 0;
     for (uint32_t i = 0; i < st->nlive; i++)
         live += st->live[i].used;
-    A.createtable(L, 0, 9);
+    A.createtable(L, 0, 14);
     setnum(L, "live", live);
     setnum(L, "traces", (double)st->n.traces);
     setnum(L, "patches", (double)st->n.patches);
@@ -52,6 +52,11 @@ static int stats(lua_State *L)
     setnum(L, "no_unwind", (double)st->n.no_unwind);
     setnum(L, "lines_checked", (double)st->n.checked);
     setnum(L, "lines_differ", (double)st->n.differ);
+    setnum(L, "records", (double)st->n.records);
+    setnum(L, "records_merged", (double)st->n.merged);
+    setnum(L, "ir_probes", (double)st->n.probes);
+    setnum(L, "rows_checked", (double)st->n.rows_checked);
+    setnum(L, "rows_differ", (double)st->n.rows_differ);
     return 1;
 }
 
@@ -77,6 +82,24 @@ static int live(lua_State *L)
         if (st->groups[g].announced)
             live_row(L, &k, st->groups[g].name, st->groups[g].addr, st->group_size);
     return 1;
+}
+
+/* theirs() after each change of the theirs table: which events have a handler of the
+ * script's to call after ours (chain() looks only then) */
+static int theirs(lua_State *L)
+{
+    struct state *st = A.touserdata(L, UPV(1));
+    st->theirs = 0;
+    A.rawgeti(L, UPV(2), E_THEIRS);
+    for (int e = E_K_TRACE; e <= E_K_RECORD; e++) {
+        A.rawgeti(L, UPV(2), e);
+        A.rawget(L, -2);
+        if (A.type(L, -1) == LUA_TFUNCTION)
+            st->theirs |= 1u << e;
+        A.settop(L, -2);
+    }
+    A.settop(L, -2);
+    return 0;
 }
 
 static int close_(lua_State *L)
@@ -163,7 +186,8 @@ int jh_luajit_open(lua_State *L)
         A.pushstring(L, KEYS[i]);
         A.rawseti(L, env, i);
     }
-    static const jh_lua_cfn fns[] = { jh__lj_on_trace, jh__lj_on_record, stats, live, close_ };
+    static const jh_lua_cfn fns[] = { jh__lj_on_trace, jh__lj_on_record, stats, live, close_,
+                                      theirs };
     for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
         A.pushvalue(L, ud);
         A.pushvalue(L, env);

@@ -324,3 +324,21 @@ int jh__luajit_add(jh_ctx *ctx, const struct jh_lj_trace *t, uint64_t *id)
         free(rows);
     return err < 0 ? err : framed ? 1 + f.spadj : 0;
 }
+
+int jh__lj_rows_same(const struct jh_lj_trace *t, const struct jh_lj_rec *rec, uint32_t nrec)
+{
+    struct jh_lj_trace u = *t;
+    u.rec = rec;
+    u.nrec = nrec;
+    uint32_t n = derive_lines(t, NULL, 0);
+    if (n != derive_lines(&u, NULL, 0))
+        return 0;
+    struct jh_line *a = malloc(sizeof *a * n * 2);
+    if (!a)
+        return -ENOMEM;
+    derive_lines(t, a, n);
+    derive_lines(&u, a + n, n);
+    int same = !memcmp(a, a + n, sizeof *a * n);
+    free(a);
+    return same;
+}

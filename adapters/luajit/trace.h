@@ -101,8 +101,10 @@ JH_API int jh_luajit_api(const struct jh_lua_api *api);
  *                            called once, at the first trace; the adapter keeps it alive
  * Returns on_trace, on_record (for jit.attach: they call theirs[event] after their own
  * work), stats() (a table of counts), live() (the live traces and stub groups,
- * { name, addr, size } each) and close() (the handlers do nothing after it; call it
- * before jh_close). Lua errors: a config that is not one.
+ * { name, addr, size } each), close() (the handlers do nothing after it; call it
+ * before jh_close) and theirs_changed() (call it after each change of theirs: the
+ * handlers look up theirs[event] only for the events that had one then). Lua errors: a
+ * config that is not one.
  */
 JH_API int jh_luajit_open(lua_State *L);
 
@@ -142,5 +144,9 @@ struct jh_lj_trace {
  * description, or 1 + its stack adjustment (what its side traces take as parent_spadj).
  */
 int jh__luajit_add(jh_ctx *ctx, const struct jh_lj_trace *t, uint64_t *id);
+
+/* Whether t's line rows are the same when derived from rec (nrec records) in place of
+ * t->rec: 1 yes, 0 no, -ENOMEM (events.c's JITHERALD_LUAJIT_VERIFY check). */
+int jh__lj_rows_same(const struct jh_lj_trace *t, const struct jh_lj_rec *rec, uint32_t nrec);
 
 #endif

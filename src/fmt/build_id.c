@@ -179,16 +179,22 @@ void jh__bid_bytes(struct jh__bid *id, uint64_t addr, const void *p, size_t len)
 void jh__bid_final(const struct jh__bid *id, uint64_t layout1, uint64_t layout2,
                    uint8_t out[JH__BUILD_ID_SIZE])
 {
+    /* the five words little-endian, each hash's bytes most significant first: whole
+     * words stored, not byte by byte (this ran once per gdb image, ~500 instructions) */
     uint64_t w[5] = { id->a, id->b, id->n, layout1, layout2 };
-    uint8_t b[sizeof w];
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     for (size_t k = 0; k < 5; k++)
-        for (int i = 0; i < 8; i++)
-            b[8 * k + (size_t)i] = (uint8_t)(w[k] >> (8 * i));
+        w[k] = __builtin_bswap64(w[k]);
+#endif
+    uint8_t h[24];
     for (int k = 0; k < 3; k++) {
-        uint64_t h = jh__hash64(b, sizeof b, P1 * (uint64_t)(k + 1));
-        for (int i = 0; i < 8 && 8 * k + i < JH__BUILD_ID_SIZE; i++)
-            out[8 * k + i] = (uint8_t)(h >> (56 - 8 * i));
+        uint64_t v = jh__hash64(w, sizeof w, P1 * (uint64_t)(k + 1));
+#if __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+        v = __builtin_bswap64(v);
+#endif
+        memcpy(h + 8 * k, &v, sizeof v);
     }
+    memcpy(out, h, JH__BUILD_ID_SIZE);
 }
 
 void jh__bid_note(uint8_t out[JH__BUILD_ID_NOTE_SIZE], const uint8_t id[JH__BUILD_ID_SIZE])

@@ -18,9 +18,12 @@ dofile(script)
 local s = jh.stats()
 io.stderr:write(string.format("checked %s differ %s traces %s\n", tostring(s.lines_checked),
                               tostring(s.lines_differ), tostring(s.traces)))
+io.stderr:write(string.format("rows %s differ %s records %s merged %s\n",
+                              tostring(s.rows_checked), tostring(s.rows_differ),
+                              tostring(s.records), tostring(s.records_merged)))
 LUA
-check() { # label min_checked luajit-args...
-    local label=$1 min=$2; shift 2
+check() { # label min_checked min_rows luajit-args...
+    local label=$1 min=$2 min_rows=$3; shift 3
     JITHERALD=gdb JITHERALD_LUAJIT_VERIFY=1 JITHERALD_DEBUG=1 JITHERALD_DIR=$T/d timeout 120 \
         luajit "$@" >"$T/$label.out" 2>"$T/$label.err" || fail "$label: $(tail -5 "$T/$label.err")"
     read -r _ checked _ differ _ traces < <(grep '^checked ' "$T/$label.err") || true
@@ -28,9 +31,17 @@ check() { # label min_checked luajit-args...
     [ "${differ:-x}" = 0 ] || fail "$label: $differ of $checked lines differ from funcinfo's"
     [ "${checked:-0}" -ge "$min" ] || fail "$label: only ${checked:-none} lines checked ($traces traces)"
     echo "$label: $checked bytecode lines, $traces traces: the frame's line is funcinfo's"
+    local rows rdiff records merged
+    read -r _ rows _ rdiff _ records _ merged < <(grep '^rows ' "$T/$label.err") || true
+    grep 'rows differ without' "$T/$label.err" | head -5
+    [ "${rdiff:-x}" = 0 ] || fail "$label: $rdiff of $rows traces' rows differ without the repeated records"
+    [ "${rows:-0}" -ge "$min_rows" ] || fail "$label: only ${rows:-none} traces' rows compared"
+    [ "${merged:-0}" -gt 0 ] || fail "$label: no record repeating the line before was left out ($records records)"
+    echo "$label: $merged of $records records repeat the line before; $rows traces' rows the same without them"
 }
-check stress 500 "$T/check.lua" "$R/bench/luajit/stress.lua" 100 2 2
-check hot 3 "$T/check.lua" hot.lua 2
-check errors 3 "$T/check.lua" errors.lua
-check jdump 3 -jdump=b "$T/check.lua" hot.lua 2
-echo "ok: every recorded bytecode's line read from its frame is the one funcinfo gives"
+check stress 500 100 "$T/check.lua" "$R/bench/luajit/stress.lua" 100 2 2
+check hot 3 1 "$T/check.lua" hot.lua 2
+check errors 3 1 "$T/check.lua" errors.lua
+check jdump 3 1 -jdump=b "$T/check.lua" hot.lua 2
+echo "ok: every recorded bytecode's line read from its frame is the one funcinfo gives, and"
+echo "    the records that repeat the line before them change no trace's rows"
