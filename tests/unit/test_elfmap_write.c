@@ -38,6 +38,32 @@ static char dir[64];
 static size_t pg;
 static const char *const files[] = { "write.lua" };
 
+/* The bytes of a frame-pointer function of `size` bytes (the test never runs them: the
+ * image's unwind tables describe them). x86-64: push rbp; mov rbp, rsp; nop...; pop rbp;
+ * ret. arm64: stp x29, x30, [sp, #-16]!; mov x29, sp; nop...; ldp x29, x30, [sp], #16; ret. */
+#if defined(__aarch64__)
+#define FP_PUSH_END 4
+#define FP_SET_END 8
+static void fp_function(uint8_t *p, size_t size)
+{
+    static const uint32_t head[] = { 0xa9bf7bfd, 0x910003fd }, tail[] = { 0xa8c17bfd, 0xd65f03c0 };
+    for (size_t o = 0; o + 4 <= size; o += 4)
+        memcpy(p + o, &(uint32_t){ 0xd503201f }, 4);
+    memcpy(p, head, sizeof head);
+    memcpy(p + size - sizeof tail, tail, sizeof tail);
+}
+#else
+#define FP_PUSH_END 1
+#define FP_SET_END 4
+static void fp_function(uint8_t *p, size_t size)
+{
+    memset(p, 0x90, size);
+    memcpy(p, "\x55\x48\x89\xe5", 4);
+    p[size - 2] = 0x5d;
+    p[size - 1] = 0xc3;
+}
+#endif
+
 /* The file mapped at address p (the image that names the code there): 1 and its path. */
 static int image_path(const void *p, char *out, size_t len)
 {
@@ -151,12 +177,9 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
         top -= size;
         uint8_t *p = area + top;
         mprotect(area, AREA, PROT_READ | PROT_WRITE);
-        /* push rbp; mov rbp,rsp; nop...; pop rbp; ret: a frame-pointer FDE each, so that
-         * the image has unwind tables (an arena's metadata is mapped once it has them) */
-        memset(p, 0x90, size);
-        memcpy(p, "\x55\x48\x89\xe5", 4);
-        p[size - 2] = 0x5d;
-        p[size - 1] = 0xc3;
+        /* a frame-pointer function (never run) and a frame-pointer FDE each, so that the
+         * image has unwind tables (an arena's metadata is mapped once it has them) */
+        fp_function(p, size);
         mprotect(area, AREA, PROT_READ | PROT_EXEC);
         char *name = fn[nfn].name;
         snprintf(name, sizeof fn[nfn].name, "fn_%d write.lua:%d", i, 10 + i);
@@ -167,8 +190,8 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
                                     { .offset = 32, .line = (uint32_t)(12 + i) } };
         struct jh_code c = { .sz = sizeof c, .name = name, .start = p, .size = size,
                              .files = files, .nfiles = 1, .lines = lines, .nlines = 3,
-                             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
-                             .fp_set_end = 4 };
+                             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = FP_PUSH_END,
+                             .fp_set_end = FP_SET_END };
         uint64_t id;
         CHECK_EQ(jh_code_add(jh, &c, &id), 0);
         if (!path[0] && !image_path(p, path, plen))
@@ -249,9 +272,6 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
 
 int main(void)
 {
-#ifndef __x86_64__
-    SKIP("x86-64 code bytes (a frame-pointer prologue)");
-#endif
     pg = (size_t)sysconf(_SC_PAGESIZE);
     snprintf(dir, sizeof dir, "/tmp/jh-test-write-XXXXXX");
     if (!mkdtemp(dir))
