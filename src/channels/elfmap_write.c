@@ -361,7 +361,8 @@ static int cmp_span(const void *a, const void *b)
 
 void jh__em_punch(struct region *r, int fd)
 {
-    qsort(r->holes, r->nholes, sizeof *r->holes, cmp_span);
+    if (r->nholes)      /* (holes is NULL while none was kept: qsort takes no NULL) */
+        qsort(r->holes, r->nholes, sizeof *r->holes, cmp_span);
     for (size_t i = 0, k; i < r->nholes; i = k) {
         uint64_t end = r->holes[i].off + r->holes[i].len;
         for (k = i + 1; k < r->nholes && r->holes[k].off <= end; k++)
