@@ -61,8 +61,11 @@ GDB_NS=${JH_BENCH_LLVM_GDB_N-1000 5000}
 us() { awk -v v="${1:-}" 'BEGIN { if (v == "") print "-"; else printf "%.1f", v }'; }
 ratio() { awk -v a="${1:-}" -v b="${2:-}" 'BEGIN { if (a == "" || b == "" || b == 0) print "-"; else printf "%.1fx", a / b }'; }
 label() { case $1 in llvm-gdb) echo "LLVM GDB listener" ;; jitherald) echo "jitherald RTDyld" ;;
-                     jitherald-link) echo "jitherald JITLink" ;; esac; }
-MODES="llvm-gdb jitherald jitherald-link"
+                     jitherald-link) echo "jitherald JITLink" ;; link-floor) echo "JITLink floor" ;; esac; }
+# link-floor: JITLink with a plugin that does nothing, timed in the same five intervals per
+# module as ours (the listeners: one): what the clock reads adds to JITLink's figure
+MODES="llvm-gdb jitherald jitherald-link link-floor"
+GDB_MODES="llvm-gdb jitherald jitherald-link"
 
 echo "Announcing N modules (one function each, with DWARF), no debugger: LLVM 14's GDB listener vs the adapter"
 echo "(load average before: $(load))"
@@ -87,7 +90,8 @@ for n in $NS; do
 done
 echo "(load average after: $(load); wall s: the whole run, LLVM's compile time included; alone"
 echo " cpu: CPU time of the thread inside the listener or plugin per module, median of $REPEAT"
-echo " interleaved runs up to 5000, one beyond; /LLVM: issue 30, at most 2x)"
+echo " interleaved runs up to 5000, one beyond; /LLVM: issue 30, at most 2x; JITLink floor:"
+echo " a plugin doing nothing, timed as ours in five intervals per module, the listeners in one)"
 
 if [ -n "${GDB_NS// /}" ]; then
 echo
@@ -100,15 +104,15 @@ declare -A LIST
 for n in $GDB_NS; do
     r=$GDB_REPEAT
     [ "$n" -gt 5000 ] && r=1
-    for mode in $MODES; do RUNS[$mode]=''; done
+    for mode in $GDB_MODES; do RUNS[$mode]=''; done
     for ((i = 0; i < r; i++)); do
-        for mode in $MODES; do
+        for mode in $GDB_MODES; do
             [ $mode = llvm-gdb ] && [ "$n" -gt "$LLVM_MAX" ] && continue
             RUNS[$mode]+="$(under_gdb $mode "$n")"$'\n'
         done
     done
     llvm_w='' llvm_d='' ext=''
-    for mode in $MODES; do
+    for mode in $GDB_MODES; do
         gl='' gd='' kb='' rounds='-'
         if [ $mode = llvm-gdb ] && [ "$n" -gt "$LLVM_MAX" ]; then
             if [ ${#pts[@]} -ge 2 ]; then      # a*N + b*N^2 in total: a + b*N per module

@@ -15,18 +15,28 @@
  *
  * JITLink does not give plugins the relocatable object with section addresses the way
  * RuntimeDyld gives listeners a LoadedObjectInfo: its graph has no debug sections, one
- * block per loaded section and no section indices. So the plugin keeps a copy of the
- * object (notifyMaterializing), tells which block holds which section by where the
- * block's bytes point into the object before allocation copies them (after pruning, so
- * only blocks that will be loaded), reads the blocks' addresses once allocated, and
- * describes the object (object.cc) when it is emitted: finalized, executable, and before
- * any lookup can return one of its addresses.
+ * block per loaded section and no section indices. So the plugin notes where the object
+ * lies (notifyMaterializing: LLVM's link context owns it until after notifyEmitted), tells
+ * which block holds which section by where the block's bytes point into the object before
+ * allocation copies them (after pruning, so only blocks that will be loaded), and when it
+ * is emitted (finalized, executable, and before any lookup can return one of its
+ * addresses) reads the blocks' addresses, copies the object and registers it or describes
+ * it (object.cc).
+ *
+ * Per module, without a debugger, this is LLVM's own listener's work (a copy, a list edit)
+ * plus the plugin's bookkeeping; what that costs is kept small (issue 30, docs/cost.md):
+ * the copy is made when emitted, not when materializing, where it was the first large
+ * allocation after LLVM freed the module's compile state (glibc then consolidates its
+ * free lists: 9,500 instructions a module, against 400 later); the module's state is
+ * looked up twice under the mutex, not four times (the pass holds it); one pass, not two;
+ * no allocation while matching blocks to sections.
  */
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
 
 #include <jitherald/llvm.h>
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/ExecutionEngine/JITLink/JITLink.h>
 #include <llvm/Object/ELFObjectFile.h>
 
@@ -46,14 +56,26 @@ struct Piece {
 };
 
 struct Pending {
-    std::unique_ptr<llvm::WritableMemoryBuffer> copy;
+    std::unique_ptr<llvm::WritableMemoryBuffer> copy;  /* made when emitted (copy()) */
     std::unique_ptr<llvm::object::ObjectFile> obj;
     const char *orig = nullptr;     /* the object JITLink builds its graph from */
     size_t orig_size = 0;
-    std::vector<Piece> blocks;
+    llvm::StringRef name;           /* its buffer's name: alive as long as orig */
+    llvm::SmallVector<Piece, 16> blocks;
     SectionLoads loads;
+    bool mapped = false;    /* blocks matched to sections (map_blocks) */
     bool placed = false;    /* every loaded section has one address (place_sections) */
 };
+
+/* The module this thread announced to notifyMaterializing last: LLVM 14 calls
+ * modifyPassConfig for it right after, in the same thread, so the passes find its state
+ * without a lookup (anything else: looked up). */
+struct Last {
+    const void *plugin;
+    MaterializationResponsibility *mr;
+    Pending *p;
+};
+thread_local Last last_materialized{};
 
 class Plugin final : public llvm::orc::ObjectLinkingLayer::Plugin {
 public:
@@ -62,17 +84,20 @@ public:
     void notifyMaterializing(MaterializationResponsibility &mr, llvm::jitlink::LinkGraph &,
                              llvm::jitlink::JITLinkContext &, llvm::MemoryBufferRef in) override
     {
+        last_materialized = Last{};     /* never a module before, at the same address */
         if (!herald_.active())
             return;
-        Pending p;
-        p.orig = in.getBufferStart();
-        p.orig_size = in.getBufferSize();
-        p.copy = copy_bytes(in.getBuffer(), in.getBufferIdentifier());
-        if (!p.copy)
-            return;
-        /* parsed only when described: registered as it is, gdb is the one to read it */
-        std::lock_guard<std::mutex> g(mu_);
-        pending_[&mr] = std::move(p);
+        Pending *p;
+        {
+            /* parsed only when described: registered as it is, gdb is the one to read it */
+            std::lock_guard<std::mutex> g(mu_);
+            p = &pending_[&mr];
+        }
+        /* copied when emitted: the context that owns the object lives until then */
+        p->orig = in.getBufferStart();
+        p->orig_size = in.getBufferSize();
+        p->name = in.getBufferIdentifier();
+        last_materialized = Last{this, &mr, p};
     }
 
     void modifyPassConfig(MaterializationResponsibility &mr, llvm::jitlink::LinkGraph &,
@@ -80,30 +105,44 @@ public:
     {
         if (!herald_.active())
             return;
-        config.PostPrunePasses.push_back([this, &mr](llvm::jitlink::LinkGraph &g) {
-            map_blocks(mr, g);
-            return llvm::Error::success();
-        });
-        config.PostAllocationPasses.push_back([this, &mr](llvm::jitlink::LinkGraph &) {
+        Pending *p = nullptr;
+        if (last_materialized.plugin == this && last_materialized.mr == &mr) {
+            p = last_materialized.p;
+        } else {
             std::lock_guard<std::mutex> g(mu_);
             auto it = pending_.find(&mr);
             if (it != pending_.end())
-                place_sections(it->second);
+                p = &it->second;
+        }
+        last_materialized = Last{};
+        if (!p)
+            return;
+        /* p stays where it is (an unordered_map's elements do not move) until this link's
+         * notifyEmitted or notifyFailed takes it out, after its passes. One pass: the
+         * blocks' addresses are read in notifyEmitted (the linker, which owns the graph,
+         * calls it and lives until it returns), not in a pass of their own, whose list
+         * (empty so far) would be one more allocation per module. */
+        config.PostPrunePasses.push_back([p](llvm::jitlink::LinkGraph &g) {
+            map_blocks(*p, g);
             return llvm::Error::success();
         });
     }
 
     llvm::Error notifyEmitted(MaterializationResponsibility &mr) override
     {
-        Pending p;
+        decltype(pending_)::node_type node;
         {
             std::lock_guard<std::mutex> g(mu_);
             auto it = pending_.find(&mr);
             if (it == pending_.end())
                 return llvm::Error::success();
-            p = std::move(it->second);
-            pending_.erase(it);
+            node = pending_.extract(it);
         }
+        Pending &p = node.mapped();
+        if (!copy(p))
+            return llvm::Error::success();
+        if (p.mapped)
+            place_sections(p);
         herald_.settle();
         uint64_t label = uint64_t(uintptr_t(p.orig));
         if (herald_.raw_ok() && p.placed && patch_headers(p)) {
@@ -137,6 +176,8 @@ public:
 
     llvm::Error notifyFailed(MaterializationResponsibility &mr) override
     {
+        if (last_materialized.mr == &mr)
+            last_materialized = Last{};
         std::lock_guard<std::mutex> g(mu_);
         pending_.erase(&mr);
         return llvm::Error::success();
@@ -156,13 +197,8 @@ public:
 private:
     /* Which surviving block holds which section: a block made from a section points at
      * the section's bytes in the object until allocation copies it. */
-    void map_blocks(MaterializationResponsibility &mr, llvm::jitlink::LinkGraph &g)
+    static void map_blocks(Pending &p, llvm::jitlink::LinkGraph &g)
     {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = pending_.find(&mr);
-        if (it == pending_.end())
-            return;
-        Pending &p = it->second;
         /* (file offset, size, index) of every section with bytes, sorted: a hash map
          * here was a twentieth of the plugin's cost (issue 30) */
         struct At {
@@ -170,14 +206,14 @@ private:
             unsigned index;
             bool operator<(const At &o) const { return off < o.off; }
         };
-        std::vector<At> at;
+        llvm::SmallVector<At, 32> at;
         unsigned nsec = 0;
-        if (const auto *sh = headers(p, nsec)) {
+        if (const auto *sh = section_headers(const_cast<char *>(p.orig), p.orig_size, nsec)) {
             for (unsigned i = 0; i < nsec; i++)
                 if (sh[i].sh_size && sh[i].sh_type != llvm::ELF::SHT_NOBITS)
                     at.push_back(At{sh[i].sh_offset, sh[i].sh_size, i});
         } else {
-            if (!parse(p))
+            if (!copy(p) || !parse(p))
                 return;
             if (!llvm::isa<llvm::object::ELFObjectFileBase>(p.obj.get()))
                 return;
@@ -188,9 +224,16 @@ private:
                                     unsigned(s.getIndex())});
             }
         }
-        if (!std::is_sorted(at.begin(), at.end()))     /* they usually are */
-            std::stable_sort(at.begin(), at.end());
+        /* Searched once per graph section (below): a few sections, a scan; many (one per
+         * function, -ffunction-sections), sorted and halved. Sorted they are not in LLVM's
+         * objects (.strtab comes first, its bytes last); sections with bytes do not
+         * overlap, so no two start at one offset. */
+        bool few = at.size() <= 32;
+        if (!few && !std::is_sorted(at.begin(), at.end()))
+            std::sort(at.begin(), at.end());
         p.loads.addr.assign(nsec, 0);
+        p.mapped = true;
+        const At *q = nullptr;
         for (llvm::jitlink::Block *b : g.blocks()) {
             if (b->isZeroFill())
                 continue;
@@ -199,11 +242,24 @@ private:
                 continue;
             uint64_t off = uint64_t(d - p.orig);
             /* the section whose bytes hold the block's: the last starting at or before it
-             * (sections with bytes do not overlap) */
-            auto q = std::upper_bound(at.begin(), at.end(), At{off, 0, 0});
-            if (q == at.begin())
-                continue;
-            --q;
+             * (sections with bytes do not overlap); the blocks of a graph section come
+             * from one object section, in a row: the last one found is tried first */
+            if (!q || off < q->off || off - q->off >= q->size) {
+                q = nullptr;
+                if (few) {
+                    for (const At &a : at)
+                        if (off >= a.off && off - a.off < a.size) {
+                            q = &a;
+                            break;
+                        }
+                } else {
+                    auto u = std::upper_bound(at.begin(), at.end(), At{off, 0, 0});
+                    if (u != at.begin())
+                        q = &*--u;
+                }
+                if (!q)
+                    continue;
+            }
             if (off + b->getSize() <= q->off + q->size)
                 p.blocks.push_back(Piece{b, q->index, off - q->off});
         }
@@ -232,6 +288,14 @@ private:
     static Elf::Shdr *headers(Pending &p, unsigned &n)
     {
         return section_headers(p.copy->getBufferStart(), p.copy->getBufferSize(), n);
+    }
+
+    /* The copy registered or described: made once, while LLVM still holds the object. */
+    static bool copy(Pending &p)
+    {
+        if (!p.copy && p.orig)
+            p.copy = copy_bytes(llvm::StringRef(p.orig, p.orig_size), p.name);
+        return p.copy != nullptr;
     }
 
     /* The copy's section headers get the load addresses. */
