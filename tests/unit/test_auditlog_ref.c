@@ -25,8 +25,10 @@ __attribute__((noinline, used, aligned(64))) void ref_modified(void) { BODY; }
 
 static const uint8_t jit_bytes[] = { 0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3 };
 
-/* Store one byte into our own text (a private copy of its page, as a JIT patching in place). */
-static void poke(void (*fn)(void), size_t off, uint8_t v)
+/* Store one byte into our own text (a private copy of its page, as a JIT patching in place).
+ * Not instrumented by TSan, which maps the shadow of the program's read-only segments to a
+ * read-only page (MapRodata): its check of this store would fault. */
+__attribute__((no_sanitize_thread)) static void poke(void (*fn)(void), size_t off, uint8_t v)
 {
     uintptr_t a = (uintptr_t)fn + off, pg = a & ~(uintptr_t)4095;
     CHECK_EQ(mprotect((void *)pg, 8192, PROT_READ | PROT_WRITE | PROT_EXEC), 0);

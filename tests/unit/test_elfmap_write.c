@@ -33,6 +33,16 @@
 #define NFN 250
 #define MAXSEC 64
 #define MAXFREED 512
+/* Where the above-the-window case puts its code: low in the application's memory as each
+ * build sees it (TSan's application memory ends at 0x8000000000; ASan's shadow ends at
+ * 0x10007fff7fff, and its memory above that is the application's). */
+#if defined(__SANITIZE_THREAD__)
+#define LOW_CODE 0x4000000000ull
+#define LOW_CODE_S "0x4000000000"
+#else
+#define LOW_CODE 0x110000000000ull
+#define LOW_CODE_S "0x110000000000"
+#endif
 
 static char dir[64];
 static size_t pg;
@@ -290,11 +300,11 @@ int main(void)
 
     /* 2. Code low in the address space, far below any arena the kernel gives (top down,
      * near the libraries): the metadata is mapped above the window, as for LuaJIT. */
-    void *hint = (void *)(uintptr_t)0x100000000000ull;
+    void *hint = (void *)(uintptr_t)LOW_CODE;
     a = mmap(hint, AREA, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
              -1, 0);
     if (a == MAP_FAILED || a != hint) {
-        SKIP_PART("no free address space at 0x100000000000 for the above-the-window case");
+        SKIP_PART("no free address space at " LOW_CODE_S " for the above-the-window case");
     } else {
         nfr = run(a, true, path, sizeof path, fr, &growths);
         CHECK(growths >= 3);
