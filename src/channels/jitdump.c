@@ -43,7 +43,6 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -279,9 +278,10 @@ static int file_write(struct jd_file *f, const struct jh__buf *b, const void *co
     if (fd < 0 && !err)
         return fd;
     if (!err) {
-        struct iovec iov[2] = { { b->p, b->len }, { (void *)code, code_len } };
-        ssize_t w = pwritev(fd, iov, code_len ? 2 : 1, (off_t)f->size);
-        err = w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
+        /* guarded (SIGXFSZ held under a file-size limit) and resumed after short writes */
+        err = jh__pwrite_all(fd, b->p, b->len, f->size);
+        if (!err && code_len)
+            err = jh__pwrite_all(fd, code, code_len, f->size + b->len);
         if (!err) {
             f->size += len;
             if (f->alloc < f->size)
