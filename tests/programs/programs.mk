@@ -40,6 +40,7 @@ $(eval $(call program,run_deepbind,yes))
 $(eval $(call program,unwind_asan,yes))
 $(eval $(call program,attach_unwind,yes))
 $(eval $(call program,clean_fork,yes))
+$(eval $(call program,no_shared_map.so,yes))
 $(eval $(call program,auditlog_msgpack_walk,$(MSGPACK_PKG),msgpack-c missing (Debian package libmsgpack-dev)))
 $(eval $(call program,unwind_libunwind,$(LIBUNWIND_PKG),libunwind.h missing (Debian package libunwind-dev)))
 $(eval $(call program,unwind_llvm,$(LLVM_LIBUNWIND),LLVM libunwind missing (Debian package libunwind-14)))
@@ -95,6 +96,12 @@ $(PROG_DIR)/deepbind/run_deepbind_vm.so: tests/programs/run_deepbind_vm.c
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(PROG_CFLAGS) -O1 -fPIC -shared -Wl,-z,relro,-z,now $(LDFLAGS) -o $@ $<
+
+# A file system that cannot map the jitdump shared and writable (jitdump_nomap.sh).
+$(PROG_DIR)/no_shared_map.so: tests/programs/no_shared_map.c
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(PROG_CFLAGS) -O1 -fPIC -shared $(LDFLAGS) -o $@ $< -ldl
 
 # A callgrind reader and a perf map / jitdump reader of its own: no tools/lib code.
 $(PROG_DIR)/cg_invariants: tests/programs/cg_invariants.c
