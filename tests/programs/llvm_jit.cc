@@ -15,6 +15,9 @@
 //     --remove        afterwards remove the code (ORC: its ResourceTracker) and check that
 //                     jitherald no longer knows ENTRY's address
 //     --repeat N      call ENTRY N times
+//     --broken FILE.ll  (ORC) first add FILE.ll, whose link must fail (an unresolved
+//                     symbol), and look up BROKEN_ENTRY in it: prints "broken: link
+//                     failed" (or exits 1 if it linked); then ENTRY as usual
 // Prints "result R", the guards that ran, "caught: ..." for --catch, "lookup: ..." lines.
 // JITHERALD chooses the channels, as for any jitherald user.
 #include <cstdio>
@@ -101,7 +104,7 @@ struct Options {
     bool catch_ = false, remove = false;
     long repeat = 1;
     std::vector<std::string> files;
-    std::string entry;
+    std::string entry, broken;
     long arg = 0;
 };
 
@@ -222,6 +225,16 @@ static void run_orc(const Options &o, jh_ctx *jh)
                               jit->getDataLayout().getGlobalPrefix()),
                           "host symbols"));
     ResourceTrackerSP rt = jd.createResourceTracker();
+    if (!o.broken.empty()) {
+        auto ctx = std::make_unique<LLVMContext>();
+        std::unique_ptr<Module> m = load(*ctx, o.broken);
+        check(jit->addIRModule(rt, ThreadSafeModule(std::move(m), std::move(ctx))), "add module");
+        Expected<JITEvaluatedSymbol> s = jit->lookup("broken_entry");
+        if (s)
+            die("broken_entry linked: " + o.broken + " should not link");
+        consumeError(s.takeError());
+        printf("broken: link failed\n");
+    }
     for (const std::string &f : o.files) {
         auto ctx = std::make_unique<LLVMContext>();
         std::unique_ptr<Module> m = load(*ctx, f);
@@ -255,6 +268,7 @@ int main(int argc, char **argv)
         else if (a == "--catch") o.catch_ = true;
         else if (a == "--remove") o.remove = true;
         else if (a == "--repeat" && i + 1 < argc) o.repeat = atol(argv[++i]);
+        else if (a == "--broken" && i + 1 < argc) o.broken = argv[++i];
         else if (a[0] == '-') die("unknown option " + a);
         else o.files.push_back(a);
     }
