@@ -219,7 +219,8 @@ size_t jh__al_code_add_size(uint64_t ts, uint32_t tid, uint64_t id, const struct
      * offset and line, no column, file 0) is 5 bytes */
     for (uint32_t i = 0; i < f->nlines; i++) {
         const struct jh_line *l = &f->lines[i];
-        s += 1 + jh__mp_uint_size(l->offset) + jh__mp_uint_size(l->line) +
+        s += (l->offset | l->line | l->column | l->file) < 128 ? 5 :
+             1 + jh__mp_uint_size(l->offset) + jh__mp_uint_size(l->line) +
              jh__mp_uint_size(l->column) + jh__mp_uint_size(l->file);
     }
     if (f->prologue_end)
@@ -257,7 +258,7 @@ uint8_t *jh__al_put_code_add(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,
     p = jh__mp_put_array(p, f->nlines);
     for (uint32_t i = 0; i < f->nlines; i++) {
         const struct jh_line *l = &f->lines[i];
-        if (l->offset < 128 && l->line < 128 && l->column < 128 && l->file < 128) {
+        if ((l->offset | l->line | l->column | l->file) < 128) {
             p[0] = 0x94;                /* every number a positive fixint */
             p[1] = (uint8_t)l->offset;
             p[2] = (uint8_t)l->line;
