@@ -11,7 +11,8 @@
 #   JH_BENCH_LUAJIT="400 2 10"   functions, rounds, flushes
 #   JH_BENCH_RUNS=5              runs per configuration (the median is shown)
 #   JH_BENCH_LUAJIT_ONLY=unwind  only plain LuaJIT, the adapter alone and the configurations
-#                                whose label contains this (one channel's before/after)
+#                                whose label contains this (one channel's before/after;
+#                                several, comma-separated: perfmap,auditlog)
 #   JH_BENCH_LUAJIT_BEFORE=DIR   another tree (built: DIR/build/libjitherald.so.0, with its
 #                                adapters/luajit), or a commit of this repository (its tree
 #                                is built in a temporary directory, ~1 min): its adapter
@@ -45,7 +46,10 @@ CONF+=("adapter + gdb, no per-guard lines|gdb|JITHERALD_LUAJIT_LINES=0"
        "adapter + all but elfmap|perfmap,jitdump,gdb,unwind,auditlog" "adapter + all channels|all")
 if [ -n "${JH_BENCH_LUAJIT_ONLY:-}" ]; then
     keep=("${CONF[@]:0:2}")
-    for c in "${CONF[@]:2}"; do [[ ${c%%|*} == *"$JH_BENCH_LUAJIT_ONLY"* ]] && keep+=("$c"); done
+    IFS=, read -ra only <<<"$JH_BENCH_LUAJIT_ONLY"
+    for c in "${CONF[@]:2}"; do
+        for o in "${only[@]}"; do [[ ${c%%|*} == *"$o"* ]] && { keep+=("$c"); break; }; done
+    done
     CONF=("${keep[@]}")
 fi
 

@@ -65,12 +65,27 @@ static uint8_t *reserve(struct al_state *st, size_t len)
     return p;
 }
 
-/* A record built in st->scratch under the lock, or counted as dropped. */
-static void put_record(struct al_state *st)
+/* A frame for a record's map of n bytes, its length in place; NULL: dropped (counted). */
+static uint8_t *frame(struct al_state *st, size_t n)
 {
-    int err = atomic_load(&st->full) ? -ENOSPC : jh__al_put_buf(st, &st->scratch, st->data_limit);
-    if (err < 0)
-        drop(st, err == -ENOSPC && !atomic_load(&st->stuck));
+    if (n > UINT32_MAX) {           /* no frame can say it: never the limit's fault */
+        drop(st, false);
+        return NULL;
+    }
+    return reserve(st, JH__AL_FRAME_HDR + n);
+}
+
+/* The record ends at end: committed if it is the n bytes its size said. A record that is
+ * not (a bug in fmt/auditlog.c) stays cut, which readers skip by its length. */
+static void done(struct al_state *st, uint8_t *f, const uint8_t *end, size_t n)
+{
+    if (end == f + JH__AL_FRAME_HDR + n) {
+        jh__al_commit(f);
+        return;
+    }
+    drop(st, false);
+    jh__diag(st->env->diag, JH_LOG_ERROR, "auditlog: a record of %zu bytes was sized %zu "
+             "(a bug): left cut", (size_t)(end - f) - JH__AL_FRAME_HDR, n);
 }
 
 static void write_limit_record(struct al_state *st)
@@ -87,27 +102,13 @@ static void write_limit_record(struct al_state *st)
 
 /* ---- the VM's records: no context lock ------------------------------------------------ */
 
-/* The keys every VM-side record starts with: its map header, type, time and thread.
- * Returns where the record's own keys go. */
-static uint8_t *put_head(uint8_t *frame, uint32_t nkeys, const char *type, size_t tlen,
-                         uint64_t now, uint64_t tid)
-{
-    uint8_t *p = jh__mp_put_map(frame + JH__AL_FRAME_HDR, nkeys);
-    p = jh__mp_put_str(p, JH__AL_K_TYPE, 4);
-    p = jh__mp_put_str(p, type, tlen);
-    p = jh__mp_put_str(p, JH__AL_K_TIME, 4);
-    p = jh__mp_put_uint(p, now);
-    p = jh__mp_put_str(p, JH__AL_K_THREAD, 6);
-    return jh__mp_put_uint(p, tid);
-}
-
 static int al_log_memory(void *state, const void *addr, size_t size, const char *type_hint)
 {
     struct al_state *st = state;
     size_t hlen = type_hint ? strlen(type_hint) : 0;
     uint64_t now = jh__now_ns();
     uint32_t tid = jh__thread_id();
-    size_t len = JH__AL_FRAME_HDR + 1 + 5 + 7 + 5 + jh__mp_uint_size(now) + 7 + jh__mp_uint_size(tid)
+    size_t len = JH__AL_FRAME_HDR + jh__al_head_size(6, 6, now, tid)
                + 8 + jh__mp_uint_size((uintptr_t)addr) + 5 + (type_hint ? jh__mp_str_size(hlen) : 1)
                + 5 + jh__mp_bin_hsize(size) + size;
     if (size > UINT32_MAX) {
@@ -117,7 +118,7 @@ static int al_log_memory(void *state, const void *addr, size_t size, const char 
     uint8_t *f = reserve(st, len);
     if (!f)
         return 0;               /* counted as dropped; the VM carries on */
-    uint8_t *p = put_head(f, 6, "memory", 6, now, tid);
+    uint8_t *p = jh__al_put_head(f + JH__AL_FRAME_HDR, 6, "memory", 6, now, tid);
     p = jh__mp_put_str(p, JH__AL_K_ADDRESS, 7);
     p = jh__mp_put_uint(p, (uintptr_t)addr);
     p = jh__mp_put_str(p, JH__AL_K_HINT, 4);
@@ -149,14 +150,14 @@ static int al_log_event(void *state, const char *name, const struct jh_attr *att
     size_t nlen = strlen(name);
     uint64_t now = jh__now_ns();
     uint32_t tid = jh__thread_id();
-    size_t len = JH__AL_FRAME_HDR + 1 + 5 + 6 + 5 + jh__mp_uint_size(now) + 7 + jh__mp_uint_size(tid)
+    size_t len = JH__AL_FRAME_HDR + jh__al_head_size(5, 5, now, tid)
                + 6 + jh__mp_str_size(nlen) + 6 + jh__mp_cont_hsize(n);
     for (size_t i = 0; i < n; i++)
         len += attr_size(&attrs[i]);
     uint8_t *f = reserve(st, len);
     if (!f)
         return 0;
-    uint8_t *p = put_head(f, 5, "event", 5, now, tid);
+    uint8_t *p = jh__al_put_head(f + JH__AL_FRAME_HDR, 5, "event", 5, now, tid);
     p = jh__mp_put_str(p, JH__AL_K_EVENT, 5);
     p = jh__mp_put_str(p, name, nlen);
     p = jh__mp_put_str(p, JH__AL_K_ATTRS, 5);
@@ -180,52 +181,72 @@ static int al_log_event(void *state, const char *name, const struct jh_attr *att
 
 /* ---- code records: under the context lock ------------------------------------------- */
 
-static struct jh__buf *scratch(struct al_state *st)
-{
-    st->scratch.len = 0;
-    st->scratch.err = 0;
-    return &st->scratch;
-}
-
+/* Each encoded straight into its frame: sized, reserved, written. */
 static int al_add(void *state, struct jh__entry *e)
 {
     struct al_state *st = state;
     struct jh__al_ref ref;
-    bool by_ref = st->refs && jh__al_code_ref(st, e->fn.start, e->fn.size, &ref);
-    jh__al_code_add(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, &e->fn,
-                    by_ref ? &ref : NULL);
-    put_record(st);
+    const struct jh__al_ref *r =
+        st->refs && jh__al_code_ref(st, e->fn.start, e->fn.size, &ref) ? &ref : NULL;
+    uint64_t now = jh__now_ns();
+    uint32_t tid = jh__thread_id();
+    size_t n = jh__al_code_add_size(now, tid, e->node.id, &e->fn, r);
+    uint8_t *f = frame(st, n);
+    if (f)
+        done(st, f, jh__al_put_code_add(f + JH__AL_FRAME_HDR, now, tid, e->node.id, &e->fn, r), n);
     return 0;
 }
 
 static int al_remove(void *state, struct jh__entry *e)
 {
     struct al_state *st = state;
-    jh__al_code_remove(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, e->node.start,
-                       e->node.size);
-    put_record(st);
+    uint64_t now = jh__now_ns();
+    uint32_t tid = jh__thread_id();
+    const struct jh__node *x = &e->node;
+    size_t n = jh__al_code_remove_size(now, tid, x->id, x->start, x->size);
+    uint8_t *f = frame(st, n);
+    if (f)
+        done(st, f, jh__al_put_code_remove(f + JH__AL_FRAME_HDR, now, tid, x->id, x->start,
+                                           x->size), n);
     return 0;
 }
 
 static int al_move(void *state, struct jh__entry *e, uintptr_t old_start)
 {
     struct al_state *st = state;
-    jh__al_code_move(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, old_start,
-                     e->node.start, e->node.size);
-    put_record(st);
+    uint64_t now = jh__now_ns();
+    uint32_t tid = jh__thread_id();
+    const struct jh__node *x = &e->node;
+    size_t n = jh__al_code_move_size(now, tid, x->id, old_start, x->start, x->size);
+    uint8_t *f = frame(st, n);
+    if (f)
+        done(st, f, jh__al_put_code_move(f + JH__AL_FRAME_HDR, now, tid, x->id, old_start,
+                                         x->start, x->size), n);
     return 0;
 }
 
 static int al_patched(void *state, struct jh__entry *e, uintptr_t addr, size_t len)
 {
     struct al_state *st = state;
-    jh__al_code_patched(scratch(st), jh__now_ns(), jh__thread_id(), e->node.id, addr,
-                        (const void *)addr, len);
-    put_record(st);
+    uint64_t now = jh__now_ns();
+    uint32_t tid = jh__thread_id();
+    size_t n = jh__al_code_patched_size(now, tid, e->node.id, addr, len);
+    uint8_t *f = frame(st, n);
+    if (f)
+        done(st, f, jh__al_put_code_patched(f + JH__AL_FRAME_HDR, now, tid, e->node.id, addr,
+                                            (const void *)addr, len), n);
     return 0;
 }
 
 /* ---- the file -------------------------------------------------------------------------- */
+
+/* The header and close records, built here under the lock (rare: one of each a file). */
+static struct jh__buf *scratch(struct al_state *st)
+{
+    st->scratch.len = 0;
+    st->scratch.err = 0;
+    return &st->scratch;
+}
 
 static void put_header(struct al_state *st, pid_t parent)
 {

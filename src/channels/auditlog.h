@@ -57,7 +57,7 @@ struct al_state {
     char *path;
     bool refs;                      /* record code in loaded objects' files by reference */
     struct al_objs *objs;           /* auditlog_ref.c: the objects met so far */
-    struct jh__buf scratch;         /* code records, built under the context lock */
+    struct jh__buf scratch;         /* the header and close records, under the context lock */
     _Atomic uint64_t dropped;
     /* Written by every record: alone on its cache line, so the CAS of one thread does not
      * evict the fields above from the others' caches. */

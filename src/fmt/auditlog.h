@@ -12,6 +12,7 @@
 #ifndef JH__FMT_AUDITLOG_H
 #define JH__FMT_AUDITLOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/buf.h"
@@ -103,9 +104,36 @@ struct jh__al_ref {
 };
 #define JH__AL_BUILD_ID_MAX 64
 
-/* Encoders of the code records: one msgpack map each, appended to b (no frame header).
+/* Encoders of the records the library builds: one msgpack map each (no frame header).
+ * jh__al_*_size() is the map's exact length; jh__al_put_*() writes it at p, that many
+ * bytes, and returns the byte after (the channel encodes straight into its frame).
  * code_add carries the code bytes (f->start is read as an address in this process), or
  * with ref, where they lie in a file instead. */
+size_t jh__al_code_add_size(uint64_t ts, uint32_t tid, uint64_t id, const struct jh__func *f,
+                            const struct jh__al_ref *ref);
+uint8_t *jh__al_put_code_add(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,
+                             const struct jh__func *f, const struct jh__al_ref *ref);
+size_t jh__al_code_remove_size(uint64_t ts, uint32_t tid, uint64_t id, uint64_t start,
+                               uint64_t size);
+uint8_t *jh__al_put_code_remove(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,
+                                uint64_t start, uint64_t size);
+size_t jh__al_code_move_size(uint64_t ts, uint32_t tid, uint64_t id, uint64_t old_start,
+                             uint64_t start, uint64_t size);
+uint8_t *jh__al_put_code_move(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,
+                              uint64_t old_start, uint64_t start, uint64_t size);
+size_t jh__al_code_patched_size(uint64_t ts, uint32_t tid, uint64_t id, uint64_t addr,
+                                size_t len);
+uint8_t *jh__al_put_code_patched(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,
+                                 uint64_t addr, const void *bytes, size_t len);
+/* The head every record starts with: a map of nkeys keys, then type (tlen bytes), time,
+ * thread; the record's own keys follow. */
+size_t jh__al_head_size(uint32_t nkeys, size_t tlen, uint64_t ts, uint32_t tid);
+uint8_t *jh__al_put_head(uint8_t *p, uint32_t nkeys, const char *type, size_t tlen,
+                         uint64_t ts, uint32_t tid);
+
+/* The same appended to b (the file's header and close, the fuzzers): b->err is set when
+ * memory runs out, the map is too large for a frame, or (a bug) the put and its size
+ * disagree. */
 void jh__al_code_add(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
                      const struct jh__func *f, const struct jh__al_ref *ref);
 void jh__al_code_remove(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
@@ -114,7 +142,6 @@ void jh__al_code_move(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
                       uint64_t old_start, uint64_t start, uint64_t size);
 void jh__al_code_patched(struct jh__buf *b, uint64_t ts, uint32_t tid, uint64_t id,
                          uint64_t addr, const void *bytes, size_t len);
-/* The head every record starts with: a map of nkeys keys, then type, time, thread. */
 void jh__al_head(struct jh__buf *b, uint32_t nkeys, const char *type, uint64_t ts,
                  uint32_t tid);
 
