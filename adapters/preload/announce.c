@@ -245,8 +245,104 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
                                   said[k].from && said[k].from != f->from);
 }
 
+/*
+ * Code in a loaded object's text (V8's builtins: node lists 2,200 at start, one map line
+ * and one jitdump record each, in address order) is held and handed to the contexts in
+ * batches (jh_code_add_many: one lock, one unwind run per batch instead of a run rebuilt
+ * per function), at the latest before anything else is announced (JIT code that calls it,
+ * a move), when a batch is full, and at exit. It ran before it was listed (node's
+ * Isolate::Init runs builtins before V8FileLogger::LateSetup lists them), so nothing that
+ * can run waits for it: what a tool sees of it is the same, a few lines later. The VM
+ * never unmaps a loaded object's text (ld.so does at dlclose, with calls no preload
+ * hears): a held function cannot be forgotten before its batch goes.
+ */
+struct held_fn {
+    struct jh_code c;           /* name in held_names; cfi (frame_of's) in cfi below */
+    uint8_t cfi[JHR_PROLOGUE_CFI_MAX];
+    int from;
+};
+static struct held_fn held[PENDING_MAX];
+static char held_names[PENDING_MAX * 48];
+static size_t nheld, held_used;
+
+/* The held functions, into every context that takes them. */
+static void add_held(void)
+{
+    static struct jh_code codes[PENDING_MAX];
+    static int rc[PENDING_MAX];
+    if (!nheld)
+        return;
+    size_t n = nheld;
+    nheld = held_used = 0;
+    jhp_inside++;
+    jh_ctx *first = jhp_files ? jhp_files : jhp_rec;
+    jh_ctx *ctxs[2] = { jhp_files, jhp_rec };
+    for (size_t i = 0; i < n; i++)
+        codes[i] = held[i].c;
+    for (int k = 0; k < 2; k++) {
+        if (!ctxs[k])
+            continue;
+        unsigned replaced = 0;
+        for (size_t i = 0; i < n; i++) {    /* code it replaces: gone (as add_to) */
+            int m = jh_code_remove_range(ctxs[k], codes[i].start, codes[i].size);
+            replaced += m > 0 ? (unsigned)m : 0;
+        }
+        jh_code_add_many(ctxs[k], codes, n, ctxs[k] == first ? rc : NULL);
+        if (ctxs[k] == first)
+            jhp_st.replaced += replaced;
+    }
+    jhp_inside--;
+    jhp_st.batches++;
+    for (size_t i = 0; i < n; i++) {
+        if (rc[i] < 0) {
+            jhp_st.failed++;
+        } else {
+            jhp_st.announced++;
+            if (jhp_files)
+                pending++;
+        }
+    }
+    if (pending >= PENDING_MAX)
+        jhp_flush_all();
+}
+
+/* f (in a loaded object's text, described by name alone) held for the next batch: true;
+ * false when it cannot be (it goes the usual way). */
+static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
+{
+    if (!jhp_files && !jhp_rec)
+        return false;
+    if (nheld == PENDING_MAX || held_used + name_len + 1 > sizeof held_names)
+        add_held();
+    const struct held_fn *last = nheld ? &held[nheld - 1] : NULL;
+    if (last && f->start < (uint64_t)(uintptr_t)last->c.start + last->c.size)
+        add_held();     /* below or over the last one: the batch stays sorted, apart */
+    struct held_fn *h = &held[nheld];
+    char *nm = held_names + held_used;
+    memcpy(nm, name, name_len + 1);
+    h->c = (struct jh_code){ .sz = sizeof h->c, .name = nm, .start = (const void *)(uintptr_t)f->start,
+                             .size = f->size };
+    h->from = f->from;
+    frame_of(&h->c, h->cfi);
+    held_used += name_len + 1;
+    nheld++;
+    spans(f->start, f->size);
+    unsigned k = said_slot(f->start);
+    said[k].start = f->start, said[k].size = f->size, said[k].from = f->from;
+    return true;
+}
+
+/* f is the last held function said again (by the other file, or by name). */
+static bool held_again(const struct jhp_fn *f, const char *name)
+{
+    const struct held_fn *last = nheld ? &held[nheld - 1] : NULL;
+    return last && !f->nlines && !f->eh_frame_len && (uint64_t)(uintptr_t)last->c.start == f->start &&
+           last->c.size == f->size && (last->from != f->from || !strcmp(last->c.name, name));
+}
+
 void jhp_flush_all(void)
 {
+    add_held();
     if (pending && jhp_files) {
         jhp_inside++;
         jh_flush(jhp_files);
@@ -281,10 +377,18 @@ void jhp_announce(const struct jhp_fn *f)
     jh_ctx *tools = tools_for(f->start);
     jh_ctx *first = tools ? tools : jhp_elf ? jhp_elf : jhp_rec;
     bool file_text = in_file_text(f->start, f->size);
-    if (same(first, f, name)) {
+    bool holdable = file_text && tools == jhp_files && !jhp_cfg.library_rule && !f->nlines &&
+                    !f->eh_frame_len;
+    if (!holdable)
+        add_held();     /* what is held goes first: the code described next may call it */
+    if (holdable && held_again(f, name)) {
+        jhp_st.same++;
+    } else if (same(first, f, name)) {
         jhp_st.same++;          /* said again: nothing new (its bytes not read again) */
     } else if (!file_text && !jhp_readable(f->start, f->size)) {
         jhp_st.unreadable++;    /* freed before it was described, or never there */
+    } else if (holdable && hold(f, name, n)) {
+        jhp_st.file_text += jhp_elf != NULL;    /* elfmap cannot map over a file's own text */
     } else {
         const void *at = (const void *)(uintptr_t)f->start;
         struct jh_code c = { .sz = sizeof c, .name = name, .start = at, .size = f->size };
@@ -370,6 +474,7 @@ static int move_in(jh_ctx *ctx, uint64_t old, uint64_t new, uint64_t size)
 void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
 {
     jhp_st.records++;
+    add_held();
     if (!size || new + size < new || !jhp_open())
         return;
     uint32_t keys = jhp_pkeys_open();
