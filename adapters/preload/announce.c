@@ -16,9 +16,9 @@
  *   5. the contexts (preload.c): the tools' (gdb, unwind) for JIT code, debuggers told
  *      before jh_code_add returns, so a stop in it names it; the tools' for code the
  *      process already has a file for (V8's builtins in node's own text, 2,400 listed at
- *      start: unwinding through them needs our description), debuggers told in batches
- *      (it ran before it was listed anyway; one at a time under gdb, node took 2.7 s to
- *      start instead of 0.9 s); elfmap's inside the guard's swap window (guard.c: the VM's
+ *      start: unwinding through them needs our description), handed over in batches
+ *      (below: one at a time under gdb, node took 2.7 s to start instead of 0.9 s);
+ *      elfmap's inside the guard's swap window (guard.c: the VM's
  *      page calls on those pages wait, or the swap is skipped; never for code in a
  *      loaded object's text, which is that object's file already); the record's.
  * While this runs the thread is inside jitherald (hear.c) and its protection keys let it
@@ -250,11 +250,15 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
  * and one jitdump record each, in address order) is held and handed to the contexts in
  * batches (jh_code_add_many: one lock, one unwind run per batch instead of a run rebuilt
  * per function), at the latest before anything else is announced (JIT code that calls it,
- * a move), when a batch is full, and at exit. It ran before it was listed (node's
- * Isolate::Init runs builtins before V8FileLogger::LateSetup lists them), so nothing that
- * can run waits for it: what a tool sees of it is the same, a few lines later. The VM
- * never unmaps a loaded object's text (ld.so does at dlclose, with calls no preload
- * hears): a held function cannot be forgotten before its batch goes.
+ * a move), when a batch is full, and at exit. What a tool sees of it is the same, a few
+ * records later. The builtins are listed before they first run (Isolate::Init lists them
+ * in V8FileLogger::LateSetup; Builtins_JSEntry, the way into JS, first runs later, in
+ * node's bootstrapper), and V8 lists the snapshot's two JS functions right after them,
+ * which hands the last batch over: under gdb, at JSEntry's first stop, nothing is held
+ * (docs/run.md, "Overhead"). A VM that ran such code without listing anything after it
+ * would have it named from the next record on (gdb already was, in batches, before).
+ * The VM never unmaps a loaded object's text (ld.so does at dlclose, with calls no
+ * preload hears): a held function cannot be forgotten before its batch goes.
  */
 struct held_fn {
     struct jh_code c;           /* name in held_names; cfi (frame_of's) in cfi below */
