@@ -515,6 +515,11 @@ int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len)
     struct jh__node *node = jh__reg_find(&ctx->reg, lo);
     if (!node)
         node = jh__reg_ceil(&ctx->reg, lo);
+    if (!node || node->start > last) {  /* nothing there (node: a munmap of V8's heap, ~750
+                                           at start, each asked of four contexts) */
+        jh__ctx_unlock(ctx);
+        return 0;
+    }
     batch_hooks(ctx, true, "removing code");
     while (node && node->start <= last && n < INT_MAX) {
         struct jh__node *next = jh__reg_next(&ctx->reg, node);
