@@ -230,6 +230,17 @@ static struct { uint64_t start, size; int from; } said[SAID];
 
 static unsigned said_slot(uint64_t start) { return (unsigned)((start >> 4) % SAID); }
 
+/* What jhp_files was ever given spans [files_lo, files_hi) (under jhp_lock): code outside
+ * cannot be said again there, and needs no lookup to know it (node's 2,200 builtins, each
+ * above the last batch). */
+static uint64_t files_lo = UINT64_MAX, files_hi;
+
+static void files_span(uint64_t start, uint64_t size)
+{
+    files_lo = start < files_lo ? start : files_lo;
+    files_hi = start + size > files_hi ? start + size : files_hi;
+}
+
 /* Is ctx's code at f's place the same function, said again? */
 static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
 {
@@ -281,8 +292,11 @@ static void add_held(void)
     jhp_inside++;
     jh_ctx *first = jhp_files ? jhp_files : jhp_rec;
     jh_ctx *ctxs[2] = { jhp_files, jhp_rec };
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         codes[i] = held[i].c;
+        if (jhp_files)
+            files_span((uint64_t)(uintptr_t)codes[i].start, codes[i].size);
+    }
     for (int k = 0; k < 2; k++) {
         if (!ctxs[k])
             continue;
@@ -387,7 +401,8 @@ void jhp_announce(const struct jhp_fn *f)
         add_held();     /* what is held goes first: the code described next may call it */
     if (holdable && held_again(f, name)) {
         jhp_st.same++;
-    } else if (same(first, f, name)) {
+    } else if ((first != jhp_files || (f->start < files_hi && f->start + f->size > files_lo)) &&
+               same(first, f, name)) {
         jhp_st.same++;          /* said again: nothing new (its bytes not read again) */
     } else if (!file_text && !jhp_readable(f->start, f->size)) {
         jhp_st.unreadable++;    /* freed before it was described, or never there */
@@ -416,6 +431,8 @@ void jhp_announce(const struct jhp_fn *f)
         uint64_t lo = 0, hi = 0;
         if (tools == jhp_tools && pending)
             jhp_flush_all();    /* the builtins before the JIT code that will call them */
+        if (tools == jhp_files && tools)
+            files_span(f->start, f->size);
         if (tools) {
             if (guarded)
                 swap_window(tools, f->start, f->start + f->size, &lo, &hi);
