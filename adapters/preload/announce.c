@@ -44,18 +44,69 @@
 #define PENDING_MAX 1024
 static unsigned pending;
 
-/* The range every announcement so far spans: a munmap elsewhere (the VM's heap) costs no
- * lookup. */
+/* The range every announcement so far spans, and the 64 KiB chunks it ever touched (a set
+ * that only grows: open addressing, chunk + 1 per slot, written under jhp_lock, read by any
+ * thread): a munmap or madvise elsewhere (V8's heap: ~750 at node's start, between code
+ * scattered over the address space, so the span alone rejects none) costs no lookup in
+ * four contexts. Past half the set, or for a range of more than CHUNK_ASK chunks, the
+ * contexts are asked. */
 static _Atomic uint64_t code_lo = UINT64_MAX, code_hi;
+#define CHUNK_SHIFT 16
+#define CHUNKS 8192
+#define CHUNK_ASK 64
+static _Atomic uint64_t chunk_set[CHUNKS];
+static size_t nchunks;
+static atomic_bool chunks_full;
+
+static unsigned chunk_slot(uint64_t c) { return (unsigned)((c * 0x9E3779B97F4A7C15ull) >> 51); }
+
+static bool chunk_has(uint64_t c)
+{
+    for (unsigned k = chunk_slot(c);; k = (k + 1) % CHUNKS) {
+        uint64_t v = atomic_load_explicit(&chunk_set[k], memory_order_acquire);
+        if (v == c + 1)
+            return true;
+        if (!v)
+            return false;
+    }
+}
+
+static void chunk_add(uint64_t c)
+{
+    for (unsigned k = chunk_slot(c);; k = (k + 1) % CHUNKS) {
+        uint64_t v = atomic_load_explicit(&chunk_set[k], memory_order_relaxed);
+        if (v == c + 1)
+            return;
+        if (!v) {
+            atomic_store_explicit(&chunk_set[k], c + 1, memory_order_release);
+            if (++nchunks >= CHUNKS / 2)
+                atomic_store(&chunks_full, true);
+            return;
+        }
+    }
+}
 
 bool jhp_maybe_code(uint64_t start, uint64_t len)
 {
-    return start < atomic_load_explicit(&code_hi, memory_order_acquire) &&
-           start + len > atomic_load_explicit(&code_lo, memory_order_acquire);
+    if (start >= atomic_load_explicit(&code_hi, memory_order_acquire) ||
+        start + len <= atomic_load_explicit(&code_lo, memory_order_acquire))
+        return false;
+    uint64_t c0 = start >> CHUNK_SHIFT, c1 = (start + len - 1) >> CHUNK_SHIFT;
+    if (atomic_load_explicit(&chunks_full, memory_order_acquire) || c1 - c0 >= CHUNK_ASK)
+        return true;
+    for (uint64_t c = c0; c <= c1; c++)
+        if (chunk_has(c))
+            return true;
+    return false;
 }
 
 static void spans(uint64_t start, uint64_t size)
 {
+    uint64_t c0 = start >> CHUNK_SHIFT, c1 = (start + size - 1) >> CHUNK_SHIFT;
+    if (c1 - c0 >= CHUNK_ASK)
+        atomic_store(&chunks_full, true);   /* (a function of 4 MiB: the contexts say) */
+    for (uint64_t c = c0; c <= c1 && !atomic_load(&chunks_full); c++)
+        chunk_add(c);
     if (start < atomic_load(&code_lo))
         atomic_store(&code_lo, start);
     if (start + size > atomic_load(&code_hi))
