@@ -481,6 +481,18 @@ JH_API int jh_channels_set(jh_ctx *ctx, unsigned channels);
 JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
 
 /*
+ * Announce n pieces of code at once: as jh_code_add for each of codes[0..n), in that
+ * order, under one lock, each channel told where the batch begins and ends, so that it
+ * may build once what it would build per function (the unwind channel: one run for the
+ * batch's functions where they lie apart from other code; `jitherald run` hands it V8's
+ * 2,200 builtins in four calls). Every function is visible to every tool when this
+ * returns, as if added one by one; the result for each tool is the same. rc (if not NULL)
+ * receives each code's result, as jh_code_add would return it. Returns how many were
+ * added, or -EINVAL (ctx NULL, codes NULL with n > 0). Thread-safe.
+ */
+JH_API int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, int *rc);
+
+/*
  * The code registered as id is going away. Call it before the memory is used for anything
  * else (new code, data); it may come after the memory was freed or unmapped (LuaJIT
  * reports a flush after unmapping its machine code): no channel reads the code here, nor

@@ -16,9 +16,9 @@
  *   5. the contexts (preload.c): the tools' (gdb, unwind) for JIT code, debuggers told
  *      before jh_code_add returns, so a stop in it names it; the tools' for code the
  *      process already has a file for (V8's builtins in node's own text, 2,400 listed at
- *      start: unwinding through them needs our description), debuggers told in batches
- *      (it ran before it was listed anyway; one at a time under gdb, node took 2.7 s to
- *      start instead of 0.9 s); elfmap's inside the guard's swap window (guard.c: the VM's
+ *      start: unwinding through them needs our description), handed over in batches
+ *      (below: one at a time under gdb, node took 2.7 s to start instead of 0.9 s);
+ *      elfmap's inside the guard's swap window (guard.c: the VM's
  *      page calls on those pages wait, or the swap is skipped; never for code in a
  *      loaded object's text, which is that object's file already); the record's.
  * While this runs the thread is inside jitherald (hear.c) and its protection keys let it
@@ -44,18 +44,69 @@
 #define PENDING_MAX 1024
 static unsigned pending;
 
-/* The range every announcement so far spans: a munmap elsewhere (the VM's heap) costs no
- * lookup. */
+/* The range every announcement so far spans, and the 64 KiB chunks it ever touched (a set
+ * that only grows: open addressing, chunk + 1 per slot, written under jhp_lock, read by any
+ * thread): a munmap or madvise elsewhere (V8's heap: ~750 at node's start, between code
+ * scattered over the address space, so the span alone rejects none) costs no lookup in
+ * four contexts. Past half the set, or for a range of more than CHUNK_ASK chunks, the
+ * contexts are asked. */
 static _Atomic uint64_t code_lo = UINT64_MAX, code_hi;
+#define CHUNK_SHIFT 16
+#define CHUNKS 8192
+#define CHUNK_ASK 64
+static _Atomic uint64_t chunk_set[CHUNKS];
+static size_t nchunks;
+static atomic_bool chunks_full;
+
+static unsigned chunk_slot(uint64_t c) { return (unsigned)((c * 0x9E3779B97F4A7C15ull) >> 51); }
+
+static bool chunk_has(uint64_t c)
+{
+    for (unsigned k = chunk_slot(c);; k = (k + 1) % CHUNKS) {
+        uint64_t v = atomic_load_explicit(&chunk_set[k], memory_order_acquire);
+        if (v == c + 1)
+            return true;
+        if (!v)
+            return false;
+    }
+}
+
+static void chunk_add(uint64_t c)
+{
+    for (unsigned k = chunk_slot(c);; k = (k + 1) % CHUNKS) {
+        uint64_t v = atomic_load_explicit(&chunk_set[k], memory_order_relaxed);
+        if (v == c + 1)
+            return;
+        if (!v) {
+            atomic_store_explicit(&chunk_set[k], c + 1, memory_order_release);
+            if (++nchunks >= CHUNKS / 2)
+                atomic_store(&chunks_full, true);
+            return;
+        }
+    }
+}
 
 bool jhp_maybe_code(uint64_t start, uint64_t len)
 {
-    return start < atomic_load_explicit(&code_hi, memory_order_acquire) &&
-           start + len > atomic_load_explicit(&code_lo, memory_order_acquire);
+    if (start >= atomic_load_explicit(&code_hi, memory_order_acquire) ||
+        start + len <= atomic_load_explicit(&code_lo, memory_order_acquire))
+        return false;
+    uint64_t c0 = start >> CHUNK_SHIFT, c1 = (start + len - 1) >> CHUNK_SHIFT;
+    if (atomic_load_explicit(&chunks_full, memory_order_acquire) || c1 - c0 >= CHUNK_ASK)
+        return true;
+    for (uint64_t c = c0; c <= c1; c++)
+        if (chunk_has(c))
+            return true;
+    return false;
 }
 
 static void spans(uint64_t start, uint64_t size)
 {
+    uint64_t c0 = start >> CHUNK_SHIFT, c1 = (start + size - 1) >> CHUNK_SHIFT;
+    if (c1 - c0 >= CHUNK_ASK)
+        atomic_store(&chunks_full, true);   /* (a function of 4 MiB: the contexts say) */
+    for (uint64_t c = c0; c <= c1 && !atomic_load(&chunks_full); c++)
+        chunk_add(c);
     if (start < atomic_load(&code_lo))
         atomic_store(&code_lo, start);
     if (start + size > atomic_load(&code_hi))
@@ -230,6 +281,17 @@ static struct { uint64_t start, size; int from; } said[SAID];
 
 static unsigned said_slot(uint64_t start) { return (unsigned)((start >> 4) % SAID); }
 
+/* What jhp_files was ever given spans [files_lo, files_hi) (under jhp_lock): code outside
+ * cannot be said again there, and needs no lookup to know it (node's 2,200 builtins, each
+ * above the last batch). */
+static uint64_t files_lo = UINT64_MAX, files_hi;
+
+static void files_span(uint64_t start, uint64_t size)
+{
+    files_lo = start < files_lo ? start : files_lo;
+    files_hi = start + size > files_hi ? start + size : files_hi;
+}
+
 /* Is ctx's code at f's place the same function, said again? */
 static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
 {
@@ -245,8 +307,111 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
                                   said[k].from && said[k].from != f->from);
 }
 
+/*
+ * Code in a loaded object's text (V8's builtins: node lists 2,200 at start, one map line
+ * and one jitdump record each, in address order) is held and handed to the contexts in
+ * batches (jh_code_add_many: one lock, one unwind run per batch instead of a run rebuilt
+ * per function), at the latest before anything else is announced (JIT code that calls it,
+ * a move), when a batch is full, and at exit. What a tool sees of it is the same, a few
+ * records later. The builtins are listed before they first run (Isolate::Init lists them
+ * in V8FileLogger::LateSetup; Builtins_JSEntry, the way into JS, first runs later, in
+ * node's bootstrapper), and V8 lists the snapshot's two JS functions right after them,
+ * which hands the last batch over: under gdb, at JSEntry's first stop, nothing is held
+ * (docs/run.md, "Overhead"). A VM that ran such code without listing anything after it
+ * would have it named from the next record on (gdb already was, in batches, before).
+ * The VM never unmaps a loaded object's text (ld.so does at dlclose, with calls no
+ * preload hears): a held function cannot be forgotten before its batch goes.
+ */
+struct held_fn {
+    struct jh_code c;           /* name in held_names; cfi (frame_of's) in cfi below */
+    uint8_t cfi[JHR_PROLOGUE_CFI_MAX];
+    int from;
+};
+static struct held_fn held[PENDING_MAX];
+static char held_names[PENDING_MAX * 48];
+static size_t nheld, held_used;
+
+/* The held functions, into every context that takes them. */
+static void add_held(void)
+{
+    static struct jh_code codes[PENDING_MAX];
+    static int rc[PENDING_MAX];
+    if (!nheld)
+        return;
+    size_t n = nheld;
+    nheld = held_used = 0;
+    jhp_inside++;
+    jh_ctx *first = jhp_files ? jhp_files : jhp_rec;
+    jh_ctx *ctxs[2] = { jhp_files, jhp_rec };
+    for (size_t i = 0; i < n; i++) {
+        codes[i] = held[i].c;
+        if (jhp_files)
+            files_span((uint64_t)(uintptr_t)codes[i].start, codes[i].size);
+    }
+    for (int k = 0; k < 2; k++) {
+        if (!ctxs[k])
+            continue;
+        unsigned replaced = 0;
+        for (size_t i = 0; i < n; i++) {    /* code it replaces: gone (as add_to) */
+            int m = jh_code_remove_range(ctxs[k], codes[i].start, codes[i].size);
+            replaced += m > 0 ? (unsigned)m : 0;
+        }
+        jh_code_add_many(ctxs[k], codes, n, ctxs[k] == first ? rc : NULL);
+        if (ctxs[k] == first)
+            jhp_st.replaced += replaced;
+    }
+    jhp_inside--;
+    jhp_st.batches++;
+    for (size_t i = 0; i < n; i++) {
+        if (rc[i] < 0) {
+            jhp_st.failed++;
+        } else {
+            jhp_st.announced++;
+            if (jhp_files)
+                pending++;
+        }
+    }
+    if (pending >= PENDING_MAX)
+        jhp_flush_all();
+}
+
+/* f (in a loaded object's text, described by name alone) held for the next batch: true;
+ * false when it cannot be (it goes the usual way). */
+static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
+{
+    if (!jhp_files && !jhp_rec)
+        return false;
+    if (nheld == PENDING_MAX || held_used + name_len + 1 > sizeof held_names)
+        add_held();
+    const struct held_fn *last = nheld ? &held[nheld - 1] : NULL;
+    if (last && f->start < (uint64_t)(uintptr_t)last->c.start + last->c.size)
+        add_held();     /* below or over the last one: the batch stays sorted, apart */
+    struct held_fn *h = &held[nheld];
+    char *nm = held_names + held_used;
+    memcpy(nm, name, name_len + 1);
+    h->c = (struct jh_code){ .sz = sizeof h->c, .name = nm, .start = (const void *)(uintptr_t)f->start,
+                             .size = f->size };
+    h->from = f->from;
+    frame_of(&h->c, h->cfi);
+    held_used += name_len + 1;
+    nheld++;
+    spans(f->start, f->size);
+    unsigned k = said_slot(f->start);
+    said[k].start = f->start, said[k].size = f->size, said[k].from = f->from;
+    return true;
+}
+
+/* f is the last held function said again (by the other file, or by name). */
+static bool held_again(const struct jhp_fn *f, const char *name)
+{
+    const struct held_fn *last = nheld ? &held[nheld - 1] : NULL;
+    return last && !f->nlines && !f->eh_frame_len && (uint64_t)(uintptr_t)last->c.start == f->start &&
+           last->c.size == f->size && (last->from != f->from || !strcmp(last->c.name, name));
+}
+
 void jhp_flush_all(void)
 {
+    add_held();
     if (pending && jhp_files) {
         jhp_inside++;
         jh_flush(jhp_files);
@@ -281,10 +446,19 @@ void jhp_announce(const struct jhp_fn *f)
     jh_ctx *tools = tools_for(f->start);
     jh_ctx *first = tools ? tools : jhp_elf ? jhp_elf : jhp_rec;
     bool file_text = in_file_text(f->start, f->size);
-    if (same(first, f, name)) {
+    bool holdable = file_text && tools == jhp_files && !jhp_cfg.library_rule && !f->nlines &&
+                    !f->eh_frame_len;
+    if (!holdable)
+        add_held();     /* what is held goes first: the code described next may call it */
+    if (holdable && held_again(f, name)) {
+        jhp_st.same++;
+    } else if ((first != jhp_files || (f->start < files_hi && f->start + f->size > files_lo)) &&
+               same(first, f, name)) {
         jhp_st.same++;          /* said again: nothing new (its bytes not read again) */
     } else if (!file_text && !jhp_readable(f->start, f->size)) {
         jhp_st.unreadable++;    /* freed before it was described, or never there */
+    } else if (holdable && hold(f, name, n)) {
+        jhp_st.file_text += jhp_elf != NULL;    /* elfmap cannot map over a file's own text */
     } else {
         const void *at = (const void *)(uintptr_t)f->start;
         struct jh_code c = { .sz = sizeof c, .name = name, .start = at, .size = f->size };
@@ -308,6 +482,8 @@ void jhp_announce(const struct jhp_fn *f)
         uint64_t lo = 0, hi = 0;
         if (tools == jhp_tools && pending)
             jhp_flush_all();    /* the builtins before the JIT code that will call them */
+        if (tools == jhp_files && tools)
+            files_span(f->start, f->size);
         if (tools) {
             if (guarded)
                 swap_window(tools, f->start, f->start + f->size, &lo, &hi);
@@ -370,6 +546,7 @@ static int move_in(jh_ctx *ctx, uint64_t old, uint64_t new, uint64_t size)
 void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
 {
     jhp_st.records++;
+    add_held();
     if (!size || new + size < new || !jhp_open())
         return;
     uint32_t keys = jhp_pkeys_open();

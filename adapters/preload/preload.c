@@ -198,7 +198,7 @@ static void stats_line(void)
              "cfi_refused=%llu fp_frames=%llu no_frame=%llu replaced=%llu same=%llu moved=%llu "
              "unreadable=%llu "
              "malformed=%llu rewrites=%llu failed=%llu forgotten=%llu no_swap=%llu keyed=%llu "
-             "file_text=%llu flushes=%llu "
+             "file_text=%llu flushes=%llu batches=%llu "
              "in_jh_p50_ns=%llu in_jh_p99_ns=%llu in_jh_max_ns=%llu in_jh_sum_us=%llu "
              "vm_write_p50_ns=%llu "
              "vm_write_p99_ns=%llu vm_write_max_ns=%llu\n", (int)getpid(), exe,
@@ -214,6 +214,7 @@ static void stats_line(void)
              (unsigned long long)__atomic_load_n(&s->forgotten, __ATOMIC_RELAXED),
              (unsigned long long)s->no_swap, (unsigned long long)s->keyed,
              (unsigned long long)s->file_text, (unsigned long long)s->flushes,
+             (unsigned long long)s->batches,
              (unsigned long long)jhp_hist_pct(&s->in_jh, 50),
              (unsigned long long)jhp_hist_pct(&s->in_jh, 99), (unsigned long long)s->in_jh.max,
              (unsigned long long)(s->in_jh.sum / 1000),

@@ -60,6 +60,7 @@ struct jhp_stats {
     uint64_t keyed;             /* elfmap skipped: the VM tagged the pages with a pkey */
     uint64_t file_text;         /* elfmap skipped: code in a loaded object's own text */
     uint64_t flushes;           /* debugger registrations */
+    uint64_t batches;           /* batches of code in a loaded object's text (announce.c) */
     uint64_t records;           /* map lines and jitdump loads/moves handed to announce.c */
     /* Per record, over the writes that made it (a jitdump record may take several, and
      * its debug record too): the time the VM's thread spent in us, and in its own calls

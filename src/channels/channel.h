@@ -113,9 +113,11 @@ struct jh__channel_ops {
     int  (*move)(void *state, struct jh__entry *e, uintptr_t old_start);  /* e is at the new place */
     int  (*patched)(void *state, struct jh__entry *e, uintptr_t addr, size_t len);
     int  (*flush)(void *state);
-    /* Around the removals of one jh_code_remove_range (begin true, then false): what a
-     * channel would redo per removal may wait for the end, where it is settled once (a JIT
-     * flushing all its code removes thousands of functions in one call). NULL: nothing. */
+    /* Around the removals of one jh_code_remove_range or the adds of one jh_code_add_many
+     * (begin true, then false): what a channel would redo per function may wait for the
+     * end, where it is settled once (a JIT flushing all its code removes thousands of
+     * functions in one call; `jitherald run` adds V8's builtins 1,024 at a time). Every
+     * function is the channel's by the end. NULL: nothing. */
     int  (*batch)(void *state, bool begin);
     /* In a fork child, at the first call: restart per-process state (files named by pid,
      * the code that is live announced again). NULL: nothing to do. */

@@ -215,9 +215,105 @@ static int unwind_open(const struct jh__chan_env *env, void **state)
     return 0;
 }
 
+/* In a batch, grouped runs only (one FDE per call gains nothing): e waits for its end. */
+static bool hold(struct uw_ctx *c, struct jh__entry *e)
+{
+    if (!c->batching || !grouped() || per_function())
+        return false;
+    if (c->nheld == c->capheld) {
+        size_t cap = c->capheld ? 2 * c->capheld : 256;
+        struct jh__entry **a = realloc(c->held, cap * sizeof *a);
+        if (!a)
+            return false;       /* added now instead */
+        c->held = a, c->capheld = cap;
+    }
+    c->held[c->nheld++] = e;
+    return true;
+}
+
+static int add_one(struct uw_ctx *c, struct jh__entry *e);
+
 static int unwind_add(void *state, struct jh__entry *e)
 {
     struct uw_ctx *c = state;
+    return hold(c, e) ? 0 : add_one(c, e);
+}
+
+/* u (encoded, one FDE, registered with no unwinder yet) is e's: live from now on. */
+static void own(struct uw_ctx *c, struct uw_fn *u, struct jh__entry *e)
+{
+    u->owner = c;
+    u->next = c->live;
+    if (c->live)
+        c->live->prev = u;
+    c->live = u;
+    jh__uw.live++;
+    e->slot[c->env->slot] = u;
+}
+
+/*
+ * The batch's end: its functions that need nothing special (one FDE, not inside a region
+ * the JIT described itself, not described by the process's own unwind info) become one run
+ * where they lie apart from every run (V8's builtins, in node's text); the rest, or all of
+ * them when their range meets a run, go one at a time, as unwind_add would have. The same
+ * FDEs either way, in fewer, larger runs.
+ */
+static int add_held(struct uw_ctx *c)
+{
+    size_t n = c->nheld, k = 0;
+    struct uw_fn **fn = n ? calloc(n, sizeof *fn) : NULL;
+    size_t *idx = n ? calloc(n, sizeof *idx) : NULL;
+    int err = 0;
+    if (fn && idx) {
+        jh__lock(&jh__uw_lock);
+        for (size_t i = 0; i < n; i++) {
+            const struct jh__entry *e = c->held[i];
+            struct uw_fn *u = calloc(1, sizeof *u);
+            struct uw_host host;
+            if (!u)
+                break;
+            u->start = e->node.start;
+            u->end = e->node.start + e->node.size;
+            if (jh__uw_fn_encode(u, &e->fn) == 1 && !jh__uw_host_of(u, e->fn.personality, &host) &&
+                !shadows(u)) {
+                idx[k] = i, fn[k++] = u;
+            } else {
+                free(u->run);
+                free(u);
+            }
+        }
+        int rc = jh__uw_group_add_many(fn, k);
+        for (size_t j = 0; j < k; j++) {
+            if (rc == 0) {
+                own(c, fn[j], c->held[idx[j]]);
+                c->held[idx[j]] = NULL;
+            } else {                    /* one at a time after all, below */
+                free(fn[j]->run);
+                free(fn[j]);
+            }
+        }
+        err = rc < 0 ? rc : 0;
+        jh__uw_sweep();
+        jh__unlock(&jh__uw_lock);
+    }
+    free(fn);
+    free(idx);
+    for (size_t i = 0; !err && i < n; i++)
+        if (c->held[i])
+            err = add_one(c, c->held[i]);
+    c->nheld = 0;
+    return err;
+}
+
+static int unwind_batch(void *state, bool begin)
+{
+    struct uw_ctx *c = state;
+    c->batching = begin;
+    return begin ? 0 : add_held(c);
+}
+
+static int add_one(struct uw_ctx *c, struct jh__entry *e)
+{
     struct uw_fn *u = calloc(1, sizeof *u);
     if (!u)
         return -ENOMEM;
@@ -237,13 +333,7 @@ static int unwind_add(void *state, struct jh__entry *e)
         err = jh__uw_group_clear(u->start, u->end);
     if (n == 1 && !err && !(err = fn_register(u, hosted ? &host : NULL))) {
         jh__uw.hosted += hosted;
-        u->owner = c;
-        u->next = c->live;
-        if (c->live)
-            c->live->prev = u;
-        c->live = u;
-        jh__uw.live++;
-        e->slot[c->env->slot] = u;
+        own(c, u, e);
         u = NULL;
     }
     bool tell_host = hosted > 0 && !u && !c->told_host;
@@ -330,12 +420,13 @@ static void unwind_close(void *state)
         fn_remove(c->live);
     jh__uw_sweep();
     jh__unlock(&jh__uw_lock);
+    free(c->held);
     free(c);
 }
 
 const struct jh__channel_ops jh__unwind_ops = {
     .name = "unwind", .bit = JH_UNWIND, .open = unwind_open, .add = unwind_add,
     .remove = unwind_remove, .move = unwind_move, .flush = unwind_flush,
-    .close = unwind_close,
+    .batch = unwind_batch, .close = unwind_close,
 };
 

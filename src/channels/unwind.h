@@ -113,6 +113,9 @@ struct uw_ctx {
     bool told_shadow;           /* the diagnostic about code left to another's FDE, once */
     bool told_host;             /* the one about code described inside such a region */
     _Atomic unsigned said;      /* per-function warnings said once (jh__diag_once) */
+    bool batching;              /* inside a batch (jh_code_add_many): adds are held */
+    struct jh__entry **held;    /* the batch's entries, grouped at its end */
+    size_t nheld, capheld;
 };
 
 struct uw_retired {
@@ -190,6 +193,10 @@ struct uw_img *jh__uw_img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintp
 void jh__uw_img_register(struct uw_img *im);
 int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add, const struct uw_host *h);
 int jh__uw_group_add(struct uw_fn *u, const struct uw_host *h);
+/* n functions (not hosted) into runs of their own, as one run where they lie apart from
+ * every run (sorted by start, not overlapping): 0, 1 when they do not (add them one at a
+ * time), or < 0. */
+int jh__uw_group_add_many(struct uw_fn **fn, size_t n);
 size_t jh__uw_seg_upper(uintptr_t addr);
 int jh__uw_group_clear(uintptr_t start, uintptr_t end);
 int jh__uw_group_remove(struct uw_fn *u);

@@ -136,6 +136,9 @@ static struct uw_img *seg_img(const struct uw_seg *s)
     return im;
 }
 
+static int rebuild_with(size_t i0, size_t i1, struct uw_fn **add, size_t nadd,
+                        const struct uw_host *h);
+
 /*
  * Replace runs [i0, i1) by one run holding their live functions plus add (if not NULL),
  * registered before the old ones go. i0 == i1 inserts a new run at i0. The run is hosted
@@ -143,10 +146,18 @@ static struct uw_img *seg_img(const struct uw_seg *s)
  */
 int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add, const struct uw_host *h)
 {
+    return rebuild_with(i0, i1, add ? &add : NULL, add ? 1 : 0, h);
+}
+
+/* jh__uw_seg_rebuild with the nadd functions add[] (sorted by start, apart from each other
+ * and from the live functions of runs [i0, i1)). */
+static int rebuild_with(size_t i0, size_t i1, struct uw_fn **add, size_t nadd,
+                        const struct uw_host *h)
+{
     for (size_t i = i0; !h && i < i1; i++)
         if (jh__uw.seg[i]->hosted)
             h = &jh__uw.seg[i]->host;
-    size_t n = add ? 1 : 0;
+    size_t n = nadd;
     for (size_t i = i0; i < i1; i++)
         n += jh__uw.seg[i]->n - jh__uw.seg[i]->ndead;
     /* The hosted runs of a region tile it from the lowest one up (see unwind_host.c): one
@@ -176,15 +187,13 @@ int jh__uw_seg_rebuild(size_t i0, size_t i1, struct uw_fn *add, const struct uw_
                 struct uw_fn *f = o->fn[j];
                 if (f->dead)
                     continue;
-                if (add && add->start < f->start) {
-                    s->fn[k++] = add;
-                    add = NULL;
-                }
+                for (; nadd && (*add)->start < f->start; nadd--)
+                    s->fn[k++] = *add++;
                 s->fn[k++] = f;
             }
         }
-        if (add)
-            s->fn[k++] = add;
+        for (; nadd; nadd--)
+            s->fn[k++] = *add++;
         s->n = n;
         s->lo = s->fn[0]->start;
         for (size_t i = 0; i < n; i++)
@@ -408,6 +417,29 @@ int jh__uw_group_add(struct uw_fn *u, const struct uw_host *h)
     if (!err)
         seg_settle(i0);         /* u is registered either way: merging is only thrift */
     return err;
+}
+
+int jh__uw_group_add_many(struct uw_fn **fn, size_t n)
+{
+    if (!n)
+        return 0;
+    uintptr_t lo = fn[0]->start, hi = fn[0]->end;
+    for (size_t i = 1; i < n; i++) {
+        if (fn[i]->start < fn[i - 1]->end)
+            return 1;           /* not sorted, or overlapping: one at a time */
+        hi = fn[i]->end > hi ? fn[i]->end : hi;
+    }
+    size_t i0 = jh__uw_seg_upper(lo);
+    if (i0 < jh__uw.nseg && jh__uw.seg[i0]->lo < hi)
+        return 1;               /* a run's range meets theirs */
+    size_t cap = jh__uw.max_fdes ? jh__uw.max_fdes : n;
+    for (size_t done = 0; done < n; done += cap, i0++) {
+        size_t k = n - done < cap ? n - done : cap;
+        int err = rebuild_with(i0, i0, fn + done, k, NULL);
+        if (err)
+            return err;
+    }
+    return seg_settle(i0 - 1);  /* the last: the first ones are max_fdes already */
 }
 
 /* Code without unwind info replaces whatever dead FDEs described its range. */

@@ -336,63 +336,60 @@ static int refused(jh_ctx *ctx, const char *name, const char *why)
     return -EINVAL;
 }
 
-static int add(jh_ctx *ctx, const struct jh_code *c, uint64_t *id, char *why, size_t whylen);
-
-int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
+/* code read (an older or newer caller's, field by field) and lowered (its .eh_frame
+ * translated once, here) into *tmp and cfi: the description to add, or NULL (*err says why). */
+static const struct jh_code *prepare(jh_ctx *ctx, const struct jh_code *code, struct jh_code *tmp,
+                                     struct jh__buf *cfi, char *why, size_t whylen, int *err)
 {
-    if (!ctx || !code)
-        return -EINVAL;
-    struct jh_code tmp;
     const struct jh_code *c = code;
-    char why[320];
-    if (code->sz != sizeof *code) {     /* an older or newer caller: read field by field */
-        if (jh__code_read(&tmp, code, why, sizeof why) < 0)   /* the name, if that far */
-            return refused(ctx, code->sz > sizeof *code ? code->name : NULL, why);
-        c = &tmp;
+    if (code->sz != sizeof *code) {
+        if (jh__code_read(tmp, code, why, whylen) < 0) {    /* the name, if that far */
+            *err = refused(ctx, code->sz > sizeof *code ? code->name : NULL, why);
+            return NULL;
+        }
+        c = tmp;
     }
-    struct jh__buf cfi = { 0 };
-    if (c->unwind == JH_UNWIND_EH_FRAME) {      /* translated once, here */
-        if (c != &tmp)
-            tmp = *code, c = &tmp;
-        int lerr = jh__code_lower(&tmp, &cfi, why, sizeof why);
+    if (c->unwind == JH_UNWIND_EH_FRAME) {
+        if (c != tmp)
+            *tmp = *code, c = tmp;
+        int lerr = jh__code_lower(tmp, cfi, why, whylen);
         if (lerr) {
-            jh__buf_free(&cfi);
-            return lerr == -ENOMEM ? lerr
+            *err = lerr == -ENOMEM ? lerr
                                    : refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
+            return NULL;
         }
     }
-    int err = add(ctx, c, id, why, sizeof why);
-    jh__buf_free(&cfi);
-    return err;
+    if ((*err = jh__code_validate(c, why, whylen)))
+        *err = refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
+    return *err ? NULL : c;
 }
 
-/* jh_code_add for a description read and lowered (c is the JIT's or a copy). */
-static int add(jh_ctx *ctx, const struct jh_code *c, uint64_t *id, char *why, size_t whylen)
+/* Nothing live, nothing retained: an id, no copy, no lock. */
+static bool unkept(jh_ctx *ctx, uint64_t *id)
 {
-    int err = jh__code_validate(c, why, whylen);
-    if (err)
-        return refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
-    if (!atomic_load_explicit(&ctx->live, memory_order_relaxed) &&
-        !atomic_load_explicit(&ctx->retain, memory_order_relaxed)) {
-        uint64_t n = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
-        uint64_t u = atomic_load_explicit(&ctx->unstored_from, memory_order_relaxed);
-        while (n < u && !atomic_compare_exchange_weak(&ctx->unstored_from, &u, n))
-            ;
-        if (id)
-            *id = n;
-        return 0;
-    }
-    jh__ctx_lock(ctx);
+    if (atomic_load_explicit(&ctx->live, memory_order_relaxed) ||
+        atomic_load_explicit(&ctx->retain, memory_order_relaxed))
+        return false;
+    uint64_t n = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
+    uint64_t u = atomic_load_explicit(&ctx->unstored_from, memory_order_relaxed);
+    while (n < u && !atomic_compare_exchange_weak(&ctx->unstored_from, &u, n))
+        ;
+    if (id)
+        *id = n;
+    return true;
+}
+
+/* c (prepared) into the registry and every live channel; the context lock held. */
+static int add_locked(jh_ctx *ctx, const struct jh_code *c, uint64_t *id)
+{
     struct jh__entry *e = jh__entry_new(&ctx->strings, c);
-    if (!e) {
-        jh__ctx_unlock(ctx);
+    if (!e)
         return -ENOMEM;
-    }
     e->node.id = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
-    if ((err = jh__reg_insert(&ctx->reg, &e->node))) {
+    int err = jh__reg_insert(&ctx->reg, &e->node);
+    if (err) {
         jh__idset_mark(&ctx->gone, e->node.id);     /* never handed out (and maybe in the
                                                        unstored range: see jh_code_remove) */
-        jh__ctx_unlock(ctx);
         jh__entry_free(e);
         return err;
     }
@@ -404,8 +401,66 @@ static int add(jh_ctx *ctx, const struct jh_code *c, uint64_t *id, char *why, si
     }
     if (id)
         *id = e->node.id;
-    jh__ctx_unlock(ctx);
     return 0;
+}
+
+int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
+{
+    if (!ctx || !code)
+        return -EINVAL;
+    struct jh_code tmp;
+    struct jh__buf cfi = { 0 };
+    char why[320];
+    int err;
+    const struct jh_code *c = prepare(ctx, code, &tmp, &cfi, why, sizeof why, &err);
+    if (c && !unkept(ctx, id)) {
+        jh__ctx_lock(ctx);
+        err = add_locked(ctx, c, id);
+        jh__ctx_unlock(ctx);
+    }
+    jh__buf_free(&cfi);
+    return err;
+}
+
+/* Channels with a batch hook hear begin (true) and end (false) of a batch. */
+static void batch_hooks(jh_ctx *ctx, bool begin, const char *what)
+{
+    EACH_LIVE(ctx, i, batch) {
+        int cerr = ctx->chan[i].ops->batch(ctx->chan[i].state, begin);
+        if (cerr < 0)
+            channel_failed(ctx, i, what, cerr);
+    }
+}
+
+int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, int *rc)
+{
+    if (!ctx || (!codes && n))
+        return -EINVAL;
+    int added = 0;
+    bool locked = false;
+    for (size_t i = 0; i < n; i++) {
+        struct jh_code tmp;
+        struct jh__buf cfi = { 0 };
+        char why[320];
+        int err;
+        const struct jh_code *c = prepare(ctx, &codes[i], &tmp, &cfi, why, sizeof why, &err);
+        if (c && !locked && !unkept(ctx, NULL)) {
+            jh__ctx_lock(ctx);
+            batch_hooks(ctx, true, "announcing code");
+            locked = true;
+        }
+        if (c && locked)
+            err = add_locked(ctx, c, NULL);
+        jh__buf_free(&cfi);
+        added += !err;
+        if (rc)
+            rc[i] = err;
+    }
+    if (locked) {
+        batch_hooks(ctx, false, "announcing code");
+        jh__ctx_unlock(ctx);
+    }
+    return added;
 }
 
 /* Was id handed out while no channel was live (so not stored)? */
@@ -460,11 +515,12 @@ int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len)
     struct jh__node *node = jh__reg_find(&ctx->reg, lo);
     if (!node)
         node = jh__reg_ceil(&ctx->reg, lo);
-    EACH_LIVE(ctx, i, batch) {
-        int cerr = ctx->chan[i].ops->batch(ctx->chan[i].state, true);
-        if (cerr < 0)
-            channel_failed(ctx, i, "removing code", cerr);
+    if (!node || node->start > last) {  /* nothing there (node: a munmap of V8's heap, ~750
+                                           at start, each asked of four contexts) */
+        jh__ctx_unlock(ctx);
+        return 0;
     }
+    batch_hooks(ctx, true, "removing code");
     while (node && node->start <= last && n < INT_MAX) {
         struct jh__node *next = jh__reg_next(&ctx->reg, node);
         struct jh__entry *e = jh__entry_of(node);
@@ -478,11 +534,7 @@ int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len)
         n++;
         node = next;
     }
-    EACH_LIVE(ctx, i, batch) {
-        int cerr = ctx->chan[i].ops->batch(ctx->chan[i].state, false);
-        if (cerr < 0)
-            channel_failed(ctx, i, "removing code", cerr);
-    }
+    batch_hooks(ctx, false, "removing code");
     jh__ctx_unlock(ctx);
     return n;
 }

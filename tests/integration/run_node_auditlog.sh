@@ -6,7 +6,8 @@
 # bytes objdump shows at that address of node, and JS code compiled at run time with the
 # bytes the log copied; the log is smaller than the builtins' code; a log naming another
 # build-id for node is said (both ids) and shows no bytes; JITHERALD_AUDITLOG_REFS=0
-# copies the builtins into the log again.
+# copies the builtins into the log again. The builtins reach the log in batches
+# (jh_code_add_many: JITHERALD_RUN_STATS says batches=), all of them.
 . "$(dirname "$0")/lib.sh"
 require_tool node nodejs
 require_tool objdump binutils
@@ -17,7 +18,7 @@ NODE=$(readlink -f "$NODE")
 JS='function f(n) { return n < 2 ? n : f(n - 1) + f(n - 2) } console.log(f(25))'
 run_node() { # OUT-NAME: one run, its log copied to OUT-NAME
     rm -rf "$JITHERALD_DIR"
-    "$CLI" run -c auditlog -- node --perf-basic-prof --perf-prof -e "$JS" > node.out
+    JITHERALD_RUN_STATS=$T/stats.$1 "$CLI" run -c auditlog -- node --perf-basic-prof --perf-prof -e "$JS" > node.out
     grep -qx 75025 node.out || fail "node did not run: $(cat node.out)"
     local log
     log=$(ls "$JITHERALD_DIR"/*.jhlog | head -1)
@@ -34,6 +35,9 @@ id=$(readelf -n "$NODE" 2>/dev/null | sed -n 's/.*Build ID: \([0-9a-f]*\).*/\1/p
 [ -n "$id" ] || skip "$NODE has no build-id"
 n=$(sed -n "s|^code of \([0-9]*\) function(s) recorded as lying in $NODE, build-id $id: read from $NODE\$|\1|p" info.out)
 [ -n "$n" ] && [ "$n" -ge 1000 ] || fail "info does not say node's builtins were read from $NODE"
+# handed over in batches of at most 1,024: at least two for node's ~2,200
+b=$(sed -n 's/.* batches=\([0-9]*\) .*/\1/p' "$T/stats.ref.jhlog" | sort -n | tail -1)
+[ -n "$b" ] && [ "$b" -ge 2 ] || { cat "$T/stats.ref.jhlog"; fail "the builtins were not handed over in batches (batches=${b:-none})"; }
 
 # a builtin: the bytes show prints are node's own at that address (objdump's)
 "$CLI" log ref.jhlog code > code.out
