@@ -486,11 +486,14 @@ JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
  * may build once what it would build per function (the unwind channel: one run for the
  * batch's functions where they lie apart from other code; `jitherald run` hands it V8's
  * 2,200 builtins in four calls). Every function is visible to every tool when this
- * returns, as if added one by one; the result for each tool is the same. rc (if not NULL)
- * receives each code's result, as jh_code_add would return it. Returns how many were
- * added, or -EINVAL (ctx NULL, codes NULL with n > 0). Thread-safe.
+ * returns, as if added one by one; the result for each tool is the same. ids (if not
+ * NULL) receives each code's identifier, as jh_code_add's *id, or 0 for a code refused
+ * (0 is never an identifier); rc (if not NULL) each code's result, as jh_code_add would
+ * return it. Returns how many were added, or -EINVAL (ctx NULL, codes NULL with n > 0,
+ * n > INT_MAX). Thread-safe.
  */
-JH_API int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, int *rc);
+JH_API int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_t *ids,
+                            int *rc);
 
 /*
  * The code registered as id is going away. Call it before the memory is used for anything

@@ -356,7 +356,7 @@ static void add_held(void)
             int m = jh_code_remove_range(ctxs[k], codes[i].start, codes[i].size);
             replaced += m > 0 ? (unsigned)m : 0;
         }
-        jh_code_add_many(ctxs[k], codes, n, ctxs[k] == first ? rc : NULL);
+        jh_code_add_many(ctxs[k], codes, n, NULL, ctxs[k] == first ? rc : NULL);
         if (ctxs[k] == first)
             jhp_st.replaced += replaced;
     }

@@ -432,9 +432,10 @@ static void batch_hooks(jh_ctx *ctx, bool begin, const char *what)
     }
 }
 
-int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, int *rc)
+int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_t *ids,
+                     int *rc)
 {
-    if (!ctx || (!codes && n))
+    if (!ctx || (!codes && n) || n > INT_MAX)
         return -EINVAL;
     int added = 0;
     bool locked = false;
@@ -443,14 +444,17 @@ int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, int *rc
         struct jh__buf cfi = { 0 };
         char why[320];
         int err;
+        uint64_t *id = ids ? &ids[i] : NULL;
+        if (id)
+            *id = 0;                                /* never an id: refused */
         const struct jh_code *c = prepare(ctx, &codes[i], &tmp, &cfi, why, sizeof why, &err);
-        if (c && !locked && !unkept(ctx, NULL)) {
+        if (c && !locked && !unkept(ctx, id)) {
             jh__ctx_lock(ctx);
             batch_hooks(ctx, true, "announcing code");
             locked = true;
         }
         if (c && locked)
-            err = add_locked(ctx, c, NULL);
+            err = add_locked(ctx, c, id);
         jh__buf_free(&cfi);
         added += !err;
         if (rc)

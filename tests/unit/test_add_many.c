@@ -89,7 +89,7 @@ int main(void)
     for (size_t i = 0; i < N; i++)
         codes[i] = code_at(b, i, names[1][i]);
     r0 = rebuilds();
-    CHECK_EQ(jh_code_add_many(jh, codes, N, rc), N);
+    CHECK_EQ(jh_code_add_many(jh, codes, N, NULL, rc), N);
     uint64_t batched = rebuilds() - r0;
     size_t failed = 0;
     for (size_t i = 0; i < N; i++)
@@ -120,14 +120,22 @@ int main(void)
     more[1].size = 0;
     more[2].start = b;                  /* fn_0 of B is there */
     int mrc[4];
-    CHECK_EQ(jh_code_add_many(jh, more, 4, mrc), 2);
+    uint64_t mid[4] = { 7, 7, 7, 7 };
+    CHECK_EQ(jh_code_add_many(jh, more, 4, mid, mrc), 2);
     CHECK_EQ(mrc[0], 0);
     CHECK_EQ(mrc[1], -EINVAL);
     CHECK_EQ(mrc[2], JH_EOVERLAP);
     CHECK_EQ(mrc[3], 0);
+    CHECK(mid[0] != 0 && mid[3] != 0 && mid[0] != mid[3]);     /* ids as jh_code_add's */
+    CHECK_EQ(mid[1], 0);
+    CHECK_EQ(mid[2], 0);
     char name[32];
-    CHECK_EQ(jh_lookup(jh, c0 + 3 * SLOT, NULL, NULL, NULL, name, sizeof name), 0);
+    uint64_t got = 0;
+    CHECK_EQ(jh_lookup(jh, c0 + 3 * SLOT, &got, NULL, NULL, name, sizeof name), 0);
     CHECK_STR(name, "fn_3");
+    CHECK_EQ(got, mid[3]);
+    CHECK_EQ(jh_code_remove(jh, mid[3]), 0);                   /* removable by that id */
+    CHECK_EQ(jh_lookup(jh, c0 + 3 * SLOT, NULL, NULL, NULL, name, sizeof name), -ENOENT);
 
     /* every other function of B removed, then added again in one batch: inside B's run,
      * so the channel adds them one at a time; each found again */
@@ -137,19 +145,21 @@ int main(void)
         codes[k++] = code_at(b, i, names[1][i]);
     }
     CHECK_EQ(found(jh, b, 0, 2), 0);
-    CHECK_EQ(jh_code_add_many(jh, codes, k, NULL), (int)k);
+    CHECK_EQ(jh_code_add_many(jh, codes, k, NULL, NULL), (int)k);
     CHECK_EQ(found(jh, b, 0, 1), 0);
 
-    CHECK_EQ(jh_code_add_many(NULL, codes, 1, NULL), -EINVAL);
-    CHECK_EQ(jh_code_add_many(jh, NULL, 1, NULL), -EINVAL);
-    CHECK_EQ(jh_code_add_many(jh, NULL, 0, NULL), 0);
+    CHECK_EQ(jh_code_add_many(NULL, codes, 1, NULL, NULL), -EINVAL);
+    CHECK_EQ(jh_code_add_many(jh, NULL, 1, NULL, NULL), -EINVAL);
+    CHECK_EQ(jh_code_add_many(jh, NULL, 0, NULL, NULL), 0);
     jh_close(jh);
 
     /* no channel live: validated, nothing stored, the same results */
     struct jh_options none = { .sz = sizeof none, .channels = 0 };
     CHECK_EQ(jh_open(&jh, &none), 0);
-    CHECK_EQ(jh_code_add_many(jh, more, 4, mrc), 3);
+    CHECK_EQ(jh_code_add_many(jh, more, 4, mid, mrc), 3);
     CHECK_EQ(mrc[1], -EINVAL);
+    CHECK(mid[0] != 0 && mid[2] != 0 && mid[3] != 0 && mid[1] == 0);
+    CHECK_EQ(jh_code_remove(jh, mid[2]), 0);                   /* unstored, still removable */
     jh_close(jh);
     return check_done();
 }
