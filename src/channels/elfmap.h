@@ -51,6 +51,9 @@
  * jh__em_punch): also what a kept or closed file may hold of them. */
 #define EM_HOLES_BATCH ((uint64_t)1 << 20)
 
+/* At most this much of an image file allocated ahead of its metadata (elfmap_write.c). */
+#define EM_AHEAD ((uint64_t)1 << 20)
+
 /* A function that was in this generation's image and is gone: its symbol stays in the file
  * (perf may still have samples of it); new code over its bytes needs a new generation. */
 struct tomb {

@@ -234,14 +234,17 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
         return 1;
     }
     int err = whole ? allocate(fd, 0, m->page) : 0;
-    /* Growing, the file is allocated and mapped ahead: as much again as its metadata has
-     * (a section outgrowing its chunk moves to the file's end, in a chunk twice its size),
-     * so that a LuaJIT image's dozen growths, an fallocate (~30 us of ext4 journal) and an
-     * mmap each, are a handful. Exactly what is needed when a full disk or a file-size
-     * limit refuses that. The file may then end past the image's last chunk: zeros. */
+    /* Growing, the file is allocated and mapped ahead: as much again as its metadata has,
+     * up to EM_AHEAD (a section outgrowing its chunk grows in place or moves, to a chunk
+     * twice its size), so that a LuaJIT image's dozen growths, an fallocate (~30 us of ext4
+     * journal) and an mmap each, are a handful; a big image's allocated and unused tail
+     * stays under EM_AHEAD (sections moving into spare chunks, its end may never reach
+     * where it doubled to). Exactly what is needed when a full disk or a file-size limit
+     * refuses that. The file may then end past the image's last chunk: zeros. */
     uint64_t want = end;
     if (!whole) {
-        uint64_t twice = r->wmap_end + (r->wmap_end - meta);
+        uint64_t ahead = r->wmap_end - meta < EM_AHEAD ? r->wmap_end - meta : EM_AHEAD;
+        uint64_t twice = r->wmap_end + ahead;
         twice = (twice + m->page - 1) & ~(uint64_t)(m->page - 1);
         if (twice > end && (!arena || 2 * m->page + (twice - meta) <= r->arena_len))
             want = twice;
