@@ -313,6 +313,17 @@ int jh__pwrite_all(int fd, const void *p, size_t n, uint64_t off)
     return err;
 }
 
+int jh__pwrite_zeros(int fd, uint64_t from, uint64_t to)
+{
+    static const uint8_t zeros[64 << 10];
+    int err = 0;
+    for (uint64_t n; from < to && !err; from += n) {
+        n = to - from < sizeof zeros ? to - from : sizeof zeros;
+        err = jh__pwrite_all(fd, zeros, (size_t)n, from);
+    }
+    return err;
+}
+
 int jh__writev_all(int fd, struct iovec *iov, int iovcnt)
 {
     struct jh__fsize_guard g;

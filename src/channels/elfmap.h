@@ -47,8 +47,12 @@
 #define EM_KEEP_FILES 256
 #define EM_KEEP_BYTES ((uint64_t)64 << 20)
 
-/* Freed chunks waiting to be punched out of an image file (elfmap_write.c, punch). */
+/* Spare chunks an image may keep in its file before they are punched out (elfmap_write.c,
+ * jh__em_punch): also what a kept or closed file may hold of them. */
 #define EM_HOLES_BATCH ((uint64_t)1 << 20)
+
+/* At most this much of an image file allocated ahead of its metadata (elfmap_write.c). */
+#define EM_AHEAD ((uint64_t)1 << 20)
 
 /* A function that was in this generation's image and is gone: its symbol stays in the file
  * (perf may still have samples of it); new code over its bytes needs a new generation. */
@@ -93,10 +97,6 @@ struct region {
     size_t wm_cap;
     bool wcode;                 /* with wabove: the whole file is mapped there, from offset
                                    0 (w0), the code's span included (jh__em_put_code) */
-    struct jh__elfg_span *holes;    /* chunks sections moved out of, not yet punched out of
-                                       the file (jh__em_punch: batched, EM_HOLES_BATCH) */
-    size_t nholes, capholes;
-    uint64_t hole_bytes;
     dev_t dev;
     ino_t ino;
 };
@@ -348,9 +348,10 @@ int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, s
                     uint64_t off);
 /* The mapping given back to the arena's reservation (the spans then go with pwrite). */
 void jh__em_wmap_drop(struct region *r);
-/* The chunks r's image moved out of, punched out of fd (its file) now: before the file's
- * size on disk counts (kept generations) and when it is closed. */
-void jh__em_punch(struct region *r, int fd);
+/* img's spare chunks (chunks its sections moved out of: r's image, or with r NULL an image
+ * of file fd) punched out of its file, never used again: when EM_HOLES_BATCH bytes are
+ * spare (jh__em_sync), and before a restarted image lays its chunks out anew. */
+void jh__em_punch(struct elfmap *m, struct region *r, struct jh__elfg *img, int fd);
 /* Under valgrind: a page for an image's R+W segment, reserved (NULL: none left, reported);
  * given back at retirement; all of them freed at close. */
 void *jh__em_rw_get(struct elfmap *m);

@@ -524,33 +524,38 @@ int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, 
         return err;
     if (r->wmap)
         return 0;                   /* the tables lie in the shared mapping */
-    for (int k = 0; k < 3 && r->arena && !r->arena_lost; k++) {
-        uint64_t addr, off, len;
-        if (!jh__elfg_eh_chunk(img, k, &addr, &off, &len))
-            continue;
-        if (addr < r->arena || addr - r->arena > r->arena_len ||
-            len > r->arena_len - (addr - r->arena))
-            continue;                   /* (an arena that could not grow: never outside) */
-        bool same = r->eh_at[k] == addr && r->eh_len[k] == len;
-        if (same && !fresh)
-            continue;
-        if (!same)
+    /* The pieces that moved go back to the reservation first, all of them: a table may
+     * move into a spare chunk another piece was mapped over (fmt/elf_grow.c) */
+    uint64_t addr[3], off[3], len[3];
+    bool ok[3];
+    for (int k = 0; k < 3; k++) {
+        ok[k] = r->arena && !r->arena_lost &&
+                jh__elfg_eh_chunk(img, k, &addr[k], &off[k], &len[k]) &&
+                addr[k] >= r->arena && addr[k] - r->arena <= r->arena_len &&
+                len[k] <= r->arena_len - (addr[k] - r->arena);  /* (never outside) */
+        if (ok[k] && (r->eh_at[k] != addr[k] || r->eh_len[k] != len[k]))
             jh__em_eh_unmap(r, k);
+        else if (ok[k] && !fresh)
+            ok[k] = false;              /* (mapped there already) */
+    }
+    for (int k = 0; k < 3 && r->arena && !r->arena_lost; k++) {
+        if (!ok[k])
+            continue;
         if ((fd = jh__em_fd(m, r, fd)) < 0)
             return fd;
-        if (mmap((void *)(uintptr_t)addr, len, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd,
-                 (off_t)off) == MAP_FAILED) {
+        if (mmap((void *)(uintptr_t)addr[k], len[k], PROT_READ, MAP_PRIVATE | MAP_FIXED, fd,
+                 (off_t)off[k]) == MAP_FAILED) {
             /* a failed MAP_FIXED may have unmapped the range: reserve it again, or leave
              * the whole arena alone from now on */
-            r->eh_at[k] = (uintptr_t)addr;
-            r->eh_len[k] = len;
+            r->eh_at[k] = (uintptr_t)addr[k];
+            r->eh_len[k] = len[k];
             jh__em_report_once(m, R_EH, "cannot map the unwind tables of %s: %s (perf "
                                "--call-graph dwarf stops at its code)", path, strerror(errno));
             jh__em_eh_unmap(r, k);
             continue;
         }
-        r->eh_at[k] = (uintptr_t)addr;
-        r->eh_len[k] = len;
+        r->eh_at[k] = (uintptr_t)addr[k];
+        r->eh_len[k] = len[k];
     }
     return 0;
 }

@@ -98,7 +98,6 @@ static void drop_file(struct elfmap *m, struct region *r)
 {
     struct stat st;
     int fd = r->fd.fd >= 0 ? region_fd(m, r) : -1;
-    jh__em_punch(r, r->foreign ? -1 : fd);
     uint64_t bytes = fd >= 0 && fstat(fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
     jh__kfd_close(&r->fd);
     jh__elfg_free(&r->img);
@@ -243,8 +242,6 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
     res = map_runs(m, &nr, fd, path);
 
     drop_file(m, r);                    /* the previous generation, if any */
-    nr.nholes = 0;                      /* (punched there: the vector is kept) */
-    nr.hole_bytes = 0;
     free(r->mapped);
     nr.fd = kfd;
     nr.path = strdup(path);
@@ -278,9 +275,9 @@ static int restart(struct elfmap *m, struct region *r)
         jh__elfg_free(&img);
         return err == -ENOMEM ? err : 1;
     }
-    /* the new image lays its chunks out from the start again: the old one's freed chunks
+    /* the new image lays its chunks out from the start again: the old one's spare chunks
      * may be its live ones, punched now or never */
-    jh__em_punch(r, region_fd(m, r));
+    jh__em_punch(m, r, &r->img, EM_FD_LATER);
     jh__elfg_free(&r->img);
     r->img = img;
     r->ntombs = 0;
@@ -545,7 +542,6 @@ void jh__em_region_retire(struct elfmap *m, struct region *r)
     jh__em_arena_free(r);
     jh__em_rw_put(m, r->rw);
     drop_file(m, r);
-    free(r->holes);
     free(r->mapped);
     free(r->tombs);
     free(r);
@@ -555,9 +551,6 @@ void jh__em_region_close(struct elfmap *m, struct region *r)
 {
     (void)m;                        /* (its R+W page goes with the arenas) */
     jh__em_arena_free(r);
-    if (r->nholes && !r->foreign)
-        jh__em_punch(r, region_fd(m, r));
-    free(r->holes);
     jh__kfd_close(&r->fd);
     jh__elfg_free(&r->img);
     free(r->path);

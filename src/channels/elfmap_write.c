@@ -234,14 +234,17 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
         return 1;
     }
     int err = whole ? allocate(fd, 0, m->page) : 0;
-    /* Growing, the file is allocated and mapped ahead: as much again as its metadata has
-     * (a section outgrowing its chunk moves to the file's end, in a chunk twice its size),
-     * so that a LuaJIT image's dozen growths, an fallocate (~30 us of ext4 journal) and an
-     * mmap each, are a handful. Exactly what is needed when a full disk or a file-size
-     * limit refuses that. The file may then end past the image's last chunk: zeros. */
+    /* Growing, the file is allocated and mapped ahead: as much again as its metadata has,
+     * up to EM_AHEAD (a section outgrowing its chunk grows in place or moves, to a chunk
+     * twice its size), so that a LuaJIT image's dozen growths, an fallocate (~30 us of ext4
+     * journal) and an mmap each, are a handful; a big image's allocated and unused tail
+     * stays under EM_AHEAD (sections moving into spare chunks, its end may never reach
+     * where it doubled to). Exactly what is needed when a full disk or a file-size limit
+     * refuses that. The file may then end past the image's last chunk: zeros. */
     uint64_t want = end;
     if (!whole) {
-        uint64_t twice = r->wmap_end + (r->wmap_end - meta);
+        uint64_t ahead = r->wmap_end - meta < EM_AHEAD ? r->wmap_end - meta : EM_AHEAD;
+        uint64_t twice = r->wmap_end + ahead;
         twice = (twice + m->page - 1) & ~(uint64_t)(m->page - 1);
         if (twice > end && (!arena || 2 * m->page + (twice - meta) <= r->arena_len))
             want = twice;
@@ -249,6 +252,14 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     if (!err && (err = allocate(fd, whole ? meta : r->wmap_end, want)) < 0 && want > end)
         err = allocate(fd, r->wmap_end, want = end);
     end = want;
+    /* Zeros written over what is new and never written (past the file's last sync: the
+     * spans about to be written cover whatever lies below): a first store into a page of
+     * a fallocated extent cost a page fault of ~4 us (ext4 converting it, a journal handle
+     * a page), 1 us after a write of zeros (base/files.h; ~55 faults a LuaJIT window). */
+    uint64_t zfrom = whole ? meta : r->wmap_end;
+    zfrom = zfrom > r->img.end_synced ? zfrom : r->img.end_synced;
+    if (!err && zfrom < end)
+        err = jh__pwrite_zeros(fd, zfrom, end);
     /* the offset from which the file is newly mapped (growing: its new bytes only) */
     uint64_t from = whole ? meta : r->wmap_end;
     if (!err && !arena) {
@@ -278,14 +289,16 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
 }
 
 /*
- * Chunks sections moved out of: their blocks given back (the file keeps its size; a file
- * system that cannot punch holes keeps the bytes, which nothing reads). Nothing is ever
- * written there again (chunks move to the file's end), so the punching waits: each punch
- * is an extent-tree change in the journal, ~50 us on ext4, and a section moving every few
- * dozen LuaJIT traces made it 6% of a run's CPU. Batched, adjacent chunks (sections moving
- * one after the other) go in one call: when EM_HOLES_BATCH bytes wait, when the file is
- * done with (a new generation, the window retired: before its size on disk is counted)
- * and at jh_close. A process that dies meanwhile leaves at most that much more on disk.
+ * Chunks sections moved out of stay in the file, allocated and mapped, as spare room that
+ * the next section to outgrow its chunk moves into (fmt/elf_grow.c: best fit, else the
+ * file's end): its first stores then find the pages present, and no allocation or mapping
+ * is needed. They are punched out (FALLOC_FL_PUNCH_HOLE: an extent-tree change in ext4's
+ * journal, and with the online discard of this machine's file system a discard of each
+ * extent, ~2.6 ms of wall time) only when EM_HOLES_BATCH bytes are spare: a LuaJIT image
+ * never gets there, so the punches at each retire (22 a run of stress.lua, 10% of elfmap's
+ * CPU) are gone; what a file keeps is less than its sections' chunks (each spare chunk is
+ * smaller than the one its section moved to), counted on disk with the file when it is kept
+ * for perf (jh__em_keep), and freed whole when it is deleted.
  */
 static void punch(int fd, uint64_t off, uint64_t len)
 {
@@ -338,41 +351,20 @@ int jh__em_sync(struct elfmap *m, struct region *r, struct jh__elfg *img, int fd
         if (err)
             return err;
     }
-    n = jh__elfg_freed(img, v);
-    for (int i = 0; i < n; i++) {
-        if (!r || JH__VEC_RESERVE(r->holes, r->capholes, r->nholes + 1)) {
-            if ((fd = jh__em_fd(m, r, fd)) >= 0)
-                punch(fd, v[i].off, v[i].len);
-        } else {
-            r->holes[r->nholes++] = v[i], r->hole_bytes += v[i].len;
-        }
-    }
-    if (r && r->hole_bytes >= EM_HOLES_BATCH)
-        jh__em_punch(r, jh__em_fd(m, r, fd));
     jh__elfg_synced(img);
+    if (img->spare.bytes >= EM_HOLES_BATCH)
+        jh__em_punch(m, r, img, fd);
     return 0;
 }
 
-static int cmp_span(const void *a, const void *b)
+void jh__em_punch(struct elfmap *m, struct region *r, struct jh__elfg *img, int fd)
 {
-    uint64_t x = ((const struct jh__elfg_span *)a)->off, y = ((const struct jh__elfg_span *)b)->off;
-    return (x > y) - (x < y);
-}
-
-void jh__em_punch(struct region *r, int fd)
-{
-    if (r->nholes)      /* (holes is NULL while none was kept: qsort takes no NULL) */
-        qsort(r->holes, r->nholes, sizeof *r->holes, cmp_span);
-    for (size_t i = 0, k; i < r->nholes; i = k) {
-        uint64_t end = r->holes[i].off + r->holes[i].len;
-        for (k = i + 1; k < r->nholes && r->holes[k].off <= end; k++)
-            end = end > r->holes[k].off + r->holes[k].len ? end
-                : r->holes[k].off + r->holes[k].len;
-        if (fd >= 0)
-            punch(fd, r->holes[i].off, end - r->holes[i].off);
-    }
-    r->nholes = 0;
-    r->hole_bytes = 0;
+    struct jh__elfg_span v[JH__ELFG_MAXSPANS];
+    if (!img->spare.bytes || (fd = jh__em_fd(m, r, fd)) < 0)
+        return;
+    for (int n; (n = jh__elfg_take_spare(img, v, JH__ELFG_MAXSPANS)) > 0;)
+        for (int i = 0; i < n; i++)
+            punch(fd, v[i].off, v[i].len);
 }
 
 int jh__em_unsay(struct elfmap *m, struct region *r, int fd)

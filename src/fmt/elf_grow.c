@@ -323,7 +323,9 @@ static int build_meta(struct jh__elfg *g)
     return b->err;
 }
 
-/* Give every section that outgrew its chunk a new one at the end of the file. */
+/* Give every section that outgrew its chunk one twice its size: grown in place where the
+ * file's end or a spare run follows it (nothing copied or left), else a spare chunk (pages
+ * allocated and mapped already: no first-store fault), else at the end of the file. */
 static void place(struct jh__elfg *g)
 {
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
@@ -331,17 +333,24 @@ static void place(struct jh__elfg *g)
             continue;
         uint64_t cap = round_up(2 * (uint64_t)sec(g, i)->len, page_of(g));
         struct jh__elfg_chunk *c = &g->chunk[i];
-        if (c->synced && !c->old_cap) {     /* (a chunk never written needs no punching) */
-            c->old_off = c->off;
-            c->old_cap = c->cap;
-        }
-        c->off = g->end;
-        c->cap = cap;
-        c->synced = 0;
-        g->end += cap;
         g->meta_dirty = true;
         if (i == G_EH || i == G_EHDR)
             g->ehdr_from = 0;           /* the table is relative to both addresses */
+        uint64_t end = c->off + c->cap;
+        if (end == g->end || jh__spare_take_at(&g->spare, end, cap - c->cap)) {
+            g->end += end == g->end ? cap - c->cap : 0, c->cap = cap;
+            continue;
+        }
+        /* the old chunk is spare once no header written names it (jh__elfg_synced), at
+         * once if it was never written (without memory to remember it: garbage) */
+        if (c->synced)
+            c->old_off = c->off, c->old_cap = c->cap;
+        else
+            jh__spare_put(&g->spare, c->off, c->cap);
+        uint64_t off = jh__spare_take(&g->spare, cap);
+        if (off == UINT64_MAX)
+            off = g->end, g->end += cap;
+        c->off = off, c->cap = cap, c->synced = 0;
     }
 }
 
@@ -398,6 +407,7 @@ void jh__elfg_free(struct jh__elfg *g)
     jh__buf_free(&g->eh);
     jh__buf_free(&g->ehdr);
     free(g->ehidx);
+    jh__spare_free(&g->spare);
     jh__buf_free(&g->meta);
     memset(g, 0, sizeof *g);
 }
@@ -612,23 +622,24 @@ struct jh__elfg_span jh__elfg_note_void(struct jh__elfg *g)
     return (struct jh__elfg_span){ .off = NOTE_OFF + 8, .p = no_type, .len = sizeof no_type };
 }
 
-int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v)
+int jh__elfg_take_spare(struct jh__elfg *g, struct jh__elfg_span *v, int max)
 {
     int n = 0;
-    for (int i = 0; i < JH__ELFG_NGROW; i++)
-        if (g->chunk[i].old_cap)
-            v[n++] = (struct jh__elfg_span){ .off = g->chunk[i].old_off,
-                                             .len = g->chunk[i].old_cap };
+    struct jh__spare_run run;
+    while (n < max && jh__spare_pop(&g->spare, &run))
+        v[n++] = (struct jh__elfg_span){ .off = run.off, .len = (size_t)run.len };
     return n;
 }
 
 void jh__elfg_synced(struct jh__elfg *g)
 {
     g->end_synced = g->end;
-    for (int i = 0; i < JH__ELFG_NGROW; i++)
+    for (int i = 0; i < JH__ELFG_NGROW; i++) {
+        if (g->chunk[i].old_cap)
+            jh__spare_put(&g->spare, g->chunk[i].old_off, g->chunk[i].old_cap);
         g->chunk[i].old_cap = 0;
-    for (int i = 0; i < JH__ELFG_NGROW; i++)
         g->chunk[i].synced = sec(g, i)->len;
+    }
     g->hdr_dirty = g->meta_dirty = g->data_dirty = g->note_dirty = false;
 }
 

@@ -21,8 +21,10 @@
  *   then         a chunk per growing section (.symtab, .strtab, .debug_frame, .debug_info,
  *                .debug_line, .debug_str, .debug_ranges, .debug_aranges, .eh_frame,
  *                .eh_frame_hdr) with room to grow; a section that
- *                outgrows its chunk moves to a new one twice its size at the end of the file
- *                (the old chunk becomes garbage the caller may punch out: jh__elfg_freed).
+ *                outgrows its chunk moves to a new one twice its size: a spare chunk (one
+ *                another section left) where one fits, else at the end of the file. The
+ *                old chunk becomes spare once the headers naming the new one are written;
+ *                spare bytes the caller may punch out of the file (jh__elfg_take_spare).
  * Sections: .text (PROGBITS, the window), [.data], .debug_frame (unwinding with absolute
  * addresses: nothing has to map it; perf and valgrind read it from the file), .eh_frame and
  * .eh_frame_hdr with a PT_GNU_EH_FRAME (what unwinders of binaries read: libunwind in perf
@@ -62,6 +64,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/spare.h"
 #include "fmt/build_id.h"
 #include "fmt/dwarf.h"
 
@@ -119,6 +122,8 @@ struct jh__elfg {
     size_t ehdr_from;           /* .eh_frame_hdr entries from this one on need building
                                    (SIZE_MAX: none) */
     struct jh__elfg_chunk chunk[JH__ELFG_NGROW];
+    struct jh__spare spare;     /* chunks no section holds and no written header names
+                                   (jh__elfg_take_spare) */
     uint64_t load_lo;           /* the text PT_LOAD starts here (0: at s.lo) */
     uint64_t end;               /* end of the last chunk: the file's size */
     uint64_t end_synced;        /* the file's size as last written */
@@ -175,9 +180,12 @@ void jh__elfg_synced(struct jh__elfg *g);
  * everything it covers. */
 struct jh__elfg_span jh__elfg_note_void(struct jh__elfg *g);
 
-/* The file ranges sections moved out of since the last jh__elfg_synced (their old chunks:
- * garbage the caller may punch out of the file). Returns how many went into v (p NULL). */
-int jh__elfg_freed(const struct jh__elfg *g, struct jh__elfg_span *v);
+/* Spare chunks (g->spare, g->spare.bytes of them): garbage that the next chunks sections
+ * move to are taken from first (best fit), so that pages written, allocated and mapped
+ * already serve again instead of new ones at the end of the file.
+ * Up to max spare chunks handed over to be punched out of the file (p NULL): they are never
+ * used again. Returns how many went into v. */
+int jh__elfg_take_spare(struct jh__elfg *g, struct jh__elfg_span *v, int max);
 
 /* With an arena (spec.eh_addr): where .eh_frame_hdr (k = 0), .eh_frame (k = 1) and the
  * file's first page (k = 2) lie, whole pages, at the addresses the image gives them; false
