@@ -108,6 +108,7 @@ struct gdb_state {
     struct img *newest;         /* the image of the newest code: kept out of merges */
     const struct jh__func **funcs;  /* scratch for build() */
     size_t funcs_cap;
+    struct jh__elf_scratch scratch; /* the image builder's, reused by every build() */
 };
 
 #define SLOT(st, e) ((e)->slot[(st)->env->slot])
@@ -169,7 +170,7 @@ static int build(struct gdb_state *st, struct jh__gdb_image **out, struct jh__en
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         st->funcs[i] = &fns[i]->fn;
-    return jh__gdb_image_build(out, st->funcs, n, gap_empty, st);
+    return jh__gdb_image_build(out, st->funcs, n, gap_empty, st, &st->scratch);
 }
 
 /* The addresses im's sections may claim around its function i (just removed from it, was
@@ -637,6 +638,7 @@ static void gdb_close(void *state)
         SLOT(st, st->pending[i]) = NULL;
     free(st->pending);
     free(st->funcs);
+    jh__elf_scratch_free(&st->scratch);
     free(st);
 }
 

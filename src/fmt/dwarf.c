@@ -167,11 +167,27 @@ static uint32_t put_str(struct jh__buf *str, const char *s)
     return off;
 }
 
-/* A unit's file table: the distinct names its functions refer to, 1-based in DWARF 4. */
+/* A unit's file table: the distinct names its functions refer to, 1-based in DWARF 4.
+ * A few names fit inline (a trace or a module names one or two files): no allocation. */
+#define FTAB_SMALL 8
 struct ftab {
-    const char **v;
+    const char **v;             /* small, or the heap */
     size_t n, cap;
+    const char *small[FTAB_SMALL];
 };
+
+static void ftab_init(struct ftab *t)
+{
+    t->v = t->small;
+    t->n = 0;
+    t->cap = FTAB_SMALL;
+}
+
+static void ftab_free(struct ftab *t)
+{
+    if (t->v != t->small)
+        free(t->v);
+}
 
 static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
 {
@@ -182,10 +198,12 @@ static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
         }
     }
     if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 8;
-        const char **v = realloc(t->v, cap * sizeof *v);
+        size_t cap = 2 * t->cap;
+        const char **v = malloc(cap * sizeof *v);
         if (!v)
             return -ENOMEM;
+        memcpy(v, t->v, t->n * sizeof *v);
+        ftab_free(t);
         t->v = v;
         t->cap = cap;
     }
@@ -283,8 +301,8 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
 static int line_unit(struct jh__buf *b, const struct item *items, size_t n, struct ftab *ft)
 {
     static const uint8_t std_lengths[OPCODE_BASE - 1] = { 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1 };
-    uint32_t num, *map = NULL;
-    size_t map_cap = 0;
+    uint32_t num, map_small[FTAB_SMALL], *map = map_small;
+    size_t map_cap = FTAB_SMALL;
     int err = 0;
 
     ft->n = 0;
@@ -309,7 +327,8 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
     jh__buf_put(b, std_lengths, sizeof std_lengths);
     /* An absolute name goes in as directory + basename: with directory 0 (comp_dir) and an
      * absolute name, valgrind 3.19 prints ".//abs/path". Relative names stay on dir 0. */
-    uint32_t *dir_of = calloc(ft->n ? ft->n : 1, sizeof *dir_of);
+    uint32_t dir_small[FTAB_SMALL] = { 0 };
+    uint32_t *dir_of = ft->n <= FTAB_SMALL ? dir_small : calloc(ft->n, sizeof *dir_of);
     if (!dir_of)
         return -ENOMEM;
     uint32_t ndirs = 0;
@@ -337,14 +356,15 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
         wuleb(b, 0);
         wuleb(b, 0);
     }
-    free(dir_of);
+    if (dir_of != dir_small)
+        free(dir_of);
     w8(b, 0);
     jh__buf_set_u32(b, hl, (uint32_t)(b->len - hl - 4));
 
     for (size_t i = 0; i < n && !err; i++) {
         const struct jh__func *e = items[i].e;
         if (e->nfiles > map_cap) {
-            uint32_t *m = realloc(map, e->nfiles * sizeof *m);
+            uint32_t *m = realloc(map == map_small ? NULL : map, e->nfiles * sizeof *m);
             if (!m) {
                 err = -ENOMEM;
                 break;
@@ -357,7 +377,8 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
         if (!err)
             line_sequence(b, e, map);
     }
-    free(map);
+    if (map != map_small)
+        free(map);
     jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
     return err;
 }
@@ -480,9 +501,19 @@ static int sections_ok(struct jh__dwarf *d)
     return 0;
 }
 
+/* Empty every section, keeping what was allocated for the next build to reuse. */
+static void reset(struct jh__dwarf *d)
+{
+    struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
+    for (size_t k = 0; k < 5; k++) {
+        all[k]->len = 0;
+        all[k]->err = 0;
+    }
+}
+
 int jh__dwarf_begin(struct jh__dwarf *d, const struct jh__dwarf_opts *o)
 {
-    memset(d, 0, sizeof *d);
+    reset(d);
     abbrevs(&d->abbrev);
     d->producer = put_str(&d->str, o && o->producer ? o->producer : "jitherald");
     d->comp_dir = o && o->comp_dir ? (int64_t)put_str(&d->str, o->comp_dir) : -1;
@@ -508,9 +539,10 @@ int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f)
     if (!it.file)
         return 0;
     size_t lens[5] = { d->info.len, d->abbrev.len, d->line.len, d->str.len, d->ranges.len };
-    struct ftab ft = { 0 };
+    struct ftab ft;
+    ftab_init(&ft);
     int err = unit(d, &it, 1, &ft);
-    free(ft.v);
+    ftab_free(&ft);
     if (err) {
         struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
         for (size_t k = 0; k < 5; k++) {
@@ -522,16 +554,20 @@ int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f)
     return err;
 }
 
+/* Images of a few functions (most: one per add) sort their items on the stack. */
+#define ITEMS_SMALL 8
+
 int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size_t n,
                     const struct jh__dwarf_opts *o)
 {
-    struct item *items = NULL;
-    struct ftab ft = { 0 };
+    struct item small[ITEMS_SMALL], *items = small;
+    struct ftab ft;
     size_t ni = 0;
     int err = 0;
 
-    memset(d, 0, sizeof *d);
-    if (n) {
+    reset(d);
+    ftab_init(&ft);
+    if (n > ITEMS_SMALL) {
         items = malloc(n * sizeof *items);
         if (!items)
             return -ENOMEM;
@@ -546,8 +582,10 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
     }
     if (ni == 0 && nnamed == 0)
         goto out;
-    qsort(items, ni, sizeof *items, cmp_item);
-    qsort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
+    if (ni > 1)
+        qsort(items, ni, sizeof *items, cmp_item);
+    if (nnamed > 1)
+        qsort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
 
     if ((err = jh__dwarf_begin(d, o)))
         goto out;
@@ -563,8 +601,9 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
         i = j;
     }
 out:
-    free(ft.v);
-    free(items);
+    ftab_free(&ft);
+    if (items != small)
+        free(items);
     if (err)
         jh__dwarf_free(d);
     return err;
