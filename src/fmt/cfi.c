@@ -34,34 +34,54 @@ int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size)
     return r == 0 ? 0 : -EINVAL;
 }
 
-/* ---- a byte sink that writes, or only counts (the dry run) ---------------------------- */
+/* ---- a byte sink that writes, or only counts (the dry run) ----------------------------
+ * Raw mode (eh_frame, for a CIE or an FDE whose size it can bound): room for the bound is
+ * reserved first and byte n goes to raw[n] with no check, b->len catching up after; the
+ * checked writes cost a third of a gdb image's .eh_frame (issue 30). */
 struct out {
     struct jh__buf *b;          /* NULL: count only */
     size_t n;
+    uint8_t *raw;               /* raw mode: where byte 0 of the count goes; else NULL */
 };
 
 static inline void o8(struct out *o, uint8_t v)
 {
-    if (o->b)
+    if (o->raw)
+        o->raw[o->n] = v;
+    else if (o->b)
         jh__buf_u8(o->b, v);
     o->n++;
 }
 
-static inline void o32(struct out *o, uint32_t v)
+/* len is a constant at every call: one store */
+static inline void ole(struct out *o, uint64_t v, size_t len)
 {
-    if (o->b)
-        jh__buf_u32(o->b, v);
-    o->n += 4;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);       /* its first len bytes: the low ones, little-endian */
+#endif
+    if (o->raw)
+        __builtin_memcpy(o->raw + o->n, &v, len);
+    else if (o->b)
+        jh__buf_put(o->b, &v, len);
+    o->n += len;
 }
 
-static inline void o64(struct out *o, uint64_t v)
+static inline void o32(struct out *o, uint32_t v) { ole(o, v, 4); }
+static inline void o64(struct out *o, uint64_t v) { ole(o, v, 8); }
+
+/* Patch the 4-byte length of the record that began at count n0 (buffer offset at). */
+static void olength(struct out *o, size_t n0, size_t at)
 {
-    if (o->b)
-        jh__buf_u64(o->b, v);
-    o->n += 8;
+    uint32_t len = (uint32_t)(o->n - n0 - 4);
+    if (o->raw) {
+        for (size_t i = 0; i < 4; i++)
+            o->raw[n0 + i] = (uint8_t)(len >> (8 * i));
+    } else if (o->b && !o->b->err) {
+        jh__buf_set_u32(o->b, at, len);
+    }
 }
 
-static void ouleb(struct out *o, uint64_t v)
+static inline void ouleb(struct out *o, uint64_t v)
 {
     do {
         uint8_t c = v & 0x7f;
@@ -185,13 +205,12 @@ static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key 
     cie_rules(w, a);
     while ((w->n - n0) % 8)
         o8(w, JH__CFA_nop);
-    if (w->b && !w->b->err)
-        jh__buf_set_u32(w->b, at, (uint32_t)(w->n - n0 - 4));
+    olength(w, n0, at);
 }
 
 static size_t cie_size(const struct jh__cfi_opts *o, struct cie_key k)
 {
-    struct out w = { NULL, 0 };
+    struct out w = { NULL, 0, NULL };
     put_cie(&w, o, k);
     return w.n;
 }
@@ -340,7 +359,7 @@ static void put_fde_insns(struct out *w, const struct jh__arch *a, const struct 
         return;
     }
     struct jh__buf raw = { 0 }, both = { 0 };
-    struct out t = { &raw, 0 };
+    struct out t = { &raw, 0, NULL };
     put_kind(&t, a, f);
     jh__cfi_pac_splice(&both, raw.p, raw.len, f);
     for (size_t i = 0; i < both.len; i++)
@@ -356,7 +375,7 @@ int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const stru
     const struct jh__arch *a = arch_or_host(arch);
     if (!b || !f || !func_ok(a, f))
         return -EINVAL;
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     size_t at = b->len;
     put_fde_insns(&w, a, f);
     if (b->err) {
@@ -391,13 +410,53 @@ static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh
     put_fde_insns(w, arch_or_host(o->arch), f);
     while ((w->n - n0) % 8)
         o8(w, JH__CFA_nop);
-    if (w->b && !w->b->err)
-        jh__buf_set_u32(w->b, at, (uint32_t)(w->n - n0 - 4));
+    olength(w, n0, at);
+}
+
+/* At least the bytes put_cie or put_fde writes (every uleb/sleb 10 bytes, every advance
+ * 5), or 0 when put_fde splices arm64's signing state in (written checked). */
+#define CIE_BOUND 128
+static size_t fde_bound(const struct jh__arch *a, const struct jh__func *f)
+{
+    if (f->nra_signed && a->pac && f->unwind != JH_UNWIND_CFI)
+        return 0;
+    size_t insns = 0;
+    switch (f->unwind) {
+    case JH_UNWIND_CFI:
+        insns = f->cfi_len;
+        break;
+    case JH_UNWIND_FRAME_POINTER:
+        insns = 128 + 128 * (size_t)f->nepilogues;
+        break;
+    case JH_UNWIND_FRAMELESS:
+        insns = 11 + 21 * (size_t)f->nsaved_regs + 16 * (size_t)f->ncfa_steps;
+        break;
+    case JH_UNWIND_NONE:
+    case JH_UNWIND_EH_FRAME:
+        break;
+    }
+    return 4 + 4 + 16 + 1 + 8 + insns + 7;
+}
+
+/* Raw mode for the next record of at most bound bytes (0: checked), the buffer's run
+ * starting at base; raw_end brings b->len up to what was written. */
+static void raw_begin(struct out *w, size_t base, size_t bound)
+{
+    w->raw = NULL;
+    if (bound && !jh__buf_reserve(w->b, base + w->n + bound - w->b->len))
+        w->raw = w->b->p + base;
+}
+
+static void raw_end(struct out *w, size_t base)
+{
+    if (w->raw)
+        w->b->len = base + w->n;
+    w->raw = NULL;
 }
 
 static size_t fde_size(const struct jh__cfi_opts *o, const struct jh__func *f)
 {
-    struct out w = { NULL, 0 };
+    struct out w = { NULL, 0, NULL };
     put_fde(&w, o, f, 0, 0);
     return w.n;
 }
@@ -551,11 +610,14 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
     }
 
     size_t base = b->len;
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     int err = 0;
+    const struct jh__arch *arch = arch_or_host(o->arch);
     for (size_t k = 0; k < c.n; k++) {         /* every CIE first: FDEs point back to theirs */
         cie_at[k] = w.n;
+        raw_begin(&w, base, CIE_BOUND);
         put_cie(&w, o, c.k[k]);
+        raw_end(&w, base);
     }
     for (size_t i = 0; i < nf && !b->err; i++) {
         const struct jh__func *fn = sorted[i];
@@ -577,7 +639,9 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
             }
             pc_field = (uint32_t)rel;
         }
+        raw_begin(&w, base, fde_bound(arch, fn));
         put_fde(&w, o, fn, (uint32_t)(at + 4 - cie_at[k]), pc_field);
+        raw_end(&w, base);
     }
     o32(&w, 0);                                 /* terminator */
     if (cie_at != cie_small)
@@ -616,7 +680,7 @@ int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
 void jh__cfi_debug_frame_cie(struct jh__buf *b, const struct jh__arch *arch)
 {
     const struct jh__arch *a = arch_or_host(arch);
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     size_t at = b->len;
     o32(&w, 0);                                 /* length, patched below */
     o32(&w, 0xffffffffu);                       /* CIE id */
@@ -638,7 +702,7 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
         return -EINVAL;
     if (f->unwind == JH_UNWIND_NONE)
         return 0;
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     size_t at = b->len;
     o32(&w, 0);
     o32(&w, (uint32_t)cie_off);
@@ -665,7 +729,7 @@ int jh__cfi_eh_frame_grow(struct jh__buf *b, const struct jh__arch *arch, size_t
     struct jh__cfi_opts o = { .arch = a, .ptr = JH__CFI_ABS };
     struct cie_key k = cie_key_of(&o, f);
     size_t base = b->len, old = cie_off[k.b_key];
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     if (old == SIZE_MAX) {
         cie_off[k.b_key] = b->len;
         put_cie(&w, &o, k);

@@ -57,11 +57,20 @@ static inline void w8(struct jh__buf *b, uint8_t v)
         q[0] = v;
 }
 
+/* n is a constant at every call: one store, not a loop of shifts per byte */
+static inline void le_at(uint8_t *q, uint64_t v, size_t n)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);       /* its first n bytes: the low ones, little-endian */
+#endif
+    __builtin_memcpy(q, &v, n);
+}
+
 static inline void wle(struct jh__buf *b, uint64_t v, size_t n)
 {
     uint8_t *q = room(b, n);
-    for (size_t i = 0; q && i < n; i++)
-        q[i] = (uint8_t)(v >> (8 * i));
+    if (q)
+        le_at(q, v, n);
 }
 
 static inline void w16(struct jh__buf *b, uint16_t v) { wle(b, v, 2); }
@@ -163,8 +172,18 @@ static void abbrevs(struct jh__buf *b)
 static uint32_t put_str(struct jh__buf *str, const char *s)
 {
     uint32_t off = (uint32_t)str->len;
-    jh__buf_str(str, s);
+    size_t n = strlen(s) + 1;
+    uint8_t *q = room(str, n);
+    if (q)
+        memcpy(q, s, n);
     return off;
+}
+
+/* A length known only at the end, at offset at (written before: in bounds). */
+static inline void set_u32(struct jh__buf *b, size_t at, uint32_t v)
+{
+    if (!b->err)
+        le_at(b->p + at, v, 4);
 }
 
 /* A unit's file table: the distinct names its functions refer to, 1-based in DWARF 4.
@@ -351,7 +370,7 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
     }
     w8(b, 0);                   /* end of include_directories */
     for (size_t i = 0; i < ft->n; i++) {
-        jh__buf_str(b, dir_of[i] ? strrchr(ft->v[i], '/') + 1 : ft->v[i]);
+        (void)put_str(b, dir_of[i] ? strrchr(ft->v[i], '/') + 1 : ft->v[i]);
         wuleb(b, dir_of[i]);
         wuleb(b, 0);
         wuleb(b, 0);
@@ -359,7 +378,7 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
     if (dir_of != dir_small)
         free(dir_of);
     w8(b, 0);
-    jh__buf_set_u32(b, hl, (uint32_t)(b->len - hl - 4));
+    set_u32(b, hl, (uint32_t)(b->len - hl - 4));
 
     for (size_t i = 0; i < n && !err; i++) {
         const struct jh__func *e = items[i].e;
@@ -379,7 +398,7 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
     }
     if (map != map_small)
         free(map);
-    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+    set_u32(b, start, (uint32_t)(b->len - start - 4));
     return err;
 }
 
@@ -441,7 +460,7 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
         w8(b, DW_OP_call_frame_cfa);
     }
     w8(b, 0);                   /* end of the unit's children */
-    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+    set_u32(b, start, (uint32_t)(b->len - start - 4));
 }
 
 /* Functions with no source file whose name is not a symbol (V8's "JS:*f app.js:2:15"):
@@ -473,7 +492,7 @@ static void noline_unit(struct jh__dwarf *d, const struct item *items, size_t n)
         w8(b, DW_OP_call_frame_cfa);
     }
     w8(b, 0);
-    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+    set_u32(b, start, (uint32_t)(b->len - start - 4));
 }
 
 /* Does a function with no file need a unit to be shown by its name? */
