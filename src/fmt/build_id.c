@@ -95,7 +95,7 @@ struct ser {
     uint8_t b[256];
 };
 
-static __attribute__((noinline)) void put(struct ser *s, const void *p, size_t len)
+static __attribute__((noinline)) void put_slow(struct ser *s, const void *p, size_t len)
 {
     const uint8_t *q = p;
     while (len) {
@@ -113,6 +113,17 @@ static __attribute__((noinline)) void put(struct ser *s, const void *p, size_t l
 
 /* Inline: a function's description is ~30 of these (a gdb image's build-id spent half
  * its time in the calls, issue 30). */
+/* Bytes that leave room in the buffer: copied in place, no hash due. */
+static inline void put(struct ser *s, const void *p, size_t len)
+{
+    if (len < sizeof s->b - s->n) {
+        memcpy(s->b + s->n, p, len);
+        s->n += len;
+        return;
+    }
+    put_slow(s, p, len);
+}
+
 static inline __attribute__((always_inline)) void u64(struct ser *s, uint64_t v)
 {
     if (sizeof s->b - s->n > 8) {       /* room, and no hash due: the bytes in place */

@@ -233,7 +233,7 @@ static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
 
 /* A row: the line moves by dl, the address by da, then the row is appended (a special
  * opcode when both fit one). */
-static void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
+static inline void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
 {
     uint64_t op = (uint64_t)(dl - LINE_BASE) + LINE_RANGE * da + OPCODE_BASE;
     if (dl >= LINE_BASE && dl < LINE_BASE + LINE_RANGE && da <= 255 && op <= 255) {
