@@ -50,11 +50,13 @@ static inline uint8_t *room(struct jh__buf *b, size_t n)
     return q;
 }
 
-static inline void w8(struct jh__buf *b, uint8_t v)
+/* The same writes after jh__buf_reserve has made room for them (the line program's rows,
+ * the subprograms: most of a unit's bytes): no check per write. */
+static inline uint8_t *bump(struct jh__buf *b, size_t n)
 {
-    uint8_t *q = room(b, 1);
-    if (q)
-        q[0] = v;
+    uint8_t *q = b->p + b->len;
+    b->len += n;
+    return q;
 }
 
 /* n is a constant at every call: one store, not a loop of shifts per byte */
@@ -66,46 +68,54 @@ static inline void le_at(uint8_t *q, uint64_t v, size_t n)
     __builtin_memcpy(q, &v, n);
 }
 
-static inline void wle(struct jh__buf *b, uint64_t v, size_t n)
-{
-    uint8_t *q = room(b, n);
-    if (q)
-        le_at(q, v, n);
-}
+#define WRITERS(SFX, ROOM)                                                                  \
+    static inline void w8##SFX(struct jh__buf *b, uint8_t v)                                \
+    {                                                                                       \
+        uint8_t *q = ROOM(b, 1);                                                            \
+        if (q)                                                                              \
+            q[0] = v;                                                                       \
+    }                                                                                       \
+    static inline void wle##SFX(struct jh__buf *b, uint64_t v, size_t n)                    \
+    {                                                                                       \
+        uint8_t *q = ROOM(b, n);                                                            \
+        if (q)                                                                              \
+            le_at(q, v, n);                                                                 \
+    }                                                                                       \
+    static inline void wuleb##SFX(struct jh__buf *b, uint64_t v)                            \
+    {                                                                                       \
+        uint8_t *q = ROOM(b, 10), *q0 = q;                                                  \
+        if (!q)                                                                             \
+            return;                                                                         \
+        do {                                                                                \
+            uint8_t c = v & 0x7f;                                                           \
+            v >>= 7;                                                                        \
+            *q++ = c | (v ? 0x80 : 0);                                                      \
+        } while (v);                                                                        \
+        b->len -= 10 - (size_t)(q - q0);                                                    \
+    }                                                                                       \
+    /* arithmetic shift of a negative value: gcc and clang define it */                     \
+    static inline void wsleb##SFX(struct jh__buf *b, int64_t v)                             \
+    {                                                                                       \
+        uint8_t *q = ROOM(b, 10), *q0 = q;                                                  \
+        if (!q)                                                                             \
+            return;                                                                         \
+        for (;;) {                                                                          \
+            uint8_t c = v & 0x7f;                                                           \
+            v >>= 7;                                                                        \
+            if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {                       \
+                *q++ = c;                                                                   \
+                break;                                                                      \
+            }                                                                               \
+            *q++ = c | 0x80;                                                                \
+        }                                                                                   \
+        b->len -= 10 - (size_t)(q - q0);                                                    \
+    }
+WRITERS(, room)
+WRITERS(_r, bump)
 
 static inline void w16(struct jh__buf *b, uint16_t v) { wle(b, v, 2); }
 static inline void w32(struct jh__buf *b, uint32_t v) { wle(b, v, 4); }
 static inline void w64(struct jh__buf *b, uint64_t v) { wle(b, v, 8); }
-
-static inline void wuleb(struct jh__buf *b, uint64_t v)
-{
-    uint8_t *q = room(b, 10), *q0 = q;
-    if (!q)
-        return;
-    do {
-        uint8_t c = v & 0x7f;
-        v >>= 7;
-        *q++ = c | (v ? 0x80 : 0);
-    } while (v);
-    b->len -= 10 - (size_t)(q - q0);
-}
-
-static inline void wsleb(struct jh__buf *b, int64_t v)
-{
-    uint8_t *q = room(b, 10), *q0 = q;
-    if (!q)
-        return;
-    for (;;) {
-        uint8_t c = v & 0x7f;
-        v >>= 7;    /* arithmetic shift: gcc and clang define it for signed values */
-        if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
-            *q++ = c;
-            break;
-        }
-        *q++ = c | 0x80;
-    }
-    b->len -= 10 - (size_t)(q - q0);
-}
 
 /* Abbreviation codes: one shared table at offset 0 serves every unit. */
 enum { AB_CU = 1, AB_CU_DIR = 2, AB_SUB_DECL = 3, AB_SUB = 4, AB_CU_NOLINE = 5 };
@@ -237,18 +247,18 @@ static inline void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
 {
     uint64_t op = (uint64_t)(dl - LINE_BASE) + LINE_RANGE * da + OPCODE_BASE;
     if (dl >= LINE_BASE && dl < LINE_BASE + LINE_RANGE && da <= 255 && op <= 255) {
-        w8(b, (uint8_t)op);
+        w8_r(b, (uint8_t)op);
         return;
     }
     if (dl) {
-        w8(b, DW_LNS_advance_line);
-        wsleb(b, dl);
+        w8_r(b, DW_LNS_advance_line);
+        wsleb_r(b, dl);
     }
     if (da) {
-        w8(b, DW_LNS_advance_pc);
-        wuleb(b, da);
+        w8_r(b, DW_LNS_advance_pc);
+        wuleb_r(b, da);
     }
-    w8(b, DW_LNS_copy);
+    w8_r(b, DW_LNS_copy);
 }
 
 /* One sequence for one function. map[] turns the entry's file index into the unit's.
@@ -256,12 +266,13 @@ static inline void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
  * a row starts there already, which is then flagged. */
 static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uint32_t *map)
 {
-    if (!e->nlines)
+    /* at most 81 bytes a row, 14 at the end */
+    if (!e->nlines || jh__buf_reserve(b, 32 + 96 * ((size_t)e->nlines + 1)))
         return;
-    w8(b, 0);
-    wuleb(b, 9);
-    w8(b, DW_LNE_set_address);
-    w64(b, e->start);
+    w8_r(b, 0);
+    wuleb_r(b, 9);
+    w8_r(b, DW_LNE_set_address);
+    wle_r(b, e->start, 8);
     uint32_t file = 1, col = 0, off = 0;
     int64_t line = 1;
     bool pe = e->prologue_end != 0;
@@ -273,12 +284,12 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
             if (i == 0) {
                 uint32_t f = l->file < e->nfiles ? map[l->file] : 1;
                 if (f != file) {
-                    w8(b, DW_LNS_set_file);
-                    wuleb(b, f);
+                    w8_r(b, DW_LNS_set_file);
+                    wuleb_r(b, f);
                     file = f;
                 }
             }
-            w8(b, DW_LNS_set_prologue_end);
+            w8_r(b, DW_LNS_set_prologue_end);
             line_row(b, i == 0 ? (int64_t)l->line - line : 0, e->prologue_end - off);
             if (i == 0)
                 line = l->line;
@@ -289,17 +300,17 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
             break;
         uint32_t f = l->file < e->nfiles ? map[l->file] : 1;
         if (f != file) {
-            w8(b, DW_LNS_set_file);
-            wuleb(b, f);
+            w8_r(b, DW_LNS_set_file);
+            wuleb_r(b, f);
             file = f;
         }
         if (l->column != col) {
-            w8(b, DW_LNS_set_column);
-            wuleb(b, l->column);
+            w8_r(b, DW_LNS_set_column);
+            wuleb_r(b, l->column);
             col = l->column;
         }
         if (pe && e->prologue_end == l->offset) {
-            w8(b, DW_LNS_set_prologue_end);
+            w8_r(b, DW_LNS_set_prologue_end);
             pe = false;
         }
         uint64_t da = l->offset > off ? l->offset - off : 0;
@@ -308,12 +319,12 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
         off += (uint32_t)da;
     }
     if (e->size > off) {
-        w8(b, DW_LNS_advance_pc);
-        wuleb(b, e->size - off);
+        w8_r(b, DW_LNS_advance_pc);
+        wuleb_r(b, e->size - off);
     }
-    w8(b, 0);
-    wuleb(b, 1);
-    w8(b, DW_LNE_end_sequence);
+    w8_r(b, 0);
+    wuleb_r(b, 1);
+    w8_r(b, DW_LNE_end_sequence);
 }
 
 /* The line program of one unit: items[0..n) share its file. */
@@ -439,6 +450,8 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
     w32(b, stmt_list);
     w64(b, 0);
     w32(b, ranges);
+    if (jh__buf_reserve(b, 64 * n))     /* at most 61 bytes a subprogram */
+        return;
     for (size_t i = 0; i < n; i++) {
         const struct jh__func *e = items[i].e;
         uint32_t decl_file = 0;
@@ -448,16 +461,16 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
                 if (ft->v[k] == f || !strcmp(ft->v[k], f))
                     decl_file = (uint32_t)k + 1;
         }
-        wuleb(b, decl_file ? AB_SUB_DECL : AB_SUB);
-        w32(b, put_str(&d->str, e->name));
+        wuleb_r(b, decl_file ? AB_SUB_DECL : AB_SUB);
+        wle_r(b, put_str(&d->str, e->name), 4);
         if (decl_file) {
-            wuleb(b, decl_file);
-            wuleb(b, e->lines[0].line);
+            wuleb_r(b, decl_file);
+            wuleb_r(b, e->lines[0].line);
         }
-        w64(b, e->start);
-        w64(b, e->size);
-        wuleb(b, 1);
-        w8(b, DW_OP_call_frame_cfa);
+        wle_r(b, e->start, 8);
+        wle_r(b, e->size, 8);
+        wuleb_r(b, 1);
+        w8_r(b, DW_OP_call_frame_cfa);
     }
     w8(b, 0);                   /* end of the unit's children */
     set_u32(b, start, (uint32_t)(b->len - start - 4));
