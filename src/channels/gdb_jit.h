@@ -63,7 +63,7 @@ struct jh__gdb_image {
 #define JH__GDB_JOIN_GAP 65536
 int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
                         bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg,
-                        struct jh__elf_scratch *scratch);
+                        struct jh__elf_scratch *scratch, const uint64_t *fn_bid);
 void jh__gdb_image_free(struct jh__gdb_image *im);
 
 /* Change what the debugger sees, under the list lock: register add (if not NULL) first, then

@@ -148,7 +148,17 @@ static inline void str(struct ser *s, const char *p)
         u64(s, 0xffffffffffffffffull);
 }
 
+void jh__bid_add(struct jh__bid *id, uint64_t func_hash)
+{
+    add(id, func_hash);
+}
+
 void jh__bid_func(struct jh__bid *id, const struct jh__func *f)
+{
+    add(id, jh__bid_func_hash(f));
+}
+
+uint64_t jh__bid_func_hash(const struct jh__func *f)
 {
     struct ser s = { .h = 1 };
     u64(&s, f->start);
@@ -181,7 +191,7 @@ void jh__bid_func(struct jh__bid *id, const struct jh__func *f)
         u64(&s, (uint64_t)f->epilogues[i].start << 32 | f->epilogues[i].end);
     u64(&s, f->personality);
     u64(&s, f->lsda);
-    add(id, jh__hash64(s.b, s.n, s.h));
+    return jh__hash64(s.b, s.n, s.h);
 }
 
 void jh__bid_bytes(struct jh__bid *id, uint64_t addr, const void *p, size_t len)

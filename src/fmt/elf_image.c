@@ -258,7 +258,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         struct jh__bid bid = { 0 };
         uint8_t id[JH__BUILD_ID_SIZE];
         for (size_t i = 0; i < s->nfns; i++)
-            jh__bid_func(&bid, s->fns[i]);
+            jh__bid_add(&bid, s->fn_bid ? s->fn_bid[i] : jh__bid_func_hash(s->fns[i]));
         if (copy)
             jh__bid_bytes(&bid, text_lo, s->text_bytes, text_size);
         jh__bid_final(&bid, text_lo, text_size, id);

@@ -102,6 +102,9 @@ struct jh__elf_spec {
     const char *producer;       /* DW_AT_producer (NULL: "jitherald") */
     const char *comp_dir;       /* DW_AT_comp_dir (NULL: none) */
     struct jh__elf_scratch *scratch;    /* NULL: the builder's own, freed before it returns */
+    /* jh__bid_func_hash of each of fns, known to the caller (NULL: computed here): the
+     * build-id is the same either way */
+    const uint64_t *fn_bid;
 };
 
 /* Where things landed, as byte offsets from the start of the image. */
