@@ -26,10 +26,8 @@
     X(S_STR, ".debug_str") X(S_RANGES, ".debug_ranges") X(S_SYMTAB, ".symtab")               \
     X(S_STRTAB, ".strtab") X(S_NOTE, ".note.gnu.build-id") X(S_SHSTRTAB, ".shstrtab")
 #define X_ID(id, name) id,
-#define X_NAME(id, name) name,
 #define X_SIZE(id, name) sizeof name,
 enum { SECTIONS(X_ID) S_MAX };
-static const char *const sec_name[S_MAX] = { SECTIONS(X_NAME) };
 static const uint8_t sec_name_size[S_MAX] = { SECTIONS(X_SIZE) };   /* with the NUL */
 
 /* An image of this many functions or fewer (most: one per add) keeps its per-function
@@ -55,6 +53,19 @@ struct sec {
 };
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* Zeros up to offset at of b (an alignment gap: a few bytes, in room reserved before). */
+static inline void pad_to(struct jh__buf *b, size_t at)
+{
+    if (at <= b->len)
+        return;
+    if (b->err || at > b->cap) {
+        jh__buf_zeros(b, at - b->len);
+        return;
+    }
+    memset(b->p + b->len, 0, at - b->len);
+    b->len = at;
+}
 
 static const char *sym_name(const struct jh__elf_spec *s, const struct jh__func *f)
 {
@@ -384,8 +395,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     for (int i = S_TEXT; i < S_MAX; i++) {
         if (!sec[i].on || (i == S_TEXT && !copy))
             continue;
-        if (start + sec[i].off > out->len)
-            jh__buf_zeros(out, start + sec[i].off - out->len);
+        pad_to(out, start + sec[i].off);
         if (i == S_EH && ehb->len) {
             jh__buf_put(out, ehb->p, ehb->len);
             nfde = (size_t)eh_n;
@@ -418,17 +428,17 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
             for (size_t k = 0; k < s->nfns; k++)
                 jh__buf_put(out, sym_name(s, s->fns[k]), name_len[k] + 1);
         } else if (i == S_SHSTRTAB) {
-            for (int k = 0; k < S_MAX; k++)
-                if (sec[k].on)
-                    jh__buf_put(out, sec_name[k], sec_name_size[k]);
+            /* each name's size a constant: no call to copy it */
+#define X_PUT(id, name) if (sec[id].on) jh__buf_put(out, name, sizeof name);
+            SECTIONS(X_PUT)
+#undef X_PUT
         } else if (sec[i].bytes) {
             jh__buf_put(out, sec[i].bytes, sec[i].size);
         } else {
             jh__buf_zeros(out, sec[i].size);
         }
     }
-    if (start + shoff > out->len)
-        jh__buf_zeros(out, start + shoff - out->len);
+    pad_to(out, start + shoff);
     for (int i = 0; i < S_MAX; i++) {
         if (!sec[i].on)
             continue;
