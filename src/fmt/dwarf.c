@@ -117,7 +117,7 @@ static inline void w16(struct jh__buf *b, uint16_t v) { wle(b, v, 2); }
 static inline void w32(struct jh__buf *b, uint32_t v) { wle(b, v, 4); }
 static inline void w64(struct jh__buf *b, uint64_t v) { wle(b, v, 8); }
 
-/* Abbreviation codes: one shared table at offset 0 serves every unit. */
+/* Abbreviation codes: one shared table at offset 0 serves every unit (abbrev_tab). */
 enum { AB_CU = 1, AB_CU_DIR = 2, AB_SUB_DECL = 3, AB_SUB = 4, AB_CU_NOLINE = 5 };
 
 /* Line program parameters: gcc's choice, which keeps typical rows in one special opcode. */
@@ -149,35 +149,31 @@ static const char *unit_file(const struct jh__func *e)
     return f < e->nfiles ? e->files[f] : NULL;
 }
 
-static void abbrevs(struct jh__buf *b)
-{
-    static const uint8_t tab[] = {
-        AB_CU, DW_TAG_compile_unit, DW_CHILDREN_yes,
-            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
-            DW_AT_name, DW_FORM_strp, DW_AT_stmt_list, DW_FORM_sec_offset,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
-        AB_CU_DIR, DW_TAG_compile_unit, DW_CHILDREN_yes,
-            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
-            DW_AT_name, DW_FORM_strp, DW_AT_comp_dir, DW_FORM_strp,
-            DW_AT_stmt_list, DW_FORM_sec_offset,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
-        AB_SUB_DECL, DW_TAG_subprogram, DW_CHILDREN_no,
-            DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
-            DW_AT_decl_file, DW_FORM_udata, DW_AT_decl_line, DW_FORM_udata,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
-            DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
-        AB_SUB, DW_TAG_subprogram, DW_CHILDREN_no,
-            DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
-            DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
-        AB_CU_NOLINE, DW_TAG_compile_unit, DW_CHILDREN_yes,
-            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
-            DW_AT_name, DW_FORM_strp,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
-        0
-    };
-    jh__buf_put(b, tab, sizeof tab);
-}
+static const uint8_t abbrev_tab[] = {
+    AB_CU, DW_TAG_compile_unit, DW_CHILDREN_yes,
+        DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+        DW_AT_name, DW_FORM_strp, DW_AT_stmt_list, DW_FORM_sec_offset,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+    AB_CU_DIR, DW_TAG_compile_unit, DW_CHILDREN_yes,
+        DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+        DW_AT_name, DW_FORM_strp, DW_AT_comp_dir, DW_FORM_strp,
+        DW_AT_stmt_list, DW_FORM_sec_offset,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+    AB_SUB_DECL, DW_TAG_subprogram, DW_CHILDREN_no,
+        DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
+        DW_AT_decl_file, DW_FORM_udata, DW_AT_decl_line, DW_FORM_udata,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
+        DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
+    AB_SUB, DW_TAG_subprogram, DW_CHILDREN_no,
+        DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
+        DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
+    AB_CU_NOLINE, DW_TAG_compile_unit, DW_CHILDREN_yes,
+        DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+        DW_AT_name, DW_FORM_strp,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+    0
+};
 
 static uint32_t put_str(struct jh__buf *str, const char *s)
 {
@@ -517,6 +513,7 @@ static bool needs_name(const struct jh__func *e)
 
 void jh__dwarf_free(struct jh__dwarf *d)
 {
+    d->kept = 0;
     jh__buf_free(&d->info);
     jh__buf_free(&d->abbrev);
     jh__buf_free(&d->line);
@@ -545,13 +542,27 @@ static void reset(struct jh__dwarf *d)
 
 int jh__dwarf_begin(struct jh__dwarf *d, const struct jh__dwarf_opts *o)
 {
+    const char *producer = o && o->producer ? o->producer : "jitherald";
+    const char *comp_dir = o && o->comp_dir ? o->comp_dir : NULL;
     reset(d);
-    abbrevs(&d->abbrev);
-    d->producer = put_str(&d->str, o && o->producer ? o->producer : "jitherald");
-    d->comp_dir = o && o->comp_dir ? (int64_t)put_str(&d->str, o->comp_dir) : -1;
+    /* the same strings as the build before (the gdb channel's every image): its
+     * abbreviations and strings are still in the buffers */
+    if (d->kept && !strcmp((const char *)d->str.p, producer) &&
+        (comp_dir ? d->comp_dir >= 0 && !strcmp((const char *)d->str.p + d->comp_dir, comp_dir)
+                  : d->comp_dir < 0)) {
+        d->abbrev.len = sizeof abbrev_tab;
+        d->str.len = d->kept;
+        return 0;
+    }
+    d->kept = 0;
+    jh__buf_put(&d->abbrev, abbrev_tab, sizeof abbrev_tab);
+    d->producer = put_str(&d->str, producer);
+    d->comp_dir = comp_dir ? (int64_t)put_str(&d->str, comp_dir) : -1;
     int err = sections_ok(d);
     if (err)
         jh__dwarf_free(d);
+    else
+        d->kept = d->str.len;
     return err;
 }
 

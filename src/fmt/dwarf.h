@@ -39,6 +39,9 @@ struct jh__dwarf {
     /* for jh__dwarf_add: the .debug_str offsets of the producer and comp_dir (-1: none) */
     uint32_t producer;
     int64_t comp_dir;
+    /* a build reusing the buffers of the one before: the abbreviations and the .debug_str
+     * bytes [0, kept) (producer, comp_dir) are still there from it (0: nothing kept) */
+    size_t kept;
 };
 
 struct jh__dwarf_opts {
