@@ -111,8 +111,6 @@ static __attribute__((noinline)) void put_slow(struct ser *s, const void *p, siz
     }
 }
 
-/* Inline: a function's description is ~30 of these (a gdb image's build-id spent half
- * its time in the calls, issue 30). */
 /* Bytes that leave room in the buffer: copied in place, no hash due. */
 static inline void put(struct ser *s, const void *p, size_t len)
 {
@@ -124,6 +122,8 @@ static inline void put(struct ser *s, const void *p, size_t len)
     put_slow(s, p, len);
 }
 
+/* Inline: a function's description is ~30 of these (a gdb image's build-id spent half
+ * its time in the calls, issue 30). */
 static inline __attribute__((always_inline)) void u64(struct ser *s, uint64_t v)
 {
     if (sizeof s->b - s->n > 8) {       /* room, and no hash due: the bytes in place */

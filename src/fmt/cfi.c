@@ -319,7 +319,7 @@ static size_t fde_bound(const struct jh__arch *a, const struct jh__func *f)
 static void raw_begin(struct out *w, size_t base, size_t bound)
 {
     w->raw = NULL;
-    if (bound && !jh__buf_reserve(w->b, base + w->n + bound - w->b->len))
+    if (bound && !jh__buf_room(w->b, base + w->n + bound - w->b->len))
         w->raw = w->b->p + base;
 }
 

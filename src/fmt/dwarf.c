@@ -263,7 +263,7 @@ static inline void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
 static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uint32_t *map)
 {
     /* at most 81 bytes a row, 14 at the end */
-    if (!e->nlines || jh__buf_reserve(b, 32 + 96 * ((size_t)e->nlines + 1)))
+    if (!e->nlines || jh__buf_room(b, 32 + 96 * ((size_t)e->nlines + 1)))
         return;
     w8_r(b, 0);
     wuleb_r(b, 9);
@@ -446,7 +446,7 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
     w32(b, stmt_list);
     w64(b, 0);
     w32(b, ranges);
-    if (jh__buf_reserve(b, 64 * n))     /* at most 61 bytes a subprogram */
+    if (jh__buf_room(b, 64 * n))        /* at most 61 bytes a subprogram */
         return;
     for (size_t i = 0; i < n; i++) {
         const struct jh__func *e = items[i].e;
