@@ -27,6 +27,13 @@ void   jh__buf_str(struct jh__buf *b, const char *s);      /* with its NUL */
 void   jh__buf_set_u32(struct jh__buf *b, size_t at, uint32_t v);
 void   jh__buf_set_u64(struct jh__buf *b, size_t at, uint64_t v);
 
+/* jh__buf_reserve without a call while there is room (encoders that reserve a record's
+ * bound before writing it unchecked). */
+static inline int jh__buf_room(struct jh__buf *b, size_t n)
+{
+    return !b->err && n <= b->cap - b->len ? 0 : jh__buf_reserve(b, n);
+}
+
 /* The writes the encoders make byte by byte and field by field: inline, a bounds check and
  * a copy while there is room (the images' encoders spent a third of their time in the
  * calls, issue 30); the slow path grows the buffer or keeps a failure sticky. */

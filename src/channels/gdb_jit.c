@@ -200,31 +200,31 @@ void jh__gdb_warn_shadowed(const struct jh__diag *d)
 
 void jh__gdb_image_free(struct jh__gdb_image *im)
 {
-    if (im) {
-        jh__buf_free(&im->elf);
-        free(im);
-    }
+    free(im);
 }
 
+/* The entry, then the image, 8-byte aligned, in one allocation. */
+#define HEAD ((sizeof(struct jh__gdb_image) + 7) / 8 * 8)
+
 int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
-                        bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg)
+                        bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg,
+                        struct jh__elf_scratch *scratch, const uint64_t *fn_bid)
 {
-    struct jh__gdb_image *im = calloc(1, sizeof *im);
-    if (!im)
-        return -ENOMEM;
     /* no program headers: neither debugger needs them (measured, see elf_image.h); symbols
      * a debugger can break on */
     struct jh__elf_spec spec = { .arch = JH__ARCH_HOST, .fns = fns, .nfns = n,
                                  .flags = JH__ELF_NO_PHDRS | JH__ELF_SYMBOLS,
                                  .join_gap = JH__GDB_JOIN_GAP, .join_ok = join_ok,
-                                 .join_arg = join_arg };
-    int err = jh__elf_image(&im->elf, &spec, NULL);
+                                 .join_arg = join_arg, .scratch = scratch, .fn_bid = fn_bid };
+    struct jh__buf b = { .len = HEAD };     /* the image allocates HEAD + its size */
+    int err = jh__elf_image(&b, &spec, NULL);
     if (err) {
-        jh__gdb_image_free(im);
+        free(b.p);
         return err;
     }
-    im->ce.symfile_addr = (const char *)im->elf.p;
-    im->ce.symfile_size = im->elf.len;
+    struct jh__gdb_image *im = (struct jh__gdb_image *)(void *)b.p;
+    *im = (struct jh__gdb_image){ .ce = { .symfile_addr = (const char *)b.p + HEAD,
+                                          .symfile_size = b.len - HEAD } };
     *out = im;
     return 0;
 }

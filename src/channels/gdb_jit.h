@@ -22,6 +22,7 @@
 
 #include "base/buf.h"
 #include "base/diag.h"
+#include "fmt/elf_image.h"
 #include "fmt/func.h"
 
 enum { JIT_NOACTION = 0, JIT_REGISTER = 1, JIT_UNREGISTER = 2 };
@@ -47,11 +48,10 @@ extern struct jit_descriptor __jit_debug_descriptor;
 void __jit_debug_register_code(void);
 
 /* What the debugger sees of one image: its list entry and the ELF bytes (an in-memory
- * ELF + DWARF image of fns, fmt/elf_image.h). Allocated per registration, freed only after
- * its unregister call has returned. */
+ * ELF + DWARF image of fns, fmt/elf_image.h), which follow it in the same allocation.
+ * Allocated per registration, freed only after its unregister call has returned. */
 struct jh__gdb_image {
     struct jit_code_entry ce;
-    struct jh__buf elf;
 };
 
 /* 0, -ENOMEM, or the image builder's error. fns sorted by start, not overlapping. A gap of
@@ -62,7 +62,8 @@ struct jh__gdb_image {
  * function grew with their number (8,000 page-apart functions: 2.8 ms each, 0.64 ms now). */
 #define JH__GDB_JOIN_GAP 65536
 int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
-                        bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg);
+                        bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg,
+                        struct jh__elf_scratch *scratch, const uint64_t *fn_bid);
 void jh__gdb_image_free(struct jh__gdb_image *im);
 
 /* Change what the debugger sees, under the list lock: register add (if not NULL) first, then

@@ -46,6 +46,11 @@ uint64_t jh__hash64(const void *p, size_t n, uint64_t seed);
 
 /* Fold in a function's description (not its code bytes). */
 void jh__bid_func(struct jh__bid *id, const struct jh__func *f);
+/* The same in two steps, for a caller that keeps a function's hash while its description
+ * does not change (the gdb channel: a function goes into several images on its way to a
+ * full one): jh__bid_func(id, f) is jh__bid_add(id, jh__bid_func_hash(f)). */
+uint64_t jh__bid_func_hash(const struct jh__func *f);
+void jh__bid_add(struct jh__bid *id, uint64_t func_hash);
 /* Fold in len code bytes found at address addr. */
 void jh__bid_bytes(struct jh__bid *id, uint64_t addr, const void *p, size_t len);
 /* The id of everything folded in, with two words describing the image's layout. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "fmt/cfi.h"
 
 int jh__cfa_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
@@ -136,4 +137,22 @@ void jh__cfa_put_advance(struct jh__buf *b, uint64_t d)
         jh__buf_u8(b, JH__CFA_advance_loc4);
         jh__buf_u32(b, (uint32_t)d);
     }
+}
+
+int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size)
+{
+    if (len && !cfi)
+        return -EINVAL;
+    const uint8_t *p = cfi, *end = cfi + len;
+    struct jh__cfa_insn in;
+    uint64_t loc = 0;
+    int r;
+    while ((r = jh__cfa_next(&p, end, &in)) > 0) {
+        if (in.advance > code_size - loc)
+            return -EINVAL;
+        loc += in.advance;
+    }
+    /* -ENOTSUP too: set_loc needs the CIE's pointer encoding, which differs per flavour;
+     * anything else unknown to us is probably unknown to some consumer. */
+    return r == 0 ? 0 : -EINVAL;
 }

@@ -15,100 +15,7 @@
 #include <string.h>
 
 #include "fmt/cfa.h"
-
-int jh__cfi_validate(const uint8_t *cfi, size_t len, uint64_t code_size)
-{
-    if (len && !cfi)
-        return -EINVAL;
-    const uint8_t *p = cfi, *end = cfi + len;
-    struct jh__cfa_insn in;
-    uint64_t loc = 0;
-    int r;
-    while ((r = jh__cfa_next(&p, end, &in)) > 0) {
-        if (in.advance > code_size - loc)
-            return -EINVAL;
-        loc += in.advance;
-    }
-    /* -ENOTSUP too: set_loc needs the CIE's pointer encoding, which differs per flavour;
-     * anything else unknown to us is probably unknown to some consumer. */
-    return r == 0 ? 0 : -EINVAL;
-}
-
-/* ---- a byte sink that writes, or only counts (the dry run) ---------------------------- */
-struct out {
-    struct jh__buf *b;          /* NULL: count only */
-    size_t n;
-};
-
-static inline void o8(struct out *o, uint8_t v)
-{
-    if (o->b)
-        jh__buf_u8(o->b, v);
-    o->n++;
-}
-
-static inline void o32(struct out *o, uint32_t v)
-{
-    if (o->b)
-        jh__buf_u32(o->b, v);
-    o->n += 4;
-}
-
-static inline void o64(struct out *o, uint64_t v)
-{
-    if (o->b)
-        jh__buf_u64(o->b, v);
-    o->n += 8;
-}
-
-static void ouleb(struct out *o, uint64_t v)
-{
-    do {
-        uint8_t c = v & 0x7f;
-        v >>= 7;
-        o8(o, c | (v ? 0x80 : 0));
-    } while (v);
-}
-
-static void osleb(struct out *o, int64_t v)
-{
-    for (;;) {
-        uint8_t c = v & 0x7f;
-        v >>= 7;                /* implementation-defined for v < 0: arithmetic in GCC, Clang */
-        if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
-            o8(o, c);
-            return;
-        }
-        o8(o, c | 0x80);
-    }
-}
-
-static void oadvance(struct out *o, uint64_t d)
-{
-    uint8_t tmp[5];                     /* the longest: advance_loc4 */
-    struct jh__buf b = { tmp, 0, sizeof tmp, 0 };
-    jh__cfa_put_advance(&b, d);
-    for (size_t i = 0; i < b.len; i++)
-        o8(o, tmp[i]);
-}
-
-/* The caller's value of reg is at CFA - back (a multiple of the data alignment). */
-static void osaved(struct out *o, const struct jh__arch *a, uint64_t reg, uint64_t back)
-{
-    uint64_t n = back / (uint64_t)-a->data_align;
-    if (reg < 0x40) {
-        o8(o, (uint8_t)(JH__CFA_offset | reg));
-    } else {
-        o8(o, JH__CFA_offset_extended);
-        ouleb(o, reg);
-    }
-    ouleb(o, n);
-}
-
-static void orestore(struct out *o, uint64_t reg)
-{
-    o8(o, (uint8_t)(JH__CFA_restore | reg));     /* reg < 64: the frame pointer, ra */
-}
+#include "fmt/cfi_out.h"
 
 static const struct jh__arch *arch_or_host(const struct jh__arch *a)
 {
@@ -185,13 +92,12 @@ static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key 
     cie_rules(w, a);
     while ((w->n - n0) % 8)
         o8(w, JH__CFA_nop);
-    if (w->b && !w->b->err)
-        jh__buf_set_u32(w->b, at, (uint32_t)(w->n - n0 - 4));
+    olength(w, n0, at);
 }
 
 static size_t cie_size(const struct jh__cfi_opts *o, struct cie_key k)
 {
-    struct out w = { NULL, 0 };
+    struct out w = { NULL, 0, NULL };
     put_cie(&w, o, k);
     return w.n;
 }
@@ -340,7 +246,7 @@ static void put_fde_insns(struct out *w, const struct jh__arch *a, const struct 
         return;
     }
     struct jh__buf raw = { 0 }, both = { 0 };
-    struct out t = { &raw, 0 };
+    struct out t = { &raw, 0, NULL };
     put_kind(&t, a, f);
     jh__cfi_pac_splice(&both, raw.p, raw.len, f);
     for (size_t i = 0; i < both.len; i++)
@@ -356,7 +262,7 @@ int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const stru
     const struct jh__arch *a = arch_or_host(arch);
     if (!b || !f || !func_ok(a, f))
         return -EINVAL;
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     size_t at = b->len;
     put_fde_insns(&w, a, f);
     if (b->err) {
@@ -391,13 +297,42 @@ static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh
     put_fde_insns(w, arch_or_host(o->arch), f);
     while ((w->n - n0) % 8)
         o8(w, JH__CFA_nop);
-    if (w->b && !w->b->err)
-        jh__buf_set_u32(w->b, at, (uint32_t)(w->n - n0 - 4));
+    olength(w, n0, at);
+}
+
+/* At least the bytes put_cie or put_fde writes (every uleb/sleb 10 bytes, every advance
+ * 5), or 0 when put_fde splices arm64's signing state in (written checked). */
+#define CIE_BOUND 128
+static size_t fde_bound(const struct jh__arch *a, const struct jh__func *f)
+{
+    if (f->nra_signed && a->pac && f->unwind != JH_UNWIND_CFI)
+        return 0;
+    size_t insns = f->unwind == JH_UNWIND_CFI ? f->cfi_len
+        : f->unwind == JH_UNWIND_FRAME_POINTER ? 128 + 128 * (size_t)f->nepilogues
+        : f->unwind == JH_UNWIND_FRAMELESS ? 11 + 21 * (size_t)f->nsaved_regs + 16 * (size_t)f->ncfa_steps
+        : 0;
+    return 4 + 4 + 16 + 1 + 8 + insns + 7;
+}
+
+/* Raw mode for the next record of at most bound bytes (0: checked), the run starting at
+ * base in the buffer; raw_end brings b->len up to what was written. */
+static void raw_begin(struct out *w, size_t base, size_t bound)
+{
+    w->raw = NULL;
+    if (bound && !jh__buf_room(w->b, base + w->n + bound - w->b->len))
+        w->raw = w->b->p + base;
+}
+
+static void raw_end(struct out *w, size_t base)
+{
+    if (w->raw)
+        w->b->len = base + w->n;
+    w->raw = NULL;
 }
 
 static size_t fde_size(const struct jh__cfi_opts *o, const struct jh__func *f)
 {
-    struct out w = { NULL, 0 };
+    struct out w = { NULL, 0, NULL };
     put_fde(&w, o, f, 0, 0);
     return w.n;
 }
@@ -551,11 +486,14 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
     }
 
     size_t base = b->len;
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     int err = 0;
+    const struct jh__arch *arch = arch_or_host(o->arch);
     for (size_t k = 0; k < c.n; k++) {         /* every CIE first: FDEs point back to theirs */
         cie_at[k] = w.n;
+        raw_begin(&w, base, CIE_BOUND);
         put_cie(&w, o, c.k[k]);
+        raw_end(&w, base);
     }
     for (size_t i = 0; i < nf && !b->err; i++) {
         const struct jh__func *fn = sorted[i];
@@ -577,7 +515,9 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
             }
             pc_field = (uint32_t)rel;
         }
+        raw_begin(&w, base, fde_bound(arch, fn));
         put_fde(&w, o, fn, (uint32_t)(at + 4 - cie_at[k]), pc_field);
+        raw_end(&w, base);
     }
     o32(&w, 0);                                 /* terminator */
     if (cie_at != cie_small)
@@ -616,7 +556,7 @@ int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
 void jh__cfi_debug_frame_cie(struct jh__buf *b, const struct jh__arch *arch)
 {
     const struct jh__arch *a = arch_or_host(arch);
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     size_t at = b->len;
     o32(&w, 0);                                 /* length, patched below */
     o32(&w, 0xffffffffu);                       /* CIE id */
@@ -638,7 +578,7 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
         return -EINVAL;
     if (f->unwind == JH_UNWIND_NONE)
         return 0;
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     size_t at = b->len;
     o32(&w, 0);
     o32(&w, (uint32_t)cie_off);
@@ -665,7 +605,7 @@ int jh__cfi_eh_frame_grow(struct jh__buf *b, const struct jh__arch *arch, size_t
     struct jh__cfi_opts o = { .arch = a, .ptr = JH__CFI_ABS };
     struct cie_key k = cie_key_of(&o, f);
     size_t base = b->len, old = cie_off[k.b_key];
-    struct out w = { b, 0 };
+    struct out w = { b, 0, NULL };
     if (old == SIZE_MAX) {
         cie_off[k.b_key] = b->len;
         put_cie(&w, &o, k);

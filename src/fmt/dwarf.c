@@ -50,55 +50,74 @@ static inline uint8_t *room(struct jh__buf *b, size_t n)
     return q;
 }
 
-static inline void w8(struct jh__buf *b, uint8_t v)
+/* The same writes after jh__buf_reserve has made room for them (the line program's rows,
+ * the subprograms: most of a unit's bytes): no check per write. */
+static inline uint8_t *bump(struct jh__buf *b, size_t n)
 {
-    uint8_t *q = room(b, 1);
-    if (q)
-        q[0] = v;
+    uint8_t *q = b->p + b->len;
+    b->len += n;
+    return q;
 }
 
-static inline void wle(struct jh__buf *b, uint64_t v, size_t n)
+/* n is a constant at every call: one store, not a loop of shifts per byte */
+static inline void le_at(uint8_t *q, uint64_t v, size_t n)
 {
-    uint8_t *q = room(b, n);
-    for (size_t i = 0; q && i < n; i++)
-        q[i] = (uint8_t)(v >> (8 * i));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);       /* its first n bytes: the low ones, little-endian */
+#endif
+    __builtin_memcpy(q, &v, n);
 }
+
+#define WRITERS(SFX, ROOM)                                                                  \
+    static inline void w8##SFX(struct jh__buf *b, uint8_t v)                                \
+    {                                                                                       \
+        uint8_t *q = ROOM(b, 1);                                                            \
+        if (q)                                                                              \
+            q[0] = v;                                                                       \
+    }                                                                                       \
+    static inline void wle##SFX(struct jh__buf *b, uint64_t v, size_t n)                    \
+    {                                                                                       \
+        uint8_t *q = ROOM(b, n);                                                            \
+        if (q)                                                                              \
+            le_at(q, v, n);                                                                 \
+    }                                                                                       \
+    static inline void wuleb##SFX(struct jh__buf *b, uint64_t v)                            \
+    {                                                                                       \
+        uint8_t *q = ROOM(b, 10), *q0 = q;                                                  \
+        if (!q)                                                                             \
+            return;                                                                         \
+        do {                                                                                \
+            uint8_t c = v & 0x7f;                                                           \
+            v >>= 7;                                                                        \
+            *q++ = c | (v ? 0x80 : 0);                                                      \
+        } while (v);                                                                        \
+        b->len -= 10 - (size_t)(q - q0);                                                    \
+    }                                                                                       \
+    /* arithmetic shift of a negative value: gcc and clang define it */                     \
+    static inline void wsleb##SFX(struct jh__buf *b, int64_t v)                             \
+    {                                                                                       \
+        uint8_t *q = ROOM(b, 10), *q0 = q;                                                  \
+        if (!q)                                                                             \
+            return;                                                                         \
+        for (;;) {                                                                          \
+            uint8_t c = v & 0x7f;                                                           \
+            v >>= 7;                                                                        \
+            if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {                       \
+                *q++ = c;                                                                   \
+                break;                                                                      \
+            }                                                                               \
+            *q++ = c | 0x80;                                                                \
+        }                                                                                   \
+        b->len -= 10 - (size_t)(q - q0);                                                    \
+    }
+WRITERS(, room)
+WRITERS(_r, bump)
 
 static inline void w16(struct jh__buf *b, uint16_t v) { wle(b, v, 2); }
 static inline void w32(struct jh__buf *b, uint32_t v) { wle(b, v, 4); }
 static inline void w64(struct jh__buf *b, uint64_t v) { wle(b, v, 8); }
 
-static inline void wuleb(struct jh__buf *b, uint64_t v)
-{
-    uint8_t *q = room(b, 10), *q0 = q;
-    if (!q)
-        return;
-    do {
-        uint8_t c = v & 0x7f;
-        v >>= 7;
-        *q++ = c | (v ? 0x80 : 0);
-    } while (v);
-    b->len -= 10 - (size_t)(q - q0);
-}
-
-static inline void wsleb(struct jh__buf *b, int64_t v)
-{
-    uint8_t *q = room(b, 10), *q0 = q;
-    if (!q)
-        return;
-    for (;;) {
-        uint8_t c = v & 0x7f;
-        v >>= 7;    /* arithmetic shift: gcc and clang define it for signed values */
-        if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
-            *q++ = c;
-            break;
-        }
-        *q++ = c | 0x80;
-    }
-    b->len -= 10 - (size_t)(q - q0);
-}
-
-/* Abbreviation codes: one shared table at offset 0 serves every unit. */
+/* Abbreviation codes: one shared table at offset 0 serves every unit (abbrev_tab). */
 enum { AB_CU = 1, AB_CU_DIR = 2, AB_SUB_DECL = 3, AB_SUB = 4, AB_CU_NOLINE = 5 };
 
 /* Line program parameters: gcc's choice, which keeps typical rows in one special opcode. */
@@ -130,48 +149,70 @@ static const char *unit_file(const struct jh__func *e)
     return f < e->nfiles ? e->files[f] : NULL;
 }
 
-static void abbrevs(struct jh__buf *b)
-{
-    static const uint8_t tab[] = {
-        AB_CU, DW_TAG_compile_unit, DW_CHILDREN_yes,
-            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
-            DW_AT_name, DW_FORM_strp, DW_AT_stmt_list, DW_FORM_sec_offset,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
-        AB_CU_DIR, DW_TAG_compile_unit, DW_CHILDREN_yes,
-            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
-            DW_AT_name, DW_FORM_strp, DW_AT_comp_dir, DW_FORM_strp,
-            DW_AT_stmt_list, DW_FORM_sec_offset,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
-        AB_SUB_DECL, DW_TAG_subprogram, DW_CHILDREN_no,
-            DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
-            DW_AT_decl_file, DW_FORM_udata, DW_AT_decl_line, DW_FORM_udata,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
-            DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
-        AB_SUB, DW_TAG_subprogram, DW_CHILDREN_no,
-            DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
-            DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
-        AB_CU_NOLINE, DW_TAG_compile_unit, DW_CHILDREN_yes,
-            DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
-            DW_AT_name, DW_FORM_strp,
-            DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
-        0
-    };
-    jh__buf_put(b, tab, sizeof tab);
-}
+static const uint8_t abbrev_tab[] = {
+    AB_CU, DW_TAG_compile_unit, DW_CHILDREN_yes,
+        DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+        DW_AT_name, DW_FORM_strp, DW_AT_stmt_list, DW_FORM_sec_offset,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+    AB_CU_DIR, DW_TAG_compile_unit, DW_CHILDREN_yes,
+        DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+        DW_AT_name, DW_FORM_strp, DW_AT_comp_dir, DW_FORM_strp,
+        DW_AT_stmt_list, DW_FORM_sec_offset,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+    AB_SUB_DECL, DW_TAG_subprogram, DW_CHILDREN_no,
+        DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
+        DW_AT_decl_file, DW_FORM_udata, DW_AT_decl_line, DW_FORM_udata,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
+        DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
+    AB_SUB, DW_TAG_subprogram, DW_CHILDREN_no,
+        DW_AT_name, DW_FORM_strp, DW_AT_external, DW_FORM_flag_present,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_high_pc, DW_FORM_data8,
+        DW_AT_frame_base, DW_FORM_exprloc, 0, 0,
+    AB_CU_NOLINE, DW_TAG_compile_unit, DW_CHILDREN_yes,
+        DW_AT_producer, DW_FORM_strp, DW_AT_language, DW_FORM_data2,
+        DW_AT_name, DW_FORM_strp,
+        DW_AT_low_pc, DW_FORM_addr, DW_AT_ranges, DW_FORM_sec_offset, 0, 0,
+    0
+};
 
 static uint32_t put_str(struct jh__buf *str, const char *s)
 {
     uint32_t off = (uint32_t)str->len;
-    jh__buf_str(str, s);
+    size_t n = strlen(s) + 1;
+    uint8_t *q = room(str, n);
+    if (q)
+        memcpy(q, s, n);
     return off;
 }
 
-/* A unit's file table: the distinct names its functions refer to, 1-based in DWARF 4. */
+/* A length known only at the end, at offset at (written before: in bounds). */
+static inline void set_u32(struct jh__buf *b, size_t at, uint32_t v)
+{
+    if (!b->err)
+        le_at(b->p + at, v, 4);
+}
+
+/* A unit's file table: the distinct names its functions refer to, 1-based in DWARF 4.
+ * A few names fit inline (a trace or a module names one or two files): no allocation. */
+#define FTAB_SMALL 8
 struct ftab {
-    const char **v;
+    const char **v;             /* small, or the heap */
     size_t n, cap;
+    const char *small[FTAB_SMALL];
 };
+
+static void ftab_init(struct ftab *t)
+{
+    t->v = t->small;
+    t->n = 0;
+    t->cap = FTAB_SMALL;
+}
+
+static void ftab_free(struct ftab *t)
+{
+    if (t->v != t->small)
+        free(t->v);
+}
 
 static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
 {
@@ -182,10 +223,12 @@ static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
         }
     }
     if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 8;
-        const char **v = realloc(t->v, cap * sizeof *v);
+        size_t cap = 2 * t->cap;
+        const char **v = malloc(cap * sizeof *v);
         if (!v)
             return -ENOMEM;
+        memcpy(v, t->v, t->n * sizeof *v);
+        ftab_free(t);
         t->v = v;
         t->cap = cap;
     }
@@ -196,22 +239,22 @@ static int ftab_index(struct ftab *t, const char *s, uint32_t *num)
 
 /* A row: the line moves by dl, the address by da, then the row is appended (a special
  * opcode when both fit one). */
-static void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
+static inline void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
 {
     uint64_t op = (uint64_t)(dl - LINE_BASE) + LINE_RANGE * da + OPCODE_BASE;
     if (dl >= LINE_BASE && dl < LINE_BASE + LINE_RANGE && da <= 255 && op <= 255) {
-        w8(b, (uint8_t)op);
+        w8_r(b, (uint8_t)op);
         return;
     }
     if (dl) {
-        w8(b, DW_LNS_advance_line);
-        wsleb(b, dl);
+        w8_r(b, DW_LNS_advance_line);
+        wsleb_r(b, dl);
     }
     if (da) {
-        w8(b, DW_LNS_advance_pc);
-        wuleb(b, da);
+        w8_r(b, DW_LNS_advance_pc);
+        wuleb_r(b, da);
     }
-    w8(b, DW_LNS_copy);
+    w8_r(b, DW_LNS_copy);
 }
 
 /* One sequence for one function. map[] turns the entry's file index into the unit's.
@@ -219,12 +262,13 @@ static void line_row(struct jh__buf *b, int64_t dl, uint64_t da)
  * a row starts there already, which is then flagged. */
 static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uint32_t *map)
 {
-    if (!e->nlines)
+    /* at most 81 bytes a row, 14 at the end */
+    if (!e->nlines || jh__buf_room(b, 32 + 96 * ((size_t)e->nlines + 1)))
         return;
-    w8(b, 0);
-    wuleb(b, 9);
-    w8(b, DW_LNE_set_address);
-    w64(b, e->start);
+    w8_r(b, 0);
+    wuleb_r(b, 9);
+    w8_r(b, DW_LNE_set_address);
+    wle_r(b, e->start, 8);
     uint32_t file = 1, col = 0, off = 0;
     int64_t line = 1;
     bool pe = e->prologue_end != 0;
@@ -236,12 +280,12 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
             if (i == 0) {
                 uint32_t f = l->file < e->nfiles ? map[l->file] : 1;
                 if (f != file) {
-                    w8(b, DW_LNS_set_file);
-                    wuleb(b, f);
+                    w8_r(b, DW_LNS_set_file);
+                    wuleb_r(b, f);
                     file = f;
                 }
             }
-            w8(b, DW_LNS_set_prologue_end);
+            w8_r(b, DW_LNS_set_prologue_end);
             line_row(b, i == 0 ? (int64_t)l->line - line : 0, e->prologue_end - off);
             if (i == 0)
                 line = l->line;
@@ -252,17 +296,17 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
             break;
         uint32_t f = l->file < e->nfiles ? map[l->file] : 1;
         if (f != file) {
-            w8(b, DW_LNS_set_file);
-            wuleb(b, f);
+            w8_r(b, DW_LNS_set_file);
+            wuleb_r(b, f);
             file = f;
         }
         if (l->column != col) {
-            w8(b, DW_LNS_set_column);
-            wuleb(b, l->column);
+            w8_r(b, DW_LNS_set_column);
+            wuleb_r(b, l->column);
             col = l->column;
         }
         if (pe && e->prologue_end == l->offset) {
-            w8(b, DW_LNS_set_prologue_end);
+            w8_r(b, DW_LNS_set_prologue_end);
             pe = false;
         }
         uint64_t da = l->offset > off ? l->offset - off : 0;
@@ -271,20 +315,20 @@ static void line_sequence(struct jh__buf *b, const struct jh__func *e, const uin
         off += (uint32_t)da;
     }
     if (e->size > off) {
-        w8(b, DW_LNS_advance_pc);
-        wuleb(b, e->size - off);
+        w8_r(b, DW_LNS_advance_pc);
+        wuleb_r(b, e->size - off);
     }
-    w8(b, 0);
-    wuleb(b, 1);
-    w8(b, DW_LNE_end_sequence);
+    w8_r(b, 0);
+    wuleb_r(b, 1);
+    w8_r(b, DW_LNE_end_sequence);
 }
 
 /* The line program of one unit: items[0..n) share its file. */
 static int line_unit(struct jh__buf *b, const struct item *items, size_t n, struct ftab *ft)
 {
     static const uint8_t std_lengths[OPCODE_BASE - 1] = { 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1 };
-    uint32_t num, *map = NULL;
-    size_t map_cap = 0;
+    uint32_t num, map_small[FTAB_SMALL], *map = map_small;
+    size_t map_cap = FTAB_SMALL;
     int err = 0;
 
     ft->n = 0;
@@ -309,7 +353,8 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
     jh__buf_put(b, std_lengths, sizeof std_lengths);
     /* An absolute name goes in as directory + basename: with directory 0 (comp_dir) and an
      * absolute name, valgrind 3.19 prints ".//abs/path". Relative names stay on dir 0. */
-    uint32_t *dir_of = calloc(ft->n ? ft->n : 1, sizeof *dir_of);
+    uint32_t dir_small[FTAB_SMALL] = { 0 };
+    uint32_t *dir_of = ft->n <= FTAB_SMALL ? dir_small : calloc(ft->n, sizeof *dir_of);
     if (!dir_of)
         return -ENOMEM;
     uint32_t ndirs = 0;
@@ -332,19 +377,20 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
     }
     w8(b, 0);                   /* end of include_directories */
     for (size_t i = 0; i < ft->n; i++) {
-        jh__buf_str(b, dir_of[i] ? strrchr(ft->v[i], '/') + 1 : ft->v[i]);
+        (void)put_str(b, dir_of[i] ? strrchr(ft->v[i], '/') + 1 : ft->v[i]);
         wuleb(b, dir_of[i]);
         wuleb(b, 0);
         wuleb(b, 0);
     }
-    free(dir_of);
+    if (dir_of != dir_small)
+        free(dir_of);
     w8(b, 0);
-    jh__buf_set_u32(b, hl, (uint32_t)(b->len - hl - 4));
+    set_u32(b, hl, (uint32_t)(b->len - hl - 4));
 
     for (size_t i = 0; i < n && !err; i++) {
         const struct jh__func *e = items[i].e;
         if (e->nfiles > map_cap) {
-            uint32_t *m = realloc(map, e->nfiles * sizeof *m);
+            uint32_t *m = realloc(map == map_small ? NULL : map, e->nfiles * sizeof *m);
             if (!m) {
                 err = -ENOMEM;
                 break;
@@ -357,8 +403,9 @@ static int line_unit(struct jh__buf *b, const struct item *items, size_t n, stru
         if (!err)
             line_sequence(b, e, map);
     }
-    free(map);
-    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+    if (map != map_small)
+        free(map);
+    set_u32(b, start, (uint32_t)(b->len - start - 4));
     return err;
 }
 
@@ -399,6 +446,8 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
     w32(b, stmt_list);
     w64(b, 0);
     w32(b, ranges);
+    if (jh__buf_room(b, 64 * n))        /* at most 61 bytes a subprogram */
+        return;
     for (size_t i = 0; i < n; i++) {
         const struct jh__func *e = items[i].e;
         uint32_t decl_file = 0;
@@ -408,19 +457,19 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
                 if (ft->v[k] == f || !strcmp(ft->v[k], f))
                     decl_file = (uint32_t)k + 1;
         }
-        wuleb(b, decl_file ? AB_SUB_DECL : AB_SUB);
-        w32(b, put_str(&d->str, e->name));
+        wuleb_r(b, decl_file ? AB_SUB_DECL : AB_SUB);
+        wle_r(b, put_str(&d->str, e->name), 4);
         if (decl_file) {
-            wuleb(b, decl_file);
-            wuleb(b, e->lines[0].line);
+            wuleb_r(b, decl_file);
+            wuleb_r(b, e->lines[0].line);
         }
-        w64(b, e->start);
-        w64(b, e->size);
-        wuleb(b, 1);
-        w8(b, DW_OP_call_frame_cfa);
+        wle_r(b, e->start, 8);
+        wle_r(b, e->size, 8);
+        wuleb_r(b, 1);
+        w8_r(b, DW_OP_call_frame_cfa);
     }
     w8(b, 0);                   /* end of the unit's children */
-    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+    set_u32(b, start, (uint32_t)(b->len - start - 4));
 }
 
 /* Functions with no source file whose name is not a symbol (V8's "JS:*f app.js:2:15"):
@@ -452,7 +501,7 @@ static void noline_unit(struct jh__dwarf *d, const struct item *items, size_t n)
         w8(b, DW_OP_call_frame_cfa);
     }
     w8(b, 0);
-    jh__buf_set_u32(b, start, (uint32_t)(b->len - start - 4));
+    set_u32(b, start, (uint32_t)(b->len - start - 4));
 }
 
 /* Does a function with no file need a unit to be shown by its name? */
@@ -464,6 +513,7 @@ static bool needs_name(const struct jh__func *e)
 
 void jh__dwarf_free(struct jh__dwarf *d)
 {
+    d->kept = 0;
     jh__buf_free(&d->info);
     jh__buf_free(&d->abbrev);
     jh__buf_free(&d->line);
@@ -480,15 +530,39 @@ static int sections_ok(struct jh__dwarf *d)
     return 0;
 }
 
+/* Empty every section, keeping what was allocated for the next build to reuse. */
+static void reset(struct jh__dwarf *d)
+{
+    struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
+    for (size_t k = 0; k < 5; k++) {
+        all[k]->len = 0;
+        all[k]->err = 0;
+    }
+}
+
 int jh__dwarf_begin(struct jh__dwarf *d, const struct jh__dwarf_opts *o)
 {
-    memset(d, 0, sizeof *d);
-    abbrevs(&d->abbrev);
-    d->producer = put_str(&d->str, o && o->producer ? o->producer : "jitherald");
-    d->comp_dir = o && o->comp_dir ? (int64_t)put_str(&d->str, o->comp_dir) : -1;
+    const char *producer = o && o->producer ? o->producer : "jitherald";
+    const char *comp_dir = o && o->comp_dir ? o->comp_dir : NULL;
+    reset(d);
+    /* the same strings as the build before (the gdb channel's every image): its
+     * abbreviations and strings are still in the buffers */
+    if (d->kept && !strcmp((const char *)d->str.p, producer) &&
+        (comp_dir ? d->comp_dir >= 0 && !strcmp((const char *)d->str.p + d->comp_dir, comp_dir)
+                  : d->comp_dir < 0)) {
+        d->abbrev.len = sizeof abbrev_tab;
+        d->str.len = d->kept;
+        return 0;
+    }
+    d->kept = 0;
+    jh__buf_put(&d->abbrev, abbrev_tab, sizeof abbrev_tab);
+    d->producer = put_str(&d->str, producer);
+    d->comp_dir = comp_dir ? (int64_t)put_str(&d->str, comp_dir) : -1;
     int err = sections_ok(d);
     if (err)
         jh__dwarf_free(d);
+    else
+        d->kept = d->str.len;
     return err;
 }
 
@@ -508,9 +582,10 @@ int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f)
     if (!it.file)
         return 0;
     size_t lens[5] = { d->info.len, d->abbrev.len, d->line.len, d->str.len, d->ranges.len };
-    struct ftab ft = { 0 };
+    struct ftab ft;
+    ftab_init(&ft);
     int err = unit(d, &it, 1, &ft);
-    free(ft.v);
+    ftab_free(&ft);
     if (err) {
         struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
         for (size_t k = 0; k < 5; k++) {
@@ -522,16 +597,20 @@ int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f)
     return err;
 }
 
+/* Images of a few functions (most: one per add) sort their items on the stack. */
+#define ITEMS_SMALL 8
+
 int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size_t n,
                     const struct jh__dwarf_opts *o)
 {
-    struct item *items = NULL;
-    struct ftab ft = { 0 };
+    struct item small[ITEMS_SMALL], *items = small;
+    struct ftab ft;
     size_t ni = 0;
     int err = 0;
 
-    memset(d, 0, sizeof *d);
-    if (n) {
+    reset(d);
+    ftab_init(&ft);
+    if (n > ITEMS_SMALL) {
         items = malloc(n * sizeof *items);
         if (!items)
             return -ENOMEM;
@@ -546,8 +625,10 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
     }
     if (ni == 0 && nnamed == 0)
         goto out;
-    qsort(items, ni, sizeof *items, cmp_item);
-    qsort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
+    if (ni > 1)
+        qsort(items, ni, sizeof *items, cmp_item);
+    if (nnamed > 1)
+        qsort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
 
     if ((err = jh__dwarf_begin(d, o)))
         goto out;
@@ -563,8 +644,9 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
         i = j;
     }
 out:
-    free(ft.v);
-    free(items);
+    ftab_free(&ft);
+    if (items != small)
+        free(items);
     if (err)
         jh__dwarf_free(d);
     return err;

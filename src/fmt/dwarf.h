@@ -39,6 +39,9 @@ struct jh__dwarf {
     /* for jh__dwarf_add: the .debug_str offsets of the producer and comp_dir (-1: none) */
     uint32_t producer;
     int64_t comp_dir;
+    /* a build reusing the buffers of the one before: the abbreviations and the .debug_str
+     * bytes [0, kept) (producer, comp_dir) are still there from it (0: nothing kept) */
+    size_t kept;
 };
 
 struct jh__dwarf_opts {
@@ -49,17 +52,19 @@ struct jh__dwarf_opts {
 
 /*
  * Build the sections for fns[0..n) (any order; overlapping ranges are the caller's
- * problem). d must be zeroed or freed before. 0 on success (a set with no file names
- * yields empty buffers), -ENOMEM, -E2BIG when a section would not fit 32-bit DWARF.
- * On error every buffer is freed.
+ * problem). d must be zeroed, freed, or hold a previous build: its buffers are then
+ * emptied and reused, so a caller that builds many sets (fmt/elf_image.h, struct
+ * jh__elf_scratch) allocates nothing once they have grown. 0 on success (a set with no
+ * file names yields empty buffers), -ENOMEM, -E2BIG when a section would not fit 32-bit
+ * DWARF. On error every buffer is freed.
  */
 int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size_t n,
                     const struct jh__dwarf_opts *o);
 
 /*
  * The same sections grown one function at a time, for an image that is written in place
- * (fmt/elf_grow.h): jh__dwarf_begin writes the abbreviations and the producer/comp_dir
- * strings into a zeroed or freed d; each jh__dwarf_add appends one compile unit for f
+ * (fmt/elf_grow.h): jh__dwarf_begin empties d (zeroed, freed or used before, as for
+ * jh__dwarf_build) and writes the abbreviations and the producer/comp_dir strings; each jh__dwarf_add appends one compile unit for f
  * alone (its line program, its range list, its strings) and touches nothing written
  * before, so every section only grows at its end. A function with no file gets nothing.
  * 0, -ENOMEM, -E2BIG. On error the buffers hold what they held before the call.

@@ -21,13 +21,26 @@
 #include "fmt/dwarf.h"
 #include "fmt/func.h"
 
-enum { S_NULL, S_TEXT, S_EH, S_DATA, S_INFO, S_ABBREV, S_LINE, S_STR, S_RANGES, S_SYMTAB,
-       S_STRTAB, S_NOTE, S_SHSTRTAB, S_MAX };
+#define SECTIONS(X) X(S_NULL, "") X(S_TEXT, ".text") X(S_EH, ".eh_frame") X(S_DATA, ".data") \
+    X(S_INFO, ".debug_info") X(S_ABBREV, ".debug_abbrev") X(S_LINE, ".debug_line")          \
+    X(S_STR, ".debug_str") X(S_RANGES, ".debug_ranges") X(S_SYMTAB, ".symtab")               \
+    X(S_STRTAB, ".strtab") X(S_NOTE, ".note.gnu.build-id") X(S_SHSTRTAB, ".shstrtab")
+#define X_ID(id, name) id,
+#define X_SIZE(id, name) sizeof name,
+enum { SECTIONS(X_ID) S_MAX };
+static const uint8_t sec_name_size[S_MAX] = { SECTIONS(X_SIZE) };   /* with the NUL */
 
-static const char *const sec_name[S_MAX] = {
-    "", ".text", ".eh_frame", ".data", ".debug_info", ".debug_abbrev", ".debug_line",
-    ".debug_str", ".debug_ranges", ".symtab", ".strtab", ".note.gnu.build-id", ".shstrtab",
-};
+/* An image of this many functions or fewer (most: one per add) keeps its per-function
+ * bookkeeping on the stack. */
+#define FNS_SMALL 8
+
+void jh__elf_scratch_free(struct jh__elf_scratch *sc)
+{
+    if (sc) {
+        jh__dwarf_free(&sc->dw);
+        jh__buf_free(&sc->eh);
+    }
+}
 
 struct sec {
     bool on;
@@ -40,6 +53,19 @@ struct sec {
 };
 
 static size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+/* Zeros up to offset at of b (an alignment gap: a few bytes, in room reserved before). */
+static inline void pad_to(struct jh__buf *b, size_t at)
+{
+    if (at <= b->len)
+        return;
+    if (b->err || at > b->cap) {
+        jh__buf_zeros(b, at - b->len);
+        return;
+    }
+    memset(b->p + b->len, 0, at - b->len);
+    b->len = at;
+}
 
 static const char *sym_name(const struct jh__elf_spec *s, const struct jh__func *f)
 {
@@ -104,7 +130,7 @@ static bool joins(const struct jh__elf_spec *s, const struct jh__func *a, const 
  * with the greatest start below it, so an image whose single .text spanned another image's
  * function would capture that function's addresses and hide its name. */
 static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, struct run **out,
-                     size_t *nruns, uint32_t *fn_run)
+                     size_t *nruns, uint32_t *fn_run, struct run *small)
 {
     size_t n = 1;
     bool auto_range = s->text == JH__ELF_TEXT_NOBITS && !s->text_size;
@@ -113,7 +139,7 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
             n += !joins(s, s->fns[i - 1], s->fns[i]);
     if (n >= SHN_LORESERVE - S_MAX || n >= PN_XNUM - 2)
         return -E2BIG;
-    struct run *r = malloc(n * sizeof *r);
+    struct run *r = n <= FNS_SMALL ? small : malloc(n * sizeof *r);
     if (!r)
         return -ENOMEM;
     if (!auto_range) {
@@ -139,11 +165,14 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
 
 int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout)
 {
-    struct jh__dwarf dw = { 0 };
-    struct jh__buf ehb = { 0 };     /* absolute pointers: encoded once, before the layout */
+    struct jh__elf_scratch own = { 0 }, *sc = s && s->scratch ? s->scratch : &own;
+    struct jh__dwarf *dw = &sc->dw;
+    struct jh__buf *ehb = &sc->eh;  /* absolute pointers: encoded once, before the layout */
     int eh_n = 0;
-    struct run *runs = NULL;
-    uint32_t *fn_run = NULL;
+    struct run runs_small[FNS_SMALL], *runs = NULL;
+    uint32_t fn_run_small[FNS_SMALL], *fn_run = NULL;
+    uint32_t name_small[FNS_SMALL], *name_len = NULL;     /* symbol names' strlen */
+    bool dwarf = false;
     struct sec sec[S_MAX];
     uint64_t text_lo;
     size_t text_size, nruns = 0, eh_size = 0, strtab_size = 1, shstr_size = 0;
@@ -157,15 +186,24 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         return err;
     if (out->err)
         return out->err;
-    fn_run = malloc((s->nfns ? s->nfns : 1) * sizeof *fn_run);
-    if (!fn_run)
-        return -ENOMEM;
-    if ((err = make_runs(s, text_lo, text_size, &runs, &nruns, fn_run)))
+    ehb->len = 0;
+    ehb->err = 0;
+    if (s->nfns <= FNS_SMALL) {
+        fn_run = fn_run_small;
+        name_len = name_small;
+    } else {
+        fn_run = malloc(s->nfns * (sizeof *fn_run + sizeof *name_len));
+        if (!fn_run)
+            return -ENOMEM;
+        name_len = fn_run + s->nfns;
+    }
+    if ((err = make_runs(s, text_lo, text_size, &runs, &nruns, fn_run, runs_small)))
         goto fail;
     if (!(s->flags & JH__ELF_NO_DWARF)) {
         struct jh__dwarf_opts dopts = { .producer = s->producer, .comp_dir = s->comp_dir };
-        if ((err = jh__dwarf_build(&dw, s->fns, s->nfns, &dopts)))
+        if ((err = jh__dwarf_build(dw, s->fns, s->nfns, &dopts)))
             goto fail;
+        dwarf = true;
     }
 
     const struct jh__arch *arch = s->arch ? s->arch : JH__ARCH_HOST;
@@ -177,12 +215,12 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
             with_unwind += s->fns[i]->unwind != JH_UNWIND_NONE;
         if (with_unwind && copts.ptr == JH__CFI_ABS) {
             /* no byte depends on where .eh_frame lands: no dry run for its size */
-            eh_n = jh__cfi_eh_frame_p(&ehb, &copts, s->fns, s->nfns, NULL);
+            eh_n = jh__cfi_eh_frame_p(ehb, &copts, s->fns, s->nfns, NULL);
             if (eh_n < 0) {
                 err = eh_n;
                 goto fail;
             }
-            eh_size = ehb.len;
+            eh_size = ehb->len;
         } else if (with_unwind) {
             eh_size = copts.size = jh__cfi_eh_frame_size_p(&copts, s->fns, s->nfns);
             if (!eh_size) {
@@ -192,8 +230,15 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         }
         want_eh = eh_size != 0;
     }
-    for (size_t i = 0; i < s->nfns; i++)
-        strtab_size += strlen(sym_name(s, s->fns[i])) + 1;
+    for (size_t i = 0; i < s->nfns; i++) {
+        size_t len = strlen(sym_name(s, s->fns[i]));
+        if (len >= UINT32_MAX - strtab_size) {
+            err = -E2BIG;
+            goto fail;
+        }
+        name_len[i] = (uint32_t)len;
+        strtab_size += len + 1;
+    }
 
     /* ---- the section table (.text runs take indices 1..nruns), then the layout ---- */
     memset(sec, 0, sizeof sec);
@@ -205,9 +250,9 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         .flags = SHF_ALLOC | (copy ? SHF_WRITE : 0), .size = eh_size, .align = 8 };
     sec[S_DATA] = (struct sec){ .on = copy && s->rw_addr && !want_eh, .type = SHT_PROGBITS,
         .flags = SHF_ALLOC | SHF_WRITE, .size = 16, .align = 8 };
-    struct { int i; struct jh__buf *b; } dws[] = { { S_INFO, &dw.info }, { S_ABBREV, &dw.abbrev },
-        { S_LINE, &dw.line }, { S_STR, &dw.str }, { S_RANGES, &dw.ranges } };
-    for (size_t k = 0; k < sizeof dws / sizeof dws[0]; k++)
+    struct { int i; struct jh__buf *b; } dws[] = { { S_INFO, &dw->info }, { S_ABBREV, &dw->abbrev },
+        { S_LINE, &dw->line }, { S_STR, &dw->str }, { S_RANGES, &dw->ranges } };
+    for (size_t k = 0; dwarf && k < sizeof dws / sizeof dws[0]; k++)
         if (dws[k].b->len)
             sec[dws[k].i] = (struct sec){ .on = true, .type = SHT_PROGBITS, .align = 1,
                 .size = dws[k].b->len, .bytes = dws[k].b->p,
@@ -224,7 +269,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         struct jh__bid bid = { 0 };
         uint8_t id[JH__BUILD_ID_SIZE];
         for (size_t i = 0; i < s->nfns; i++)
-            jh__bid_func(&bid, s->fns[i]);
+            jh__bid_add(&bid, s->fn_bid ? s->fn_bid[i] : jh__bid_func_hash(s->fns[i]));
         if (copy)
             jh__bid_bytes(&bid, text_lo, s->text_bytes, text_size);
         jh__bid_final(&bid, text_lo, text_size, id);
@@ -240,7 +285,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         sec[i].index = nsec;
         nsec += i == S_TEXT ? (uint32_t)nruns : 1;
         sec[i].name = (uint32_t)shstr_size;   /* every run shares the name ".text" */
-        shstr_size += strlen(sec_name[i]) + 1;
+        shstr_size += sec_name_size[i];
     }
     sec[S_SHSTRTAB].size = shstr_size;
     sec[S_SYMTAB].link = sec[S_STRTAB].index;
@@ -286,13 +331,14 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     jh__buf_align(out, 8);
     start = out->len;
     if (!out->p && !out->err) {
-        /* a fresh buffer gets exactly the image: debuggers' images live as long as their
-         * code, and jh_buf's doubling would leave up to half of each one unused */
-        if (!(out->p = malloc(total))) {
+        /* a fresh buffer gets exactly the image (and the caller's head room): debuggers'
+         * images live as long as their code, and jh_buf's doubling would leave up to half
+         * of each one unused */
+        if (!(out->p = malloc(start + total))) {
             err = out->err = -ENOMEM;
             goto fail;
         }
-        out->cap = total;
+        out->cap = start + total;
     }
     if ((err = jh__buf_reserve(out, total)))
         goto fail;
@@ -349,9 +395,9 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     for (int i = S_TEXT; i < S_MAX; i++) {
         if (!sec[i].on || (i == S_TEXT && !copy))
             continue;
-        jh__buf_zeros(out, start + sec[i].off - out->len);
-        if (i == S_EH && ehb.len) {
-            jh__buf_put(out, ehb.p, ehb.len);
+        pad_to(out, start + sec[i].off);
+        if (i == S_EH && ehb->len) {
+            jh__buf_put(out, ehb->p, ehb->len);
             nfde = (size_t)eh_n;
         } else if (i == S_EH) {
             size_t at = out->len;
@@ -375,23 +421,24 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
                     .st_other = STV_DEFAULT, .st_shndx = (uint16_t)(sec[S_TEXT].index + fn_run[k]),
                     .st_value = e->start, .st_size = e->size };
                 jh__buf_put(out, &sym, sizeof sym);
-                name += (uint32_t)strlen(sym_name(s, e)) + 1;
+                name += name_len[k] + 1;
             }
         } else if (i == S_STRTAB) {
             jh__buf_u8(out, 0);
             for (size_t k = 0; k < s->nfns; k++)
-                jh__buf_str(out, sym_name(s, s->fns[k]));
+                jh__buf_put(out, sym_name(s, s->fns[k]), name_len[k] + 1);
         } else if (i == S_SHSTRTAB) {
-            for (int k = 0; k < S_MAX; k++)
-                if (sec[k].on)
-                    jh__buf_str(out, sec_name[k]);
+            /* each name's size a constant: no call to copy it */
+#define X_PUT(id, name) if (sec[id].on) jh__buf_put(out, name, sizeof name);
+            SECTIONS(X_PUT)
+#undef X_PUT
         } else if (sec[i].bytes) {
             jh__buf_put(out, sec[i].bytes, sec[i].size);
         } else {
             jh__buf_zeros(out, sec[i].size);
         }
     }
-    jh__buf_zeros(out, start + shoff - out->len);
+    pad_to(out, start + shoff);
     for (int i = 0; i < S_MAX; i++) {
         if (!sec[i].on)
             continue;
@@ -429,17 +476,16 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
             .eh_frame_off = want_eh ? sec[S_EH].off : 0, .eh_frame_size = eh_size,
             .eh_frame_addr = want_eh ? sec[S_EH].addr : 0, .nfde = want_eh ? nfde : 0 };
     }
-    jh__buf_free(&ehb);
-    free(runs);
-    free(fn_run);
-    jh__dwarf_free(&dw);
-    return 0;
-
+    err = 0;
 fail:
-    jh__buf_free(&ehb);
-    free(runs);
-    free(fn_run);
-    jh__dwarf_free(&dw);
+    if (runs != runs_small)
+        free(runs);
+    if (fn_run != fn_run_small)
+        free(fn_run);
+    if (sc == &own)
+        jh__elf_scratch_free(&own);
+    if (!err)
+        return 0;
     if (out->len > orig)
         out->len = orig;
     return err;

@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "fmt/dwarf.h"
 
 struct jh__arch;
 struct jh__func;
@@ -54,6 +55,18 @@ enum {
     JH__ELF_SYMBOLS = 1 << 3     /* .symtab names are the functions' symbols (what a
                                     debugger's `break` takes), not their display names */
 };
+
+/* What a builder of many images keeps from one to the next (the gdb channel: one per
+ * context, built under its lock): the DWARF sections and .eh_frame are encoded here before
+ * they are copied into the image, and these buffers, once grown, serve every later image,
+ * so that an image costs one allocation, its own. Zero it before its first use; one
+ * thread at a time; a forked child may keep using its copy. */
+struct jh__elf_scratch {
+    struct jh__dwarf dw;
+    struct jh__buf eh;
+};
+
+void jh__elf_scratch_free(struct jh__elf_scratch *sc);
 
 struct jh__elf_spec {
     const struct jh__arch *arch;    /* the code's (fmt/arch.h): e_machine, CFI; NULL: the host's */
@@ -88,6 +101,10 @@ struct jh__elf_spec {
     unsigned flags;             /* JH__ELF_NO_* */
     const char *producer;       /* DW_AT_producer (NULL: "jitherald") */
     const char *comp_dir;       /* DW_AT_comp_dir (NULL: none) */
+    struct jh__elf_scratch *scratch;    /* NULL: the builder's own, freed before it returns */
+    /* jh__bid_func_hash of each of fns, known to the caller (NULL: computed here): the
+     * build-id is the same either way */
+    const uint64_t *fn_bid;
 };
 
 /* Where things landed, as byte offsets from the start of the image. */
@@ -103,7 +120,9 @@ struct jh__elf_layout {
 
 /*
  * Append an image for s to out (out->len need not be 0; offsets in *layout are from where
- * the image starts, which is 8-byte aligned in out). In NOBITS mode .eh_frame's address is
+ * the image starts, which is 8-byte aligned in out). An out with no storage yet (p NULL)
+ * is allocated once, to exactly out->len (a multiple of 8) plus the image: a caller may
+ * set out->len to keep room for a header of its own, uninitialised, in the same block. In NOBITS mode .eh_frame's address is
  * the address of its bytes in out->p: do not realloc or copy the image afterwards (the
  * DWARF and symbols do not care, only that address does). layout may be NULL.
  * 0, -EINVAL (bad spec, function outside .text), -ENOMEM, -E2BIG, -ERANGE (COPY mode: a

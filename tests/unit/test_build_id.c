@@ -106,6 +106,37 @@ int main(void)
         jh__bid_final(&id, 0x555500001000ull, 4096, got);
         CHECK(!differ(got, want));
     }
+    /* the same for two functions' descriptions (every field kind, a name longer than the
+     * serializer's 256-byte buffer), and jh__bid_func as its two steps (the gdb channel
+     * keeps each function's hash between images) */
+    {
+        static const uint8_t want[JH__BUILD_ID_SIZE] = { 0x47, 0x6d, 0x6c, 0x67, 0xc4, 0xc4,
+            0x41, 0xa4, 0xd4, 0x7f, 0x76, 0x03, 0x90, 0xa9, 0xd1, 0xe8, 0xde, 0x9d, 0xe1, 0x5f };
+        static char longname[400];
+        memset(longname, 'x', sizeof longname - 1);
+        static const char *fl[] = { "a.lua", "/abs/dir/b.lua" };
+        static const struct jh_line ln[] = { { .offset = 0, .line = 3, .file = 0 },
+            { .offset = 9, .line = 4, .column = 2, .file = 1 }, { .offset = 20, .line = 70000 } };
+        static const struct jh_saved_reg regs[] = { { 3, -16 }, { 6, -24 } };
+        static const struct jh_cfa_step steps[] = { { 4, 32 } };
+        const struct jh__func f[2] = {
+            { .start = 0x7f0000001000ull, .size = 64, .name = "TRACE_1", .files = fl,
+              .nfiles = 2, .lines = ln, .nlines = 3, .unwind = JH_UNWIND_FRAMELESS,
+              .cfa_offset = 24, .nsaved_regs = 2, .saved_regs = regs, .ncfa_steps = 1,
+              .cfa_steps = steps, .prologue_end = 4 },
+            { .start = 0x7f0000002000ull, .size = 300, .name = longname, .symbol = "sym",
+              .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4,
+              .personality = 0x1234, .lsda = 0x5678 } };
+        struct jh__bid one = { 0 }, two = { 0 };
+        uint8_t got[JH__BUILD_ID_SIZE];
+        for (int i = 0; i < 2; i++) {
+            jh__bid_func(&one, &f[i]);
+            jh__bid_add(&two, jh__bid_func_hash(&f[i]));
+        }
+        jh__bid_final(&one, 1, 2, got);
+        CHECK(!differ(got, want));
+        CHECK(one.a == two.a && one.b == two.b && one.n == two.n);
+    }
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < 32; k++)
             code[i][k] = (uint8_t)(i * 32 + k);

@@ -354,6 +354,32 @@ static void test_many(void)
     jh__buf_free(&b);
 }
 
+/* A scratch kept across images (the gdb channel's) changes no byte: each image is the one
+ * a fresh builder makes, whatever was built before with other functions, another producer
+ * or comp_dir, or none (the kept abbreviations and strings are checked, not assumed). */
+static void test_scratch(void)
+{
+    uintptr_t base = 0x7f1234560000;
+    setup(base);
+    const struct jh__func *set[4] = { &fns[0], &fns[1], &fns[2], &fns[3] };
+    struct jh__elf_scratch sc = { 0 };
+    const struct { size_t n; const char *producer, *comp_dir; } seq[] = {
+        { 4, NULL, "/src/proj" }, { 1, NULL, NULL }, { 2, "other", NULL }, { 4, NULL, NULL },
+        { 3, NULL, "/src/proj" }, { 4, NULL, "/src/proj" }, { 1, "x", "/y" }, { 1, NULL, NULL } };
+    for (size_t k = 0; k < sizeof seq / sizeof seq[0]; k++) {
+        struct jh__buf fresh = { 0 }, reused = { 0 };
+        struct jh__elf_spec s = { .fns = set, .nfns = seq[k].n, .producer = seq[k].producer,
+                                  .comp_dir = seq[k].comp_dir, .flags = JH__ELF_NO_EH_FRAME };
+        CHECK_EQ(jh__elf_image(&fresh, &s, NULL), 0);
+        s.scratch = &sc;
+        CHECK_EQ(jh__elf_image(&reused, &s, NULL), 0);
+        CHECK(fresh.len == reused.len && !memcmp(fresh.p, reused.p, fresh.len));
+        jh__buf_free(&fresh);
+        jh__buf_free(&reused);
+    }
+    jh__elf_scratch_free(&sc);
+}
+
 int main(void)
 {
     int rc;
@@ -369,6 +395,7 @@ int main(void)
     test_copy();
     test_errors();
     test_many();
+    test_scratch();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (getenv("JH_KEEP"))      /* keep the images to look at them by hand */

@@ -17,6 +17,7 @@
 
 #include "channels/gdb_jit.h"
 #include "check.h"
+#include "fmt/build_id.h"
 #include "gdb_view.h"
 #include "jitherald.h"
 
@@ -244,6 +245,50 @@ static void test_move_big(void)
     munmap(code, (N + 8) * FN_SIZE);
 }
 
+/* The build-id of the listed image that holds one function, at addr: its length, 0 if
+ * there is no such image. */
+static size_t image_id_at(uintptr_t addr, uint8_t id[64])
+{
+    for (const struct jit_code_entry *ce = __jit_debug_descriptor.first_entry; ce;
+         ce = ce->next_entry) {
+        const uint8_t *p = (const uint8_t *)ce->symfile_addr;
+        const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+        const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff), *note = NULL;
+        bool one = false;
+        for (int i = 0; i < eh->e_shnum; i++) {
+            const Elf64_Sym *sym = (const Elf64_Sym *)(p + sh[i].sh_offset);
+            if (sh[i].sh_type == SHT_SYMTAB)
+                one = sh[i].sh_size == 2 * sizeof *sym && sym[1].st_value == addr;
+            if (sh[i].sh_type == SHT_NOTE)
+                note = &sh[i];
+        }
+        if (one && note)
+            return jh__note_build_id(p + note->sh_offset, note->sh_size, id);
+    }
+    return 0;
+}
+
+/* A moved function's image carries the build-id a fresh image of it at its new address
+ * has: the share of the id the channel keeps per function (by id and start) is not the
+ * one from before the move. */
+static void test_move_build_id(void)
+{
+    uint8_t *code = code_region(4), moved[64], fresh[64];
+    uintptr_t to = (uintptr_t)(code + 2 * FN_SIZE);
+    jh_ctx *jh = open_gdb(0);
+    uint64_t id = add_fn(jh, code, "bid_moved", 7);
+    CHECK_EQ(jh_code_move(jh, id, (const void *)to), 0);
+    size_t n = image_id_at(to, moved);
+    jh_close(jh);
+    jh = open_gdb(0);
+    add_fn(jh, (const uint8_t *)to, "bid_moved", 7);
+    CHECK_EQ(n, JH__BUILD_ID_SIZE);
+    CHECK_EQ(image_id_at(to, fresh), n);
+    CHECK(!memcmp(moved, fresh, n));
+    jh_close(jh);
+    munmap(code, 4 * FN_SIZE);
+}
+
 /* Several contexts (one per JIT engine) in several threads share the one list. */
 enum { NT = 4, PER = 400 };
 static uint8_t *tcode;
@@ -336,6 +381,7 @@ int main(void)
     test_deferred();
     test_remove_range();
     test_move_big();
+    test_move_build_id();
     test_threads();
     test_verify();
     free(view);

@@ -1,0 +1,112 @@
+/*
+ * cfi_out.h — the byte sink of the .eh_frame/.debug_frame encoder (cfi.c, its only user):
+ * each write appends to a jh_buf, or only counts (the dry run that sizes a run), or, in
+ * raw mode, stores into room reserved before.
+ */
+#ifndef JH__FMT_CFI_OUT_H
+#define JH__FMT_CFI_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "fmt/arch.h"
+#include "fmt/cfa.h"
+
+/* ---- a byte sink that writes, or only counts (the dry run) ----------------------------
+ * Raw mode (eh_frame, for a CIE or an FDE whose size it can bound): room for the bound is
+ * reserved first and byte n goes to raw[n] with no check, b->len catching up after; the
+ * checked writes cost a third of a gdb image's .eh_frame (issue 30). */
+struct out {
+    struct jh__buf *b;          /* NULL: count only */
+    size_t n;
+    uint8_t *raw;               /* raw mode: where byte 0 of the count goes; else NULL */
+};
+
+static inline void o8(struct out *o, uint8_t v)
+{
+    if (o->raw)
+        o->raw[o->n] = v;
+    else if (o->b)
+        jh__buf_u8(o->b, v);
+    o->n++;
+}
+
+/* len is a constant at every call: one store */
+static inline void ole(struct out *o, uint64_t v, size_t len)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);       /* its first len bytes: the low ones, little-endian */
+#endif
+    if (o->raw)
+        __builtin_memcpy(o->raw + o->n, &v, len);
+    else if (o->b)
+        jh__buf_put(o->b, &v, len);
+    o->n += len;
+}
+
+static inline void o32(struct out *o, uint32_t v) { ole(o, v, 4); }
+static inline void o64(struct out *o, uint64_t v) { ole(o, v, 8); }
+
+/* Patch the 4-byte length of the record that began at count n0 (buffer offset at). */
+static inline void olength(struct out *o, size_t n0, size_t at)
+{
+    uint32_t len = (uint32_t)(o->n - n0 - 4);
+    if (o->raw) {
+        for (size_t i = 0; i < 4; i++)
+            o->raw[n0 + i] = (uint8_t)(len >> (8 * i));
+    } else if (o->b && !o->b->err) {
+        jh__buf_set_u32(o->b, at, len);
+    }
+}
+
+static inline void ouleb(struct out *o, uint64_t v)
+{
+    do {
+        uint8_t c = v & 0x7f;
+        v >>= 7;
+        o8(o, c | (v ? 0x80 : 0));
+    } while (v);
+}
+
+static inline void osleb(struct out *o, int64_t v)
+{
+    for (;;) {
+        uint8_t c = v & 0x7f;
+        v >>= 7;                /* implementation-defined for v < 0: arithmetic in GCC, Clang */
+        if ((v == 0 && !(c & 0x40)) || (v == -1 && (c & 0x40))) {
+            o8(o, c);
+            return;
+        }
+        o8(o, c | 0x80);
+    }
+}
+
+static inline void oadvance(struct out *o, uint64_t d)
+{
+    uint8_t tmp[5];                     /* the longest: advance_loc4 */
+    struct jh__buf b = { tmp, 0, sizeof tmp, 0 };
+    jh__cfa_put_advance(&b, d);
+    for (size_t i = 0; i < b.len; i++)
+        o8(o, tmp[i]);
+}
+
+/* The caller's value of reg is at CFA - back (a multiple of the data alignment). */
+static inline void osaved(struct out *o, const struct jh__arch *a, uint64_t reg, uint64_t back)
+{
+    uint64_t n = back / (uint64_t)-a->data_align;
+    if (reg < 0x40) {
+        o8(o, (uint8_t)(JH__CFA_offset | reg));
+    } else {
+        o8(o, JH__CFA_offset_extended);
+        ouleb(o, reg);
+    }
+    ouleb(o, n);
+}
+
+static inline void orestore(struct out *o, uint64_t reg)
+{
+    o8(o, (uint8_t)(JH__CFA_restore | reg));     /* reg < 64: the frame pointer, ra */
+}
+
+#endif
