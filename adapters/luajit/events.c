@@ -117,9 +117,18 @@ static void func_cache(lua_State *L, int idx)
         nbc = A.type(L, -1) == LUA_TNUMBER ? (int)A.tointeger(L, -1) : 0;
         A.settop(L, -2);
     }
-    /* a line per bytecode position in the array part: no rehash as they come */
-    A.createtable(L, nbc > 0 && nbc < 65536 ? nbc : 0, 3);
+    A.createtable(L, 0, 4);
     int t = A.gettop(L);
+    /* a line per bytecode position, in C: the "record" handler reads it with no call */
+    uint32_t nl = nbc > 0 && nbc < (1 << 20) ? (uint32_t)nbc : 0;
+    struct lines *ls = A.newuserdata(L, sizeof *ls + sizeof *ls->line * nl);
+    if (ls) {
+        ls->n = nl;
+        memset(ls->line, 0xff, sizeof *ls->line * nl);
+        A.rawseti(L, t, C_LINES);
+    } else {
+        A.settop(L, t);
+    }
     if (fi) {
         field(L, fi, E_K_SOURCE);
         size_t len = 0;
@@ -164,6 +173,15 @@ static void func_cache(lua_State *L, int idx)
     A.remove(L, t - 1);
 }
 
+/* The lines of the cache at c (absolute), or NULL. */
+static struct lines *lines_of(lua_State *L, int c)
+{
+    A.rawgeti(L, c, C_LINES);
+    struct lines *ls = A.touserdata(L, -1);
+    A.settop(L, -2);
+    return ls;
+}
+
 /* In a "record" event: the line of the function at idx executing below the handler, at
  * the bytecode being recorded (lua_getinfo reads it from the frame; no table made), or -1
  * when that frame is not the function's. */
@@ -177,15 +195,15 @@ static int32_t line_on_stack(lua_State *L, int idx)
     return same && ar.currentline > 0 ? ar.currentline : -1;
 }
 
-/* The line of bytecode pc in the function at idx whose cache is at c; 0: unknown. In a
+/* The line of bytecode pc in the function at idx whose lines are ls; 0: unknown. In a
  * "record" event (rec) the executing frame says it, else funcinfo (a table of 16 fields
  * and a string, ~1 us with what the collector then does). With st->verify both are asked
  * and compared (stats: checked, differ; tests/integration/luajit_lines.sh). */
-static int32_t line_at(lua_State *L, struct state *st, int idx, int c, int32_t pc, int rec)
+static int32_t line_at(lua_State *L, struct state *st, int idx, struct lines *ls, int32_t pc,
+                       int rec)
 {
-    A.rawgeti(L, c, pc);
-    int32_t line = A.type(L, -1) == LUA_TNUMBER ? (int32_t)A.tointeger(L, -1) : -1;
-    A.settop(L, -2);
+    int known = ls && pc >= 0 && (uint32_t)pc < ls->n;
+    int32_t line = known ? ls->line[pc] : -1;
     if (line >= 0)
         return line;
     int32_t seen = rec ? line_on_stack(L, idx) : -1;
@@ -211,8 +229,8 @@ static int32_t line_at(lua_State *L, struct state *st, int idx, int c, int32_t p
             }
         }
     }
-    A.pushnumber(L, line);
-    A.rawseti(L, c, pc);
+    if (known)
+        ls->line[pc] = line;
     return line;
 }
 
@@ -336,7 +354,7 @@ static void on_start(lua_State *L, struct state *st)
         return;
     func_cache(L, 3);
     int c = A.gettop(L);
-    st->line0 = line_at(L, st, 3, c, pc, 0);
+    st->line0 = line_at(L, st, 3, lines_of(L, c), pc, 0);
     A.rawgeti(L, c, C_PREFIX);
     if (A.type(L, -1) == LUA_TSTRING) {
         A.rawgeti(L, c, C_NOLINE);
@@ -363,6 +381,8 @@ static void on_start(lua_State *L, struct state *st)
             A.rawseti(L, UPV(2), E_FILE0);
             A.pushnil(L);
             A.rawseti(L, UPV(2), E_LASTFUNC);
+            st->last_fn = NULL;
+            st->last_lines = NULL;
         }
         A.settop(L, -2);
     }
@@ -377,12 +397,8 @@ static void on_rec(lua_State *L, struct state *st)
     if (tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
         return;
     int base = A.gettop(L);
-    A.rawgeti(L, UPV(2), E_LASTFUNC);
-    int same = A.rawequal(L, -1, 2);
-    A.settop(L, base);
-    if (same) {
-        A.rawgeti(L, UPV(2), E_LASTCACHE);
-    } else {
+    const void *f = A.topointer(L, 2);
+    if (f != st->last_fn || !f) {
         func_cache(L, 2);
         int32_t fi = -1;
         A.rawgeti(L, -1, C_SOURCE);
@@ -400,12 +416,13 @@ static void on_rec(lua_State *L, struct state *st)
         }
         A.settop(L, -2);
         st->last_fi = fi;
+        st->last_lines = lines_of(L, A.gettop(L));
+        st->last_fn = f;
         A.pushvalue(L, 2);
         A.rawseti(L, UPV(2), E_LASTFUNC);
-        A.pushvalue(L, -1);
         A.rawseti(L, UPV(2), E_LASTCACHE);
     }
-    int32_t line = line_at(L, st, 2, A.gettop(L), pc, 1);
+    int32_t line = line_at(L, st, 2, st->last_lines, pc, 1);
     A.settop(L, base);
     st->n.records++;
     /* the same line and file as the record before: a guard whose snapshot falls in either

@@ -30,10 +30,14 @@ enum { E_TRACEIR = 1, E_TRACEINFO, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINF
        /* the recording trace's file names, files[k] at E_FILE0 + k: anchored here, not
         * only by the weak cache, while files[] points at them */
        E_FILE0 };
-/* A function's cache (E_CACHE[func], weak keys): [pc] = line; these for the function: */
+/* A function's cache (E_CACHE[func], weak keys), a table of: */
 enum { C_SOURCE = -1,                    /* its source file name, false: none */
        C_PREFIX = -2,                    /* -jv's location less ":line" (funcinfo's loc) */
-       C_NOLINE = -3 };                  /* true: the location takes no line (builtin) */
+       C_NOLINE = -3,                    /* true: the location takes no line (builtin) */
+       C_LINES = -4 };                   /* a userdata, struct lines: each bytecode's line */
+/* A function's lines in C, read by the "record" handler without a call into Lua: a full
+ * userdata, which LuaJIT never moves, anchored by the cache. */
+struct lines { uint32_t n; int32_t line[]; };   /* line[pc], -1: not known yet */
 
 #define LOC_LEN 96                       /* -jv's location, as funcinfo's loc (short) */
 #define NAME_LEN 128
@@ -59,6 +63,10 @@ struct state {
     uint32_t pend, rec_tr, parent;
     int side;
     int32_t line0, ni, last_fi;
+    /* the last recorded function (lua_topointer; anchored by E_LASTFUNC, so no other
+     * takes its address while it is here) and its lines (anchored by E_LASTCACHE) */
+    const void *last_fn;
+    struct lines *last_lines;
     char loc[LOC_LEN];
     size_t nloc;
     struct jh_lj_rec *rec;

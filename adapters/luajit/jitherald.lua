@@ -147,6 +147,7 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
   void (*call)(lua_State *L, int nargs, int nresults);
   int (*getstack)(lua_State *L, int level, struct jh_lua_debug *ar);
   int (*getinfo)(lua_State *L, const char *what, struct jh_lua_debug *ar);
+  const void *(*topointer)(lua_State *L, int idx);
 };]],
 [[int jh_luajit_api(const struct jh_lua_api *api);]],
 }
@@ -176,6 +177,7 @@ local LUA_API = {
   "void lua_call(lua_State *L, int nargs, int nresults);",
   "int lua_getstack(lua_State *L, int level, struct jh_lua_debug *ar);",
   "int lua_getinfo(lua_State *L, const char *what, struct jh_lua_debug *ar);",
+  "const void *lua_topointer(lua_State *L, int idx);",
 }
 
 -- The library and the name it was loaded by (package.loadlib takes the same).

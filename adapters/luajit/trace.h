@@ -79,6 +79,7 @@ struct jh_lua_api {
     void (*call)(lua_State *L, int nargs, int nresults);
     int (*getstack)(lua_State *L, int level, struct jh_lua_debug *ar);
     int (*getinfo)(lua_State *L, const char *what, struct jh_lua_debug *ar);
+    const void *(*topointer)(lua_State *L, int idx);
 };
 
 /* Take the C API's functions (copied; all of them non-NULL, else -EINVAL). Once per
