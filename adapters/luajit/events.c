@@ -379,14 +379,53 @@ static void on_start(lua_State *L, struct state *st)
             st->nfiles = 1;
             A.pushvalue(L, -1);
             A.rawseti(L, UPV(2), E_FILE0);
-            A.pushnil(L);
-            A.rawseti(L, UPV(2), E_LASTFUNC);
-            st->last_fn = NULL;
-            st->last_lines = NULL;
+            st->gen++;                   /* files[] anew: the recent functions' fi too */
         }
         A.settop(L, -2);
     }
     A.settop(L, c - 1);
+}
+
+/* The function at idx among the recent ones, made so (its cache read) if it is not. */
+static struct recent *recent_of(lua_State *L, struct state *st, int idx)
+{
+    const void *f = A.topointer(L, idx);
+    for (uint32_t i = 0; i < NRECENT; i++)
+        if (st->recent[i].fn == f && f)
+            return &st->recent[i];
+    uint32_t i = st->nextrecent;
+    st->nextrecent = (i + 1) % NRECENT;
+    struct recent *r = &st->recent[i];
+    func_cache(L, idx);
+    int c = A.gettop(L);
+    A.rawgeti(L, c, C_SOURCE);
+    r->src = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, NULL) : NULL;
+    A.settop(L, c);
+    r->lines = lines_of(L, c);
+    r->fn = f;
+    r->gen = st->gen - 1;
+    A.pushvalue(L, idx);
+    A.rawseti(L, UPV(2), E_RECENT + (int)i);
+    A.rawseti(L, UPV(2), E_RECENT + NRECENT + (int)i);   /* the cache: src and lines held */
+    return r;
+}
+
+/* src's index in the recorded trace's files[], added there when new; -1: none (no name,
+ * or MAX_FILES already). */
+static int32_t file_index(lua_State *L, struct state *st, const char *src)
+{
+    if (!src)
+        return -1;
+    for (uint32_t i = 0; i < st->nfiles; i++)   /* interned: one pointer a name */
+        if (st->files[i] == src || !strcmp(st->files[i], src))
+            return (int32_t)i;
+    if (st->nfiles >= MAX_FILES)
+        return -1;
+    int32_t fi = (int32_t)st->nfiles;
+    st->files[st->nfiles++] = src;
+    A.pushstring(L, src);                /* the same string: held while files[] names it */
+    A.rawseti(L, UPV(2), E_FILE0 + fi);
+    return fi;
 }
 
 /* record(tr, func, pc, depth): the IR count, line and file of the bytecode to record */
@@ -397,32 +436,13 @@ static void on_rec(lua_State *L, struct state *st)
     if (tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
         return;
     int base = A.gettop(L);
-    const void *f = A.topointer(L, 2);
-    if (f != st->last_fn || !f) {
-        func_cache(L, 2);
-        int32_t fi = -1;
-        A.rawgeti(L, -1, C_SOURCE);
-        if (A.type(L, -1) == LUA_TSTRING) {
-            const char *src = A.tolstring(L, -1, NULL);   /* interned: one pointer a name */
-            for (uint32_t i = 0; fi < 0 && i < st->nfiles; i++)
-                if (st->files[i] == src || !strcmp(st->files[i], src))
-                    fi = (int32_t)i;
-            if (fi < 0 && st->nfiles < MAX_FILES) {
-                fi = (int32_t)st->nfiles;
-                st->files[st->nfiles++] = src;
-                A.pushvalue(L, -1);
-                A.rawseti(L, UPV(2), E_FILE0 + fi);
-            }
-        }
-        A.settop(L, -2);
-        st->last_fi = fi;
-        st->last_lines = lines_of(L, A.gettop(L));
-        st->last_fn = f;
-        A.pushvalue(L, 2);
-        A.rawseti(L, UPV(2), E_LASTFUNC);
-        A.rawseti(L, UPV(2), E_LASTCACHE);
+    struct recent *fr = recent_of(L, st, 2);
+    if (fr->gen != st->gen) {
+        fr->fi = file_index(L, st, fr->src);
+        fr->gen = st->gen;
     }
-    int32_t line = line_at(L, st, 2, st->last_lines, pc, 1);
+    st->last_fi = fr->fi;
+    int32_t line = line_at(L, st, 2, fr->lines, pc, 1);
     A.settop(L, base);
     st->n.records++;
     /* the same line and file as the record before: a guard whose snapshot falls in either

@@ -20,9 +20,14 @@
 extern struct jh_lua_api jh__lj_api;
 #define A jh__lj_api
 
+#define NRECENT 4                        /* functions recorded lately, known in C */
+
 /* The environment, upvalue 2 of every closure: integer keys, read per event. */
 enum { E_TRACEIR = 1, E_TRACEINFO, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
-       E_VMFRAME, E_CACHE, E_LASTFUNC, E_LASTCACHE,
+       E_VMFRAME, E_CACHE,
+       /* recent[i]'s function at E_RECENT + i, its cache at E_RECENT + NRECENT + i: held,
+        * so no other function takes its address while it is there */
+       E_RECENT, E_RECENT_END = E_RECENT + 2 * NRECENT - 1,
        /* the field names read per event, as Lua strings: lua_getfield would intern its
         * C string each time (a hash and a lookup) */
        E_K_TRACE, E_K_RECORD, E_K_NEXIT, E_K_CURRENTLINE, E_K_SOURCE, E_K_LOC,
@@ -63,10 +68,12 @@ struct state {
     uint32_t pend, rec_tr, parent;
     int side;
     int32_t line0, ni, last_fi;
-    /* the last recorded function (lua_topointer; anchored by E_LASTFUNC, so no other
-     * takes its address while it is here) and its lines (anchored by E_LASTCACHE) */
-    const void *last_fn;
-    struct lines *last_lines;
+    /* the functions recorded lately (lua_topointer), so that a "record" event for one of
+     * them makes no call into Lua: its lines, its source file (interned), the index of
+     * that file in files[] for the trace recorded when it was found (gen) */
+    struct recent { const void *fn; struct lines *lines; const char *src; int32_t fi;
+                    uint32_t gen; } recent[NRECENT];
+    uint32_t nextrecent, gen;            /* gen: one more at each trace recorded */
     char loc[LOC_LEN];
     size_t nloc;
     struct jh_lj_rec *rec;
