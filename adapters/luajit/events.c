@@ -97,8 +97,9 @@ static double num1(lua_State *L, int which, double a, int two, double b)
 
 /* ---- a function's cache: source file, location, lines ------------------------------- */
 
-/* Push the cache of the function at idx (absolute), made on its first use. */
-static void func_cache(lua_State *L, int idx)
+/* Push the cache of the function at idx (absolute), made on its first use; with gaps, its
+ * lines have room for each record's gap (events.h). */
+static void func_cache(lua_State *L, int idx, int gaps)
 {
     A.rawgeti(L, UPV(2), E_CACHE);
     A.pushvalue(L, idx);
@@ -121,10 +122,10 @@ static void func_cache(lua_State *L, int idx)
     int t = A.gettop(L);
     /* a line per bytecode position, in C: the "record" handler reads it with no call */
     uint32_t nl = nbc > 0 && nbc < (1 << 20) ? (uint32_t)nbc : 0;
-    struct lines *ls = A.newuserdata(L, sizeof *ls + sizeof *ls->line * nl);
+    struct lines *ls = A.newuserdata(L, LINES_SIZE(nl, gaps));
     if (ls) {
         ls->n = nl;
-        memset(ls->line, 0xff, sizeof *ls->line * nl);
+        memset(ls->line, 0xff, LINES_SIZE(nl, gaps) - sizeof *ls);   /* -1s, unknown gaps */
         A.rawseti(L, t, C_LINES);
     } else {
         A.settop(L, t);
@@ -352,7 +353,7 @@ static void on_start(lua_State *L, struct state *st)
     st->nloc = 1;
     if (A.type(L, 3) != LUA_TFUNCTION)
         return;
-    func_cache(L, 3);
+    func_cache(L, 3, st->lines);
     int c = A.gettop(L);
     st->line0 = line_at(L, st, 3, lines_of(L, c), pc, 0);
     A.rawgeti(L, c, C_PREFIX);
@@ -380,6 +381,7 @@ static void on_start(lua_State *L, struct state *st)
             A.pushvalue(L, -1);
             A.rawseti(L, UPV(2), E_FILE0);
             st->gen++;                   /* files[] anew: the recent functions' fi too */
+            st->prev_lines = NULL;
         }
         A.settop(L, -2);
     }
@@ -396,7 +398,9 @@ static struct recent *recent_of(lua_State *L, struct state *st, int idx)
     uint32_t i = st->nextrecent;
     st->nextrecent = (i + 1) % NRECENT;
     struct recent *r = &st->recent[i];
-    func_cache(L, idx);
+    if (r->lines && r->lines == st->prev_lines)
+        st->prev_lines = NULL;           /* no longer held: not written to again */
+    func_cache(L, idx, st->lines);
     int c = A.gettop(L);
     A.rawgeti(L, c, C_SOURCE);
     r->src = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, NULL) : NULL;
@@ -428,6 +432,41 @@ static int32_t file_index(lua_State *L, struct state *st, const char *src)
     return fi;
 }
 
+/* Whether trace tr has IR at k (jit.util.traceir answers below its count), the function
+ * at base + 1 traceir; numbers in: it raises no error, no pcall. */
+static int has_ir(lua_State *L, struct state *st, uint32_t tr, int base, int32_t k)
+{
+    A.pushvalue(L, base + 1);
+    A.pushnumber(L, tr);
+    A.pushnumber(L, k);
+    A.call(L, 2, 1);
+    st->n.probes++;
+    int t = A.type(L, -1);
+    A.settop(L, base + 1);
+    return t != LUA_TNIL;
+}
+
+/* Trace tr's IR count now, from ni on (less than ni: ni): the least count >= ni with no
+ * IR at count + 1. Probed one by one from the gap this span made the last time it was
+ * recorded (2 probes where it made as much again, 1 where none): side traces record the
+ * same code again and again; 2.6 -> 2.1 probes a kept record on bench/luajit/stress.lua. */
+static int32_t ir_count(lua_State *L, struct state *st, uint32_t tr, int base, int32_t ni,
+                        uint8_t guess)
+{
+    int32_t lo = ni, hi = INT32_MAX;     /* the count is in [lo, hi] */
+    fn(L, E_TRACEIR);
+    if (guess != GAP_UNKNOWN && guess > 0) {
+        if (has_ir(L, st, tr, base, ni + guess))
+            lo = ni + guess;
+        else
+            hi = ni + guess - 1;
+    }
+    while (lo < hi && has_ir(L, st, tr, base, lo + 1))
+        lo++;
+    A.settop(L, base);
+    return lo;
+}
+
 /* record(tr, func, pc, depth): the IR count, line and file of the bytecode to record */
 static void on_rec(lua_State *L, struct state *st)
 {
@@ -455,22 +494,25 @@ static void on_rec(lua_State *L, struct state *st)
         if (!st->verify)
             return;
     }
-    int32_t ni = st->ni;
-    fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
-    for (;;) {                           /* numbers in: it raises no error, no pcall */
-        A.pushvalue(L, base + 1);
-        A.pushnumber(L, tr);
-        A.pushnumber(L, ni + 1);
-        A.call(L, 2, 1);
-        st->n.probes++;
-        int t = A.type(L, -1);
-        A.settop(L, base + 1);
-        if (t == LUA_TNIL)
-            break;
-        ni++;
+    struct lines *pl = st->prev_lines;
+    uint8_t *gap = pl && (uint32_t)st->prev_pc < pl->n ? &lines_gap(pl)[st->prev_pc] : NULL;
+    int32_t ni = ir_count(L, st, tr, base, st->ni, gap ? *gap : GAP_UNKNOWN);
+    st->n.guessed += gap && *gap != GAP_UNKNOWN;
+    if (st->verify) {                    /* the count probed one by one from the last */
+        int32_t plain = ir_count(L, st, tr, base, st->ni, GAP_UNKNOWN);
+        st->n.counts_checked++;
+        if (plain != ni) {
+            st->n.counts_differ++;
+            if (st->debug)
+                fprintf(stderr, "jitherald (luajit): trace %u: IR count %d, %d from the "
+                        "gap guessed\n", tr, plain, ni);
+        }
     }
-    A.settop(L, base);
+    if (gap)
+        *gap = ni - st->ni < GAP_UNKNOWN ? (uint8_t)(ni - st->ni) : GAP_UNKNOWN;
     st->ni = ni;
+    st->prev_lines = fr->lines;
+    st->prev_pc = pc;
     if (st->nrec == st->caprec) {
         uint32_t n = st->caprec ? st->caprec * 2 : 256;
         struct jh_lj_rec *r = realloc(st->rec, sizeof *r * n);

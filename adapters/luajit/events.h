@@ -43,6 +43,12 @@ enum { C_SOURCE = -1,                    /* its source file name, false: none */
 /* A function's lines in C, read by the "record" handler without a call into Lua: a full
  * userdata, which LuaJIT never moves, anchored by the cache. */
 struct lines { uint32_t n; int32_t line[]; };   /* line[pc], -1: not known yet */
+/* After line[n], where "record" events are handled (state's lines): gap[pc], n bytes,
+ * the IR made from the record kept at pc to the next one kept, when last seen
+ * (GAP_UNKNOWN: never); the count's probes start there (events.c). */
+#define GAP_UNKNOWN 0xff
+#define LINES_SIZE(n, gaps) (sizeof(struct lines) + (sizeof(int32_t) + !!(gaps)) * (size_t)(n))
+static inline uint8_t *lines_gap(struct lines *ls) { return (uint8_t *)(ls->line + ls->n); }
 
 #define LOC_LEN 96                       /* -jv's location, as funcinfo's loc (short) */
 #define NAME_LEN 128
@@ -74,6 +80,8 @@ struct state {
     struct recent { const void *fn; struct lines *lines; const char *src; int32_t fi;
                     uint32_t gen; } recent[NRECENT];
     uint32_t nextrecent, gen;            /* gen: one more at each trace recorded */
+    struct lines *prev_lines;            /* the record kept last: its function's lines */
+    int32_t prev_pc;                     /* (NULL when that function left recent[]), pc */
     char loc[LOC_LEN];
     size_t nloc;
     struct jh_lj_rec *rec;
@@ -83,7 +91,8 @@ struct state {
     int32_t *snap;                       /* 2 * nexit at the stop */
     uint32_t capsnap;
     struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ,
-             records, merged, probes, rows_checked, rows_differ; } n;
+             records, merged, probes, rows_checked, rows_differ, guessed, counts_checked,
+             counts_differ; } n;
 };
 
 /* The handlers (events.c): lua_CFunctions with upvalues state, env. */

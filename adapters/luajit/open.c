@@ -42,7 +42,7 @@ static int stats(lua_State *L)
     uint32_t live = 0;
     for (uint32_t i = 0; i < st->nlive; i++)
         live += st->live[i].used;
-    A.createtable(L, 0, 14);
+    A.createtable(L, 0, 17);
     setnum(L, "live", live);
     setnum(L, "traces", (double)st->n.traces);
     setnum(L, "patches", (double)st->n.patches);
@@ -57,6 +57,9 @@ static int stats(lua_State *L)
     setnum(L, "ir_probes", (double)st->n.probes);
     setnum(L, "rows_checked", (double)st->n.rows_checked);
     setnum(L, "rows_differ", (double)st->n.rows_differ);
+    setnum(L, "ir_counts_guessed", (double)st->n.guessed);
+    setnum(L, "ir_counts_checked", (double)st->n.counts_checked);
+    setnum(L, "ir_counts_differ", (double)st->n.counts_differ);
     return 1;
 }
 
