@@ -526,16 +526,57 @@ static void on_rec(lua_State *L, struct state *st)
     st->rec[st->nrec++] = (struct jh_lj_rec){ ni, line, st->last_fi };
 }
 
-static int grow_snap(struct state *st, uint32_t nexit)
+/* Room for n snapshots in st->snap and st->slots. */
+static int grow_snap(struct state *st, uint32_t n)
 {
-    if (nexit * 2 <= st->capsnap)
+    if (n <= st->capsnap)
         return 0;
-    int32_t *s = realloc(st->snap, sizeof *s * 2 * nexit);
-    if (!s)
+    uint32_t cap = st->capsnap ? st->capsnap : 64;
+    while (cap < n)
+        cap *= 2;
+    int32_t *s = realloc(st->snap, sizeof *s * cap);
+    if (s)
+        st->snap = s;
+    int32_t *f = s ? realloc(st->slots, sizeof *f * cap) : NULL;
+    if (f)
+        st->slots = f;
+    if (!s || !f)
         return -ENOMEM;
-    st->snap = s;
-    st->capsnap = 2 * nexit;
+    st->capsnap = cap;
     return 0;
+}
+
+/* Trace tr's snapshots, each one's IR position and frame size in st->snap and st->slots,
+ * from tracesnap (a table each): how many it has, which is traceinfo's nexit (LuaJIT's
+ * nsnap: tracesnap answers below it), found without traceinfo's table of 6 fields; -1
+ * where a call failed or memory ran out (those read are kept). */
+static int64_t read_snaps(lua_State *L, struct state *st, uint32_t tr)
+{
+    int base = A.gettop(L);
+    int64_t n = 0;
+    fn(L, E_TRACESNAP);
+    for (;; n++) {
+        if (grow_snap(st, (uint32_t)n + 1) < 0) {
+            n = -1;
+            break;
+        }
+        A.pushvalue(L, base + 1);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, (double)n);
+        if (call(L, 2, 1) < 0) {
+            n = -1;
+            break;
+        }
+        if (A.type(L, -1) != LUA_TTABLE)
+            break;
+        A.rawgeti(L, -1, 0);
+        A.rawgeti(L, -2, 1);
+        st->snap[n] = (int32_t)A.tointeger(L, -2);
+        st->slots[n] = (int32_t)A.tointeger(L, -1);
+        A.settop(L, base + 1);
+    }
+    A.settop(L, base);
+    return n;
 }
 
 /* With st->verify: t's rows from every record, as on_rec keeps them then, against those
@@ -585,9 +626,16 @@ static void on_stop(lua_State *L, struct state *st)
     uint64_t addr = (uint64_t)A.tonumber(L, -2);
     uint32_t loop = A.type(L, -1) == LUA_TNUMBER ? (uint32_t)A.tointeger(L, -1) : 0;
     uint32_t nexit = 0;
-    fn(L, E_TRACEINFO);
-    A.pushnumber(L, tr);
-    if (call(L, 1, 1) == 0) {
+    /* with lines, the snapshots' count is nexit; else (or where reading them failed: the
+     * trace then gets its start line only) traceinfo's */
+    int64_t nsnap = lines && st->arch ? read_snaps(L, st, tr) : -1;
+    if (nsnap >= 0) {
+        nexit = (uint32_t)nsnap;
+    } else {
+        fn(L, E_TRACEINFO);
+        A.pushnumber(L, tr);
+    }
+    if (nsnap < 0 && call(L, 1, 1) == 0) {
         if (A.type(L, -1) == LUA_TTABLE) {
             field(L, A.gettop(L), E_K_NEXIT);
             if (A.type(L, -1) == LUA_TNUMBER)
@@ -637,31 +685,13 @@ static void on_stop(lua_State *L, struct state *st)
         t.files = st->files;
         t.nfiles = st->nfiles;
         t.line0 = (uint32_t)st->line0;
-        if (st->arch && nexit && nbase && grow_snap(st, nexit) == 0) {
-            for (uint32_t k = 0; k < nexit; k++) {
-                int32_t ref = 0, slots = -1;
-                fn(L, E_TRACESNAP);
-                A.pushnumber(L, tr);
-                A.pushnumber(L, k);
-                if (call(L, 2, 1) == 0) {
-                    if (A.type(L, -1) == LUA_TTABLE) {
-                        A.rawgeti(L, -1, 0);
-                        A.rawgeti(L, -2, 1);
-                        ref = (int32_t)A.tointeger(L, -2);
-                        slots = (int32_t)A.tointeger(L, -1);
-                        A.settop(L, -3);
-                    }
-                    A.settop(L, -2);
-                }
-                st->snap[k] = ref;
-                st->snap[nexit + k] = slots;
-            }
+        if (st->arch && nexit && nbase && nsnap >= 0) {
             t.nexit = nexit;
             t.stubs_per = per;
             t.nstub_base = nbase;
             t.stub_base = bases;
             t.snap_ref = st->snap;
-            t.snap_slots = st->snap + nexit;
+            t.snap_slots = st->slots;
             t.nrec = st->nrec;
             t.rec = st->rec;
         }

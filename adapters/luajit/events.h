@@ -88,7 +88,7 @@ struct state {
     uint32_t nrec, caprec;
     const char *files[MAX_FILES];
     uint32_t nfiles;
-    int32_t *snap;                       /* 2 * nexit at the stop */
+    int32_t *snap, *slots;               /* per snapshot at the stop: IR position, frame */
     uint32_t capsnap;
     struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ,
              records, merged, probes, rows_checked, rows_differ, guessed, counts_checked,

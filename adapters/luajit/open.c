@@ -122,6 +122,7 @@ static int gc(lua_State *L)
         free(st->live);
         free(st->rec);
         free(st->snap);
+        free(st->slots);
         memset(st, 0, sizeof *st);
         st->closed = 1;
     }
