@@ -603,6 +603,26 @@ static void verify_rows(struct state *st, const struct jh_lj_trace *t)
     }
 }
 
+/* Without the snapshots read: how many of x86's exit stub groups (per exits each) trace
+ * tr's exits reach, from tracesnap at each group's first exit past the first group (a nil
+ * answer makes no table); the first group is always looked at (announced if it exists). */
+static uint32_t groups_reached(lua_State *L, uint32_t tr, uint32_t per)
+{
+    uint32_t g = 1;
+    for (; g < MAX_GROUPS; g++) {
+        fn(L, E_TRACESNAP);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, (double)g * per);
+        if (call(L, 2, 1) < 0)
+            break;
+        int t = A.type(L, -1);
+        A.settop(L, -2);
+        if (t != LUA_TTABLE)
+            break;
+    }
+    return g;
+}
+
 /* stop(tr): announce it */
 static void on_stop(lua_State *L, struct state *st)
 {
@@ -625,25 +645,11 @@ static void on_stop(lua_State *L, struct state *st)
     const uint8_t *mcode = (const uint8_t *)A.tolstring(L, -3, &size);
     uint64_t addr = (uint64_t)A.tonumber(L, -2);
     uint32_t loop = A.type(L, -1) == LUA_TNUMBER ? (uint32_t)A.tointeger(L, -1) : 0;
-    uint32_t nexit = 0;
-    /* with lines, the snapshots' count is nexit; else (or where reading them failed: the
-     * trace then gets its start line only) traceinfo's */
+    /* with lines, the snapshots, whose count is nexit (traceinfo's, a table of 6 fields
+     * at ~2,700 instructions, is not read); where that failed, the trace gets its start
+     * line only */
     int64_t nsnap = lines && st->arch ? read_snaps(L, st, tr) : -1;
-    if (nsnap >= 0) {
-        nexit = (uint32_t)nsnap;
-    } else {
-        fn(L, E_TRACEINFO);
-        A.pushnumber(L, tr);
-    }
-    if (nsnap < 0 && call(L, 1, 1) == 0) {
-        if (A.type(L, -1) == LUA_TTABLE) {
-            field(L, A.gettop(L), E_K_NEXIT);
-            if (A.type(L, -1) == LUA_TNUMBER)
-                nexit = (uint32_t)A.tointeger(L, -1);
-            A.settop(L, -2);
-        }
-        A.settop(L, -2);
-    }
+    uint32_t nexit = nsnap > 0 ? (uint32_t)nsnap : 0;
     /* where the exit stubs are: x86's shared groups (announced here), arm64's per trace */
     uint64_t bases[MAX_GROUPS];
     uint32_t nbase = 0, per = st->stubs_per ? st->stubs_per : 1;
@@ -651,8 +657,9 @@ static void on_stop(lua_State *L, struct state *st)
         double b = nexit ? num1(L, E_EXITSTUB, tr, 1, 0) : -1;
         bases[nbase++] = b > 0 ? (uint64_t)b : 0;
         per = nexit ? nexit : 1;
-    } else if (st->arch == JH_LJ_X86 && nexit) {
-        for (uint32_t g = 0; g <= (nexit - 1) / per && g < MAX_GROUPS; g++)
+    } else if (st->arch == JH_LJ_X86) {
+        uint32_t ngroup = nsnap >= 0 ? (nexit + per - 1) / per : groups_reached(L, tr, per);
+        for (uint32_t g = 0; g < ngroup && g < MAX_GROUPS; g++)
             bases[nbase++] = group_base(L, st, g);
     }
     if (!st->frame_tried && addr) {

@@ -30,7 +30,7 @@ enum { E_TRACEIR = 1, E_TRACEINFO, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINF
        E_RECENT, E_RECENT_END = E_RECENT + 2 * NRECENT - 1,
        /* the field names read per event, as Lua strings: lua_getfield would intern its
         * C string each time (a hash and a lookup) */
-       E_K_TRACE, E_K_RECORD, E_K_NEXIT, E_K_CURRENTLINE, E_K_SOURCE, E_K_LOC,
+       E_K_TRACE, E_K_RECORD, E_K_CURRENTLINE, E_K_SOURCE, E_K_LOC,
        E_K_BYTECODES, E_N = E_K_BYTECODES,
        /* the recording trace's file names, files[k] at E_FILE0 + k: anchored here, not
         * only by the weak cache, while files[] points at them */

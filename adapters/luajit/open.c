@@ -12,7 +12,7 @@
 struct jh_lua_api jh__lj_api;            /* set once by jh_luajit_api */
 
 static const char *const KEYS[] = { [E_K_TRACE] = "trace", [E_K_RECORD] = "record",
-    [E_K_NEXIT] = "nexit", [E_K_CURRENTLINE] = "currentline", [E_K_SOURCE] = "source",
+    [E_K_CURRENTLINE] = "currentline", [E_K_SOURCE] = "source",
     [E_K_LOC] = "loc", [E_K_BYTECODES] = "bytecodes" };
 
 int jh_luajit_api(const struct jh_lua_api *api)
