@@ -1,12 +1,17 @@
 /*
  * events.c — LuaJIT's "trace" and "record" events, handled in C (trace.h). jitherald.lua
  * attaches on_trace and on_record with jit.attach; LuaJIT calls them with the JIT off,
- * where the same work in Lua cost ~20 µs a trace. Per trace now: funcinfo once per
- * bytecode position ever seen (cached per function), traceir once per IR instruction
- * while recording and once more per recorded bytecode whose line differs from the one
- * before (the IR count there; a bytecode on the same line is not kept), tracemc,
- * traceinfo and a tracesnap per exit at the stop, then trace.c's derivation and one
- * jh_code_add.
+ * where the same work in Lua cost ~20 µs a trace (and where Lua code called from here
+ * runs slower still: a loop of traceir calls in Lua cost more than the calls from C).
+ * Per trace now: funcinfo once per bytecode position ever seen (each function's lines in
+ * a C array, the last few functions known by their pointer: a record event on a line
+ * seen before makes no call into Lua but lua_topointer), traceir ~2 times per recorded
+ * bytecode whose line differs from the one before (the IR count there, probed from the
+ * gap that span made when last recorded; a bytecode on the same line is not kept), and
+ * at the stop tracemc and a tracesnap per snapshot and one more (their count is the
+ * exits'; traceinfo's table costs more than that), then trace.c's derivation and one
+ * jh_code_add. Every call into LuaJIT's API costs ~20-40 instructions, lua_call of a
+ * jit.util function ~350, a table it makes ~600 more (docs/cost.md).
  *
  *     start   the trace's number, where it starts (its name) and its parent exit
  *     record  per bytecode recorded: its line and file, and the IR count where they change

@@ -23,7 +23,7 @@ extern struct jh_lua_api jh__lj_api;
 #define NRECENT 4                        /* functions recorded lately, known in C */
 
 /* The environment, upvalue 2 of every closure: integer keys, read per event. */
-enum { E_TRACEIR = 1, E_TRACEINFO, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
+enum { E_TRACEIR = 1, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
        E_VMFRAME, E_CACHE,
        /* recent[i]'s function at E_RECENT + i, its cache at E_RECENT + NRECENT + i: held,
         * so no other function takes its address while it is there */

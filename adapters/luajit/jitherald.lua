@@ -381,7 +381,7 @@ local function open()
     verify = os.getenv("JITHERALD_LUAJIT_VERIFY") == "1",
     arch = arch.lj_arch or 0, stubs_per = groups and groups.per or 0,
     group_size = groups and groups.size or 0, prologue_end = arch.prologue_end or 0,
-    traceir = jutil.traceir, traceinfo = jutil.traceinfo, tracemc = jutil.tracemc,
+    traceir = jutil.traceir, tracemc = jutil.tracemc,
     tracesnap = jutil.tracesnap, traceexitstub = jutil.traceexitstub,
     funcinfo = jutil.funcinfo, theirs = theirs, vm_frame = find_vm_frame })
   if not handlers then

@@ -170,7 +170,7 @@ int jh_luajit_open(lua_State *L)
     st->stubs_per = field_u32(L, 2, "stubs_per");
     st->group_size = field_u32(L, 2, "group_size");
     st->prologue_end = field_u32(L, 2, "prologue_end");
-    static const char *const keys[] = { [E_TRACEIR] = "traceir", [E_TRACEINFO] = "traceinfo",
+    static const char *const keys[] = { [E_TRACEIR] = "traceir",
         [E_TRACEMC] = "tracemc", [E_TRACESNAP] = "tracesnap",
         [E_EXITSTUB] = "traceexitstub", [E_FUNCINFO] = "funcinfo", [E_THEIRS] = "theirs",
         [E_VMFRAME] = "vm_frame" };
