@@ -437,37 +437,32 @@ static int32_t file_index(lua_State *L, struct state *st, const char *src)
     return fi;
 }
 
-/* Whether trace tr has IR at k (jit.util.traceir answers below its count), the function
- * at base + 1 traceir; numbers in: it raises no error, no pcall. */
-static int has_ir(lua_State *L, struct state *st, uint32_t tr, int base, int32_t k)
-{
-    A.pushvalue(L, base + 1);
-    A.pushnumber(L, tr);
-    A.pushnumber(L, k);
-    A.call(L, 2, 1);
-    st->n.probes++;
-    int t = A.type(L, -1);
-    A.settop(L, base + 1);
-    return t != LUA_TNIL;
-}
-
-/* Trace tr's IR count now, from ni on (less than ni: ni): the least count >= ni with no
- * IR at count + 1. Probed one by one from the gap this span made the last time it was
- * recorded (2 probes where it made as much again, 1 where none): side traces record the
- * same code again and again; 2.6 -> 2.1 probes a kept record on bench/luajit/stress.lua. */
+/* Trace tr's IR count now, from ni on (less than ni: ni): the least count >= ni at which
+ * jit.util.traceir (pushed here at base + 1; numbers in: it raises no error, no pcall)
+ * answers nothing for count + 1. Probed one by one from the gap this span made the last
+ * time it was recorded (2 probes where it made as much again, 1 where none): side traces
+ * record the same code again and again; 2.6 -> 2.1 probes a kept record on
+ * bench/luajit/stress.lua. */
 static int32_t ir_count(lua_State *L, struct state *st, uint32_t tr, int base, int32_t ni,
                         uint8_t guess)
 {
     int32_t lo = ni, hi = INT32_MAX;     /* the count is in [lo, hi] */
+    int32_t k = guess != GAP_UNKNOWN && guess > 0 ? ni + guess : ni + 1;
     fn(L, E_TRACEIR);
-    if (guess != GAP_UNKNOWN && guess > 0) {
-        if (has_ir(L, st, tr, base, ni + guess))
-            lo = ni + guess;
+    while (lo < hi) {
+        A.pushvalue(L, base + 1);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, k);
+        A.call(L, 2, 1);
+        st->n.probes++;
+        int t = A.type(L, -1);
+        A.settop(L, base + 1);
+        if (t != LUA_TNIL)
+            lo = k;
         else
-            hi = ni + guess - 1;
+            hi = k - 1;
+        k = lo + 1;
     }
-    while (lo < hi && has_ir(L, st, tr, base, lo + 1))
-        lo++;
     A.settop(L, base);
     return lo;
 }
