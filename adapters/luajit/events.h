@@ -1,7 +1,8 @@
 /*
- * events.h — between the LuaJIT adapter's event handlers (events.c) and what opens them
- * from Lua (open.c): Lua's C API as the adapter handed it over, the handlers' state and
- * the environment table they read (trace.h says what the adapter sees).
+ * events.h — between the LuaJIT adapter's event handlers (events.c), what they know of
+ * each function (funcs.c) and what opens them from Lua (open.c): Lua's C API as the
+ * adapter handed it over, the handlers' state, the environment table they read and how
+ * they call jit.util (trace.h says what the adapter sees).
  */
 #ifndef JH_LUAJIT_EVENTS_H
 #define JH_LUAJIT_EVENTS_H
@@ -94,6 +95,57 @@ struct state {
              records, merged, probes, rows_checked, rows_differ, guessed, counts_checked,
              counts_differ; } n;
 };
+
+/* ---- calling jit.util ------------------------------------------------------------------ */
+
+/* Push env[fn]: the function a call() then calls, its arguments pushed after it. */
+static inline void fn(lua_State *L, int which)
+{
+    A.rawgeti(L, UPV(2), which);
+}
+
+/* Push t[key] for the table at t (absolute), key one of the E_K_ names. */
+static inline void field(lua_State *L, int t, int key)
+{
+    A.rawgeti(L, UPV(2), key);
+    A.rawget(L, t);
+}
+
+/* Call what fn() pushed with its nargs arguments: nres results on the stack and 0, or -1
+ * and nothing pushed (a Lua error: no answer). */
+static inline int call(lua_State *L, int nargs, int nres)
+{
+    if (A.pcall(L, nargs, nres, 0) != 0) {
+        A.settop(L, -2);
+        return -1;
+    }
+    return 0;
+}
+
+/* jit.util.<which>(a) or (a, b) with one result, a number; -1 when not a number. */
+static inline double num1(lua_State *L, int which, double a, int two, double b)
+{
+    fn(L, which);
+    A.pushnumber(L, a);
+    if (two)
+        A.pushnumber(L, b);
+    if (call(L, two ? 2 : 1, 1) < 0)
+        return -1;
+    double v = A.type(L, -1) == LUA_TNUMBER ? A.tonumber(L, -1) : -1;
+    A.settop(L, -2);
+    return v;
+}
+
+/* ---- between events.c and funcs.c --------------------------------------------------- */
+
+/* funcs.c: a function's cache (made on its first use, pushed), its lines, the line of one
+ * of its bytecodes, the recent functions, a source file's index in the trace's files[] */
+void jh__lj_func_cache(lua_State *L, int idx, int gaps);
+struct lines *jh__lj_lines_of(lua_State *L, int c);
+int32_t jh__lj_line_at(lua_State *L, struct state *st, int idx, struct lines *ls, int32_t pc,
+                       int rec);
+struct recent *jh__lj_recent_of(lua_State *L, struct state *st, int idx);
+int32_t jh__lj_file_index(lua_State *L, struct state *st, const char *src);
 
 /* The handlers (events.c): lua_CFunctions with upvalues state, env. */
 int jh__lj_on_trace(lua_State *L);
