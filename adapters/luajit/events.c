@@ -1,8 +1,8 @@
 /*
  * events.c — LuaJIT's "trace" and "record" events, handled in C (trace.h). jitherald.lua
  * attaches on_trace and on_record with jit.attach; LuaJIT calls them with the JIT off,
- * where the same work in Lua cost ~20 µs a trace (and where Lua code called from here
- * runs slower still: a loop of traceir calls in Lua cost more than the calls from C).
+ * where the same work in Lua cost ~20 µs a trace (and a loop of traceir calls written in
+ * Lua and called from here once cost more than the calls from C: docs/cost.md).
  * Per trace now: funcinfo once per bytecode position ever seen (each function's lines in
  * a C array, the last few functions known by their pointer: a record event on a line
  * seen before makes no call into Lua but lua_topointer), traceir ~2 times per recorded
