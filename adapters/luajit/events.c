@@ -1,12 +1,17 @@
 /*
  * events.c — LuaJIT's "trace" and "record" events, handled in C (trace.h). jitherald.lua
  * attaches on_trace and on_record with jit.attach; LuaJIT calls them with the JIT off,
- * where the same work in Lua cost ~20 µs a trace. Per trace now: funcinfo once per
- * bytecode position ever seen (cached per function), traceir once per IR instruction
- * while recording and once more per recorded bytecode whose line differs from the one
- * before (the IR count there; a bytecode on the same line is not kept), tracemc,
- * traceinfo and a tracesnap per exit at the stop, then trace.c's derivation and one
- * jh_code_add.
+ * where the same work in Lua cost ~20 µs a trace (and a loop of traceir calls written in
+ * Lua and called from here once cost more than the calls from C: docs/cost.md).
+ * Per trace now: funcinfo once per bytecode position ever seen (each function's lines in
+ * a C array, the last few functions known by their pointer: a record event on a line
+ * seen before makes no call into Lua but lua_topointer), traceir ~2 times per recorded
+ * bytecode whose line differs from the one before (the IR count there, probed from the
+ * gap that span made when last recorded; a bytecode on the same line is not kept), and
+ * at the stop tracemc and a tracesnap per snapshot and one more (their count is the
+ * exits'; traceinfo's table costs more than that), then trace.c's derivation and one
+ * jh_code_add. Every call into LuaJIT's API costs ~20-40 instructions, lua_call of a
+ * jit.util function ~350, a table it makes ~600 more (docs/cost.md).
  *
  *     start   the trace's number, where it starts (its name) and its parent exit
  *     record  per bytecode recorded: its line and file, and the IR count where they change
@@ -53,167 +58,6 @@ static void put_int(char *buf, size_t cap, size_t *at, int64_t v)
     if (v < 0)
         *--p = '-';
     put(buf, cap, at, p, (size_t)(d + sizeof d - p));
-}
-
-/* ---- calling jit.util ------------------------------------------------------------------ */
-
-/* Push env[fn]: the function a call() then calls, its arguments pushed after it. */
-static void fn(lua_State *L, int which)
-{
-    A.rawgeti(L, UPV(2), which);
-}
-
-/* Push t[key] for the table at t (absolute), key one of the E_K_ names. */
-static void field(lua_State *L, int t, int key)
-{
-    A.rawgeti(L, UPV(2), key);
-    A.rawget(L, t);
-}
-
-/* Call what fn() pushed with its nargs arguments: nres results on the stack and 0, or -1
- * and nothing pushed (a Lua error: no answer). */
-static int call(lua_State *L, int nargs, int nres)
-{
-    if (A.pcall(L, nargs, nres, 0) != 0) {
-        A.settop(L, -2);
-        return -1;
-    }
-    return 0;
-}
-
-/* jit.util.<which>(a) or (a, b) with one result, a number; -1 when not a number. */
-static double num1(lua_State *L, int which, double a, int two, double b)
-{
-    fn(L, which);
-    A.pushnumber(L, a);
-    if (two)
-        A.pushnumber(L, b);
-    if (call(L, two ? 2 : 1, 1) < 0)
-        return -1;
-    double v = A.type(L, -1) == LUA_TNUMBER ? A.tonumber(L, -1) : -1;
-    A.settop(L, -2);
-    return v;
-}
-
-/* ---- a function's cache: source file, location, lines ------------------------------- */
-
-/* Push the cache of the function at idx (absolute), made on its first use. */
-static void func_cache(lua_State *L, int idx)
-{
-    A.rawgeti(L, UPV(2), E_CACHE);
-    A.pushvalue(L, idx);
-    A.rawget(L, -2);
-    if (A.type(L, -1) == LUA_TTABLE) {
-        A.remove(L, -2);
-        return;
-    }
-    A.settop(L, -2);
-    fn(L, E_FUNCINFO);                   /* funcinfo(func): its source, -jv's loc, size */
-    A.pushvalue(L, idx);
-    int fi = call(L, 1, 1) == 0 ? A.gettop(L) : 0;
-    int nbc = 0;
-    if (fi) {
-        field(L, fi, E_K_BYTECODES);
-        nbc = A.type(L, -1) == LUA_TNUMBER ? (int)A.tointeger(L, -1) : 0;
-        A.settop(L, -2);
-    }
-    /* a line per bytecode position in the array part: no rehash as they come */
-    A.createtable(L, nbc > 0 && nbc < 65536 ? nbc : 0, 3);
-    int t = A.gettop(L);
-    if (fi) {
-        field(L, fi, E_K_SOURCE);
-        size_t len = 0;
-        const char *src = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, &len) : NULL;
-        if (src && len && (src[0] == '@' || src[0] == '='))
-            src++;
-        if (src)
-            A.pushstring(L, src);
-        else
-            A.pushnil(L);
-        A.rawseti(L, t, C_SOURCE);
-        field(L, fi, E_K_LOC);
-        field(L, fi, E_K_CURRENTLINE);
-        if (A.type(L, -2) == LUA_TSTRING) {
-            /* lj_debug_pushloc: "<name>:<line>", or "builtin:<name>" with no line */
-            const char *loc = A.tolstring(L, -2, &len);
-            char suffix[24];
-            int n = A.type(L, -1) == LUA_TNUMBER
-                  ? snprintf(suffix, sizeof suffix, ":%d", (int)A.tointeger(L, -1)) : 0;
-            char buf[LOC_LEN];
-            size_t k = len;
-            if (n > 0 && (size_t)n <= len && !memcmp(loc + len - n, suffix, (size_t)n)) {
-                k = len - (size_t)n;
-            } else {
-                A.pushnumber(L, 1);
-                A.rawseti(L, t, C_NOLINE);
-            }
-            if (k > sizeof buf - 1)
-                k = sizeof buf - 1;
-            memcpy(buf, loc, k);
-            buf[k] = 0;
-            A.pushstring(L, buf);
-            A.rawseti(L, t, C_PREFIX);
-        }
-        A.settop(L, t);
-        A.remove(L, fi);                 /* cache, t */
-        t--;
-    }
-    A.pushvalue(L, idx);
-    A.pushvalue(L, t);
-    A.rawset(L, t - 1);
-    A.remove(L, t - 1);
-}
-
-/* In a "record" event: the line of the function at idx executing below the handler, at
- * the bytecode being recorded (lua_getinfo reads it from the frame; no table made), or -1
- * when that frame is not the function's. */
-static int32_t line_on_stack(lua_State *L, int idx)
-{
-    struct jh_lua_debug ar;
-    if (!A.getstack(L, 1, &ar) || !A.getinfo(L, "fl", &ar))
-        return -1;
-    int same = A.rawequal(L, -1, idx);
-    A.settop(L, -2);
-    return same && ar.currentline > 0 ? ar.currentline : -1;
-}
-
-/* The line of bytecode pc in the function at idx whose cache is at c; 0: unknown. In a
- * "record" event (rec) the executing frame says it, else funcinfo (a table of 16 fields
- * and a string, ~1 us with what the collector then does). With st->verify both are asked
- * and compared (stats: checked, differ; tests/integration/luajit_lines.sh). */
-static int32_t line_at(lua_State *L, struct state *st, int idx, int c, int32_t pc, int rec)
-{
-    A.rawgeti(L, c, pc);
-    int32_t line = A.type(L, -1) == LUA_TNUMBER ? (int32_t)A.tointeger(L, -1) : -1;
-    A.settop(L, -2);
-    if (line >= 0)
-        return line;
-    int32_t seen = rec ? line_on_stack(L, idx) : -1;
-    line = seen;
-    if (seen < 0 || st->verify) {
-        line = 0;
-        fn(L, E_FUNCINFO);
-        A.pushvalue(L, idx);
-        A.pushnumber(L, pc);
-        if (call(L, 2, 1) == 0) {
-            field(L, A.gettop(L), E_K_CURRENTLINE);
-            if (A.type(L, -1) == LUA_TNUMBER)
-                line = (int32_t)A.tointeger(L, -1);
-            A.settop(L, -3);
-        }
-        if (rec && st->verify) {
-            st->n.checked++;
-            if (seen != line) {
-                st->n.differ++;
-                if (st->debug)
-                    fprintf(stderr, "jitherald (luajit): bytecode %d: line %d from the frame, "
-                            "%d from funcinfo\n", pc, seen, line);
-            }
-        }
-    }
-    A.pushnumber(L, line);
-    A.rawseti(L, c, pc);
-    return line;
 }
 
 /* ---- live traces and exit stub groups ------------------------------------------------ */
@@ -334,9 +178,9 @@ static void on_start(lua_State *L, struct state *st)
     st->nloc = 1;
     if (A.type(L, 3) != LUA_TFUNCTION)
         return;
-    func_cache(L, 3);
+    jh__lj_func_cache(L, 3, st->lines);
     int c = A.gettop(L);
-    st->line0 = line_at(L, st, 3, c, pc, 0);
+    st->line0 = jh__lj_line_at(L, st, 3, jh__lj_lines_of(L, c), pc, 0);
     A.rawgeti(L, c, C_PREFIX);
     if (A.type(L, -1) == LUA_TSTRING) {
         A.rawgeti(L, c, C_NOLINE);
@@ -361,51 +205,60 @@ static void on_start(lua_State *L, struct state *st)
             st->nfiles = 1;
             A.pushvalue(L, -1);
             A.rawseti(L, UPV(2), E_FILE0);
-            A.pushnil(L);
-            A.rawseti(L, UPV(2), E_LASTFUNC);
+            st->gen++;                   /* files[] anew: the recent functions' fi too */
+            st->prev_lines = NULL;
         }
         A.settop(L, -2);
     }
     A.settop(L, c - 1);
 }
 
+/* Trace tr's IR count now, from ni on (less than ni: ni): the least count >= ni at which
+ * jit.util.traceir (pushed here at base + 1; numbers in: it raises no error, no pcall)
+ * answers nothing for count + 1. Probed one by one from the gap this span made the last
+ * time it was recorded (2 probes where it made as much again, 1 where none): side traces
+ * record the same code again and again; 2.6 -> 2.1 probes a kept record on
+ * bench/luajit/stress.lua. */
+static int32_t ir_count(lua_State *L, struct state *st, uint32_t tr, int base, int32_t ni,
+                        uint8_t guess)
+{
+    int32_t lo = ni, hi = INT32_MAX;     /* the count is in [lo, hi] */
+    int32_t k = guess != GAP_UNKNOWN && guess > 0 ? ni + guess : ni + 1;
+    fn(L, E_TRACEIR);
+    while (lo < hi) {
+        A.pushvalue(L, base + 1);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, k);
+        A.call(L, 2, 1);
+        st->n.probes++;
+        int t = A.type(L, -1);
+        A.settop(L, base + 1);
+        if (t != LUA_TNIL)
+            lo = k;
+        else
+            hi = k - 1;
+        k = lo + 1;
+    }
+    A.settop(L, base);
+    return lo;
+}
+
 /* record(tr, func, pc, depth): the IR count, line and file of the bytecode to record */
 static void on_rec(lua_State *L, struct state *st)
 {
+    /* numbers from LuaJIT (lua_type not asked: 2 calls an event); not one, 0: no trace */
     uint32_t tr = (uint32_t)A.tointeger(L, 1);
     int32_t pc = (int32_t)A.tointeger(L, 3);
-    if (tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
+    if (!tr || tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
         return;
     int base = A.gettop(L);
-    A.rawgeti(L, UPV(2), E_LASTFUNC);
-    int same = A.rawequal(L, -1, 2);
-    A.settop(L, base);
-    if (same) {
-        A.rawgeti(L, UPV(2), E_LASTCACHE);
-    } else {
-        func_cache(L, 2);
-        int32_t fi = -1;
-        A.rawgeti(L, -1, C_SOURCE);
-        if (A.type(L, -1) == LUA_TSTRING) {
-            const char *src = A.tolstring(L, -1, NULL);   /* interned: one pointer a name */
-            for (uint32_t i = 0; fi < 0 && i < st->nfiles; i++)
-                if (st->files[i] == src || !strcmp(st->files[i], src))
-                    fi = (int32_t)i;
-            if (fi < 0 && st->nfiles < MAX_FILES) {
-                fi = (int32_t)st->nfiles;
-                st->files[st->nfiles++] = src;
-                A.pushvalue(L, -1);
-                A.rawseti(L, UPV(2), E_FILE0 + fi);
-            }
-        }
-        A.settop(L, -2);
-        st->last_fi = fi;
-        A.pushvalue(L, 2);
-        A.rawseti(L, UPV(2), E_LASTFUNC);
-        A.pushvalue(L, -1);
-        A.rawseti(L, UPV(2), E_LASTCACHE);
+    struct recent *fr = jh__lj_recent_of(L, st, 2);
+    if (fr->gen != st->gen) {
+        fr->fi = jh__lj_file_index(L, st, fr->src);
+        fr->gen = st->gen;
     }
-    int32_t line = line_at(L, st, 2, A.gettop(L), pc, 1);
+    st->last_fi = fr->fi;
+    int32_t line = jh__lj_line_at(L, st, 2, fr->lines, pc, 1);
     A.settop(L, base);
     st->n.records++;
     /* the same line and file as the record before: a guard whose snapshot falls in either
@@ -418,22 +271,25 @@ static void on_rec(lua_State *L, struct state *st)
         if (!st->verify)
             return;
     }
-    int32_t ni = st->ni;
-    fn(L, E_TRACEIR);                    /* the IR so far: traceir answers below its count */
-    for (;;) {                           /* numbers in: it raises no error, no pcall */
-        A.pushvalue(L, base + 1);
-        A.pushnumber(L, tr);
-        A.pushnumber(L, ni + 1);
-        A.call(L, 2, 1);
-        st->n.probes++;
-        int t = A.type(L, -1);
-        A.settop(L, base + 1);
-        if (t == LUA_TNIL)
-            break;
-        ni++;
+    struct lines *pl = st->prev_lines;
+    uint8_t *gap = pl && (uint32_t)st->prev_pc < pl->n ? &lines_gap(pl)[st->prev_pc] : NULL;
+    int32_t ni = ir_count(L, st, tr, base, st->ni, gap ? *gap : GAP_UNKNOWN);
+    st->n.guessed += gap && *gap != GAP_UNKNOWN;
+    if (st->verify) {                    /* the count probed one by one from the last */
+        int32_t plain = ir_count(L, st, tr, base, st->ni, GAP_UNKNOWN);
+        st->n.counts_checked++;
+        if (plain != ni) {
+            st->n.counts_differ++;
+            if (st->debug)
+                fprintf(stderr, "jitherald (luajit): trace %u: IR count %d, %d from the "
+                        "gap guessed\n", tr, plain, ni);
+        }
     }
-    A.settop(L, base);
+    if (gap)
+        *gap = ni - st->ni < GAP_UNKNOWN ? (uint8_t)(ni - st->ni) : GAP_UNKNOWN;
     st->ni = ni;
+    st->prev_lines = fr->lines;
+    st->prev_pc = pc;
     if (st->nrec == st->caprec) {
         uint32_t n = st->caprec ? st->caprec * 2 : 256;
         struct jh_lj_rec *r = realloc(st->rec, sizeof *r * n);
@@ -447,16 +303,57 @@ static void on_rec(lua_State *L, struct state *st)
     st->rec[st->nrec++] = (struct jh_lj_rec){ ni, line, st->last_fi };
 }
 
-static int grow_snap(struct state *st, uint32_t nexit)
+/* Room for n snapshots in st->snap and st->slots. */
+static int grow_snap(struct state *st, uint32_t n)
 {
-    if (nexit * 2 <= st->capsnap)
+    if (n <= st->capsnap)
         return 0;
-    int32_t *s = realloc(st->snap, sizeof *s * 2 * nexit);
-    if (!s)
+    uint32_t cap = st->capsnap ? st->capsnap : 64;
+    while (cap < n)
+        cap *= 2;
+    int32_t *s = realloc(st->snap, sizeof *s * cap);
+    if (s)
+        st->snap = s;
+    int32_t *f = s ? realloc(st->slots, sizeof *f * cap) : NULL;
+    if (f)
+        st->slots = f;
+    if (!s || !f)
         return -ENOMEM;
-    st->snap = s;
-    st->capsnap = 2 * nexit;
+    st->capsnap = cap;
     return 0;
+}
+
+/* Trace tr's snapshots, each one's IR position and frame size in st->snap and st->slots,
+ * from tracesnap (a table each): how many it has, which is traceinfo's nexit (LuaJIT's
+ * nsnap: tracesnap answers below it), found without traceinfo's table of 6 fields; -1
+ * where a call failed or memory ran out (those read are kept). */
+static int64_t read_snaps(lua_State *L, struct state *st, uint32_t tr)
+{
+    int base = A.gettop(L);
+    int64_t n = 0;
+    fn(L, E_TRACESNAP);
+    for (;; n++) {
+        if (grow_snap(st, (uint32_t)n + 1) < 0) {
+            n = -1;
+            break;
+        }
+        A.pushvalue(L, base + 1);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, (double)n);
+        if (call(L, 2, 1) < 0) {
+            n = -1;
+            break;
+        }
+        if (A.type(L, -1) != LUA_TTABLE)
+            break;
+        A.rawgeti(L, -1, 0);
+        A.rawgeti(L, -2, 1);
+        st->snap[n] = (int32_t)A.tointeger(L, -2);
+        st->slots[n] = (int32_t)A.tointeger(L, -1);
+        A.settop(L, base + 1);
+    }
+    A.settop(L, base);
+    return n;
 }
 
 /* With st->verify: t's rows from every record, as on_rec keeps them then, against those
@@ -483,6 +380,26 @@ static void verify_rows(struct state *st, const struct jh_lj_trace *t)
     }
 }
 
+/* Without the snapshots read: how many of x86's exit stub groups (per exits each) trace
+ * tr's exits reach, from tracesnap at each group's first exit past the first group (a nil
+ * answer makes no table); the first group is always looked at (announced if it exists). */
+static uint32_t groups_reached(lua_State *L, uint32_t tr, uint32_t per)
+{
+    uint32_t g = 1;
+    for (; g < MAX_GROUPS; g++) {
+        fn(L, E_TRACESNAP);
+        A.pushnumber(L, tr);
+        A.pushnumber(L, (double)g * per);
+        if (call(L, 2, 1) < 0)
+            break;
+        int t = A.type(L, -1);
+        A.settop(L, -2);
+        if (t != LUA_TTABLE)
+            break;
+    }
+    return g;
+}
+
 /* stop(tr): announce it */
 static void on_stop(lua_State *L, struct state *st)
 {
@@ -505,18 +422,11 @@ static void on_stop(lua_State *L, struct state *st)
     const uint8_t *mcode = (const uint8_t *)A.tolstring(L, -3, &size);
     uint64_t addr = (uint64_t)A.tonumber(L, -2);
     uint32_t loop = A.type(L, -1) == LUA_TNUMBER ? (uint32_t)A.tointeger(L, -1) : 0;
-    uint32_t nexit = 0;
-    fn(L, E_TRACEINFO);
-    A.pushnumber(L, tr);
-    if (call(L, 1, 1) == 0) {
-        if (A.type(L, -1) == LUA_TTABLE) {
-            field(L, A.gettop(L), E_K_NEXIT);
-            if (A.type(L, -1) == LUA_TNUMBER)
-                nexit = (uint32_t)A.tointeger(L, -1);
-            A.settop(L, -2);
-        }
-        A.settop(L, -2);
-    }
+    /* with lines, the snapshots, whose count is nexit (traceinfo's, a table of 6 fields
+     * at ~2,700 instructions, is not read); where that failed, the trace gets its start
+     * line only */
+    int64_t nsnap = lines && st->arch ? read_snaps(L, st, tr) : -1;
+    uint32_t nexit = nsnap > 0 ? (uint32_t)nsnap : 0;
     /* where the exit stubs are: x86's shared groups (announced here), arm64's per trace */
     uint64_t bases[MAX_GROUPS];
     uint32_t nbase = 0, per = st->stubs_per ? st->stubs_per : 1;
@@ -524,8 +434,9 @@ static void on_stop(lua_State *L, struct state *st)
         double b = nexit ? num1(L, E_EXITSTUB, tr, 1, 0) : -1;
         bases[nbase++] = b > 0 ? (uint64_t)b : 0;
         per = nexit ? nexit : 1;
-    } else if (st->arch == JH_LJ_X86 && nexit) {
-        for (uint32_t g = 0; g <= (nexit - 1) / per && g < MAX_GROUPS; g++)
+    } else if (st->arch == JH_LJ_X86) {
+        uint32_t ngroup = nsnap >= 0 ? (nexit + per - 1) / per : groups_reached(L, tr, per);
+        for (uint32_t g = 0; g < ngroup && g < MAX_GROUPS; g++)
             bases[nbase++] = group_base(L, st, g);
     }
     if (!st->frame_tried && addr) {
@@ -558,31 +469,13 @@ static void on_stop(lua_State *L, struct state *st)
         t.files = st->files;
         t.nfiles = st->nfiles;
         t.line0 = (uint32_t)st->line0;
-        if (st->arch && nexit && nbase && grow_snap(st, nexit) == 0) {
-            for (uint32_t k = 0; k < nexit; k++) {
-                int32_t ref = 0, slots = -1;
-                fn(L, E_TRACESNAP);
-                A.pushnumber(L, tr);
-                A.pushnumber(L, k);
-                if (call(L, 2, 1) == 0) {
-                    if (A.type(L, -1) == LUA_TTABLE) {
-                        A.rawgeti(L, -1, 0);
-                        A.rawgeti(L, -2, 1);
-                        ref = (int32_t)A.tointeger(L, -2);
-                        slots = (int32_t)A.tointeger(L, -1);
-                        A.settop(L, -3);
-                    }
-                    A.settop(L, -2);
-                }
-                st->snap[k] = ref;
-                st->snap[nexit + k] = slots;
-            }
+        if (st->arch && nexit && nbase && nsnap >= 0) {
             t.nexit = nexit;
             t.stubs_per = per;
             t.nstub_base = nbase;
             t.stub_base = bases;
             t.snap_ref = st->snap;
-            t.snap_slots = st->snap + nexit;
+            t.snap_slots = st->slots;
             t.nrec = st->nrec;
             t.rec = st->rec;
         }
@@ -693,7 +586,7 @@ int jh__lj_on_trace(lua_State *L)
 int jh__lj_on_record(lua_State *L)
 {
     struct state *raw = A.touserdata(L, UPV(1)), *st = state_of(raw);
-    if (st && A.type(L, 1) == LUA_TNUMBER && A.type(L, 3) == LUA_TNUMBER)
+    if (st)
         on_rec(L, st);
     return chain(L, raw, E_K_RECORD);
 }

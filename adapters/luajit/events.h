@@ -1,7 +1,8 @@
 /*
- * events.h — between the LuaJIT adapter's event handlers (events.c) and what opens them
- * from Lua (open.c): Lua's C API as the adapter handed it over, the handlers' state and
- * the environment table they read (trace.h says what the adapter sees).
+ * events.h — between the LuaJIT adapter's event handlers (events.c), what they know of
+ * each function (funcs.c) and what opens them from Lua (open.c): Lua's C API as the
+ * adapter handed it over, the handlers' state, the environment table they read and how
+ * they call jit.util (trace.h says what the adapter sees).
  */
 #ifndef JH_LUAJIT_EVENTS_H
 #define JH_LUAJIT_EVENTS_H
@@ -20,20 +21,35 @@
 extern struct jh_lua_api jh__lj_api;
 #define A jh__lj_api
 
+#define NRECENT 4                        /* functions recorded lately, known in C */
+
 /* The environment, upvalue 2 of every closure: integer keys, read per event. */
-enum { E_TRACEIR = 1, E_TRACEINFO, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
-       E_VMFRAME, E_CACHE, E_LASTFUNC, E_LASTCACHE,
+enum { E_TRACEIR = 1, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
+       E_VMFRAME, E_CACHE,
+       /* recent[i]'s function at E_RECENT + i, its cache at E_RECENT + NRECENT + i: held,
+        * so no other function takes its address while it is there */
+       E_RECENT, E_RECENT_END = E_RECENT + 2 * NRECENT - 1,
        /* the field names read per event, as Lua strings: lua_getfield would intern its
         * C string each time (a hash and a lookup) */
-       E_K_TRACE, E_K_RECORD, E_K_NEXIT, E_K_CURRENTLINE, E_K_SOURCE, E_K_LOC,
+       E_K_TRACE, E_K_RECORD, E_K_CURRENTLINE, E_K_SOURCE, E_K_LOC,
        E_K_BYTECODES, E_N = E_K_BYTECODES,
        /* the recording trace's file names, files[k] at E_FILE0 + k: anchored here, not
         * only by the weak cache, while files[] points at them */
        E_FILE0 };
-/* A function's cache (E_CACHE[func], weak keys): [pc] = line; these for the function: */
+/* A function's cache (E_CACHE[func], weak keys), a table of: */
 enum { C_SOURCE = -1,                    /* its source file name, false: none */
        C_PREFIX = -2,                    /* -jv's location less ":line" (funcinfo's loc) */
-       C_NOLINE = -3 };                  /* true: the location takes no line (builtin) */
+       C_NOLINE = -3,                    /* true: the location takes no line (builtin) */
+       C_LINES = -4 };                   /* a userdata, struct lines: each bytecode's line */
+/* A function's lines in C, read by the "record" handler without a call into Lua: a full
+ * userdata, which LuaJIT never moves, anchored by the cache. */
+struct lines { uint32_t n; int32_t line[]; };   /* line[pc], -1: not known yet */
+/* After line[n], where "record" events are handled (state's lines): gap[pc], n bytes,
+ * the IR made from the record kept at pc to the next one kept, when last seen
+ * (GAP_UNKNOWN: never); the count's probes start there (events.c). */
+#define GAP_UNKNOWN 0xff
+#define LINES_SIZE(n, gaps) (sizeof(struct lines) + (sizeof(int32_t) + !!(gaps)) * (size_t)(n))
+static inline uint8_t *lines_gap(struct lines *ls) { return (uint8_t *)(ls->line + ls->n); }
 
 #define LOC_LEN 96                       /* -jv's location, as funcinfo's loc (short) */
 #define NAME_LEN 128
@@ -59,17 +75,77 @@ struct state {
     uint32_t pend, rec_tr, parent;
     int side;
     int32_t line0, ni, last_fi;
+    /* the functions recorded lately (lua_topointer), so that a "record" event for one of
+     * them makes no call into Lua: its lines, its source file (interned), the index of
+     * that file in files[] for the trace recorded when it was found (gen) */
+    struct recent { const void *fn; struct lines *lines; const char *src; int32_t fi;
+                    uint32_t gen; } recent[NRECENT];
+    uint32_t nextrecent, gen;            /* gen: one more at each trace recorded */
+    struct lines *prev_lines;            /* the record kept last: its function's lines */
+    int32_t prev_pc;                     /* (NULL when that function left recent[]), pc */
     char loc[LOC_LEN];
     size_t nloc;
     struct jh_lj_rec *rec;
     uint32_t nrec, caprec;
     const char *files[MAX_FILES];
     uint32_t nfiles;
-    int32_t *snap;                       /* 2 * nexit at the stop */
+    int32_t *snap, *slots;               /* per snapshot at the stop: IR position, frame */
     uint32_t capsnap;
     struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ,
-             records, merged, probes, rows_checked, rows_differ; } n;
+             records, merged, probes, rows_checked, rows_differ, guessed, counts_checked,
+             counts_differ; } n;
 };
+
+/* ---- calling jit.util ------------------------------------------------------------------ */
+
+/* Push env[fn]: the function a call() then calls, its arguments pushed after it. */
+static inline void fn(lua_State *L, int which)
+{
+    A.rawgeti(L, UPV(2), which);
+}
+
+/* Push t[key] for the table at t (absolute), key one of the E_K_ names. */
+static inline void field(lua_State *L, int t, int key)
+{
+    A.rawgeti(L, UPV(2), key);
+    A.rawget(L, t);
+}
+
+/* Call what fn() pushed with its nargs arguments: nres results on the stack and 0, or -1
+ * and nothing pushed (a Lua error: no answer). */
+static inline int call(lua_State *L, int nargs, int nres)
+{
+    if (A.pcall(L, nargs, nres, 0) != 0) {
+        A.settop(L, -2);
+        return -1;
+    }
+    return 0;
+}
+
+/* jit.util.<which>(a) or (a, b) with one result, a number; -1 when not a number. */
+static inline double num1(lua_State *L, int which, double a, int two, double b)
+{
+    fn(L, which);
+    A.pushnumber(L, a);
+    if (two)
+        A.pushnumber(L, b);
+    if (call(L, two ? 2 : 1, 1) < 0)
+        return -1;
+    double v = A.type(L, -1) == LUA_TNUMBER ? A.tonumber(L, -1) : -1;
+    A.settop(L, -2);
+    return v;
+}
+
+/* ---- between events.c and funcs.c --------------------------------------------------- */
+
+/* funcs.c: a function's cache (made on its first use, pushed), its lines, the line of one
+ * of its bytecodes, the recent functions, a source file's index in the trace's files[] */
+void jh__lj_func_cache(lua_State *L, int idx, int gaps);
+struct lines *jh__lj_lines_of(lua_State *L, int c);
+int32_t jh__lj_line_at(lua_State *L, struct state *st, int idx, struct lines *ls, int32_t pc,
+                       int rec);
+struct recent *jh__lj_recent_of(lua_State *L, struct state *st, int idx);
+int32_t jh__lj_file_index(lua_State *L, struct state *st, const char *src);
 
 /* The handlers (events.c): lua_CFunctions with upvalues state, env. */
 int jh__lj_on_trace(lua_State *L);

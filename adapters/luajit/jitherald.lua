@@ -147,6 +147,7 @@ typedef void jh_log_fn(void *arg, int level, const char *msg);]],
   void (*call)(lua_State *L, int nargs, int nresults);
   int (*getstack)(lua_State *L, int level, struct jh_lua_debug *ar);
   int (*getinfo)(lua_State *L, const char *what, struct jh_lua_debug *ar);
+  const void *(*topointer)(lua_State *L, int idx);
 };]],
 [[int jh_luajit_api(const struct jh_lua_api *api);]],
 }
@@ -176,6 +177,7 @@ local LUA_API = {
   "void lua_call(lua_State *L, int nargs, int nresults);",
   "int lua_getstack(lua_State *L, int level, struct jh_lua_debug *ar);",
   "int lua_getinfo(lua_State *L, const char *what, struct jh_lua_debug *ar);",
+  "const void *lua_topointer(lua_State *L, int idx);",
 }
 
 -- The library and the name it was loaded by (package.loadlib takes the same).
@@ -379,7 +381,7 @@ local function open()
     verify = os.getenv("JITHERALD_LUAJIT_VERIFY") == "1",
     arch = arch.lj_arch or 0, stubs_per = groups and groups.per or 0,
     group_size = groups and groups.size or 0, prologue_end = arch.prologue_end or 0,
-    traceir = jutil.traceir, traceinfo = jutil.traceinfo, tracemc = jutil.tracemc,
+    traceir = jutil.traceir, tracemc = jutil.tracemc,
     tracesnap = jutil.tracesnap, traceexitstub = jutil.traceexitstub,
     funcinfo = jutil.funcinfo, theirs = theirs, vm_frame = find_vm_frame })
   if not handlers then

@@ -12,7 +12,7 @@
 struct jh_lua_api jh__lj_api;            /* set once by jh_luajit_api */
 
 static const char *const KEYS[] = { [E_K_TRACE] = "trace", [E_K_RECORD] = "record",
-    [E_K_NEXIT] = "nexit", [E_K_CURRENTLINE] = "currentline", [E_K_SOURCE] = "source",
+    [E_K_CURRENTLINE] = "currentline", [E_K_SOURCE] = "source",
     [E_K_LOC] = "loc", [E_K_BYTECODES] = "bytecodes" };
 
 int jh_luajit_api(const struct jh_lua_api *api)
@@ -42,7 +42,7 @@ static int stats(lua_State *L)
     uint32_t live = 0;
     for (uint32_t i = 0; i < st->nlive; i++)
         live += st->live[i].used;
-    A.createtable(L, 0, 14);
+    A.createtable(L, 0, 17);
     setnum(L, "live", live);
     setnum(L, "traces", (double)st->n.traces);
     setnum(L, "patches", (double)st->n.patches);
@@ -57,6 +57,9 @@ static int stats(lua_State *L)
     setnum(L, "ir_probes", (double)st->n.probes);
     setnum(L, "rows_checked", (double)st->n.rows_checked);
     setnum(L, "rows_differ", (double)st->n.rows_differ);
+    setnum(L, "ir_counts_guessed", (double)st->n.guessed);
+    setnum(L, "ir_counts_checked", (double)st->n.counts_checked);
+    setnum(L, "ir_counts_differ", (double)st->n.counts_differ);
     return 1;
 }
 
@@ -119,6 +122,7 @@ static int gc(lua_State *L)
         free(st->live);
         free(st->rec);
         free(st->snap);
+        free(st->slots);
         memset(st, 0, sizeof *st);
         st->closed = 1;
     }
@@ -166,7 +170,7 @@ int jh_luajit_open(lua_State *L)
     st->stubs_per = field_u32(L, 2, "stubs_per");
     st->group_size = field_u32(L, 2, "group_size");
     st->prologue_end = field_u32(L, 2, "prologue_end");
-    static const char *const keys[] = { [E_TRACEIR] = "traceir", [E_TRACEINFO] = "traceinfo",
+    static const char *const keys[] = { [E_TRACEIR] = "traceir",
         [E_TRACEMC] = "tracemc", [E_TRACESNAP] = "tracesnap",
         [E_EXITSTUB] = "traceexitstub", [E_FUNCINFO] = "funcinfo", [E_THEIRS] = "theirs",
         [E_VMFRAME] = "vm_frame" };

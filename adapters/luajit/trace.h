@@ -79,6 +79,7 @@ struct jh_lua_api {
     void (*call)(lua_State *L, int nargs, int nresults);
     int (*getstack)(lua_State *L, int level, struct jh_lua_debug *ar);
     int (*getinfo)(lua_State *L, const char *what, struct jh_lua_debug *ar);
+    const void *(*topointer)(lua_State *L, int idx);
 };
 
 /* Take the C API's functions (copied; all of them non-NULL, else -EINVAL). Once per
@@ -95,7 +96,7 @@ JH_API int jh_luajit_api(const struct jh_lua_api *api);
  *   arch, stubs_per, group_size, prologue_end
  *                            enum jh_lj_arch (0: none known: traces get their start line)
  *                            and what jitherald/<arch>.lua says of its exit stubs
- *   traceir, traceinfo, tracemc, tracesnap, traceexitstub, funcinfo    jit.util's
+ *   traceir, tracemc, tracesnap, traceexitstub, funcinfo    jit.util's
  *   theirs                   event -> the handler the script attached (read per event)
  *   vm_frame                 function(addr): a struct jh_lj_frame's address or nil,
  *                            called once, at the first trace; the adapter keeps it alive

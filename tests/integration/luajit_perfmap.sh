@@ -30,4 +30,14 @@ grep -Eq '^ +[0-9.]+% +\[JIT\] tid [0-9]+ +\[\.\] TRACE_1 hot\.lua:7 *$' "$T/rep
     { head -30 "$T/report"; fail "perf report does not name TRACE_1"; }
 sh=$(share "$T/report" '\] TRACE_1 ' '\] TRACE_[0-9]+ ')
 [ "$sh" -ge 50 ] || { head -30 "$T/report"; fail "TRACE_1 has only $sh% of the samples in traces"; }
-echo "ok: $n traces named, TRACE_1 has $sh% of the samples in traces"
+# a trace whose exits reach past the first group: every group it reaches is named (the
+# adapter finds them from its snapshots, without traceinfo)
+JITHERALD=perfmap JITHERALD_DIR=$T/d sh -c "$PID_EXEC" "$T/pid2" luajit -jv -l jitherald \
+    manyexits.lua >"$T/out2" 2>"$T/jv2" || fail "manyexits.lua: $(cat "$T/jv2")"
+map2=/tmp/perf-$(cat "$T/pid2").map
+at_exit "rm -f $map2"
+for g in 0-31 32-63 64-95 96-127 128-159 160-191; do
+    grep -q " LuaJIT exit stubs $g\$" "$map2" || fail "exit stubs $g not named: $(grep stubs "$map2")"
+done
+echo "ok: $n traces named, TRACE_1 has $sh% of the samples in traces; a trace of 164 exits"
+echo "    has its 6 exit stub groups named"

@@ -1,0 +1,194 @@
+/*
+ * funcs.c — what the LuaJIT adapter's handlers (events.c) know of each function a trace
+ * records: its cache (E_CACHE[func]: source file, -jv's location, each bytecode's line in
+ * a C array), the few recorded lately (known by lua_topointer, so that a "record" event
+ * on a line seen before makes no call into Lua), and the trace's source files.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "events.h"
+
+/* ---- a function's cache: source file, location, lines ------------------------------- */
+
+/* Push the cache of the function at idx (absolute), made on its first use; with gaps, its
+ * lines have room for each record's gap (events.h). */
+void jh__lj_func_cache(lua_State *L, int idx, int gaps)
+{
+    A.rawgeti(L, UPV(2), E_CACHE);
+    A.pushvalue(L, idx);
+    A.rawget(L, -2);
+    if (A.type(L, -1) == LUA_TTABLE) {
+        A.remove(L, -2);
+        return;
+    }
+    A.settop(L, -2);
+    fn(L, E_FUNCINFO);                   /* funcinfo(func): its source, -jv's loc, size */
+    A.pushvalue(L, idx);
+    int fi = call(L, 1, 1) == 0 ? A.gettop(L) : 0;
+    int nbc = 0;
+    if (fi) {
+        field(L, fi, E_K_BYTECODES);
+        nbc = A.type(L, -1) == LUA_TNUMBER ? (int)A.tointeger(L, -1) : 0;
+        A.settop(L, -2);
+    }
+    A.createtable(L, 0, 4);
+    int t = A.gettop(L);
+    /* a line per bytecode position, in C: the "record" handler reads it with no call */
+    uint32_t nl = nbc > 0 && nbc < (1 << 20) ? (uint32_t)nbc : 0;
+    struct lines *ls = A.newuserdata(L, LINES_SIZE(nl, gaps));
+    if (ls) {
+        ls->n = nl;
+        memset(ls->line, 0xff, LINES_SIZE(nl, gaps) - sizeof *ls);   /* -1s, unknown gaps */
+        A.rawseti(L, t, C_LINES);
+    } else {
+        A.settop(L, t);
+    }
+    if (fi) {
+        field(L, fi, E_K_SOURCE);
+        size_t len = 0;
+        const char *src = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, &len) : NULL;
+        if (src && len && (src[0] == '@' || src[0] == '='))
+            src++;
+        if (src)
+            A.pushstring(L, src);
+        else
+            A.pushnil(L);
+        A.rawseti(L, t, C_SOURCE);
+        field(L, fi, E_K_LOC);
+        field(L, fi, E_K_CURRENTLINE);
+        if (A.type(L, -2) == LUA_TSTRING) {
+            /* lj_debug_pushloc: "<name>:<line>", or "builtin:<name>" with no line */
+            const char *loc = A.tolstring(L, -2, &len);
+            char suffix[24];
+            int n = A.type(L, -1) == LUA_TNUMBER
+                  ? snprintf(suffix, sizeof suffix, ":%d", (int)A.tointeger(L, -1)) : 0;
+            char buf[LOC_LEN];
+            size_t k = len;
+            if (n > 0 && (size_t)n <= len && !memcmp(loc + len - n, suffix, (size_t)n)) {
+                k = len - (size_t)n;
+            } else {
+                A.pushnumber(L, 1);
+                A.rawseti(L, t, C_NOLINE);
+            }
+            if (k > sizeof buf - 1)
+                k = sizeof buf - 1;
+            memcpy(buf, loc, k);
+            buf[k] = 0;
+            A.pushstring(L, buf);
+            A.rawseti(L, t, C_PREFIX);
+        }
+        A.settop(L, t);
+        A.remove(L, fi);                 /* cache, t */
+        t--;
+    }
+    A.pushvalue(L, idx);
+    A.pushvalue(L, t);
+    A.rawset(L, t - 1);
+    A.remove(L, t - 1);
+}
+
+/* The lines of the cache at c (absolute), or NULL. */
+struct lines *jh__lj_lines_of(lua_State *L, int c)
+{
+    A.rawgeti(L, c, C_LINES);
+    struct lines *ls = A.touserdata(L, -1);
+    A.settop(L, -2);
+    return ls;
+}
+
+/* In a "record" event: the line of the function at idx executing below the handler, at
+ * the bytecode being recorded (lua_getinfo reads it from the frame; no table made), or -1
+ * when that frame is not the function's. */
+static int32_t line_on_stack(lua_State *L, int idx)
+{
+    struct jh_lua_debug ar;
+    if (!A.getstack(L, 1, &ar) || !A.getinfo(L, "fl", &ar))
+        return -1;
+    int same = A.rawequal(L, -1, idx);
+    A.settop(L, -2);
+    return same && ar.currentline > 0 ? ar.currentline : -1;
+}
+
+/* The line of bytecode pc in the function at idx whose lines are ls; 0: unknown. In a
+ * "record" event (rec) the executing frame says it, else funcinfo (a table of 16 fields
+ * and a string, ~1 us with what the collector then does). With st->verify both are asked
+ * and compared (stats: checked, differ; tests/integration/luajit_lines.sh). */
+int32_t jh__lj_line_at(lua_State *L, struct state *st, int idx, struct lines *ls, int32_t pc,
+                       int rec)
+{
+    int known = ls && pc >= 0 && (uint32_t)pc < ls->n;
+    int32_t line = known ? ls->line[pc] : -1;
+    if (line >= 0)
+        return line;
+    int32_t seen = rec ? line_on_stack(L, idx) : -1;
+    line = seen;
+    if (seen < 0 || st->verify) {
+        line = 0;
+        fn(L, E_FUNCINFO);
+        A.pushvalue(L, idx);
+        A.pushnumber(L, pc);
+        if (call(L, 2, 1) == 0) {
+            field(L, A.gettop(L), E_K_CURRENTLINE);
+            if (A.type(L, -1) == LUA_TNUMBER)
+                line = (int32_t)A.tointeger(L, -1);
+            A.settop(L, -3);
+        }
+        if (rec && st->verify) {
+            st->n.checked++;
+            if (seen != line) {
+                st->n.differ++;
+                if (st->debug)
+                    fprintf(stderr, "jitherald (luajit): bytecode %d: line %d from the frame, "
+                            "%d from funcinfo\n", pc, seen, line);
+            }
+        }
+    }
+    if (known)
+        ls->line[pc] = line;
+    return line;
+}
+
+/* The function at idx among the recent ones, made so (its cache read) if it is not. */
+struct recent *jh__lj_recent_of(lua_State *L, struct state *st, int idx)
+{
+    const void *f = A.topointer(L, idx);
+    for (uint32_t i = 0; i < NRECENT; i++)
+        if (st->recent[i].fn == f && f)
+            return &st->recent[i];
+    uint32_t i = st->nextrecent;
+    st->nextrecent = (i + 1) % NRECENT;
+    struct recent *r = &st->recent[i];
+    if (r->lines && r->lines == st->prev_lines)
+        st->prev_lines = NULL;           /* no longer held: not written to again */
+    jh__lj_func_cache(L, idx, st->lines);
+    int c = A.gettop(L);
+    A.rawgeti(L, c, C_SOURCE);
+    r->src = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, NULL) : NULL;
+    A.settop(L, c);
+    r->lines = jh__lj_lines_of(L, c);
+    r->fn = f;
+    r->gen = st->gen - 1;
+    A.pushvalue(L, idx);
+    A.rawseti(L, UPV(2), E_RECENT + (int)i);
+    A.rawseti(L, UPV(2), E_RECENT + NRECENT + (int)i);   /* the cache: src and lines held */
+    return r;
+}
+
+/* src's index in the recorded trace's files[], added there when new; -1: none (no name,
+ * or MAX_FILES already). */
+int32_t jh__lj_file_index(lua_State *L, struct state *st, const char *src)
+{
+    if (!src)
+        return -1;
+    for (uint32_t i = 0; i < st->nfiles; i++)   /* interned: one pointer a name */
+        if (st->files[i] == src || !strcmp(st->files[i], src))
+            return (int32_t)i;
+    if (st->nfiles >= MAX_FILES)
+        return -1;
+    int32_t fi = (int32_t)st->nfiles;
+    st->files[st->nfiles++] = src;
+    A.pushstring(L, src);                /* the same string: held while files[] names it */
+    A.rawseti(L, UPV(2), E_FILE0 + fi);
+    return fi;
+}
