@@ -75,12 +75,14 @@ int jh__write_all(int fd, const void *p, size_t n);
 int jh__writev_all(int fd, struct iovec *iov, int iovcnt);
 /* The same at file offset off (the file position does not move). */
 int jh__pwrite_all(int fd, const void *p, size_t n, uint64_t off);
-/* Zeros written over [from, to) of fd: 0 or -errno as jh__pwrite_all. Before a shared
- * mapping's first stores into a fallocated range: ext4 turns each page of an unwritten
- * extent into a written one in the page fault, a journal handle per page, where a write
- * does many pages at once (measured here: 4.2 us a page stored into, 1.1 with the zeros
- * written first). */
-int jh__pwrite_zeros(int fd, uint64_t from, uint64_t to);
+/* Zeros written over [from, to) of fd, up to 1 MiB a call: 0 or -errno as jh__pwrite_all;
+ * where they end in *end (if not NULL), an error or not. Before a shared mapping's first
+ * stores into a fallocated range: ext4 turns each page of an unwritten extent into a
+ * written one in the page fault, a journal handle per page, where a write does many pages
+ * at once (measured here: 4.2 us a page stored into, 1.1 with the zeros written first).
+ * Used by every channel that stores through a shared mapping (jitdump, elfmap, the audit
+ * log). */
+int jh__pwrite_zeros(int fd, uint64_t from, uint64_t to, uint64_t *end);
 
 /*
  * A descriptor the library keeps across calls (a perf map, a jitdump, an image, the audit

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "channels/auditlog.h"
@@ -105,7 +104,6 @@ static int grow(struct al_state *st, uint64_t need)
  */
 static uint64_t zero_ahead(struct al_state *st, uint64_t to)
 {
-    static const uint8_t zeros[64 << 10];
     atomic_store(&st->zero_from, 0);
     uint64_t tail = atomic_load(&st->tail);
     uint64_t at = (tail + 4095) & ~(uint64_t)4095;
@@ -114,21 +112,8 @@ static uint64_t zero_ahead(struct al_state *st, uint64_t to)
     if (at < to) {
         atomic_store(&st->zero_from, at);
         int fd = jh__kfd_get(&st->fd, st->path, O_RDWR);
-        while (fd >= 0 && at < to) {
-            /* the same zeros over and over in one call: a third less of this thread's
-             * time in the zeros than a call per 64 KiB (stress.lua's 2.5 MB) */
-            struct iovec v[16];
-            int nv = 0;
-            for (uint64_t left = to - at; left && nv < 16; nv++) {
-                v[nv].iov_base = (void *)zeros;
-                v[nv].iov_len = left < sizeof zeros ? (size_t)left : sizeof zeros;
-                left -= v[nv].iov_len;
-            }
-            ssize_t w = pwritev(fd, v, nv, (off_t)at);
-            if (w <= 0)
-                break;          /* the populate below does it the slow way */
-            at += (uint64_t)w;
-        }
+        if (fd >= 0)            /* short of to: the populate does the rest the slow way */
+            jh__pwrite_zeros(fd, at, to, &at);
         st->zeroed = at;
     }
     atomic_store(&st->zero_from, UINT64_MAX);

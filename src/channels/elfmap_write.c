@@ -259,7 +259,7 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     uint64_t zfrom = whole ? meta : r->wmap_end;
     zfrom = zfrom > r->img.end_synced ? zfrom : r->img.end_synced;
     if (!err && zfrom < end)
-        err = jh__pwrite_zeros(fd, zfrom, end);
+        err = jh__pwrite_zeros(fd, zfrom, end, NULL);
     /* the offset from which the file is newly mapped (growing: its new bytes only) */
     uint64_t from = whole ? meta : r->wmap_end;
     if (!err && !arena) {

@@ -203,18 +203,12 @@ static int file_room(struct jd_file *f, uint64_t need)
     if (fd < 0)
         return fd;
     if (need > f->alloc) {
-        static const uint8_t zeros[64 << 10];
         uint64_t ahead = f->alloc / 4 < JD_AHEAD_MIN ? JD_AHEAD_MIN
                        : f->alloc / 4 > JD_AHEAD_MAX ? JD_AHEAD_MAX : f->alloc / 4;
         uint64_t to = (need + ahead + 4095) & ~(uint64_t)4095, at = f->alloc;
         int err = 0;
         for (int exact = 0; at < need && exact < 2; exact++, to = need)
-            for (err = 0; at < to && !err; ) {
-                size_t n = to - at < sizeof zeros ? (size_t)(to - at) : sizeof zeros;
-                err = jh__pwrite_all(fd, zeros, n, at);
-                if (!err)
-                    at += n;
-            }
+            err = jh__pwrite_zeros(fd, at, to, &at);
         if (at < need)
             return err ? err : -EIO;
         uint64_t from = f->alloc;
