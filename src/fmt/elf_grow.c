@@ -227,8 +227,30 @@ static void build_hdr(struct jh__elfg *g)
 }
 
 /* The meta page: section headers, then .shstrtab and .debug_abbrev after them. */
+/* Only the growing sections' sizes changed since the meta page was built (an add): stored
+ * into their headers as built, in the order build_meta wrote them. */
+static bool meta_sizes(struct jh__elfg *g)
+{
+    if (g->meta_layout || !g->meta.len)
+        return false;
+    uint8_t *sh = g->meta.p + NOTE_SPACE + sizeof(Elf64_Shdr);
+    for (int k = 0; k < X_MAX; k++) {
+        int i = shdr_order[k];
+        if (!present(g, i))
+            continue;
+        if (i < JH__ELFG_NGROW) {
+            uint64_t size = sec(g, i)->len;
+            memcpy(sh + offsetof(Elf64_Shdr, sh_size), &size, sizeof size);
+        }
+        sh += sizeof(Elf64_Shdr);
+    }
+    return true;
+}
+
 static int build_meta(struct jh__elfg *g)
 {
+    if (meta_sizes(g))
+        return 0;
     struct jh__buf *b = &g->meta;
     b->len = 0;
     b->err = 0;
@@ -320,6 +342,10 @@ static int build_meta(struct jh__elfg *g)
     for (int i = 0; i < X_MAX; i++)
         jh__buf_str(b, sec_name[i]);
     jh__buf_put(b, g->dw.abbrev.p, g->dw.abbrev.len);
+    if (b->err)
+        b->len = 0;                     /* built whole next time */
+    else
+        g->meta_layout = false;
     return b->err;
 }
 
@@ -333,7 +359,7 @@ static void place(struct jh__elfg *g)
             continue;
         uint64_t cap = round_up(2 * (uint64_t)sec(g, i)->len, page_of(g));
         struct jh__elfg_chunk *c = &g->chunk[i];
-        g->meta_dirty = true;
+        g->meta_dirty = g->meta_layout = true;
         if (i == G_EH || i == G_EHDR)
             g->ehdr_from = 0;           /* the table is relative to both addresses */
         uint64_t end = c->off + c->cap;
@@ -390,7 +416,7 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
     }
     place(g);
     build_hdr(g);
-    g->hdr_dirty = g->meta_dirty = g->note_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->meta_layout = g->note_dirty = true;
     g->data_dirty = s->rw_addr != 0;
     return 0;
 }
@@ -421,7 +447,7 @@ int jh__elfg_set_text(struct jh__elfg *g, uint64_t lo, uint64_t hi)
     g->s.lo = lo;
     g->s.hi = hi;
     build_hdr(g);
-    g->hdr_dirty = g->meta_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->meta_layout = true;
     return 0;
 }
 
@@ -483,6 +509,26 @@ static int build_eh_hdr(struct jh__elfg *g, bool *head)
     build_hdr(g);
     g->hdr_dirty |= memcmp(was, g->hdr, sizeof was) != 0;
     return 0;
+}
+
+/* The new entry at of .eh_frame_hdr put into the table as built, the entries after it moved
+ * up as they are (their values are relative to the two tables' addresses, which have not
+ * moved): LuaJIT adds each trace below the others, so building the table from the new
+ * entry on was building all of it at every add. What the file lacks: the head (the count)
+ * and the table from the new entry on. Built from there in jh__elfg_spans if it fails. */
+static void eh_hdr_insert(struct jh__elfg *g, size_t at, bool replace)
+{
+    struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
+    if (jh__cfi_eh_frame_hdr_insert(&g->ehdr, 0, addr_of(g, c->off),
+                                    addr_of(g, g->chunk[G_EH].off), g->ehidx, g->neh, at,
+                                    replace)) {
+        g->ehdr_from = at;
+        return;
+    }
+    size_t from = jh__cfi_eh_frame_hdr_size(at);
+    if (c->synced > from)
+        c->synced = from;
+    g->ehdr_head |= c->synced > 12;
 }
 
 int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
@@ -553,7 +599,9 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
     }
     g->nsyms++;
     g->nfde += fde > 0;
+    bool insert = false;            /* the table as built holds every other entry */
     if (ehn > 0) {
+        insert = g->neh && g->ehdr_from == SIZE_MAX;
         if (!g->neh)
             jh__buf_zeros(&g->ehdr, 12);    /* the head, there from the first FDE on */
         if (!replace) {
@@ -561,7 +609,7 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
             g->neh++;
         }
         g->ehidx[at] = (struct jh__cfi_index){ .pc = f->start, .size = f->size, .off = fde_at };
-        if (at < g->ehdr_from)
+        if (!insert && at < g->ehdr_from)
             g->ehdr_from = at;
     }
     if (!g->s.no_build_id) {
@@ -571,9 +619,11 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
     g->meta_dirty = true;           /* section sizes */
     if (nsections(g) != before) {
         build_hdr(g);
-        g->hdr_dirty = true;
+        g->hdr_dirty = g->meta_layout = true;
     }
     place(g);
+    if (insert && g->ehdr_from == SIZE_MAX)     /* neither table moved (place) */
+        eh_hdr_insert(g, at, replace);
     return 0;
 }
 
@@ -586,7 +636,7 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
         err = build_meta(g);
     if (err)
         return err;
-    if (head)
+    if (head || g->ehdr_head)
         v[n++] = (struct jh__elfg_span){ .off = g->chunk[G_EHDR].off, .p = g->ehdr.p, .len = 12 };
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
         const struct jh__elfg_chunk *c = &g->chunk[i];
@@ -640,7 +690,7 @@ void jh__elfg_synced(struct jh__elfg *g)
         g->chunk[i].old_cap = 0;
         g->chunk[i].synced = sec(g, i)->len;
     }
-    g->hdr_dirty = g->meta_dirty = g->data_dirty = g->note_dirty = false;
+    g->hdr_dirty = g->meta_dirty = g->data_dirty = g->note_dirty = g->ehdr_head = false;
 }
 
 void jh__elfg_all_dirty(struct jh__elfg *g)
@@ -648,7 +698,7 @@ void jh__elfg_all_dirty(struct jh__elfg *g)
     g->end_synced = 0;
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         g->chunk[i].synced = 0;
-    g->hdr_dirty = g->meta_dirty = g->note_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->meta_layout = g->note_dirty = true;
     g->data_dirty = g->s.rw_addr != 0;
 }
 
@@ -686,7 +736,7 @@ void jh__elfg_set_eh_addr(struct jh__elfg *g, uint64_t addr)
     g->s.eh_addr = addr;
     g->ehdr_from = g->neh ? 0 : SIZE_MAX;   /* the table is relative to its own address */
     build_hdr(g);
-    g->hdr_dirty = g->meta_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->meta_layout = true;
 }
 
 void jh__elfg_set_load(struct jh__elfg *g, uint64_t a)
