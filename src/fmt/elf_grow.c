@@ -220,7 +220,10 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
     size_t lens[JH__ELFG_NGROW];
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         lens[i] = sec(g, i)->len;
-    uint32_t before = nsections(g);
+    /* a section appears with the first FDE, table entry or unit (present): counted only
+     * while one may */
+    bool may_appear = !g->nfde || (!g->neh && !g->s.no_eh_frame) || !g->dw.info.len;
+    uint32_t before = may_appear ? nsections(g) : 0;
     Elf64_Sym sym = { .st_name = (uint32_t)g->strtab.len,
                       .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_other = STV_DEFAULT,
                       .st_shndx = (uint16_t)shndx(g, X_TEXT), .st_value = f->start,
@@ -298,7 +301,7 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
         build_note(g);
     }
     g->meta_dirty = true;           /* section sizes */
-    if (nsections(g) != before) {
+    if (may_appear && nsections(g) != before) {
         jh__elfg_build_hdr(g);
         g->hdr_dirty = g->meta_layout = true;
     }

@@ -63,6 +63,8 @@ static inline bool window_ok(const struct jh__elfg *g, uint64_t lo, uint64_t hi)
            (!g->s.rw_addr || g->s.rw_addr >= hi || g->s.rw_addr + pg <= lo);
 }
 
+/* (jh__elfg_add counts the sections only while one may appear: keep its may_appear in
+ * step with this) */
 static inline bool present(const struct jh__elfg *g, int sec)
 {
     switch (sec) {
