@@ -227,6 +227,21 @@ static inline bool next_run(const struct elfmap *m, const struct region *r, uint
     return *lo < end;
 }
 
+/* The lowest page of the span mapped from r's file (false: none): a byte of the bitmap at
+ * a time (jh__em_map_eh asks at every add; next_run also walked the run above it page by
+ * page). */
+static inline bool lowest_mapped(const struct elfmap *m, const struct region *r, uintptr_t *lo)
+{
+    size_t nb = (EM_SPAN / m->page + 7) / 8;
+    for (size_t i = 0; i < nb; i++) {
+        if (r->mapped[i]) {
+            *lo = span_lo(r) + (8 * i + (size_t)__builtin_ctz(r->mapped[i])) * m->page;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Each page a of the functions es[0..n), in order (k: the function's index). */
 #define EACH_PAGE_OF(m, es, n, k, a)                                                     \
     for (size_t k = 0; k < (n); k++)                                                     \

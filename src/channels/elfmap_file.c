@@ -503,8 +503,8 @@ int jh__em_map_eh(struct elfmap *m, struct region *r, int fd, const char *path, 
     /* The text PT_LOAD starts at the lowest page ever mapped from this file: libdw takes
      * the lowest of the file's lines for it, perf 6.1 the lowest mapping it recorded (it
      * sees no munmap). */
-    uintptr_t a = span_lo(r), low;
-    if (next_run(m, r, &a, &low) && (!img->load_lo || low < img->load_lo))
+    uintptr_t low;
+    if (lowest_mapped(m, r, &low) && (!img->load_lo || low < img->load_lo))
         jh__elfg_set_load(img, low);
     /* the whole metadata when it is written through the arena (elfmap_write.c) */
     uint64_t reach = jh__elfg_eh_reach(img), all = 2 * m->page + (img->end - img->s.meta_off);

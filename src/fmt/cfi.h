@@ -147,6 +147,14 @@ int jh__cfi_eh_frame_hdr(struct jh__buf *b, uint64_t hdr_addr, uint64_t eh_addr,
 int jh__cfi_eh_frame_hdr_from(struct jh__buf *b, size_t at, uint64_t hdr_addr,
                               uint64_t eh_addr, const struct jh__cfi_index *idx, size_t nfde,
                               size_t from);
+/* The same header (at offset at in b, 12 + 8 * nfde bytes) as built by the above for the
+ * table without idx[i] (nfde - 1 entries, then 8 bytes of room), or with an older idx[i]
+ * when replace: idx[i] put in its place, the entries after it moved up by one as they are,
+ * the count updated. Only valid while hdr_addr and eh_addr are what the table was built
+ * for. Same results; b as it was on error. */
+int jh__cfi_eh_frame_hdr_insert(struct jh__buf *b, size_t at, uint64_t hdr_addr,
+                                uint64_t eh_addr, const struct jh__cfi_index *idx, size_t nfde,
+                                size_t i, bool replace);
 
 /*
  * .debug_frame, for an image read from a file and never mapped (the elfmap channel's): the

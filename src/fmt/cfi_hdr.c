@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fmt/cfi.h"
 
@@ -67,6 +68,33 @@ int jh__cfi_eh_frame_hdr_from(struct jh__buf *b, size_t at, uint64_t hdr_addr,
         put_le32(p + 12 + 8 * i, (uint32_t)(idx[i].pc - hdr_addr));
         put_le32(p + 16 + 8 * i, (uint32_t)(eh_addr + idx[i].off - hdr_addr));
     }
+    return 0;
+}
+
+int jh__cfi_eh_frame_hdr_insert(struct jh__buf *b, size_t at, uint64_t hdr_addr,
+                                uint64_t eh_addr, const struct jh__cfi_index *idx, size_t nfde,
+                                size_t i, bool replace)
+{
+    if (!b || !idx || nfde > UINT32_MAX || i >= nfde || at > b->len ||
+        b->len - at < jh__cfi_eh_frame_hdr_size(nfde))
+        return -EINVAL;
+    if ((i && idx[i].pc < idx[i - 1].pc) || (i + 1 < nfde && idx[i + 1].pc < idx[i].pc))
+        return -EINVAL;                         /* the table is binary-searched */
+    if (!fits_s32((int64_t)(eh_addr - (hdr_addr + 4))) ||
+        !fits_s32((int64_t)(idx[i].pc - hdr_addr)) ||
+        !fits_s32((int64_t)(eh_addr + idx[i].off - hdr_addr)))
+        return -ERANGE;
+    if (b->err)
+        return b->err;
+    /* The other entries' values are relative to hdr_addr and to eh_addr, neither of which
+     * moved: their bytes move up one entry as they are (LuaJIT adds each trace below the
+     * others: one memmove instead of encoding the whole table again, docs/cost.md). */
+    uint8_t *p = b->p + at;
+    if (!replace)
+        memmove(p + 20 + 8 * i, p + 12 + 8 * i, 8 * (nfde - 1 - i));
+    put_le32(p + 8, (uint32_t)nfde);
+    put_le32(p + 12 + 8 * i, (uint32_t)(idx[i].pc - hdr_addr));
+    put_le32(p + 16 + 8 * i, (uint32_t)(eh_addr + idx[i].off - hdr_addr));
     return 0;
 }
 

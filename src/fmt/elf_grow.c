@@ -11,130 +11,8 @@
 #include <string.h>
 
 #include "fmt/cfi.h"
+#include "fmt/elf_grow_sec.h"
 #include "fmt/func.h"
-
-/* Growing sections, in chunk order; then the fixed ones. */
-enum { G_SYMTAB, G_STRTAB, G_FRAME, G_INFO, G_LINE, G_STR, G_RANGES, G_ARANGES, G_EH, G_EHDR };
-enum { X_TEXT = JH__ELFG_NGROW, X_DATA, X_ABBREV, X_SHSTRTAB, X_NOTE, X_MAX };
-
-static const char *const sec_name[X_MAX] = {
-    [G_SYMTAB] = ".symtab", [G_STRTAB] = ".strtab", [G_FRAME] = ".debug_frame",
-    [G_INFO] = ".debug_info", [G_LINE] = ".debug_line", [G_STR] = ".debug_str",
-    [G_RANGES] = ".debug_ranges", [G_ARANGES] = ".debug_aranges", [X_TEXT] = ".text",
-    [X_DATA] = ".data", [X_ABBREV] = ".debug_abbrev", [X_SHSTRTAB] = ".shstrtab",
-    [X_NOTE] = ".note.gnu.build-id", [G_EH] = ".eh_frame", [G_EHDR] = ".eh_frame_hdr",
-};
-
-/* Section header order in the file: index 0 is SHN_UNDEF, .text is 1 (symbols refer to it);
- * the sections that may be absent come last, so the others keep their indices. Empty DWARF
- * sections are left out: valgrind 3.19 calls an empty .debug_info "truncated" and then
- * reads no symbol of the file at all. */
-static const int shdr_order[X_MAX] = { X_TEXT, X_DATA, G_SYMTAB, G_STRTAB, X_SHSTRTAB, X_NOTE,
-                                       G_FRAME, G_INFO, X_ABBREV, G_LINE, G_STR, G_RANGES,
-                                       G_ARANGES, G_EHDR, G_EH };
-
-#define DATA_SIZE 16
-
-static size_t page_of(const struct jh__elfg *g) { return g->s.page_size ? g->s.page_size : 4096; }
-
-static uint64_t off_of(const struct jh__elfg *g, uint64_t a)
-{
-    return g->s.anchor_off + (a - g->s.anchor_addr);
-}
-
-static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-/* The growing sections (no pointers into g itself: an image may be copied by value). */
-static struct jh__buf *sec(struct jh__elfg *g, int i)
-{
-    switch (i) {
-    case G_SYMTAB: return &g->symtab;
-    case G_STRTAB: return &g->strtab;
-    case G_FRAME: return &g->frame;
-    case G_INFO: return &g->dw.info;
-    case G_LINE: return &g->dw.line;
-    case G_STR: return &g->dw.str;
-    case G_ARANGES: return &g->aranges;
-    case G_EH: return &g->eh;
-    case G_EHDR: return &g->ehdr;
-    default: return &g->dw.ranges;
-    }
-}
-
-static bool window_ok(const struct jh__elfg *g, uint64_t lo, uint64_t hi)
-{
-    uint64_t pg = page_of(g);
-    /* off(lo) >= one page (the headers), off(hi) <= meta_off, no wrap-around */
-    return lo < hi && !(lo % pg) && !(hi % pg) && lo + g->s.anchor_off >= g->s.anchor_addr + pg &&
-           hi + g->s.anchor_off <= g->s.anchor_addr + g->s.meta_off &&
-           (!g->s.rw_addr || g->s.rw_addr >= hi || g->s.rw_addr + pg <= lo);
-}
-
-static bool present(const struct jh__elfg *g, int sec)
-{
-    switch (sec) {
-    case X_DATA: return g->s.rw_addr != 0;
-    case G_FRAME: return g->nfde != 0;
-    case G_EH: case G_EHDR: return g->neh != 0;
-    case G_INFO: case X_ABBREV: case G_LINE: case G_STR: case G_RANGES: case G_ARANGES:
-        return g->dw.info.len != 0;
-    default: return true;
-    }
-}
-
-static uint32_t nsections(const struct jh__elfg *g)
-{
-    uint32_t n = 1;
-    for (int i = 0; i < X_MAX; i++)
-        n += present(g, i);
-    return n;
-}
-
-static uint32_t shndx(const struct jh__elfg *g, int sec)
-{
-    uint32_t n = 1;
-    for (int i = 0; i < X_MAX; i++) {
-        if (shdr_order[i] == sec)
-            return n;
-        n += present(g, shdr_order[i]);
-    }
-    return 0;
-}
-
-/* The tables' arena (spec.eh_addr): the file's first page and its tables mapped by the
- * caller in address space of its own; the image then has a PT_LOAD for each. */
-static bool arena(const struct jh__elfg *g)
-{
-    return g->neh && g->s.eh_addr;
-}
-
-/* PT_LOADs (text, [data], [headers, .eh_frame_hdr, .eh_frame]) in address order, PT_NOTE,
- * [PT_GNU_EH_FRAME] */
-static size_t nphdrs(const struct jh__elfg *g)
-{
-    return 2 + (g->s.rw_addr != 0) + (g->neh != 0) + 3 * arena(g);
-}
-
-/* The address of file offset off: the window's rule (off_of backwards); in the arena, for
- * the first page and from meta_off on: where .eh_frame and .eh_frame_hdr say they are. */
-static uint64_t addr_of(const struct jh__elfg *g, uint64_t off)
-{
-    if (!g->s.eh_addr)
-        return g->s.anchor_addr + (off - g->s.anchor_off);
-    return off < page_of(g) ? g->s.eh_addr + off : g->s.eh_addr + page_of(g) + (off - g->s.meta_off);
-}
-static size_t hdr_len(const struct jh__elfg *g)
-{
-    return sizeof(Elf64_Ehdr) + nphdrs(g) * sizeof(Elf64_Phdr);
-}
-/* The build-id note lies in the first page, after the program headers (at most 7: 456
- * bytes), where readers that look only there find it (older kernels' and perf's build-id
- * of a mapping, a core's first page of each mapped ELF file: tools/lib/core_read.c). It is
- * written on its own, once per change of the id. The meta page keeps NOTE_SPACE bytes of
- * zeros before the section headers (its layout predates the move). */
-#define NOTE_SPACE 40       /* JH__BUILD_ID_NOTE_SIZE, rounded up to 8 */
-#define NOTE_OFF 512
-_Static_assert(sizeof(Elf64_Ehdr) + 7 * sizeof(Elf64_Phdr) <= NOTE_OFF, "phdrs reach the note");
 
 void jh__elfg_build_id(const struct jh__elfg *g, uint8_t out[JH__BUILD_ID_SIZE])
 {
@@ -151,177 +29,6 @@ static void build_note(struct jh__elfg *g)
     g->note_dirty = true;
 }
 
-static void build_hdr(struct jh__elfg *g)
-{
-    size_t pg = page_of(g);
-    Elf64_Ehdr eh = { 0 };
-    memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_DYN;
-    eh.e_machine = g->s.arch->e_machine;
-    eh.e_version = EV_CURRENT;
-    eh.e_phoff = sizeof eh;
-    eh.e_shoff = g->s.meta_off + NOTE_SPACE;
-    eh.e_ehsize = sizeof eh;
-    eh.e_phentsize = sizeof(Elf64_Phdr);
-    eh.e_phnum = (uint16_t)nphdrs(g);
-    eh.e_shentsize = sizeof(Elf64_Shdr);
-    eh.e_shnum = (uint16_t)nsections(g);
-    eh.e_shstrndx = (uint16_t)shndx(g, X_SHSTRTAB);
-    uint64_t text = g->load_lo ? g->load_lo : g->s.lo;
-    Elf64_Phdr load[5] = {
-        { .p_type = PT_LOAD, .p_flags = PF_R | PF_X, .p_offset = off_of(g, text),
-          .p_vaddr = text, .p_paddr = text, .p_filesz = g->s.hi - text,
-          .p_memsz = g->s.hi - text, .p_align = pg },
-        { .p_type = PT_LOAD, .p_flags = PF_R | PF_W, .p_offset = g->s.meta_off + pg,
-          .p_vaddr = g->s.rw_addr, .p_paddr = g->s.rw_addr, .p_filesz = DATA_SIZE,
-          .p_memsz = DATA_SIZE, .p_align = pg },
-    };
-    size_t nload = 1 + (g->s.rw_addr != 0);
-    if (arena(g)) {
-        /* The first page (ELF header, program headers) and the tables' chunks, where the
-         * caller maps them (jh__elfg_eh_chunk). perf 6.1 takes the lowest mapping of the
-         * file for the first PT_LOAD's address, libdw the lowest of the lines of the file
-         * that /proc/PID/maps lists one after the other: docs/elfmap.md. */
-        load[nload++] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R, .p_offset = 0,
-            .p_vaddr = addr_of(g, 0), .p_paddr = addr_of(g, 0), .p_filesz = pg, .p_memsz = pg,
-            .p_align = pg };
-        for (int i = G_EH; i <= G_EHDR; i++) {
-            const struct jh__elfg_chunk *c = &g->chunk[i];
-            load[nload++] = (Elf64_Phdr){ .p_type = PT_LOAD, .p_flags = PF_R,
-                .p_offset = c->off, .p_vaddr = addr_of(g, c->off),
-                .p_paddr = addr_of(g, c->off), .p_filesz = c->cap, .p_memsz = c->cap,
-                .p_align = pg };
-        }
-    }
-    /* in address order, as the ELF spec wants them (valgrind requires it; perf and libdw
-     * take the first for the lowest) */
-    for (size_t i = 1; i < nload; i++)
-        for (size_t k = i; k > 0 && load[k].p_vaddr < load[k - 1].p_vaddr; k--) {
-            Elf64_Phdr t = load[k];
-            load[k] = load[k - 1];
-            load[k - 1] = t;
-        }
-    /* (in memory where the first page is mapped: a core holds that page) */
-    uint64_t note_at = arena(g) ? addr_of(g, NOTE_OFF) : 0;
-    Elf64_Phdr note = { .p_type = PT_NOTE, .p_flags = PF_R, .p_offset = NOTE_OFF,
-                        .p_vaddr = note_at, .p_paddr = note_at,
-                        .p_filesz = JH__BUILD_ID_NOTE_SIZE,
-                        .p_memsz = note_at ? JH__BUILD_ID_NOTE_SIZE : 0, .p_align = 4 };
-    memset(g->hdr, 0, sizeof g->hdr);
-    memcpy(g->hdr, &eh, sizeof eh);
-    uint8_t *at = g->hdr + sizeof eh;
-    memcpy(at, load, nload * sizeof load[0]);
-    at += nload * sizeof load[0];
-    memcpy(at, &note, sizeof note);
-    at += sizeof note;
-    if (g->neh) {
-        const struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
-        Elf64_Phdr ehp = { .p_type = PT_GNU_EH_FRAME, .p_flags = PF_R, .p_offset = c->off,
-                           .p_vaddr = addr_of(g, c->off), .p_paddr = addr_of(g, c->off),
-                           .p_filesz = c->cap, .p_memsz = c->cap, .p_align = 4 };
-        memcpy(at, &ehp, sizeof ehp);
-    }
-}
-
-/* The meta page: section headers, then .shstrtab and .debug_abbrev after them. */
-static int build_meta(struct jh__elfg *g)
-{
-    struct jh__buf *b = &g->meta;
-    b->len = 0;
-    b->err = 0;
-    uint32_t nsec = nsections(g);
-    size_t names_off = NOTE_SPACE + nsec * sizeof(Elf64_Shdr);
-    uint32_t name_at[X_MAX] = { 0 };
-    size_t names_len = 1;
-    for (int i = 0; i < X_MAX; i++) {
-        name_at[i] = (uint32_t)names_len;
-        names_len += strlen(sec_name[i]) + 1;
-    }
-    size_t abbrev_off = names_off + names_len;
-    if (abbrev_off + g->dw.abbrev.len > page_of(g))
-        return -E2BIG;
-
-    uint8_t note[NOTE_SPACE] = { 0 };
-    jh__buf_put(b, note, sizeof note);
-    Elf64_Shdr sh = { 0 };
-    jh__buf_put(b, &sh, sizeof sh);
-    for (int k = 0; k < X_MAX; k++) {
-        int i = shdr_order[k];
-        if (!present(g, i))
-            continue;
-        sh = (Elf64_Shdr){ .sh_name = name_at[i], .sh_type = SHT_PROGBITS, .sh_addralign = 1 };
-        if (i < JH__ELFG_NGROW) {
-            sh.sh_offset = g->chunk[i].off;
-            sh.sh_size = sec(g, i)->len;
-        }
-        switch (i) {
-        case X_TEXT:
-            sh.sh_flags = SHF_ALLOC | SHF_EXECINSTR;
-            sh.sh_addr = g->s.lo;
-            sh.sh_offset = off_of(g, g->s.lo);
-            sh.sh_size = g->s.hi - g->s.lo;
-            sh.sh_addralign = 16;
-            break;
-        case X_DATA:
-            sh.sh_flags = SHF_ALLOC | SHF_WRITE;
-            sh.sh_addr = g->s.rw_addr;
-            sh.sh_offset = g->s.meta_off + page_of(g);
-            sh.sh_size = DATA_SIZE;
-            sh.sh_addralign = 8;
-            break;
-        case X_ABBREV:
-            sh.sh_offset = g->s.meta_off + abbrev_off;
-            sh.sh_size = g->dw.abbrev.len;
-            break;
-        case X_NOTE:
-            sh.sh_type = SHT_NOTE;
-            sh.sh_offset = NOTE_OFF;
-            if (arena(g)) {
-                sh.sh_flags = SHF_ALLOC;
-                sh.sh_addr = addr_of(g, NOTE_OFF);
-            }
-            sh.sh_size = JH__BUILD_ID_NOTE_SIZE;
-            sh.sh_addralign = 4;
-            break;
-        case X_SHSTRTAB:
-            sh.sh_type = SHT_STRTAB;
-            sh.sh_offset = g->s.meta_off + names_off;
-            sh.sh_size = names_len;
-            break;
-        case G_SYMTAB:
-            sh.sh_type = SHT_SYMTAB;
-            sh.sh_link = shndx(g, G_STRTAB);
-            sh.sh_info = 1;                     /* every symbol but the null one is global */
-            sh.sh_entsize = sizeof(Elf64_Sym);
-            sh.sh_addralign = 8;
-            break;
-        case G_STRTAB:
-            sh.sh_type = SHT_STRTAB;
-            break;
-        case G_FRAME:
-            sh.sh_addralign = 8;
-            break;
-        case G_EH: case G_EHDR:
-            sh.sh_flags = SHF_ALLOC;
-            sh.sh_addr = addr_of(g, g->chunk[i].off);
-            sh.sh_addralign = i == G_EH ? 8 : 4;
-            break;
-        case G_STR:
-            sh.sh_flags = SHF_MERGE | SHF_STRINGS;
-            sh.sh_entsize = 1;
-            break;
-        }
-        jh__buf_put(b, &sh, sizeof sh);
-    }
-    jh__buf_u8(b, 0);
-    for (int i = 0; i < X_MAX; i++)
-        jh__buf_str(b, sec_name[i]);
-    jh__buf_put(b, g->dw.abbrev.p, g->dw.abbrev.len);
-    return b->err;
-}
 
 /* Give every section that outgrew its chunk one twice its size: grown in place where the
  * file's end or a spare run follows it (nothing copied or left), else a spare chunk (pages
@@ -333,7 +40,7 @@ static void place(struct jh__elfg *g)
             continue;
         uint64_t cap = round_up(2 * (uint64_t)sec(g, i)->len, page_of(g));
         struct jh__elfg_chunk *c = &g->chunk[i];
-        g->meta_dirty = true;
+        g->meta_dirty = g->meta_layout = true;
         if (i == G_EH || i == G_EHDR)
             g->ehdr_from = 0;           /* the table is relative to both addresses */
         uint64_t end = c->off + c->cap;
@@ -389,8 +96,8 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
         g->end += pg;
     }
     place(g);
-    build_hdr(g);
-    g->hdr_dirty = g->meta_dirty = g->note_dirty = true;
+    jh__elfg_build_hdr(g);
+    g->hdr_dirty = g->meta_dirty = g->meta_layout = g->note_dirty = true;
     g->data_dirty = s->rw_addr != 0;
     return 0;
 }
@@ -420,8 +127,8 @@ int jh__elfg_set_text(struct jh__elfg *g, uint64_t lo, uint64_t hi)
         return 0;
     g->s.lo = lo;
     g->s.hi = hi;
-    build_hdr(g);
-    g->hdr_dirty = g->meta_dirty = true;
+    jh__elfg_build_hdr(g);
+    g->hdr_dirty = g->meta_dirty = g->meta_layout = true;
     return 0;
 }
 
@@ -480,9 +187,29 @@ static int build_eh_hdr(struct jh__elfg *g, bool *head)
      * its count): the program headers change only when the chunk moves */
     uint8_t was[sizeof g->hdr];
     memcpy(was, g->hdr, sizeof was);
-    build_hdr(g);
+    jh__elfg_build_hdr(g);
     g->hdr_dirty |= memcmp(was, g->hdr, sizeof was) != 0;
     return 0;
+}
+
+/* The new entry at of .eh_frame_hdr put into the table as built, the entries after it moved
+ * up as they are (their values are relative to the two tables' addresses, which have not
+ * moved): LuaJIT adds each trace below the others, so building the table from the new
+ * entry on was building all of it at every add. What the file lacks: the head (the count)
+ * and the table from the new entry on. Built from there in jh__elfg_spans if it fails. */
+static void eh_hdr_insert(struct jh__elfg *g, size_t at, bool replace)
+{
+    struct jh__elfg_chunk *c = &g->chunk[G_EHDR];
+    if (jh__cfi_eh_frame_hdr_insert(&g->ehdr, 0, addr_of(g, c->off),
+                                    addr_of(g, g->chunk[G_EH].off), g->ehidx, g->neh, at,
+                                    replace)) {
+        g->ehdr_from = at;
+        return;
+    }
+    size_t from = jh__cfi_eh_frame_hdr_size(at);
+    if (c->synced > from)
+        c->synced = from;
+    g->ehdr_head |= c->synced > 12;
 }
 
 int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
@@ -493,7 +220,10 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
     size_t lens[JH__ELFG_NGROW];
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         lens[i] = sec(g, i)->len;
-    uint32_t before = nsections(g);
+    /* a section appears with the first FDE, table entry or unit (present): counted only
+     * while one may */
+    bool may_appear = !g->nfde || (!g->neh && !g->s.no_eh_frame) || !g->dw.info.len;
+    uint32_t before = may_appear ? nsections(g) : 0;
     Elf64_Sym sym = { .st_name = (uint32_t)g->strtab.len,
                       .st_info = ELF64_ST_INFO(STB_GLOBAL, STT_FUNC), .st_other = STV_DEFAULT,
                       .st_shndx = (uint16_t)shndx(g, X_TEXT), .st_value = f->start,
@@ -553,7 +283,9 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
     }
     g->nsyms++;
     g->nfde += fde > 0;
+    bool insert = false;            /* the table as built holds every other entry */
     if (ehn > 0) {
+        insert = g->neh && g->ehdr_from == SIZE_MAX;
         if (!g->neh)
             jh__buf_zeros(&g->ehdr, 12);    /* the head, there from the first FDE on */
         if (!replace) {
@@ -561,7 +293,7 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
             g->neh++;
         }
         g->ehidx[at] = (struct jh__cfi_index){ .pc = f->start, .size = f->size, .off = fde_at };
-        if (at < g->ehdr_from)
+        if (!insert && at < g->ehdr_from)
             g->ehdr_from = at;
     }
     if (!g->s.no_build_id) {
@@ -569,11 +301,13 @@ int jh__elfg_add(struct jh__elfg *g, const struct jh__func *f)
         build_note(g);
     }
     g->meta_dirty = true;           /* section sizes */
-    if (nsections(g) != before) {
-        build_hdr(g);
-        g->hdr_dirty = true;
+    if (may_appear && nsections(g) != before) {
+        jh__elfg_build_hdr(g);
+        g->hdr_dirty = g->meta_layout = true;
     }
     place(g);
+    if (insert && g->ehdr_from == SIZE_MAX)     /* neither table moved (place) */
+        eh_hdr_insert(g, at, replace);
     return 0;
 }
 
@@ -583,10 +317,10 @@ int jh__elfg_spans(struct jh__elfg *g, struct jh__elfg_span *v)
     bool head;
     int err = build_eh_hdr(g, &head);
     if (!err && g->meta_dirty)
-        err = build_meta(g);
+        err = jh__elfg_build_meta(g);
     if (err)
         return err;
-    if (head)
+    if (head || g->ehdr_head)
         v[n++] = (struct jh__elfg_span){ .off = g->chunk[G_EHDR].off, .p = g->ehdr.p, .len = 12 };
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
         const struct jh__elfg_chunk *c = &g->chunk[i];
@@ -640,7 +374,7 @@ void jh__elfg_synced(struct jh__elfg *g)
         g->chunk[i].old_cap = 0;
         g->chunk[i].synced = sec(g, i)->len;
     }
-    g->hdr_dirty = g->meta_dirty = g->data_dirty = g->note_dirty = false;
+    g->hdr_dirty = g->meta_dirty = g->data_dirty = g->note_dirty = g->ehdr_head = false;
 }
 
 void jh__elfg_all_dirty(struct jh__elfg *g)
@@ -648,7 +382,7 @@ void jh__elfg_all_dirty(struct jh__elfg *g)
     g->end_synced = 0;
     for (int i = 0; i < JH__ELFG_NGROW; i++)
         g->chunk[i].synced = 0;
-    g->hdr_dirty = g->meta_dirty = g->note_dirty = true;
+    g->hdr_dirty = g->meta_dirty = g->meta_layout = g->note_dirty = true;
     g->data_dirty = g->s.rw_addr != 0;
 }
 
@@ -685,8 +419,8 @@ void jh__elfg_set_eh_addr(struct jh__elfg *g, uint64_t addr)
         return;
     g->s.eh_addr = addr;
     g->ehdr_from = g->neh ? 0 : SIZE_MAX;   /* the table is relative to its own address */
-    build_hdr(g);
-    g->hdr_dirty = g->meta_dirty = true;
+    jh__elfg_build_hdr(g);
+    g->hdr_dirty = g->meta_dirty = g->meta_layout = true;
 }
 
 void jh__elfg_set_load(struct jh__elfg *g, uint64_t a)
@@ -694,6 +428,6 @@ void jh__elfg_set_load(struct jh__elfg *g, uint64_t a)
     if (a == g->load_lo || (a && (a < g->s.lo || a >= g->s.hi || a % page_of(g))))
         return;
     g->load_lo = a;
-    build_hdr(g);
+    jh__elfg_build_hdr(g);
     g->hdr_dirty = true;
 }

@@ -42,8 +42,9 @@
  * the window, and no PT_LOAD: readers that take the tables from the file alone need none.
  * The .eh_frame's pointers are absolute (fmt/cfi.h, jh__cfi_eh_frame_grow), so it grows by
  * appending and moves by copying; the .eh_frame_hdr's binary-search table (relative to its
- * own address, sorted by pc) is rebuilt from the first entry a new function moved, in
- * memory, and written from there (its 12-byte head, which holds the count, on its own).
+ * own address, sorted by pc) takes a new function's entry by moving the entries after it
+ * up as they are (built whole again only when either table moved), and is written from
+ * that entry on (its 12-byte head, which holds the count, on its own).
  * The PT_LOADs are in address order; the text's starts where the caller says the lowest
  * page it maps is (jh__elfg_set_load).
  *
@@ -130,6 +131,8 @@ struct jh__elfg {
     size_t nsyms;               /* functions added */
     size_t nfde;                /* of which with unwind info */
     bool hdr_dirty, meta_dirty, data_dirty, note_dirty;
+    bool meta_layout;           /* the meta page needs more than its sizes (build_meta) */
+    bool ehdr_head;             /* .eh_frame_hdr's head (the count) to write on its own */
     uint8_t note[JH__BUILD_ID_NOTE_SIZE];   /* the build-id note as last built */
     struct jh__bid bid;         /* the build-id's sums: functions and code bytes */
     uint8_t hdr[64 + 7 * 56];   /* ELF header + program headers */

@@ -59,6 +59,30 @@ static void sync_file(struct jh__elfg *g, int fd)
     CHECK_EQ(jh__elfg_spans(g, v), 0);     /* nothing left to write */
 }
 
+/* An image kept up to date piece by piece (.eh_frame_hdr's entries moved up as they are at
+ * each insert, the meta page's sizes stored into its headers as built) is, in memory and
+ * in the file, what building it whole gives. */
+static void same_as_built_whole(struct jh__elfg *g, int fd)
+{
+    size_t nh = g->ehdr.len, nm = g->meta.len;
+    uint8_t *was = malloc(nh + nm + nh + 1);
+    CHECK(was != NULL);
+    if (!was)
+        return;
+    memcpy(was, g->ehdr.p, nh);
+    memcpy(was + nh, g->meta.p, nm);
+    CHECK_EQ(pread(fd, was + nh + nm, nh, (off_t)g->chunk[9].off), (ssize_t)nh);
+    g->ehdr_from = g->neh ? 0 : SIZE_MAX;
+    g->meta_layout = g->meta_dirty = true;
+    sync_file(g, fd);
+    CHECK_EQ(g->ehdr.len, nh);
+    CHECK_EQ(g->meta.len, nm);
+    CHECK(memcmp(was, g->ehdr.p, nh) == 0);
+    CHECK(memcmp(was + nh, g->meta.p, nm) == 0);
+    CHECK(memcmp(was + nh + nm, g->ehdr.p, nh) == 0);
+    free(was);
+}
+
 static void expect(const char *out, const char *what)
 {
     check_count++;
@@ -330,13 +354,16 @@ int main(void)
         struct jh__func h = f[order[i]];
         h.unwind = order[i] % 7 == 3 ? JH_UNWIND_NONE : h.unwind;
         CHECK_EQ(jh__elfg_add(&g, &h), 0);
-        if (i < 20 || i % 37 == 0)
+        if (i < 20 || i % 37 == 0) {
             sync_file(&g, fd);
+            same_as_built_whole(&g, fd);
+        }
     }
     struct jh__func again = f[5];
     again.size = 24;
     CHECK_EQ(jh__elfg_add(&g, &again), 0);
     sync_file(&g, fd);
+    same_as_built_whole(&g, fd);
     for (int i = 0; i < 200; i++) {
         if (i % 7 == 3)
             continue;
