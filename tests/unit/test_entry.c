@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "core/describe.h"
+#include "fmt/build_id.h"
 #include "fmt/symbol.h"
 
 /* p..p+len lies in e's block (len 0: p is NULL or in it). */
@@ -130,11 +131,43 @@ static void check_fp_and_cfi(struct jh__strings *s)
     }
 }
 
+/* The description's build-id hash, kept on the entry for gdb's and elfmap's images alike
+ * (channel.h, jh__entry_bid): the same hash, computed once, then the one jh__bid_func
+ * folds in. */
+static void check_bid(struct jh__strings *s)
+{
+    struct jh_line lines[] = { { 0, 5, 0, 0 }, { 8, 6, 0, 0 } };
+    const char *files[] = { "t.lua" };
+    struct jh_code c = { .sz = sizeof c, .name = "TRACE_3 t.lua:5", .start = (void *)0x40000,
+                         .size = 24, .files = files, .nfiles = 1, .lines = lines, .nlines = 2 };
+    struct jh__entry *e = jh__entry_new(s, &c);
+    CHECK(e != NULL);
+    if (!e)
+        return;
+    CHECK_EQ(e->fn.bid_hash, 0);            /* not hashed until a channel needs it */
+    uint64_t h = jh__bid_func_hash(&e->fn);
+    CHECK(h != 0);
+    CHECK(jh__entry_bid(e) == h);
+    CHECK(e->fn.bid_hash == h);
+    struct jh__bid a = { 0 }, b = { 0 }, kept = { 0 }, fresh = { 0 };
+    jh__bid_func(&a, &e->fn);
+    jh__bid_add(&b, h);
+    CHECK(a.a == b.a && a.b == b.b && a.n == b.n);
+    /* the kept hash is what is folded in: another value there changes the sums */
+    e->fn.bid_hash = h ^ 1;
+    jh__bid_func(&kept, &e->fn);
+    jh__bid_add(&fresh, h ^ 1);
+    CHECK(kept.a == fresh.a && kept.b == fresh.b);
+    CHECK(kept.a != a.a || kept.b != a.b);
+    jh__entry_free(e);
+}
+
 int main(void)
 {
     struct jh__strings s = { 0 };
     check_frameless(&s);
     check_fp_and_cfi(&s);
+    check_bid(&s);
     jh__strings_free(&s);
     jh__entry_free(NULL);
     return check_done();
