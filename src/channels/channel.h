@@ -27,6 +27,7 @@
 #include "base/diag.h"
 #include "base/files.h"
 #include "base/registry.h"
+#include "fmt/build_id.h"
 #include "fmt/func.h"
 #include "jitherald.h"
 
@@ -40,6 +41,16 @@ struct jh__entry {
     struct jh__node node;       /* node.start/size mirror fn.start/size; node.id the id */
     void *slot[JH__NCHAN];
 };
+
+/* jh__bid_func_hash(&e->fn), hashed once for every channel whose images carry a build-id
+ * (gdb, elfmap: ~1,000 instructions a LuaJIT trace each) and kept in e->fn.bid_hash, which
+ * jh__bid_func then uses. Under the context lock, as every hook. */
+static inline uint64_t jh__entry_bid(struct jh__entry *e)
+{
+    if (!e->fn.bid_hash)
+        e->fn.bid_hash = jh__bid_func_hash(&e->fn);
+    return e->fn.bid_hash;
+}
 
 static inline struct jh__entry *jh__entry_of(const struct jh__node *n)
 {

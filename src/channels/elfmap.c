@@ -244,6 +244,8 @@ static int elfmap_add(void *state, struct jh__entry *e)
      * jh_code_remove would leave valgrind running stale translations. Cheap when not
      * under valgrind (a few instructions). */
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
+    if (jh__em_build_ids())
+        jh__entry_bid(e);           /* (hashed once with gdb's: channel.h) */
     return image(state, e);
 }
 
@@ -263,6 +265,8 @@ static int elfmap_move(void *state, struct jh__entry *e, uintptr_t old_start)
     VALGRIND_DISCARD_TRANSLATIONS(old_start, e->node.size);
     VALGRIND_DISCARD_TRANSLATIONS(e->node.start, e->node.size);
     forget(state, e, old_start);
+    if (jh__em_build_ids())
+        jh__entry_bid(e);
     return image(state, e);
 }
 

@@ -81,8 +81,6 @@
 /* Functions in a merged image at most: each may have a .text section of its own, and an
  * ELF file has at most 65,280 (config.c caps gdb_batch at half this for the same reason). */
 #define BIG_MAX 32768
-/* Slots of the functions' build-id hashes kept between images (see struct gdb_state). */
-#define BID_CACHE 1024
 
 struct img {
     struct jh__gdb_image *pub;            /* NULL only transiently */
@@ -112,12 +110,9 @@ struct gdb_state {
     const struct jh__func **funcs;  /* scratch for build() */
     size_t funcs_cap;
     struct jh__elf_scratch scratch; /* the image builder's, reused by every build() */
-    /* Each function's share of the build-id (fmt/build_id.h, jh__bid_func_hash), by id and
-     * start: a function goes into its own image, then merged ones (SINGLE_FANOUT, cap),
-     * its description unchanged but for a move, which changes start. Direct-mapped by id
-     * (ids are never reused, 0 is none): the merge of a function added a few dozen adds
-     * before finds it; hashing it again was a tenth of an image (issue 30). */
-    struct bid_slot { uint64_t id, start, hash; } *bid_cache;   /* BID_CACHE, at the first build */
+    /* Each function's share of the build-id (fmt/build_id.h), hashed once per description
+     * (jh__entry_bid, shared with elfmap): a function goes into its own image, then merged
+     * ones (SINGLE_FANOUT, cap); hashing it again was a tenth of an image (issue 30). */
     uint64_t *bids;             /* scratch for build(), with funcs */
     size_t bids_cap;
 };
@@ -179,19 +174,9 @@ static int build(struct gdb_state *st, struct jh__gdb_image **out, struct jh__en
 {
     if (JH__VEC_RESERVE(st->funcs, st->funcs_cap, n) || JH__VEC_RESERVE(st->bids, st->bids_cap, n))
         return -ENOMEM;
-    if (!st->bid_cache)
-        st->bid_cache = calloc(BID_CACHE, sizeof *st->bid_cache);     /* none: no cache */
     for (size_t i = 0; i < n; i++) {
-        const struct jh__entry *e = fns[i];
-        st->funcs[i] = &e->fn;
-        if (!st->bid_cache) {
-            st->bids[i] = jh__bid_func_hash(&e->fn);
-            continue;
-        }
-        struct bid_slot *c = &st->bid_cache[e->node.id % BID_CACHE];
-        if (c->id != e->node.id || c->start != e->fn.start)
-            *c = (struct bid_slot){ e->node.id, e->fn.start, jh__bid_func_hash(&e->fn) };
-        st->bids[i] = c->hash;
+        st->funcs[i] = &fns[i]->fn;
+        st->bids[i] = jh__entry_bid(fns[i]);
     }
     return jh__gdb_image_build(out, st->funcs, n, gap_empty, st, &st->scratch, st->bids);
 }
@@ -662,7 +647,6 @@ static void gdb_close(void *state)
     free(st->pending);
     free(st->funcs);
     free(st->bids);
-    free(st->bid_cache);
     jh__elf_scratch_free(&st->scratch);
     free(st);
 }

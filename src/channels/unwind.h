@@ -156,6 +156,11 @@ struct jh__uw_state {
     size_t hosted;              /* functions described inside such a region, on request */
     struct uw_filler *fillers;  /* one per personality of a hosted region */
     size_t nfillers, capfillers;
+    /* jh__uw_host_fill's lists, kept for the next rebuild of a hosted run: a malloc and a
+     * free of each at every rebuild (one a LuaJIT trace) otherwise */
+    struct uw_fn **fill_all, *fill_gap;
+    size_t fill_all_cap, fill_gap_cap;
+    uint64_t fill_grown;
     size_t max_fdes, max_runs;
     size_t live, dead, far;
     struct uw_chunk *chunk[NCHUNK];     /* open for carving */
@@ -187,7 +192,6 @@ void jh__uw_img_release(struct uw_img *im);
 /* unwind_host.c */
 int jh__uw_host_of(const struct uw_fn *u, uint64_t personality, struct uw_host *h);
 int jh__uw_host_fill(const struct uw_seg *s, struct uw_fn ***all, size_t *n);
-void jh__uw_host_unfill(struct uw_fn **all, size_t n);
 /* unwind_runs.c */
 struct uw_img *jh__uw_img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintptr_t hi);
 void jh__uw_img_register(struct uw_img *im);

@@ -189,16 +189,16 @@ static const struct uw_fn *template_for(uint64_t personality)
 }
 
 /* The functions of hosted run s, live ones sorted, with fillers in every gap from the
- * lowest one to the region's end: *all (to pass to jh__uw_img_build, then to unfill). */
+ * lowest one to the region's end: *all (to pass to jh__uw_img_build; jh__uw's, valid until
+ * the next call). */
 int jh__uw_host_fill(const struct uw_seg *s, struct uw_fn ***all, size_t *n)
 {
     const struct uw_fn *t = template_for(s->host.personality);
-    struct uw_fn **a = t ? malloc((2 * s->n + 1) * sizeof *a) : NULL;
-    struct uw_fn *gap = a ? malloc((s->n + 1) * sizeof *gap) : NULL;
-    if (!gap) {
-        free(a);
+    jh__uw.fill_grown += 2 * s->n + 1 > jh__uw.fill_all_cap;
+    if (!t || JH__VEC_RESERVE(jh__uw.fill_all, jh__uw.fill_all_cap, 2 * s->n + 1) ||
+        JH__VEC_RESERVE(jh__uw.fill_gap, jh__uw.fill_gap_cap, s->n + 1))
         return -ENOMEM;
-    }
+    struct uw_fn **a = jh__uw.fill_all, *gap = jh__uw.fill_gap;
     size_t k = 0, g = 0;
     uintptr_t at = s->lo;
     for (size_t i = 0; i <= s->n; i++) {
@@ -216,19 +216,7 @@ int jh__uw_host_fill(const struct uw_seg *s, struct uw_fn ***all, size_t *n)
             at = s->fn[i]->end;
         }
     }
-    if (!g)
-        free(gap);
     *all = a;
     *n = k;
     return 0;
-}
-
-void jh__uw_host_unfill(struct uw_fn **all, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (all[i]->filler) {
-            free(all[i]);       /* the first gap: its block holds them all */
-            break;
-        }
-    free(all);
 }

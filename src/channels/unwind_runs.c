@@ -131,9 +131,7 @@ static struct uw_img *seg_img(const struct uw_seg *s)
     size_t n;
     if (jh__uw_host_fill(s, &all, &n))
         return NULL;
-    struct uw_img *im = jh__uw_img_build(all, n, s->lo, s->hi);
-    jh__uw_host_unfill(all, n);
-    return im;
+    return jh__uw_img_build(all, n, s->lo, s->hi);
 }
 
 static int rebuild_with(size_t i0, size_t i1, struct uw_fn **add, size_t nadd,

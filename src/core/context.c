@@ -562,6 +562,7 @@ int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start)
     } else {
         jh__reg_rekey(&ctx->reg, &e->node, to);
         e->fn.start = to;
+        e->fn.bid_hash = 0;         /* (its start is part of it) */
         EACH_LIVE(ctx, i, move) {
             int cerr = ctx->chan[i].ops->move(ctx->chan[i].state, e, from);
             if (cerr < 0)

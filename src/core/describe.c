@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,56 +383,85 @@ void jh__strings_free(struct jh__strings *s)
 }
 
 /* ---- entries -------------------------------------------------------------------------- */
+/*
+ * One block holds an entry and everything it copies from the JIT's description (name,
+ * symbol, files, lines, unwind rules): one malloc and one free a function, not up to ten
+ * (callgrind, a LuaJIT trace with every channel: ~1,900 instructions of malloc and free
+ * went to an entry's pieces). Nothing of an entry changes after it is made but its start.
+ */
 void jh__entry_free(struct jh__entry *e)
 {
-    if (!e)
-        return;
-    free((char *)e->fn.name);
-    free((char *)e->fn.symbol);
-    free((void *)e->fn.files);
-    free((void *)e->fn.lines);
-    free((void *)e->fn.cfi);
-    free((void *)e->fn.cfa_steps);
-    free((void *)e->fn.saved_regs);
-    free((void *)e->fn.epilogues);
-    free((void *)e->fn.ra_signed);
     free(e);
 }
 
-static void *dup_array(const void *p, size_t n, size_t size)
+/* Room for count items of size bytes aligned to align, from *end: its offset in *at;
+ * false when the block's size would overflow. */
+static bool room(size_t *end, size_t *at, size_t count, size_t size, size_t align)
 {
-    void *q = malloc(n * size);
-    if (q)
-        memcpy(q, p, n * size);
-    return q;
+    size_t a = (*end + align - 1) & ~(align - 1);
+    if (a < *end || (size && count > (SIZE_MAX - a) / size))
+        return false;
+    *at = a;
+    *end = a + count * size;
+    return true;
 }
 
-/* The symbol for symbol tables: the JIT's, or one derived from a name that is not usable
- * as one as it is (NULL then: the name serves). */
-static int copy_symbol(struct jh__func *f, const struct jh_code *c)
+/* Where each copied piece goes in the block (offsets; 0: the piece is not copied). */
+struct entry_plan {
+    size_t files, lines, ra_signed, epilogues, cfa_steps, saved_regs, cfi, name, symbol;
+    size_t name_len, symbol_len;        /* with the NUL */
+    bool derive_symbol;                 /* symbol made from the name (jh__symbol_from_name) */
+};
+
+static bool plan_entry(const struct jh_code *c, struct entry_plan *p, size_t *size)
 {
+    size_t end = sizeof(struct jh__entry);
+    memset(p, 0, sizeof *p);
+    p->name_len = strlen(c->name) + 1;
     if (c->symbol)
-        return (f->symbol = strdup(c->symbol)) ? 0 : -ENOMEM;
-    if (jh__symbol_is_safe(c->name))
-        return 0;
-    size_t n = strlen(c->name) + 2;
-    char *s = malloc(n);
-    if (!s)
-        return -ENOMEM;
-    jh__symbol_from_name(s, n, c->name);
-    f->symbol = s;
-    return 0;
+        p->symbol_len = strlen(c->symbol) + 1;
+    else if (!jh__symbol_is_safe(c->name)) {
+        p->symbol_len = p->name_len + 1;
+        p->derive_symbol = true;
+    }
+    bool ok = room(&end, &p->files, c->nfiles, sizeof *c->files, _Alignof(const char *)) &&
+              room(&end, &p->lines, c->nlines, sizeof *c->lines, _Alignof(struct jh_line)) &&
+              room(&end, &p->ra_signed, c->nra_signed, sizeof *c->ra_signed,
+                   _Alignof(struct jh_range));
+    if (ok && c->unwind == JH_UNWIND_FRAME_POINTER)
+        ok = room(&end, &p->epilogues, c->nepilogues, sizeof *c->epilogues,
+                  _Alignof(struct jh_epilogue));
+    if (ok && c->unwind == JH_UNWIND_FRAMELESS)
+        ok = room(&end, &p->cfa_steps, c->ncfa_steps, sizeof *c->cfa_steps,
+                  _Alignof(struct jh_cfa_step)) &&
+             room(&end, &p->saved_regs, c->nsaved_regs, sizeof *c->saved_regs,
+                  _Alignof(struct jh_saved_reg));
+    if (ok && c->unwind == JH_UNWIND_CFI)
+        ok = room(&end, &p->cfi, c->cfi_len, 1, 1);
+    ok = ok && room(&end, &p->name, p->name_len, 1, 1) &&
+         room(&end, &p->symbol, p->symbol_len, 1, 1);
+    *size = end;
+    return ok;
 }
 
-static int copy_unwind(struct jh__func *f, const struct jh_code *c)
+/* n items of size bytes from src into the block at off (NULL when there are none). */
+static const void *put_array(char *block, size_t off, const void *src, size_t n, size_t size)
+{
+    if (!n)
+        return NULL;
+    memcpy(block + off, src, n * size);
+    return block + off;
+}
+
+static int copy_unwind(struct jh__func *f, const struct jh_code *c, char *block,
+                       const struct entry_plan *p)
 {
     f->unwind = c->unwind;
     f->personality = (uintptr_t)c->personality;
     f->lsda = (uintptr_t)c->lsda;
     f->ra_key = c->ra_key;
-    if (c->nra_signed &&
-        !(f->ra_signed = dup_array(c->ra_signed, c->nra_signed, sizeof *c->ra_signed)))
-        return -ENOMEM;
+    f->ra_signed = put_array(block, p->ra_signed, c->ra_signed, c->nra_signed,
+                             sizeof *c->ra_signed);
     f->nra_signed = c->nra_signed;
     switch (c->unwind) {
     case JH_UNWIND_NONE:
@@ -439,25 +469,24 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c)
     case JH_UNWIND_FRAME_POINTER:
         f->fp_push_end = c->fp_push_end;
         f->fp_set_end = c->fp_set_end;
-        if (c->nepilogues &&
-            !(f->epilogues = dup_array(c->epilogues, c->nepilogues, sizeof *c->epilogues)))
-            return -ENOMEM;
+        f->epilogues = put_array(block, p->epilogues, c->epilogues, c->nepilogues,
+                                 sizeof *c->epilogues);
         f->nepilogues = c->nepilogues;
         return 0;
     case JH_UNWIND_CFI:
-        if (!(f->cfi = dup_array(c->cfi, c->cfi_len, 1)))
-            return -ENOMEM;
+        /* (an empty program still gets a pointer: the encoders tell it from none) */
+        f->cfi = (const uint8_t *)block + p->cfi;
+        if (c->cfi_len)
+            memcpy(block + p->cfi, c->cfi, c->cfi_len);
         f->cfi_len = c->cfi_len;
         return 0;
     case JH_UNWIND_FRAMELESS:
         f->cfa_offset = c->cfa_offset;
-        if (c->ncfa_steps &&
-            !(f->cfa_steps = dup_array(c->cfa_steps, c->ncfa_steps, sizeof *c->cfa_steps)))
-            return -ENOMEM;
+        f->cfa_steps = put_array(block, p->cfa_steps, c->cfa_steps, c->ncfa_steps,
+                                 sizeof *c->cfa_steps);
         f->ncfa_steps = c->ncfa_steps;
-        if (c->nsaved_regs &&
-            !(f->saved_regs = dup_array(c->saved_regs, c->nsaved_regs, sizeof *c->saved_regs)))
-            return -ENOMEM;
+        f->saved_regs = put_array(block, p->saved_regs, c->saved_regs, c->nsaved_regs,
+                                  sizeof *c->saved_regs);
         f->nsaved_regs = c->nsaved_regs;
         return 0;
     case JH_UNWIND_EH_FRAME:            /* lowered before; never stored as it is */
@@ -468,31 +497,39 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c)
 
 struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c)
 {
-    struct jh__entry *e = calloc(1, sizeof *e);
-    if (!e)
+    struct entry_plan p;
+    size_t size;
+    if (!plan_entry(c, &p, &size))
         return NULL;
+    char *block = malloc(size);
+    if (!block)
+        return NULL;
+    struct jh__entry *e = memset(block, 0, sizeof *e);
     struct jh__func *f = &e->fn;
     f->start = (uintptr_t)c->start;
     f->size = c->size;
     e->node.start = (uintptr_t)c->start;
     e->node.size = c->size;
     f->prologue_end = c->prologue_end;
-    if (!(f->name = strdup(c->name)) || copy_symbol(f, c) || copy_unwind(f, c))
+    f->name = memcpy(block + p.name, c->name, p.name_len);
+    if (p.derive_symbol) {
+        jh__symbol_from_name(block + p.symbol, p.symbol_len, c->name);
+        f->symbol = block + p.symbol;
+    } else if (c->symbol) {
+        f->symbol = memcpy(block + p.symbol, c->symbol, p.symbol_len);
+    }
+    if (copy_unwind(f, c, block, &p))
         goto fail;
     if (c->nfiles) {
-        const char **files = malloc(c->nfiles * sizeof *files);
-        if (!(f->files = files))
-            goto fail;
+        const char **files = (const char **)(void *)(block + p.files);
         for (uint32_t i = 0; i < c->nfiles; i++)
             if (!(files[i] = jh__intern(s, c->files[i])))
                 goto fail;
+        f->files = files;
         f->nfiles = c->nfiles;
     }
-    if (c->nlines) {
-        if (!(f->lines = dup_array(c->lines, c->nlines, sizeof *c->lines)))
-            goto fail;
-        f->nlines = c->nlines;
-    }
+    f->lines = put_array(block, p.lines, c->lines, c->nlines, sizeof *c->lines);
+    f->nlines = c->nlines;
     return e;
 fail:
     jh__entry_free(e);

@@ -155,7 +155,7 @@ void jh__bid_add(struct jh__bid *id, uint64_t func_hash)
 
 void jh__bid_func(struct jh__bid *id, const struct jh__func *f)
 {
-    add(id, jh__bid_func_hash(f));
+    add(id, f->bid_hash ? f->bid_hash : jh__bid_func_hash(f));
 }
 
 uint64_t jh__bid_func_hash(const struct jh__func *f)

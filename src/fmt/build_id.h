@@ -44,7 +44,7 @@ size_t jh__note_build_id(const uint8_t *notes, size_t n, uint8_t id[64]);
 /* 64-bit XXH64 of n bytes (the published algorithm; little-endian reads on any host). */
 uint64_t jh__hash64(const void *p, size_t n, uint64_t seed);
 
-/* Fold in a function's description (not its code bytes). */
+/* Fold in a function's description (not its code bytes): f->bid_hash when known. */
 void jh__bid_func(struct jh__bid *id, const struct jh__func *f);
 /* The same in two steps, for a caller that keeps a function's hash while its description
  * does not change (the gdb channel: a function goes into several images on its way to a

@@ -35,6 +35,10 @@ struct jh__func {
     uint32_t nra_signed;                /* arm64 PAC-RET: where the ra is signed */
     const struct jh_range *ra_signed;
     uint32_t ra_key;                    /* JH_PAC_KEY_A or _B */
+    /* jh__bid_func_hash of this description once known (the core's entries: the first
+     * channel that needs it computes it, jh__entry_bid; a move forgets it); 0: not known,
+     * computed at each use. Whoever changes a field of a description clears it. */
+    uint64_t bid_hash;
 };
 
 /* The file name of line row l (a "?" for a bad index, which validation never lets in). */

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "channels/jitdump_stats.h"
 #include "fmt/arch.h"
 #include "jitherald.h"
 #include "lib/files.h"
@@ -171,24 +172,32 @@ static void test_channel(void)
     CHECK_EQ(add(c, "f2", code + 64, n2, &id2), 0);
     CHECK_EQ(add(c, "f1", code, n1, &id1), 0);
     CHECK_EQ(add(c, "f3 with spaces", code + 0x400, n3, &id3), 0);
-    /* patched: written again under the index it has (one row in perf report) */
+    /* patched: written again under the index it has (one row in perf report), its
+     * records copied from those kept since its add (restamped), not encoded again */
+    uint64_t reused = jh__jitdump_reused();
     code[0x404] = 0x90;
     CHECK_EQ(jh_code_patched(c, code + 0x404, 1), 0);
-    /* moved: f3 copied to 0x800 */
+    CHECK_EQ(jh__jitdump_reused(), reused + 1);
+    /* moved: f3 copied to 0x800; patched there: its records name the new place (encoded
+     * again: what was kept is the old place's) */
     memcpy(code + 0x800, code + 0x400, n3);
     CHECK_EQ(jh_code_move(c, id3, code + 0x800), 0);
+    code[0x805] = 0x90;
+    CHECK_EQ(jh_code_patched(c, code + 0x805, 1), 0);
+    CHECK_EQ(jh__jitdump_reused(), reused + 1);
     CHECK_EQ(jh_channels(c), JH_JITDUMP);
 
     struct seen s;
     read_back(path, code, &s, 0);
-    CHECK_EQ(s.loads, 4);
-    CHECK_EQ(s.debug, 4);
-    CHECK_EQ(s.unwind, 3);          /* f1 left out */
+    CHECK_EQ(s.loads, 5);
+    CHECK_EQ(s.debug, 5);
+    CHECK_EQ(s.unwind, 4);          /* f1 left out */
     CHECK_EQ(s.moves, 1);
     CHECK_EQ(s.closes, 0);
-    /* f2, f1, f3 under three indices; f3's patch again under f3's */
+    /* f2, f1, f3 under three indices; f3's patches again under f3's */
     CHECK(s.idx[0] != s.idx[1] && s.idx[1] != s.idx[2] && s.idx[0] != s.idx[2]);
     CHECK_EQ(s.idx[3], s.idx[2]);
+    CHECK_EQ(s.idx[4], s.idx[2]);
 
     /* fork: the child restarts its own file and re-announces the 3 live functions */
     pid_t pid = fork();
@@ -216,7 +225,7 @@ static void test_channel(void)
     unlink(cpath);
     /* the parent's file got nothing from the child */
     read_back(path, code, &s, 0);
-    CHECK_EQ(s.loads, 4);
+    CHECK_EQ(s.loads, 5);
     CHECK_EQ(s.closes, 0);
 
     jh_close(c);

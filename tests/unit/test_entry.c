@@ -1,0 +1,174 @@
+/*
+ * test_entry.c — the core's copy of a description (core/describe.c, jh__entry_new): every
+ * field the channels read is the JIT's, copied (the JIT may free or reuse its arrays once
+ * jh_code_add returns), for each unwind kind; and the copy is one allocation, the entry's
+ * own block (a LuaJIT trace paid ~1,900 instructions of malloc and free for an entry's
+ * pieces): every piece lies inside malloc_usable_size(entry).
+ */
+#include <malloc.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "core/describe.h"
+#include "fmt/build_id.h"
+#include "fmt/symbol.h"
+
+/* p..p+len lies in e's block (len 0: p is NULL or in it). */
+static int inside(const struct jh__entry *e, const void *p, size_t len)
+{
+    uintptr_t lo = (uintptr_t)e, hi = lo + malloc_usable_size((void *)e);
+    if (!p)
+        return len == 0;
+    return (uintptr_t)p >= lo + sizeof *e && (uintptr_t)p + len <= hi;
+}
+
+static void poison(void *p, size_t n)
+{
+    memset(p, 0xa5, n);
+}
+
+static void check_frameless(struct jh__strings *s)
+{
+    char name[] = "lua:fib line 12", symbol[] = "TRACE_7";
+    char f0[] = "fib.lua", f1[] = "lib.lua";
+    const char *files[] = { f0, f1 };
+    struct jh_line lines[] = { { 0, 12, 0, 0 }, { 16, 13, 0, 1 }, { 40, 14, 0, 0 } };
+    struct jh_cfa_step steps[] = { { 4, 96 }, { 60, 80 } };
+    struct jh_saved_reg regs[] = { { 3, -16 }, { 6, -24 }, { 12, -32 } };
+    struct jh_code c = { .sz = sizeof c, .name = name, .symbol = symbol, .start = (void *)0x10000,
+                         .size = 64, .files = files, .nfiles = 2, .lines = lines, .nlines = 3,
+                         .unwind = JH_UNWIND_FRAMELESS, .cfa_offset = 80, .cfa_steps = steps,
+                         .ncfa_steps = 2, .saved_regs = regs, .nsaved_regs = 3,
+                         .prologue_end = 4 };
+    struct jh__entry *e = jh__entry_new(s, &c);
+    CHECK(e != NULL);
+    if (!e)
+        return;
+    /* the JIT's buffers reused: the entry keeps what it was given */
+    poison(name, sizeof name - 1);
+    poison(symbol, sizeof symbol - 1);
+    poison(f0, sizeof f0 - 1);
+    poison(lines, sizeof lines);
+    poison(steps, sizeof steps);
+    poison(regs, sizeof regs);
+    files[0] = files[1] = NULL;
+    const struct jh__func *f = &e->fn;
+    CHECK_EQ(f->start, 0x10000);
+    CHECK_EQ(f->size, 64);
+    CHECK_EQ(e->node.start, 0x10000);
+    CHECK_EQ(e->node.size, 64);
+    CHECK_EQ(f->prologue_end, 4);
+    CHECK_STR(f->name, "lua:fib line 12");
+    CHECK_STR(f->symbol, "TRACE_7");
+    CHECK_EQ(f->nfiles, 2);
+    CHECK_STR(f->files[0], "fib.lua");
+    CHECK_STR(f->files[1], "lib.lua");
+    CHECK_EQ(f->nlines, 3);
+    CHECK(f->lines[1].offset == 16 && f->lines[1].line == 13 && f->lines[1].file == 1);
+    CHECK(f->lines[2].offset == 40 && f->lines[2].line == 14 && f->lines[2].file == 0);
+    CHECK_EQ(f->unwind, JH_UNWIND_FRAMELESS);
+    CHECK_EQ(f->cfa_offset, 80);
+    CHECK_EQ(f->ncfa_steps, 2);
+    CHECK(f->cfa_steps[1].offset == 60 && f->cfa_steps[1].cfa_offset == 80);
+    CHECK_EQ(f->nsaved_regs, 3);
+    CHECK(f->saved_regs[2].reg == 12 && f->saved_regs[2].cfa_offset == -32);
+    CHECK(f->cfi == NULL && f->epilogues == NULL && f->ra_signed == NULL);
+    /* one block: every piece in the entry's own allocation (the file names are interned,
+     * the context's, shared by all its entries) */
+    CHECK(inside(e, f->name, strlen(f->name) + 1));
+    CHECK(inside(e, f->symbol, strlen(f->symbol) + 1));
+    CHECK(inside(e, f->files, 2 * sizeof *f->files));
+    CHECK(inside(e, f->lines, 3 * sizeof *f->lines));
+    CHECK(inside(e, f->cfa_steps, 2 * sizeof *f->cfa_steps));
+    CHECK(inside(e, f->saved_regs, 3 * sizeof *f->saved_regs));
+    CHECK((uintptr_t)f->lines % _Alignof(struct jh_line) == 0);
+    CHECK((uintptr_t)f->files % _Alignof(const char *) == 0);
+    jh__entry_free(e);
+}
+
+static void check_fp_and_cfi(struct jh__strings *s)
+{
+    /* frame pointer, epilogues, PAC ranges; a name that needs a derived symbol */
+    struct jh_epilogue ep[] = { { 30, 34 } };
+    struct jh_range ra[] = { { 0, 8 } };
+    struct jh_code c = { .sz = sizeof c, .name = "fib (a.mini:3)", .start = (void *)0x20000,
+                         .size = 40, .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1,
+                         .fp_set_end = 4, .epilogues = ep, .nepilogues = 1, .ra_signed = ra,
+                         .nra_signed = 1, .ra_key = JH_PAC_KEY_B };
+    struct jh__entry *e = jh__entry_new(s, &c);
+    CHECK(e != NULL);
+    if (e) {
+        char want[64];
+        jh__symbol_from_name(want, sizeof want, c.name);
+        CHECK_STR(e->fn.symbol, want);
+        CHECK(e->fn.symbol != NULL && strcmp(e->fn.symbol, c.name) != 0);
+        CHECK_EQ(e->fn.nepilogues, 1);
+        CHECK(e->fn.epilogues[0].start == 30 && e->fn.epilogues[0].end == 34);
+        CHECK_EQ(e->fn.nra_signed, 1);
+        CHECK(e->fn.ra_signed[0].end == 8);
+        CHECK_EQ(e->fn.ra_key, JH_PAC_KEY_B);
+        CHECK(e->fn.files == NULL && e->fn.lines == NULL && e->fn.cfa_steps == NULL);
+        CHECK(inside(e, e->fn.symbol, strlen(e->fn.symbol) + 1));
+        CHECK(inside(e, e->fn.epilogues, sizeof *e->fn.epilogues));
+        CHECK(inside(e, e->fn.ra_signed, sizeof *e->fn.ra_signed));
+        jh__entry_free(e);
+    }
+    /* CFI: the program's bytes; a safe name has no symbol of its own */
+    uint8_t cfi[] = { 0x41, 0x0e, 0x10, 0x86, 0x02 };
+    struct jh_code d = { .sz = sizeof d, .name = "safe_name", .start = (void *)0x30000,
+                         .size = 32, .unwind = JH_UNWIND_CFI, .cfi = cfi, .cfi_len = sizeof cfi };
+    e = jh__entry_new(s, &d);
+    CHECK(e != NULL);
+    if (e) {
+        poison(cfi, sizeof cfi);
+        CHECK(e->fn.symbol == NULL);
+        CHECK_EQ(e->fn.cfi_len, 5);
+        CHECK(e->fn.cfi && e->fn.cfi[0] == 0x41 && e->fn.cfi[4] == 0x02);
+        CHECK(inside(e, e->fn.cfi, 5));
+        CHECK(inside(e, e->fn.name, sizeof "safe_name"));
+        jh__entry_free(e);
+    }
+}
+
+/* The description's build-id hash, kept on the entry for gdb's and elfmap's images alike
+ * (channel.h, jh__entry_bid): the same hash, computed once, then the one jh__bid_func
+ * folds in. */
+static void check_bid(struct jh__strings *s)
+{
+    struct jh_line lines[] = { { 0, 5, 0, 0 }, { 8, 6, 0, 0 } };
+    const char *files[] = { "t.lua" };
+    struct jh_code c = { .sz = sizeof c, .name = "TRACE_3 t.lua:5", .start = (void *)0x40000,
+                         .size = 24, .files = files, .nfiles = 1, .lines = lines, .nlines = 2 };
+    struct jh__entry *e = jh__entry_new(s, &c);
+    CHECK(e != NULL);
+    if (!e)
+        return;
+    CHECK_EQ(e->fn.bid_hash, 0);            /* not hashed until a channel needs it */
+    uint64_t h = jh__bid_func_hash(&e->fn);
+    CHECK(h != 0);
+    CHECK(jh__entry_bid(e) == h);
+    CHECK(e->fn.bid_hash == h);
+    struct jh__bid a = { 0 }, b = { 0 }, kept = { 0 }, fresh = { 0 };
+    jh__bid_func(&a, &e->fn);
+    jh__bid_add(&b, h);
+    CHECK(a.a == b.a && a.b == b.b && a.n == b.n);
+    /* the kept hash is what is folded in: another value there changes the sums */
+    e->fn.bid_hash = h ^ 1;
+    jh__bid_func(&kept, &e->fn);
+    jh__bid_add(&fresh, h ^ 1);
+    CHECK(kept.a == fresh.a && kept.b == fresh.b);
+    CHECK(kept.a != a.a || kept.b != a.b);
+    jh__entry_free(e);
+}
+
+int main(void)
+{
+    struct jh__strings s = { 0 };
+    check_frameless(&s);
+    check_fp_and_cfi(&s);
+    check_bid(&s);
+    jh__strings_free(&s);
+    jh__entry_free(NULL);
+    return check_done();
+}
