@@ -89,7 +89,7 @@ static int cie_index(const uint8_t *cie, size_t len, uint32_t *k)
 
 /* The function's own run: its CIE (the one run of one function has one), its FDE and the
  * terminator, absolute pointers, personality and LSDA included. */
-int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
+static int encode(struct uw_fn *u, const struct jh__func *f)
 {
     struct jh__cfi_opts o = { .arch = JH__ARCH_HOST, .ptr = JH__CFI_ABS, .personality = true };
     struct jh__cfi_index idx;
@@ -112,6 +112,73 @@ int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
         return err;
     }
     return 1;
+}
+
+/*
+ * Runs already encoded, by CFI: a function described like one of them gets a copy of its
+ * run with its own pc_begin and pc_range (absolute, at the FDE's bytes 8 and 16: put_fde),
+ * the same bytes the encoder would write. node's 2,200 builtins come in a few frame shapes
+ * (the prologue's push rbp; mov rbp, rsp), and encoding each was 1,500 instructions. Only
+ * JH_UNWIND_CFI descriptions (its ra_signed ranges are not read then), matched by every
+ * field the encoder reads but start and size; jh__cfi_validate's only use of the size is
+ * "no advance past the end", which a larger size than one already encoded passes too.
+ */
+static struct uw_memo {
+    uint8_t cfi[64];
+    size_t cfi_len;
+    uint64_t personality, lsda, min_size;
+    uint32_t ra_key, cie, run_len, fde_off, fde_len;
+    uint8_t *run;               /* a copy of the run last encoded for this CFI */
+} memo[4];
+static unsigned memo_next;
+
+/* The memo for f's CFI (whatever f's size), or NULL. */
+static struct uw_memo *memo_of(const struct jh__func *f)
+{
+    if (f->unwind != JH_UNWIND_CFI || f->cfi_len > sizeof memo[0].cfi)
+        return NULL;
+    for (size_t i = 0; i < sizeof memo / sizeof memo[0]; i++) {
+        struct uw_memo *m = &memo[i];
+        if (m->run && m->cfi_len == f->cfi_len && m->personality == f->personality &&
+            m->lsda == f->lsda && m->ra_key == f->ra_key && !memcmp(m->cfi, f->cfi, f->cfi_len))
+            return m;
+    }
+    return NULL;
+}
+
+int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
+{
+    struct uw_memo *m = memo_of(f);
+    if (m && f->size >= m->min_size && f->start + (f->size - 1) >= f->start) {
+        uint8_t *run = malloc(m->run_len);
+        if (!run)
+            return -ENOMEM;
+        memcpy(run, m->run, m->run_len);
+        uint64_t begin = f->start, range = f->size;
+        memcpy(run + m->fde_off + 8, &begin, 8);
+        memcpy(run + m->fde_off + 16, &range, 8);
+        u->run = run, u->run_len = m->run_len;
+        u->fde_off = m->fde_off, u->fde_len = m->fde_len, u->cie = m->cie;
+        jh__uw.reused++;
+        return 1;
+    }
+    int n = encode(u, f);
+    if (n != 1 || f->unwind != JH_UNWIND_CFI || f->cfi_len > sizeof memo[0].cfi)
+        return n;
+    if (m) {                    /* the same bytes, valid down to this size too */
+        m->min_size = f->size;
+        return n;
+    }
+    m = &memo[memo_next++ % (sizeof memo / sizeof memo[0])];
+    uint8_t *run = realloc(m->run, u->run_len);
+    if (!run)
+        return n;               /* no memo: nothing lost but time */
+    memcpy(run, u->run, u->run_len);
+    memcpy(m->cfi, f->cfi, f->cfi_len);
+    m->run = run, m->cfi_len = f->cfi_len, m->personality = f->personality, m->lsda = f->lsda;
+    m->min_size = f->size, m->ra_key = f->ra_key, m->cie = u->cie, m->run_len = u->run_len;
+    m->fde_off = u->fde_off, m->fde_len = u->fde_len;
+    return n;
 }
 
 static void fn_unregister(struct uw_fn *u)

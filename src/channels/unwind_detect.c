@@ -131,6 +131,7 @@ void jh__unwind_get_stats(struct jh__unwind_stats *st)
     st->retired = jh__uw.retired.len - jh__uw.retired.head + jh__uw.uncancel.len - jh__uw.uncancel.head;
     st->shadowed = jh__uw.shadowed;
     st->hosted = jh__uw.hosted;
+    st->fdes_reused = jh__uw.reused;
     jh__unlock(&jh__uw_lock);
 }
 

@@ -32,6 +32,7 @@ struct jh__unwind_stats {
     size_t retired;             /* old runs waiting for their grace period */
     size_t shadowed;            /* functions left to unwind info the process already had */
     size_t hosted;              /* functions described inside such a region, on request */
+    uint64_t fdes_reused;       /* FDEs copied from one encoded for the same CFI, ever */
 };
 
 void jh__unwind_get_stats(struct jh__unwind_stats *st);
