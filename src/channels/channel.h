@@ -39,7 +39,7 @@ struct jh__entry {
     struct jh__func fn;
     struct jh__node node;       /* node.start/size mirror fn.start/size; node.id the id */
     void *slot[JH__NCHAN];
-    size_t tail;                /* bytes behind the entry: fn.name, a derived fn.symbol */
+    size_t tail;                /* bytes behind the entry: fn.cfi, fn.name, a derived fn.symbol */
 };
 
 static inline struct jh__entry *jh__entry_of(const struct jh__node *n)

@@ -129,27 +129,32 @@ static struct uw_memo {
     uint64_t personality, lsda, min_size;
     uint32_t ra_key, cie, run_len, fde_off, fde_len;
     uint8_t *run;               /* a copy of the run last encoded for this CFI */
-} memo[4];
-static unsigned memo_next;
+} memo[64];
 
-/* The memo for f's CFI (whatever f's size), or NULL. */
-static struct uw_memo *memo_of(const struct jh__func *f)
+/* f's slot in memo (FNV-1a of what the run depends on but start and size), or NULL for a
+ * description the memo does not keep. */
+static struct uw_memo *memo_slot(const struct jh__func *f)
 {
     if (f->unwind != JH_UNWIND_CFI || f->cfi_len > sizeof memo[0].cfi)
         return NULL;
-    for (size_t i = 0; i < sizeof memo / sizeof memo[0]; i++) {
-        struct uw_memo *m = &memo[i];
-        if (m->run && m->cfi_len == f->cfi_len && m->personality == f->personality &&
-            m->lsda == f->lsda && m->ra_key == f->ra_key && !memcmp(m->cfi, f->cfi, f->cfi_len))
-            return m;
-    }
-    return NULL;
+    uint64_t h = 14695981039346656037u ^ f->personality ^ (f->lsda << 1) ^ f->ra_key;
+    for (size_t i = 0; i < f->cfi_len; i++)
+        h = (h ^ f->cfi[i]) * 1099511628211u;
+    return &memo[(h ^ h >> 32) % (sizeof memo / sizeof memo[0])];
+}
+
+/* Was the run in slot m encoded for f's CFI (whatever f's size)? */
+static bool memo_same(const struct uw_memo *m, const struct jh__func *f)
+{
+    return m->run && m->cfi_len == f->cfi_len && m->personality == f->personality &&
+           m->lsda == f->lsda && m->ra_key == f->ra_key && !memcmp(m->cfi, f->cfi, f->cfi_len);
 }
 
 int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
 {
-    struct uw_memo *m = memo_of(f);
-    if (m && f->size >= m->min_size && f->start + (f->size - 1) >= f->start) {
+    struct uw_memo *m = memo_slot(f);
+    bool same = m && memo_same(m, f);
+    if (same && f->size >= m->min_size && f->start + (f->size - 1) >= f->start) {
         uint8_t *run = malloc(m->run_len);
         if (!run)
             return -ENOMEM;
@@ -163,13 +168,12 @@ int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
         return 1;
     }
     int n = encode(u, f);
-    if (n != 1 || f->unwind != JH_UNWIND_CFI || f->cfi_len > sizeof memo[0].cfi)
+    if (n != 1 || !m)
         return n;
-    if (m) {                    /* the same bytes, valid down to this size too */
+    if (same) {                 /* the same bytes, valid down to this size too */
         m->min_size = f->size;
         return n;
     }
-    m = &memo[memo_next++ % (sizeof memo / sizeof memo[0])];
     uint8_t *run = realloc(m->run, u->run_len);
     if (!run)
         return n;               /* no memo: nothing lost but time */

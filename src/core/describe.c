@@ -391,12 +391,11 @@ void jh__entry_free(struct jh__entry *e)
 {
     if (!e)
         return;
-    /* name and symbol live in e's own block (jh__entry_new), a JIT's own symbol apart */
+    /* cfi, name and symbol live in e's own block (jh__entry_new), a JIT's own symbol apart */
     if (e->fn.symbol && !inside(e, e->fn.symbol))
         free((char *)e->fn.symbol);
     free((void *)e->fn.files);
     free((void *)e->fn.lines);
-    free((void *)e->fn.cfi);
     free((void *)e->fn.cfa_steps);
     free((void *)e->fn.saved_regs);
     free((void *)e->fn.epilogues);
@@ -426,7 +425,7 @@ static int copy_symbol(struct jh__func *f, const struct jh_code *c, char *sym, s
     return 0;
 }
 
-static int copy_unwind(struct jh__func *f, const struct jh_code *c)
+static int copy_unwind(struct jh__func *f, const struct jh_code *c, uint8_t *cfi)
 {
     f->unwind = c->unwind;
     f->personality = (uintptr_t)c->personality;
@@ -447,9 +446,9 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c)
             return -ENOMEM;
         f->nepilogues = c->nepilogues;
         return 0;
-    case JH_UNWIND_CFI:
-        if (!(f->cfi = dup_array(c->cfi, c->cfi_len, 1)))
-            return -ENOMEM;
+    case JH_UNWIND_CFI:         /* behind the entry (jh__entry_new) */
+        memcpy(cfi, c->cfi, c->cfi_len);
+        f->cfi = cfi;
         f->cfi_len = c->cfi_len;
         return 0;
     case JH_UNWIND_FRAMELESS:
@@ -469,19 +468,20 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c)
     return -EINVAL;
 }
 
-/* One allocation: the entry, its name and (derived) symbol behind it. 4,400 entries at
+/* One allocation: the entry, its CFI, name and (derived) symbol behind it. 4,400 entries at
  * node's start (V8's builtins, in two contexts), none of whose names is a symbol as it is
  * ("Builtin:ArrayPrototypePush"): three allocations each were a third of the entry's cost. */
 struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c)
 {
     size_t len = strlen(c->name) + 1;
     size_t room = c->symbol ? 0 : len + 1;     /* jh__symbol_from_name: at most len + 1 */
-    struct jh__entry *e = malloc(sizeof *e + len + room);
+    size_t cfi = c->unwind == JH_UNWIND_CFI ? c->cfi_len : 0;
+    struct jh__entry *e = malloc(sizeof *e + cfi + len + room);
     if (!e)
         return NULL;
     memset(e, 0, sizeof *e);
-    e->tail = len + room;
-    char *name = (char *)(e + 1);
+    e->tail = cfi + len + room;
+    char *name = (char *)(e + 1) + cfi;
     memcpy(name, c->name, len);
     struct jh__func *f = &e->fn;
     f->name = name;
@@ -490,7 +490,7 @@ struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c)
     e->node.start = (uintptr_t)c->start;
     e->node.size = c->size;
     f->prologue_end = c->prologue_end;
-    if (copy_symbol(f, c, name + len, room) || copy_unwind(f, c))
+    if (copy_symbol(f, c, name + len, room) || copy_unwind(f, c, (uint8_t *)(e + 1)))
         goto fail;
     if (c->nfiles) {
         const char **files = malloc(c->nfiles * sizeof *files);

@@ -5,8 +5,7 @@
 
 static bool word(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_';
+    return (unsigned)((c | 0x20) - 'a') < 26 || (unsigned)(c - '0') < 10 || c == '_';
 }
 
 static bool digit(unsigned char c) { return c >= '0' && c <= '9'; }
