@@ -131,18 +131,6 @@ static struct uw_memo {
     uint8_t *run;               /* a copy of the run last encoded for this CFI */
 } memo[64];
 
-/* f's slot in memo (FNV-1a of what the run depends on but start and size), or NULL for a
- * description the memo does not keep. */
-static struct uw_memo *memo_slot(const struct jh__func *f)
-{
-    if (f->unwind != JH_UNWIND_CFI || f->cfi_len > sizeof memo[0].cfi)
-        return NULL;
-    uint64_t h = 14695981039346656037u ^ f->personality ^ (f->lsda << 1) ^ f->ra_key;
-    for (size_t i = 0; i < f->cfi_len; i++)
-        h = (h ^ f->cfi[i]) * 1099511628211u;
-    return &memo[(h ^ h >> 32) % (sizeof memo / sizeof memo[0])];
-}
-
 /* Was the run in slot m encoded for f's CFI (whatever f's size)? */
 static bool memo_same(const struct uw_memo *m, const struct jh__func *f)
 {
@@ -150,10 +138,37 @@ static bool memo_same(const struct uw_memo *m, const struct jh__func *f)
            m->lsda == f->lsda && m->ra_key == f->ra_key && !memcmp(m->cfi, f->cfi, f->cfi_len);
 }
 
+/* f's slot in memo: the one holding its CFI, else a free one, else the first of the four
+ * its hash (FNV-1a of what the run depends on but start and size) picks; NULL for a
+ * description the memo does not keep. *same: the slot holds f's CFI. */
+#define MEMO_WAYS 4
+static struct uw_memo *memo_slot(const struct jh__func *f, bool *same)
+{
+    *same = false;
+    if (f->unwind != JH_UNWIND_CFI || f->cfi_len > sizeof memo[0].cfi)
+        return NULL;
+    uint64_t h = 14695981039346656037u ^ f->personality ^ (f->lsda << 1) ^ f->ra_key;
+    for (size_t i = 0; i < f->cfi_len; i++)
+        h = (h ^ f->cfi[i]) * 1099511628211u;
+    size_t at = (size_t)(h ^ h >> 32) % (sizeof memo / sizeof memo[0]) & ~(size_t)(MEMO_WAYS - 1);
+    struct uw_memo *free_one = NULL;
+    for (size_t i = at; i < at + MEMO_WAYS; i++) {
+        if (memo_same(&memo[i], f)) {
+            *same = true;
+            return &memo[i];
+        }
+        if (!memo[i].run && !free_one)
+            free_one = &memo[i];
+    }
+    return free_one ? free_one : &memo[at];
+}
+
 int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
 {
-    struct uw_memo *m = memo_slot(f);
-    bool same = m && memo_same(m, f);
+    if (f->unwind == JH_UNWIND_NONE)    /* no FDE: what the encoder says for it, sooner */
+        return f->size && f->start + (f->size - 1) >= f->start ? 0 : -EINVAL;
+    bool same;
+    struct uw_memo *m = memo_slot(f, &same);
     if (same && f->size >= m->min_size && f->start + (f->size - 1) >= f->start) {
         uint8_t *run = malloc(m->run_len);
         if (!run)

@@ -9,6 +9,7 @@
  * That gdb and lldb then break there is tested with the real debuggers in
  * tests/integration/gdb_break_names.sh.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,14 @@ static void test_derive(void)
     expect_sym("a__ b", "a__b");
     expect_sym("", "_");
     expect_sym("9", "_9");
+    for (int ch = 1; ch < 256; ch++) {     /* every byte: a word byte kept, others a gap */
+        char name[4] = { 'a', (char)ch, 'b', 0 }, out[8];
+        bool w = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                 (ch >= '0' && ch <= '9') || ch == '_';
+        jh__symbol_from_name(out, sizeof out, name);
+        CHECK_STR(out, w ? name : "a_b");
+        CHECK_EQ(jh__symbol_is_safe(name), w);
+    }
     CHECK(jh__symbol_is_safe("TRACE_1"));
     CHECK(!jh__symbol_is_safe("TRACE 1"));
     CHECK(!jh__symbol_is_safe("1x"));

@@ -89,7 +89,7 @@ int main(void)
     struct jh_options o = { .sz = sizeof o, .channels = JH_UNWIND };
     jh_ctx *jh = NULL;
     CHECK_EQ(jh_open(&jh, &o), 0);
-    uint8_t *a = mmap(NULL, 2 * N * SLOT, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *a = mmap(NULL, 2 * N * SLOT + 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(a != MAP_FAILED);
     uint8_t *b = a + N * SLOT;
 
@@ -111,6 +111,19 @@ int main(void)
     for (size_t i = 0; i < N; i++)
         bad += !same_as_encoder(a, i) + !same_as_encoder(b, i);
     CHECK_EQ(bad, 0);
+
+    /* code without unwind information: no FDE (the encoder is not asked), none found */
+    struct jh_code none = code_at(a, 0);
+    none.start = b + N * SLOT + 64, none.size = 16, none.unwind = JH_UNWIND_NONE;
+    none.cfi = NULL, none.cfi_len = 0, none.personality = NULL, none.lsda = NULL;
+    struct jh__func fnone = { .start = (uintptr_t)none.start, .size = 16, .name = "none" };
+    struct jh__cfi_opts co = { .ptr = JH__CFI_ABS, .personality = true };
+    struct jh__buf eb = { 0 };
+    CHECK_EQ(jh__cfi_eh_frame(&eb, &co, &fnone, 1, NULL), 0);
+    jh__buf_free(&eb);
+    CHECK_EQ(jh_code_add(jh, &none, NULL), 0);
+    struct eh_bases nb = { 0 };
+    CHECK(_Unwind_Find_FDE((uint8_t *)none.start + 8, &nb) == NULL);
 
     /* a CFI whose advance goes past the code: refused, as it always was */
     struct jh_code tiny = code_at(a + 2 * N * SLOT - SLOT, 0);
