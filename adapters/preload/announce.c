@@ -343,6 +343,7 @@ static void add_held(void)
     jhp_inside++;
     jh_ctx *first = jhp_files ? jhp_files : jhp_rec;
     jh_ctx *ctxs[2] = { jhp_files, jhp_rec };
+    uint64_t lo = files_lo, hi = files_hi;     /* what jhp_files held before this batch */
     for (size_t i = 0; i < n; i++) {
         codes[i] = held[i].c;
         if (jhp_files)
@@ -353,6 +354,9 @@ static void add_held(void)
             continue;
         unsigned replaced = 0;
         for (size_t i = 0; i < n; i++) {    /* code it replaces: gone (as add_to) */
+            uint64_t at = (uint64_t)(uintptr_t)codes[i].start;
+            if (ctxs[k] == jhp_files && (at >= hi || at + codes[i].size <= lo))
+                continue;                   /* nothing there to replace (files_span) */
             int m = jh_code_remove_range(ctxs[k], codes[i].start, codes[i].size);
             replaced += m > 0 ? (unsigned)m : 0;
         }

@@ -22,3 +22,13 @@ int jh__vec_grow(void *arrp, size_t *cap, size_t need, size_t elem)
     *cap = n;
     return 0;
 }
+
+void jh__sort(void *a, size_t n, size_t elem, int (*cmp)(const void *, const void *))
+{
+    const char *p = a;
+    size_t i = 1;
+    while (i < n && cmp(p + (i - 1) * elem, p + i * elem) <= 0)
+        i++;
+    if (i < n)
+        qsort(a, n, elem, cmp);
+}

@@ -219,8 +219,7 @@ static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
     if (!im)
         return -ENOMEM;
     im->cls = -1;
-    if (n > 1)
-        qsort(fns, n, sizeof *fns, cmp_start);
+    jh__sort(fns, n, sizeof *fns, cmp_start);
     int err = build(st, &im->pub, fns, n);
     if (err) {
         free(im);

@@ -89,7 +89,7 @@ static int cie_index(const uint8_t *cie, size_t len, uint32_t *k)
 
 /* The function's own run: its CIE (the one run of one function has one), its FDE and the
  * terminator, absolute pointers, personality and LSDA included. */
-int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
+static int encode(struct uw_fn *u, const struct jh__func *f)
 {
     struct jh__cfi_opts o = { .arch = JH__ARCH_HOST, .ptr = JH__CFI_ABS, .personality = true };
     struct jh__cfi_index idx;
@@ -112,6 +112,119 @@ int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
         return err;
     }
     return 1;
+}
+
+/*
+ * Runs already encoded, by frame shape: a function described like one of them gets a copy
+ * of its run with its own pc_begin and pc_range (absolute, at the FDE's bytes 8 and 16:
+ * put_fde), the same bytes the encoder would write. node's 2,200 builtins come in a few
+ * shapes (the preload's push rbp; mov rbp, rsp: JH_UNWIND_FRAME_POINTER), and encoding
+ * each was 1,500 instructions. Kept: JH_UNWIND_CFI (its ra_signed ranges are not read then)
+ * and FRAME_POINTER without epilogues or signed ranges, matched by every field the encoder
+ * reads but start and size; the encoder's only use of the size for them is a bound (no
+ * advance past the end, the frame set up inside the code), which a larger size than one
+ * already encoded passes too.
+ */
+static struct uw_memo {
+    int kind;
+    uint8_t key[64];            /* the CFI bytes, or fp_push_end and fp_set_end */
+    size_t key_len;
+    uint64_t personality, lsda, min_size;
+    uint32_t ra_key, cie, run_len, fde_off, fde_len;
+    uint8_t *run;               /* a copy of the run last encoded for this shape */
+} memo[64];
+
+/* f's shape as a memo key: false for a description the memo does not keep. */
+static bool memo_key(const struct jh__func *f, uint8_t key[64], size_t *len)
+{
+    if (f->unwind == JH_UNWIND_CFI && f->cfi_len <= 64) {
+        memcpy(key, f->cfi, f->cfi_len);
+        *len = f->cfi_len;
+        return true;
+    }
+    if (f->unwind == JH_UNWIND_FRAME_POINTER && !f->nepilogues && !f->nra_signed) {
+        memcpy(key, &f->fp_push_end, 4);
+        memcpy(key + 4, &f->fp_set_end, 4);
+        *len = 8;
+        return true;
+    }
+    return false;
+}
+
+/* Was the run in slot m encoded for f's shape (whatever f's size)? */
+static bool memo_same(const struct uw_memo *m, const struct jh__func *f, const uint8_t *key,
+                      size_t len)
+{
+    return m->run && m->kind == (int)f->unwind && m->key_len == len &&
+           m->personality == f->personality && m->lsda == f->lsda && m->ra_key == f->ra_key &&
+           !memcmp(m->key, key, len);
+}
+
+/* f's slot in memo: the one holding its shape, else a free one, else the first of the four
+ * its hash (FNV-1a of what the run depends on but start and size) picks; NULL for a
+ * description the memo does not keep. *same: the slot holds f's shape. */
+#define MEMO_WAYS 4
+static struct uw_memo *memo_slot(const struct jh__func *f, uint8_t key[64], size_t *len,
+                                 bool *same)
+{
+    *same = false;
+    if (!memo_key(f, key, len))
+        return NULL;
+    uint64_t h = 14695981039346656037u ^ f->personality ^ (f->lsda << 1) ^ f->ra_key ^
+                 (uint64_t)f->unwind << 40;
+    for (size_t i = 0; i < *len; i++)
+        h = (h ^ key[i]) * 1099511628211u;
+    size_t at = (size_t)(h ^ h >> 32) % (sizeof memo / sizeof memo[0]) & ~(size_t)(MEMO_WAYS - 1);
+    struct uw_memo *free_one = NULL;
+    for (size_t i = at; i < at + MEMO_WAYS; i++) {
+        if (memo_same(&memo[i], f, key, *len)) {
+            *same = true;
+            return &memo[i];
+        }
+        if (!memo[i].run && !free_one)
+            free_one = &memo[i];
+    }
+    return free_one ? free_one : &memo[at];
+}
+
+int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
+{
+    if (f->unwind == JH_UNWIND_NONE)    /* no FDE: what the encoder says for it, sooner */
+        return f->size && f->start + (f->size - 1) >= f->start ? 0 : -EINVAL;
+    bool same;
+    uint8_t key[64];
+    size_t key_len = 0;
+    struct uw_memo *m = memo_slot(f, key, &key_len, &same);
+    if (same && f->size >= m->min_size && f->start + (f->size - 1) >= f->start) {
+        uint8_t *run = malloc(m->run_len);
+        if (!run)
+            return -ENOMEM;
+        memcpy(run, m->run, m->run_len);
+        uint64_t begin = f->start, range = f->size;
+        memcpy(run + m->fde_off + 8, &begin, 8);
+        memcpy(run + m->fde_off + 16, &range, 8);
+        u->run = run, u->run_len = m->run_len;
+        u->fde_off = m->fde_off, u->fde_len = m->fde_len, u->cie = m->cie;
+        jh__uw.reused++;
+        return 1;
+    }
+    int n = encode(u, f);
+    if (n != 1 || !m)
+        return n;
+    if (same) {                 /* the same bytes, valid down to this size too */
+        m->min_size = f->size;
+        return n;
+    }
+    uint8_t *run = realloc(m->run, u->run_len);
+    if (!run)
+        return n;               /* no memo: nothing lost but time */
+    memcpy(run, u->run, u->run_len);
+    memcpy(m->key, key, key_len);
+    m->run = run, m->kind = (int)f->unwind, m->key_len = key_len;
+    m->personality = f->personality, m->lsda = f->lsda;
+    m->min_size = f->size, m->ra_key = f->ra_key, m->cie = u->cie, m->run_len = u->run_len;
+    m->fde_off = u->fde_off, m->fde_len = u->fde_len;
+    return n;
 }
 
 static void fn_unregister(struct uw_fn *u)

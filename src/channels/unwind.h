@@ -165,6 +165,7 @@ struct jh__uw_state {
     size_t live, dead, far;
     struct uw_chunk *chunk[NCHUNK];     /* open for carving */
     uint64_t copied, rebuilds;
+    uint64_t reused;            /* runs copied from one encoded alike (unwind.c: memo) */
     size_t page;
 };
 extern struct jh__uw_state jh__uw;

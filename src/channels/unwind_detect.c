@@ -132,6 +132,7 @@ void jh__unwind_get_stats(struct jh__unwind_stats *st)
     st->shadowed = jh__uw.shadowed;
     st->hosted = jh__uw.hosted;
     st->fill_grown = jh__uw.fill_grown;
+    st->fdes_reused = jh__uw.reused;
     jh__unlock(&jh__uw_lock);
 }
 

@@ -33,6 +33,7 @@ struct jh__unwind_stats {
     size_t shadowed;            /* functions left to unwind info the process already had */
     size_t hosted;              /* functions described inside such a region, on request */
     uint64_t fill_grown;        /* times the lists a hosted run is built from grew, ever */
+    uint64_t fdes_reused;       /* FDEs copied from one encoded for the same CFI, ever */
 };
 
 void jh__unwind_get_stats(struct jh__unwind_stats *st);

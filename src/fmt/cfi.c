@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "fmt/cfa.h"
 #include "fmt/cfi_out.h"
 
@@ -464,7 +465,7 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
         if (fat(f, i)->unwind != JH_UNWIND_NONE)
             sorted[nf++] = fat(f, i);
     if (nf > 1)
-        qsort(sorted, nf, sizeof *sorted, cmp_func);
+        jh__sort(sorted, nf, sizeof *sorted, cmp_func);
     for (size_t i = 1; i < nf; i++)
         if (sorted[i]->start < sorted[i - 1]->start + sorted[i - 1]->size) {
             if (sorted != small)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/vec.h"
 #include "fmt/func.h"
 #include "fmt/symbol.h"
 
@@ -625,10 +626,8 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
     }
     if (ni == 0 && nnamed == 0)
         goto out;
-    if (ni > 1)
-        qsort(items, ni, sizeof *items, cmp_item);
-    if (nnamed > 1)
-        qsort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
+    jh__sort(items, ni, sizeof *items, cmp_item);
+    jh__sort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
 
     if ((err = jh__dwarf_begin(d, o)))
         goto out;

@@ -9,6 +9,7 @@
  * That gdb and lldb then break there is tested with the real debuggers in
  * tests/integration/gdb_break_names.sh.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,18 @@ static void expect_sym(const char *name, const char *want)
     CHECK_EQ(n, strlen(want));
     CHECK(n <= strlen(name) + 1);
     CHECK_EQ(jh__symbol_is_safe(out), 1);
+    /* with just the room the core gives (strlen + 2: the unbounded path) and with less (the
+     * bounded one): the same symbol, cut to the room */
+    for (size_t cap = 0; cap <= strlen(name) + 2; cap++) {
+        char cut[130];
+        memset(cut, 'Z', sizeof cut);
+        CHECK_EQ(jh__symbol_from_name(cut, cap, name), n);
+        CHECK_EQ(cut[cap], 'Z');
+        if (cap) {
+            CHECK_EQ(strlen(cut), n < cap ? n : cap - 1);
+            CHECK(!strncmp(cut, want, strlen(cut)));
+        }
+    }
 }
 
 static void test_derive(void)
@@ -42,6 +55,19 @@ static void test_derive(void)
     expect_sym("3d", "_3d");
     expect_sym("???", "_");
     expect_sym("caf\xc3\xa9 1", "caf_1");
+    expect_sym("Builtin:ArrayPrototypePush", "Builtin_ArrayPrototypePush");
+    expect_sym("_::x", "_x");
+    expect_sym("a__ b", "a__b");
+    expect_sym("", "_");
+    expect_sym("9", "_9");
+    for (int ch = 1; ch < 256; ch++) {     /* every byte: a word byte kept, others a gap */
+        char name[4] = { 'a', (char)ch, 'b', 0 }, out[8];
+        bool w = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                 (ch >= '0' && ch <= '9') || ch == '_';
+        jh__symbol_from_name(out, sizeof out, name);
+        CHECK_STR(out, w ? name : "a_b");
+        CHECK_EQ(jh__symbol_is_safe(name), w);
+    }
     CHECK(jh__symbol_is_safe("TRACE_1"));
     CHECK(!jh__symbol_is_safe("TRACE 1"));
     CHECK(!jh__symbol_is_safe("1x"));
