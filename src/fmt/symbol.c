@@ -36,14 +36,14 @@ static size_t from_name_cut(char *out, size_t cap, const char *name)
     char last = 0;
 #define PUT(ch) do { if (n + 1 < cap) out[n] = (ch); last = (ch); n++; } while (0)
     const unsigned char *p = (const unsigned char *)name;
-    if (digit(*p))
-        PUT('_');
     bool gap = false;
     for (; *p; p++) {
         if (!word(*p)) {
             gap = true;
             continue;
         }
+        if (!n && digit(*p))
+            PUT('_');       /* the first byte kept, not the name's first: " 9" is "_9" */
         if (gap && n && last != '_')
             PUT('_');
         gap = false;
@@ -66,6 +66,8 @@ size_t jh__symbol_from_name(char *out, size_t cap, const char *name)
     if (cap < strlen(name) + 2)
         return from_name_cut(out, cap, name);
     char *o = out;
+    while (*p && !word(*p))
+        p++;
     if (digit(*p))
         *o++ = '_';
     for (;;) {

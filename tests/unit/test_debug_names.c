@@ -60,6 +60,8 @@ static void test_derive(void)
     expect_sym("a__ b", "a__b");
     expect_sym("", "_");
     expect_sym("9", "_9");
+    expect_sym(" 9 ", "_9");          /* the first byte kept starts with a digit */
+    expect_sym("::1abc x", "_1abc_x");
     for (int ch = 1; ch < 256; ch++) {     /* every byte: a word byte kept, others a gap */
         char name[4] = { 'a', (char)ch, 'b', 0 }, out[8];
         bool w = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
