@@ -287,7 +287,10 @@
         box.append(e);
       }
     }
-    requestAnimationFrame(draw);
+    /* Drawn once the page is built (a microtask: the box is in the document by then, so its
+     * width is known), not at the next frame: headless Chromium's --dump-dom on a busy
+     * machine could come before any frame, with no flame graph in it. */
+    queueMicrotask(draw);
     window.addEventListener('resize', draw);
     return box;
   }
