@@ -152,6 +152,22 @@ struct jh__node *jh__reg_find(const struct jh__registry *r, uintptr_t addr)
     return e && addr - e->start < e->size ? e : NULL;
 }
 
+struct jh__node *jh__reg_reaching(const struct jh__registry *r, uintptr_t addr)
+{
+    /* floor and ceil in one descent: the last start <= addr and the first above it */
+    struct jh__node *t = r->root, *le = NULL, *gt = NULL;
+    while (t) {
+        if (t->start <= addr) {
+            le = t;
+            t = t->right;
+        } else {
+            gt = t;
+            t = t->left;
+        }
+    }
+    return le && addr - le->start < le->size ? le : gt;
+}
+
 bool jh__reg_overlaps(const struct jh__registry *r, uintptr_t start, size_t size,
                       const struct jh__node *except)
 {

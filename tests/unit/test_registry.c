@@ -71,6 +71,7 @@ int main(void)
                 struct jh__node *m = model[k];
                 bool in = m && a >= m->start && a < m->start + m->size;
                 CHECK(f == (in ? m : NULL));
+                CHECK(jh__reg_reaching(&r, a) == (f ? f : jh__reg_ceil(&r, a)));
             }
         }
     }
