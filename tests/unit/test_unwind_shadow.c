@@ -21,6 +21,9 @@
 
 #define MAXN 40000
 
+struct eh_bases { void *tbase, *dbase, *func; };
+extern const void *_Unwind_Find_FDE(void *pc, struct eh_bases *bases);
+
 static struct uw_fn fns[MAXN];
 static struct uw_fn *ptr[MAXN];
 static bool many[MAXN];
@@ -114,9 +117,19 @@ int main(void)
                                      .size = 48, .unwind = JH_UNWIND_FRAME_POINTER,
                                      .fp_push_end = 1, .fp_set_end = 4 };
     }
+    const void *own[32];
+    struct eh_bases eb;
+    for (int i = 0; i < 32; i++)
+        own[i] = _Unwind_Find_FDE((void *)codes[i].start, &eb);
     jh__unwind_get_stats(&st);
     size_t before = st.shadowed;
     CHECK_EQ(jh_code_add_many(jh, codes, 64, NULL, NULL), 64);
+    size_t right = 0;
+    for (int i = 0; i < 64; i++) {     /* the program's FDEs still found; ours elsewhere */
+        const void *f = _Unwind_Find_FDE((void *)codes[i].start, &eb);
+        right += i < 32 && own[i] ? f == own[i] : f && eb.func == codes[i].start;
+    }
+    CHECK_EQ(right, 64);
     jh__unwind_get_stats(&st);
     size_t batch = st.shadowed - before;
     CHECK_EQ(jh_code_remove_range(jh, (void *)text, 64 * 32), 32);
