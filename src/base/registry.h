@@ -36,6 +36,8 @@ struct jh__node *jh__reg_by_id(const struct jh__registry *r, uint64_t id);
 struct jh__node *jh__reg_find(const struct jh__registry *r, uintptr_t addr);  /* containing */
 struct jh__node *jh__reg_ceil(const struct jh__registry *r, uintptr_t addr);  /* first start >= addr */
 struct jh__node *jh__reg_floor(const struct jh__registry *r, uintptr_t addr); /* last start <= addr */
+/* The node holding addr, else the first starting above it (find, else ceil: one descent). */
+struct jh__node *jh__reg_reaching(const struct jh__registry *r, uintptr_t addr);
 /* In address order: for (n = jh__reg_ceil(r, 0); n; n = jh__reg_next(r, n)) */
 struct jh__node *jh__reg_next(const struct jh__registry *r, const struct jh__node *n);
 bool jh__reg_overlaps(const struct jh__registry *r, uintptr_t start, size_t size,

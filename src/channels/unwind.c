@@ -235,32 +235,6 @@ static void fn_unregister(struct uw_fn *u)
         jh__uw.llvm_remove((uintptr_t)(u->run + u->fde_off));
 }
 
-/* Is there unwind information for pc that is not ours: a JIT's own __register_frame (LuaJIT
- * registers one FDE, with its personality, over each machine-code area), a loaded object?
- * In grouped mode an FDE of our own runs (a dead one, where code comes back) is ours; in
- * per-function mode an FDE of ours there belongs to another context's live code, and is
- * left alone just the same. */
-static bool foreign_fde(const void *(*find)(void *, void *), uintptr_t pc)
-{
-    void *bases[3];             /* struct dwarf_eh_bases: tbase, dbase, func */
-    const void *fde = find((void *)pc, bases);
-    return fde && !(grouped() && jh__uw_run_holds(pc, fde));
-}
-
-/* Registering u would shadow what the process already has: an unwinder finds one FDE per
- * pc, and ours would hide the JIT's own (and its personality: a Lua error thrown through a
- * LuaJIT trace then skips LuaJIT's trace exit, and the VM is corrupt after pcall). Looked
- * up at both ends of the code, with each unwinder fed. */
-static bool shadows(const struct uw_fn *u)
-{
-    const uintptr_t pc[2] = { u->start, u->end - 1 };
-    for (int i = 0; i < 2; i++)
-        if ((jh__uw.find_fde_gcc && foreign_fde(jh__uw.find_fde_gcc, pc[i])) ||
-            (jh__uw.find_fde_llvm && foreign_fde(jh__uw.find_fde_llvm, pc[i])))
-            return true;
-    return false;
-}
-
 static int fn_register(struct uw_fn *u, const struct uw_host *h)
 {
     if (jh__uw.mode == JH__UW_PERFN)
@@ -387,14 +361,29 @@ static int add_held(struct uw_ctx *c)
                 break;
             u->start = e->node.start;
             u->end = e->node.start + e->node.size;
-            if (jh__uw_fn_encode(u, &e->fn) == 1 && !jh__uw_host_of(u, e->fn.personality, &host) &&
-                !shadows(u)) {
+            if (jh__uw_fn_encode(u, &e->fn) == 1 && !jh__uw_host_of(u, e->fn.personality, &host)) {
                 idx[k] = i, fn[k++] = u;
             } else {
                 free(u->run);
                 free(u);
             }
         }
+        /* left to the unwind info already there: one at a time below, which says so (all
+         * of them when there is no memory to ask) */
+        bool *shadowed = k ? malloc(k * sizeof *shadowed) : NULL;
+        size_t kept = 0;
+        if (shadowed)
+            jh__uw_shadows_many(fn, k, shadowed);
+        for (size_t j = 0; j < k; j++) {
+            if (shadowed && !shadowed[j]) {
+                idx[kept] = idx[j], fn[kept++] = fn[j];
+            } else {
+                free(fn[j]->run);
+                free(fn[j]);
+            }
+        }
+        free(shadowed);
+        k = kept;
         int rc = jh__uw_group_add_many(fn, k);
         for (size_t j = 0; j < k; j++) {
             if (rc == 0) {
@@ -438,7 +427,7 @@ static int add_one(struct uw_ctx *c, struct jh__entry *e)
     size_t far = jh__uw.far;
     struct uw_host host;
     int hosted = n == 1 ? jh__uw_host_of(u, e->fn.personality, &host) : 0;
-    if (hosted < 0 || (n == 1 && !hosted && shadows(u))) {
+    if (hosted < 0 || (n == 1 && !hosted && jh__uw_shadows(u))) {
         jh__uw.shadowed++;
         err = SHADOWED;
     }

@@ -6,6 +6,7 @@
  *   unwind_near.c     memory for runs within 2 GiB of their code (libunwind's tables)
  *   unwind_reclaim.c  freeing what an unwinder may still be reading, after a grace period
  *   unwind_host.c     code inside a region the JIT registered its own FDE over (LuaJIT)
+ *   unwind_shadow.c   whether our FDE would hide unwind information already there
  * State is process-wide, not per context: runs of two JIT engines must not interleave.
  */
 #ifndef JH__CHANNELS_UNWIND_H
@@ -193,6 +194,10 @@ void jh__uw_img_release(struct uw_img *im);
 /* unwind_host.c */
 int jh__uw_host_of(const struct uw_fn *u, uint64_t personality, struct uw_host *h);
 int jh__uw_host_fill(const struct uw_seg *s, struct uw_fn ***all, size_t *n);
+/* unwind_shadow.c: would u's FDE shadow another's (jh__uw_lock held)? For n functions at
+ * once, best sorted by start: shadowed[i] for u[i]. */
+bool jh__uw_shadows(const struct uw_fn *u);
+void jh__uw_shadows_many(struct uw_fn *const *u, size_t n, bool *shadowed);
 /* unwind_runs.c */
 struct uw_img *jh__uw_img_build(struct uw_fn **fn, size_t n, uintptr_t lo, uintptr_t hi);
 void jh__uw_img_register(struct uw_img *im);

@@ -516,9 +516,7 @@ int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len)
         return 0;
     jh__ctx_lock(ctx);
     int n = 0;
-    struct jh__node *node = jh__reg_find(&ctx->reg, lo);
-    if (!node)
-        node = jh__reg_ceil(&ctx->reg, lo);
+    struct jh__node *node = jh__reg_reaching(&ctx->reg, lo);
     if (!node || node->start > last) {  /* nothing there (node: a munmap of V8's heap, ~750
                                            at start, each asked of four contexts) */
         jh__ctx_unlock(ctx);

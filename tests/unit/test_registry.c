@@ -39,9 +39,14 @@ int main(void)
             model[i] = e;
             live++;
         } else if (rnd() % 3 == 0) {
-            /* An overlapping insert is refused. */
+            /* An overlapping insert is refused: one starting inside a node, and one starting
+             * below it that reaches its first byte (the node above its start). */
             struct jh__node x = { .id = next_id++, .start = model[i]->start + 1, .size = 200 };
             CHECK_EQ(jh__reg_insert(&r, &x), JH_EOVERLAP);
+            uintptr_t below = model[i]->start - 1 - rnd() % 8;
+            struct jh__node y = { .id = next_id++, .start = below,
+                                  .size = model[i]->start - below + 1 };
+            CHECK_EQ(jh__reg_insert(&r, &y), JH_EOVERLAP);
         } else {
             CHECK(jh__reg_by_id(&r, model[i]->id) == model[i]);
             jh__reg_erase(&r, model[i]);
@@ -66,6 +71,7 @@ int main(void)
                 struct jh__node *m = model[k];
                 bool in = m && a >= m->start && a < m->start + m->size;
                 CHECK(f == (in ? m : NULL));
+                CHECK(jh__reg_reaching(&r, a) == (f ? f : jh__reg_ceil(&r, a)));
             }
         }
     }
@@ -81,6 +87,30 @@ int main(void)
         if (model[i]) { jh__reg_erase(&r, model[i]); free(model[i]); }
     CHECK_EQ(r.count, 0);
     CHECK(r.root == NULL);
+
+    /* Ascending inserts, each just above the last (node's builtins, in a batch), and one
+     * ending at the top of the address space: balanced, every height right, the one
+     * touching its neighbour accepted and the one reaching into it refused. */
+    enum { UP = 5000 };
+    struct jh__node *up = calloc(UP + 3, sizeof *up);
+    for (size_t i = 0; i < UP; i++) {
+        up[i] = (struct jh__node){ .id = next_id++, .start = 0x200000 + i * 48, .size = 48 };
+        CHECK_EQ(jh__reg_insert(&r, &up[i]), 0);
+    }
+    depth(r.root);
+    up[UP] = (struct jh__node){ .id = next_id++, .start = UINTPTR_MAX - 63, .size = 64 };
+    CHECK_EQ(jh__reg_insert(&r, &up[UP]), 0);
+    up[UP + 1] = (struct jh__node){ .id = next_id++, .start = UINTPTR_MAX - 127, .size = 65 };
+    CHECK_EQ(jh__reg_insert(&r, &up[UP + 1]), JH_EOVERLAP);
+    up[UP + 2] = (struct jh__node){ .id = next_id++, .start = UINTPTR_MAX - 127, .size = 64 };
+    CHECK_EQ(jh__reg_insert(&r, &up[UP + 2]), 0);
+    CHECK_EQ(r.count, UP + 2);
+    depth(r.root);
+    for (size_t i = 0; i < UP + 3; i++)
+        if (i != UP + 1)
+            jh__reg_erase(&r, &up[i]);
+    CHECK_EQ(r.count, 0);
+    free(up);
 
     /* One million entries: depth stays logarithmic. */
     enum { N = 1000000 };
