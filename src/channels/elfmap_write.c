@@ -111,6 +111,21 @@ static int allocate(int fd, uint64_t from, uint64_t to)
 }
 
 /*
+ * [from, to) of fd allocated, [zfrom, to) of it by writing zeros there: the write is the
+ * allocation (ext4 and xfs reserve a delayed allocation's blocks at the write, which fails
+ * with ENOSPC, EDQUOT or EFBIG then; tmpfs and ramfs allocate the pages), so only what
+ * lies below zfrom (chunks synced with pwrite, whose unwritten tails are holes) is
+ * fallocated. A growth's new bytes all lie past the last sync: an fallocate each (an ext4
+ * journal handle, ~30 us: three a LuaJIT window) saved. 0, 1 (cannot allocate ahead) or
+ * the negative errno of a full disk, a quota or a file-size limit.
+ */
+static int back(int fd, uint64_t from, uint64_t zfrom, uint64_t to)
+{
+    int err = allocate(fd, from, zfrom < to ? zfrom : to);
+    return err || zfrom >= to ? err : jh__pwrite_zeros(fd, zfrom, to, NULL);
+}
+
+/*
  * Without an arena (the JIT's code lies where no address space below it is free: LuaJIT's
  * near its binary), the first page and the metadata are mapped just above the window's
  * span, where they are the file's highest lines, never its lowest: libdw's module then
@@ -249,17 +264,15 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
         if (twice > end && (!arena || 2 * m->page + (twice - meta) <= r->arena_len))
             want = twice;
     }
-    if (!err && (err = allocate(fd, whole ? meta : r->wmap_end, want)) < 0 && want > end)
-        err = allocate(fd, r->wmap_end, want = end);
-    end = want;
     /* Zeros written over what is new and never written (past the file's last sync: the
      * spans about to be written cover whatever lies below): a first store into a page of
      * a fallocated extent cost a page fault of ~4 us (ext4 converting it, a journal handle
      * a page), 1 us after a write of zeros (base/files.h; ~55 faults a LuaJIT window). */
-    uint64_t zfrom = whole ? meta : r->wmap_end;
-    zfrom = zfrom > r->img.end_synced ? zfrom : r->img.end_synced;
-    if (!err && zfrom < end)
-        err = jh__pwrite_zeros(fd, zfrom, end, NULL);
+    uint64_t afrom = whole ? meta : r->wmap_end;
+    uint64_t zfrom = afrom > r->img.end_synced ? afrom : r->img.end_synced;
+    if (!err && (err = back(fd, afrom, zfrom, want)) < 0 && want > end)
+        err = back(fd, afrom, zfrom, want = end);
+    end = want;
     /* the offset from which the file is newly mapped (growing: its new bytes only) */
     uint64_t from = whole ? meta : r->wmap_end;
     if (!err && !arena) {
