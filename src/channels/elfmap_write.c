@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include "base/vec.h"
 #include "channels/elfmap.h"
@@ -111,18 +112,35 @@ static int allocate(int fd, uint64_t from, uint64_t to)
 }
 
 /*
- * [from, to) of fd allocated, [zfrom, to) of it by writing zeros there: the write is the
- * allocation (ext4 and xfs reserve a delayed allocation's blocks at the write, which fails
- * with ENOSPC, EDQUOT or EFBIG then; tmpfs and ramfs allocate the pages), so only what
- * lies below zfrom (chunks synced with pwrite, whose unwritten tails are holes) is
- * fallocated. A growth's new bytes all lie past the last sync: an fallocate each (an ext4
- * journal handle, ~30 us: three a LuaJIT window) saved. 0, 1 (cannot allocate ahead) or
- * the negative errno of a full disk, a quota or a file-size limit.
+ * [from, to) of fd allocated by writing zeros into its holes (lseek's SEEK_HOLE: what no
+ * write has reached; past the file's end, all of it), never over a byte written: the
+ * write is the allocation (ext4 and xfs reserve a delayed allocation's blocks at the
+ * write, which fails with ENOSPC, EDQUOT or EFBIG then; tmpfs allocates the pages), and a
+ * first store into a page so written is a fault of ~0.15 us, where one into a page of a
+ * fallocated, unwritten extent is ~3.3 us (ext4 converts it under a journal handle). So
+ * no fallocate (~25 us of ext4 journal each, five a LuaJIT window: the metadata's chunks
+ * at its first mapping, whose synced sections' tails are holes, and each growth); only
+ * the first page's, which also tells a file system that cannot allocate ahead (ramfs,
+ * whose SEEK_HOLE sees no holes). 0 or a negative errno.
  */
-static int back(int fd, uint64_t from, uint64_t zfrom, uint64_t to)
+static int fill_holes(int fd, uint64_t from, uint64_t to)
 {
-    int err = allocate(fd, from, zfrom < to ? zfrom : to);
-    return err || zfrom >= to ? err : jh__pwrite_zeros(fd, zfrom, to, NULL);
+    int err = 0;
+    while (from < to && !err) {
+        off_t h = lseek(fd, (off_t)from, SEEK_HOLE), d;
+        if (h < 0 && errno != ENXIO)
+            return -errno;
+        h = h < 0 ? (off_t)from : h;            /* (ENXIO: from lies past the file's end) */
+        if ((uint64_t)h >= to)
+            break;
+        d = lseek(fd, h, SEEK_DATA);
+        if (d < 0 && errno != ENXIO)
+            return -errno;
+        uint64_t e = d < 0 || (uint64_t)d > to ? to : (uint64_t)d;
+        err = jh__pwrite_zeros(fd, (uint64_t)h, e, NULL);
+        from = e;
+    }
+    return err;
 }
 
 /*
@@ -264,14 +282,9 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
         if (twice > end && (!arena || 2 * m->page + (twice - meta) <= r->arena_len))
             want = twice;
     }
-    /* Zeros written over what is new and never written (past the file's last sync: the
-     * spans about to be written cover whatever lies below): a first store into a page of
-     * a fallocated extent cost a page fault of ~4 us (ext4 converting it, a journal handle
-     * a page), 1 us after a write of zeros (base/files.h; ~55 faults a LuaJIT window). */
     uint64_t afrom = whole ? meta : r->wmap_end;
-    uint64_t zfrom = afrom > r->img.end_synced ? afrom : r->img.end_synced;
-    if (!err && (err = back(fd, afrom, zfrom, want)) < 0 && want > end)
-        err = back(fd, afrom, zfrom, want = end);
+    if (!err && (err = fill_holes(fd, afrom, want)) < 0 && want > end)
+        err = fill_holes(fd, afrom, want = end);
     end = want;
     /* the offset from which the file is newly mapped (growing: its new bytes only) */
     uint64_t from = whole ? meta : r->wmap_end;
