@@ -21,11 +21,12 @@
  * are written with pwrite, as before.
  *
  * A full disk stays an error: a store into a page of a shared file mapping that the file
- * system cannot back raises SIGBUS, so the pages are allocated (fallocate) before the
- * mapping reaches them, and the allocation's ENOSPC or EFBIG is the write error the caller
- * reports (tests/integration/elfmap_disk_full.sh); and only on file systems that rewrite
- * an allocated page in place (in_place). Others, and one that cannot allocate ahead
- * (EOPNOTSUPP), keep pwrite.
+ * system cannot back raises SIGBUS, so the pages are allocated before the mapping reaches
+ * them (written with zeros where no write reached them: fill_holes), and the allocation's
+ * ENOSPC or EFBIG is the write error the caller reports (tests/integration/
+ * elfmap_disk_full.sh); and only on file systems that rewrite an allocated page in place
+ * (in_place). Others, and one that cannot allocate ahead (the first page's fallocate:
+ * EOPNOTSUPP), keep pwrite.
  *
  * Fork: the child inherits the mapping (its code's tables stay readable there) but never
  * writes through it (its windows are foreign: elfmap.c, elfmap_forked; the parent's are
@@ -269,8 +270,8 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     int err = whole ? allocate(fd, 0, m->page) : 0;
     /* Growing, the file is allocated and mapped ahead: as much again as its metadata has,
      * up to EM_AHEAD (a section outgrowing its chunk grows in place or moves, to a chunk
-     * twice its size), so that a LuaJIT image's dozen growths, an fallocate (~30 us of ext4
-     * journal) and an mmap each, are a handful; a big image's allocated and unused tail
+     * twice its size), so that a LuaJIT image's dozen growths, an mmap and a write of
+     * zeros each, are a handful; a big image's allocated and unused tail
      * stays under EM_AHEAD (sections moving into spare chunks, its end may never reach
      * where it doubled to). Exactly what is needed when a full disk or a file-size limit
      * refuses that. The file may then end past the image's last chunk: zeros. */
