@@ -21,11 +21,12 @@
  * are written with pwrite, as before.
  *
  * A full disk stays an error: a store into a page of a shared file mapping that the file
- * system cannot back raises SIGBUS, so the pages are allocated (fallocate) before the
- * mapping reaches them, and the allocation's ENOSPC or EFBIG is the write error the caller
- * reports (tests/integration/elfmap_disk_full.sh); and only on file systems that rewrite
- * an allocated page in place (in_place). Others, and one that cannot allocate ahead
- * (EOPNOTSUPP), keep pwrite.
+ * system cannot back raises SIGBUS, so the pages are allocated before the mapping reaches
+ * them (written with zeros where no write reached them: fill_holes), and the allocation's
+ * ENOSPC or EFBIG is the write error the caller reports (tests/integration/
+ * elfmap_disk_full.sh); and only on file systems that rewrite an allocated page in place
+ * (in_place). Others, and one that cannot allocate ahead (the first page's fallocate:
+ * EOPNOTSUPP), keep pwrite.
  *
  * Fork: the child inherits the mapping (its code's tables stay readable there) but never
  * writes through it (its windows are foreign: elfmap.c, elfmap_forked; the parent's are
@@ -44,6 +45,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include "base/vec.h"
 #include "channels/elfmap.h"
@@ -108,6 +110,38 @@ static int allocate(int fd, uint64_t from, uint64_t to)
     int err = fallocate(fd, 0, (off_t)from, (off_t)(to - from)) ? -errno : 0;
     jh__fsize_guard_end(&g, err);
     return err == -EOPNOTSUPP || err == -ENOSYS ? 1 : err;
+}
+
+/*
+ * [from, to) of fd allocated by writing zeros into its holes (lseek's SEEK_HOLE: what no
+ * write has reached; past the file's end, all of it), never over a byte written: the
+ * write is the allocation (ext4 and xfs reserve a delayed allocation's blocks at the
+ * write, which fails with ENOSPC, EDQUOT or EFBIG then; tmpfs allocates the pages), and a
+ * first store into a page so written is a fault of ~0.15 us, where one into a page of a
+ * fallocated, unwritten extent is ~3.3 us (ext4 converts it under a journal handle). So
+ * no fallocate (~25 us of ext4 journal each, five a LuaJIT window: the metadata's chunks
+ * at its first mapping, whose synced sections' tails are holes, and each growth); only
+ * the first page's, which also tells a file system that cannot allocate ahead (ramfs,
+ * whose SEEK_HOLE sees no holes). 0 or a negative errno.
+ */
+static int fill_holes(int fd, uint64_t from, uint64_t to)
+{
+    int err = 0;
+    while (from < to && !err) {
+        off_t h = lseek(fd, (off_t)from, SEEK_HOLE), d;
+        if (h < 0 && errno != ENXIO)
+            return -errno;
+        h = h < 0 ? (off_t)from : h;            /* (ENXIO: from lies past the file's end) */
+        if ((uint64_t)h >= to)
+            break;
+        d = lseek(fd, h, SEEK_DATA);
+        if (d < 0 && errno != ENXIO)
+            return -errno;
+        uint64_t e = d < 0 || (uint64_t)d > to ? to : (uint64_t)d;
+        err = jh__pwrite_zeros(fd, (uint64_t)h, e, NULL);
+        from = e;
+    }
+    return err;
 }
 
 /*
@@ -236,8 +270,8 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     int err = whole ? allocate(fd, 0, m->page) : 0;
     /* Growing, the file is allocated and mapped ahead: as much again as its metadata has,
      * up to EM_AHEAD (a section outgrowing its chunk grows in place or moves, to a chunk
-     * twice its size), so that a LuaJIT image's dozen growths, an fallocate (~30 us of ext4
-     * journal) and an mmap each, are a handful; a big image's allocated and unused tail
+     * twice its size), so that a LuaJIT image's dozen growths, an mmap and a write of
+     * zeros each, are a handful; a big image's allocated and unused tail
      * stays under EM_AHEAD (sections moving into spare chunks, its end may never reach
      * where it doubled to). Exactly what is needed when a full disk or a file-size limit
      * refuses that. The file may then end past the image's last chunk: zeros. */
@@ -249,17 +283,10 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
         if (twice > end && (!arena || 2 * m->page + (twice - meta) <= r->arena_len))
             want = twice;
     }
-    if (!err && (err = allocate(fd, whole ? meta : r->wmap_end, want)) < 0 && want > end)
-        err = allocate(fd, r->wmap_end, want = end);
+    uint64_t afrom = whole ? meta : r->wmap_end;
+    if (!err && (err = fill_holes(fd, afrom, want)) < 0 && want > end)
+        err = fill_holes(fd, afrom, want = end);
     end = want;
-    /* Zeros written over what is new and never written (past the file's last sync: the
-     * spans about to be written cover whatever lies below): a first store into a page of
-     * a fallocated extent cost a page fault of ~4 us (ext4 converting it, a journal handle
-     * a page), 1 us after a write of zeros (base/files.h; ~55 faults a LuaJIT window). */
-    uint64_t zfrom = whole ? meta : r->wmap_end;
-    zfrom = zfrom > r->img.end_synced ? zfrom : r->img.end_synced;
-    if (!err && zfrom < end)
-        err = jh__pwrite_zeros(fd, zfrom, end, NULL);
     /* the offset from which the file is newly mapped (growing: its new bytes only) */
     uint64_t from = whole ? meta : r->wmap_end;
     if (!err && !arena) {
