@@ -146,7 +146,9 @@ void *jhp_dlopen_deep(const char *file, int mode);
 /* ---- announce.c ---- */
 enum jhp_kind { JHP_MAP = 1, JHP_DUMP = 2 };
 struct jhp_fn {
-    const char *name;           /* name_len bytes, not NUL-terminated */
+    const char *name;           /* name_len bytes, not NUL-terminated, none of them NUL
+                                   (the map's reader refuses such a line; a LOAD's name
+                                   ends at its first) */
     size_t name_len;
     uint64_t start, size;
     const struct jh_line *lines;
