@@ -276,6 +276,15 @@ static void wait_for(struct jhp_stream *s, size_t need)
     s->at_prefix = false;
 }
 
+/* The rest of the file is not read. */
+static void broke(struct jhp_stream *s)
+{
+    jhp_st.malformed++;
+    s->broken = true;
+    s->len = s->want = 0;
+    s->at_prefix = false;
+}
+
 /* The header, once buf holds it: false while it does not (or never will: broken). */
 static bool dump_header(struct jhp_stream *s)
 {
@@ -291,9 +300,7 @@ static bool dump_header(struct jhp_stream *s)
             return false;
         }
         jhp_warn("%s: %s: not heard", s->path, s->hdr.err);
-        jhp_st.malformed++;
-        s->broken = true;
-        s->len = s->want = 0;
+        broke(s);
         return false;
     }
     s->have_hdr = true;
@@ -323,9 +330,7 @@ static void dump_records(struct jhp_stream *s)
             /* no way to find the next record: the rest of this file is lost */
             jhp_warn("%s: record at offset %" PRIu64 " has size %u: the rest of the file "
                      "is not read", s->path, atomic_load(&s->pos) - s->len + r.off, total);
-            jhp_st.malformed++;
-            s->broken = true;
-            s->len = s->want = 0;
+            broke(s);
             return;
         }
         if (total > left) {
