@@ -153,16 +153,20 @@ uint64_t jhp_hist_pct(const struct jhp_hist *h, unsigned pct)
     return 0;
 }
 
-/* In a file the dynamic loader mapped (the executable, a library)? _dl_find_object is
- * lock-free (glibc 2.35), for unwinders; where it is missing, every code counts as JIT
- * code (flushed at once). */
-static bool in_loaded_object(uint64_t a)
+/* The file the dynamic loader mapped (the executable, a library) that a is in: true, and
+ * its bounds in *lo, *hi. _dl_find_object is lock-free (glibc 2.35), for unwinders; where
+ * it is missing, every code counts as JIT code (flushed at once). One lookup per
+ * announcement answers tools_for and in_file_text (issue 30: two, 9,000 at node's start). */
+static bool object_of(uint64_t a, uint64_t *lo, uint64_t *hi)
 {
 #ifdef DLFO_STRUCT_HAS_EH_DBASE
     struct dl_find_object r;
-    return _dl_find_object((void *)(uintptr_t)a, &r) == 0;
+    if (_dl_find_object((void *)(uintptr_t)a, &r) != 0)
+        return false;
+    *lo = (uint64_t)(uintptr_t)r.dlfo_map_start, *hi = (uint64_t)(uintptr_t)r.dlfo_map_end;
+    return true;
 #else
-    (void)a;
+    (void)a, (void)lo, (void)hi;
     return false;
 #endif
 }
@@ -190,18 +194,13 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *arg)
     return 0;
 }
 
-/* Is [start, start + size) inside an executable segment that a loaded object maps from its
- * file (V8's builtins, embedded in node's text)? Those pages are the object's file,
- * readable as long as the object is loaded (no process_vm_readv to learn it), and elfmap
- * can never map its image there: learning so cost it a look at the process's mappings per
- * function (2,400 at node's start). */
-static bool in_file_text(uint64_t start, uint64_t size)
+/* Is [start, start + size), in the loaded object at [olo, ohi) (object_of), inside an
+ * executable segment that the object maps from its file (V8's builtins, embedded in node's
+ * text)? Those pages are the object's file, readable as long as the object is loaded (no
+ * process_vm_readv to learn it), and elfmap can never map its image there: learning so
+ * cost it a look at the process's mappings per function (2,400 at node's start). */
+static bool in_file_text(uint64_t start, uint64_t size, uint64_t olo, uint64_t ohi)
 {
-#ifdef DLFO_STRUCT_HAS_EH_DBASE
-    struct dl_find_object r;
-    if (_dl_find_object((void *)(uintptr_t)start, &r) != 0)
-        return false;
-    uint64_t olo = (uint64_t)(uintptr_t)r.dlfo_map_start, ohi = (uint64_t)(uintptr_t)r.dlfo_map_end;
     for (int pass = 0; pass < 2; pass++) {
         for (unsigned i = 0; i < ntexts; i++)
             if (texts[i].obj_lo == olo && texts[i].obj_hi == ohi && start >= texts[i].lo &&
@@ -211,8 +210,6 @@ static bool in_file_text(uint64_t start, uint64_t size)
         if (pass || !dl_iterate_phdr(find_text, want))
             return false;
     }
-#endif
-    (void)start, (void)size;
     return false;
 }
 
@@ -425,10 +422,11 @@ void jhp_flush_all(void)
     pending = 0;
 }
 
-/* The tools' context for code at a: code the process has a file for, or JIT code. */
-static jh_ctx *tools_for(uint64_t a)
+/* The tools' context for code in a loaded object (the process has a file for it), or for
+ * JIT code. */
+static jh_ctx *tools_for(bool loaded)
 {
-    return jhp_files && in_loaded_object(a) ? jhp_files : jhp_tools;
+    return jhp_files && loaded ? jhp_files : jhp_tools;
 }
 
 void jhp_announce(const struct jhp_fn *f)
@@ -444,19 +442,23 @@ void jhp_announce(const struct jhp_fn *f)
     size_t n = f->name_len < sizeof name - 1 ? f->name_len : sizeof name - 1;
     memcpy(name, f->name, n);
     name[n] = 0;                /* a name is any bytes but NUL: V8 and Erlang write some */
-    if (memchr(name, 0, n))
-        n = strlen(name);
+    if (held_again(f, name)) {
+        /* (the last held function, in a loaded object's text: it still is, nothing unmaps
+         * one before its batch goes; no lookup, no key opened) */
+        jhp_st.same++;
+        return;
+    }
     uint32_t keys = jhp_pkeys_open();
-    jh_ctx *tools = tools_for(f->start);
+    uint64_t olo = 0, ohi = 0;
+    bool loaded = object_of(f->start, &olo, &ohi);
+    jh_ctx *tools = tools_for(loaded);
     jh_ctx *first = tools ? tools : jhp_elf ? jhp_elf : jhp_rec;
-    bool file_text = in_file_text(f->start, f->size);
+    bool file_text = loaded && in_file_text(f->start, f->size, olo, ohi);
     bool holdable = file_text && tools == jhp_files && !jhp_cfg.library_rule && !f->nlines &&
                     !f->eh_frame_len;
     if (!holdable)
         add_held();     /* what is held goes first: the code described next may call it */
-    if (holdable && held_again(f, name)) {
-        jhp_st.same++;
-    } else if ((first != jhp_files || (f->start < files_hi && f->start + f->size > files_lo)) &&
+    if ((first != jhp_files || (f->start < files_hi && f->start + f->size > files_lo)) &&
                same(first, f, name)) {
         jhp_st.same++;          /* said again: nothing new (its bytes not read again) */
     } else if (!file_text && !jhp_readable(f->start, f->size)) {
@@ -556,7 +558,8 @@ void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
     uint32_t keys = jhp_pkeys_open();
     if (jhp_readable(new, size)) {
         spans(new, size);
-        jh_ctx *tools = tools_for(old);
+        uint64_t olo, ohi;
+        jh_ctx *tools = tools_for(object_of(old, &olo, &ohi));
         int rc = move_in(tools, old, new, size);
         if (jhp_elf) {
             uint64_t lo, hi;

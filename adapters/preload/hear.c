@@ -44,41 +44,24 @@
 
 /* ---- the table of heard files ------------------------------------------------------- */
 
-static struct watch watches[JHP_SLOTS];
-static atomic_int nwatch;       /* slots in use: 0 and every call goes straight on */
-
-struct watch *jhp_by_fd(int fd)
-{
-    if (fd < 0 || !atomic_load_explicit(&nwatch, memory_order_acquire) || jhp_inside)
-        return NULL;
-    for (int i = 0; i < JHP_SLOTS; i++)
-        if (atomic_load_explicit(&watches[i].fd1, memory_order_acquire) == fd + 1)
-            return &watches[i];
-    return NULL;
-}
-
-struct watch *jhp_by_file(FILE *f)
-{
-    if (!f || !atomic_load_explicit(&nwatch, memory_order_acquire) || jhp_inside)
-        return NULL;
-    for (int i = 0; i < JHP_SLOTS; i++)
-        if (atomic_load_explicit(&watches[i].file, memory_order_acquire) == f)
-            return &watches[i];
-    return NULL;
-}
+struct watch jhp_watches[JHP_SLOTS];
+atomic_int jhp_nwatch;          /* slots in use: 0 and every call goes straight on */
+atomic_int jhp_watch_hi;        /* slots ever used (only grows): the lookups stop there */
 
 /* jhp_lock held. */
 static void watch_add(int fd, FILE *f, struct jhp_stream *s, bool append)
 {
     for (int i = 0; i < JHP_SLOTS; i++) {
-        struct watch *w = &watches[i];
+        struct watch *w = &jhp_watches[i];
         if (atomic_load(&w->fd1) || atomic_load(&w->file))
             continue;
         w->stream = s;
         w->append = append;
         atomic_store(&w->file, f);
         atomic_store(&w->fd1, fd + 1);
-        atomic_fetch_add(&nwatch, 1);
+        if (i >= atomic_load(&jhp_watch_hi))
+            atomic_store(&jhp_watch_hi, i + 1);     /* after the slot: a lookup sees it whole */
+        atomic_fetch_add(&jhp_nwatch, 1);
         return;
     }
     jhp_warn("%s: more than %d descriptors of heard files: not heard", jhp_stream_path(s), JHP_SLOTS);
@@ -89,14 +72,14 @@ static void watch_add(int fd, FILE *f, struct jhp_stream *s, bool append)
 static void watch_drop(int fd, FILE *f)
 {
     for (int i = 0; i < JHP_SLOTS; i++) {
-        struct watch *w = &watches[i];
+        struct watch *w = &jhp_watches[i];
         bool hit = (fd >= 0 && atomic_load(&w->fd1) == fd + 1) ||
                    (f && atomic_load(&w->file) == f);
         if (!hit)
             continue;
         atomic_store(&w->fd1, 0);
         atomic_store(&w->file, NULL);
-        atomic_fetch_sub(&nwatch, 1);
+        atomic_fetch_sub(&jhp_nwatch, 1);
     }
 }
 
@@ -109,15 +92,14 @@ static bool in_owner(void)
 
 /* ---- hearing ------------------------------------------------------------------------ */
 
-/* n bytes the VM just wrote to w's file, its call having taken since t0. Meanwhile this
- * thread is inside jitherald: a signal handler running on it calls libc straight through
- * (its writes are not heard, its page calls neither wait nor forget), so it can never wait
- * for a lock this thread holds. (Blocking signals instead cost two system calls per
- * write: 13% of an Erlang run, which writes each jitdump record in pieces.) */
+/* While this thread hears, it is inside jitherald: a signal handler running on it calls
+ * libc straight through (its writes are not heard, its page calls neither wait nor
+ * forget), so it can never wait for a lock this thread holds. (Blocking signals instead
+ * cost two system calls per write: 13% of an Erlang run, which writes each jitdump record
+ * in pieces.) stream.c leaves errno as the VM's call left it. */
 void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, uint64_t t0)
 {
     static uint64_t vm_ns, in_ns;       /* since the last announcement; under the lock */
-    JHP_KEEP_ERRNO;
     uint64_t t1 = jhp_now();
     jhp_inside++;
     jhp_lock();
@@ -127,13 +109,33 @@ void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, u
         jhp_stream_feed(w->stream, iov[i].iov_base, k);
         n -= k;
     }
-    vm_ns += t1 - t0;
-    in_ns += jhp_now() - t1;
-    if (jhp_st.records != said) {       /* a function described: what its writes cost */
-        jhp_hist_add(&jhp_st.vm_write, vm_ns);
-        jhp_hist_add(&jhp_st.in_jh, in_ns);
-        vm_ns = in_ns = 0;
+    if (jhp_cfg.timed) {
+        JHP_KEEP_ERRNO;
+        vm_ns += t1 - t0;
+        in_ns += jhp_now() - t1;
+        if (jhp_st.records != said) {   /* a function described: what its writes cost */
+            jhp_hist_add(&jhp_st.vm_write, vm_ns);
+            jhp_hist_add(&jhp_st.in_jh, in_ns);
+            vm_ns = in_ns = 0;
+        }
     }
+    jhp_unlock();
+    jhp_inside--;
+}
+
+/* The usual case, untimed: a lock and stream.c's copy for a piece of a record (node writes
+ * its jitdump in ~25,000 of them at its start, fwrite and fputc of each field). */
+void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0)
+{
+    if (jhp_cfg.timed) {
+        struct iovec v = { (void *)p, n };
+        jhp_hear_iov(w, &v, 1, n, t0);
+        return;
+    }
+    jhp_inside++;
+    jhp_lock();
+    if (w->stream)
+        jhp_stream_feed(w->stream, p, n);
     jhp_unlock();
     jhp_inside--;
 }
@@ -397,13 +399,13 @@ JHP_EXPORT int close(int fd)
 /* Every heard descriptor in [lo, hi] is about to close. */
 static void closing_range(unsigned lo, unsigned hi)
 {
-    if (!atomic_load(&nwatch) || jhp_inside || !in_owner())
+    if (!atomic_load(&jhp_nwatch) || jhp_inside || !in_owner())
         return;
     JHP_KEEP_ERRNO;
     jhp_inside++;
     jhp_lock();
     for (int i = 0; i < JHP_SLOTS; i++) {
-        int fd = atomic_load(&watches[i].fd1) - 1;
+        int fd = atomic_load(&jhp_watches[i].fd1) - 1;
         if (fd >= 0 && (unsigned)fd >= lo && (unsigned)fd <= hi)
             watch_drop(fd, NULL);
     }

@@ -42,19 +42,38 @@ struct watch {
     struct jhp_stream *stream;
     bool append;                /* O_APPEND: pwrite appends too (Linux) */
 };
+/* The table (hear.c): slots [0, jhp_watch_hi) have been used, jhp_nwatch are in use now. */
+extern struct watch jhp_watches[JHP_SLOTS];
+extern atomic_int jhp_nwatch, jhp_watch_hi;
+
 /* The heard file behind a descriptor or FILE, or NULL (every other call: a load and a
- * compare; NULL too while this thread is inside jitherald). */
-struct watch *jhp_by_fd(int fd);
-struct watch *jhp_by_file(FILE *f);
+ * compare; NULL too while this thread is inside jitherald). Inline, newest slot first:
+ * node writes its jitdump (~25,000 calls at its start) through the FILE it opened last. */
+static inline struct watch *jhp_by_fd(int fd)
+{
+    if (fd < 0 || !atomic_load_explicit(&jhp_nwatch, memory_order_acquire) || jhp_inside)
+        return NULL;
+    for (int i = atomic_load_explicit(&jhp_watch_hi, memory_order_acquire); i-- > 0;)
+        if (atomic_load_explicit(&jhp_watches[i].fd1, memory_order_acquire) == fd + 1)
+            return &jhp_watches[i];
+    return NULL;
+}
+
+static inline struct watch *jhp_by_file(FILE *f)
+{
+    if (!f || !atomic_load_explicit(&jhp_nwatch, memory_order_acquire) || jhp_inside)
+        return NULL;
+    for (int i = atomic_load_explicit(&jhp_watch_hi, memory_order_acquire); i-- > 0;)
+        if (atomic_load_explicit(&jhp_watches[i].file, memory_order_acquire) == f)
+            return &jhp_watches[i];
+    return NULL;
+}
 /* n bytes the VM just wrote to w's file in one call, from the pieces iov[0..cnt); its call
- * began at t0 (jh__now_ns). The pieces are heard together: another thread's write never
+ * began at t0 (jhp_now). The pieces are heard together: another thread's write never
  * lands between them. */
 void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, uint64_t t0);
-static inline void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0)
-{
-    struct iovec v = { (void *)p, n };
-    jhp_hear_iov(w, &v, 1, n, t0);
-}
+/* The same, from one piece: n bytes at p. */
+void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0);
 
 #define JHP_EXPORT __attribute__((visibility("default")))
 

@@ -39,7 +39,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/files.h"
@@ -54,10 +56,25 @@ JHP_TLS unsigned jhp_inside;
 
 static bool open_failed;
 static pid_t root;              /* JITHERALD_RUN_ROOT */
-static struct jh__lock ann = JH__LOCK_INIT("run announcements");
+/* The announcement lock (preload.h): 0 free, 1 held, 2 held and waited for. */
+atomic_int jhp_ann;
 
-void jhp_lock(void) { jh__lock(&ann); }
-void jhp_unlock(void) { jh__unlock(&ann); }
+void jhp_lock_wait(int c)
+{
+    JHP_KEEP_ERRNO;                     /* (the VM's call's, as a mutex leaves it) */
+    if (c != 2)
+        c = atomic_exchange_explicit(&jhp_ann, 2, memory_order_acquire);
+    while (c) {
+        syscall(SYS_futex, &jhp_ann, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        c = atomic_exchange_explicit(&jhp_ann, 2, memory_order_acquire);
+    }
+}
+
+void jhp_unlock_wake(void)
+{
+    JHP_KEEP_ERRNO;
+    syscall(SYS_futex, &jhp_ann, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 void jhp_warn(const char *fmt, ...)
 {
@@ -164,18 +181,18 @@ static void fork_prepare(void)
 {
     fork_took = !jhp_inside++;
     if (fork_took)
-        jh__lock(&ann);
+        jhp_lock();
 }
 static void fork_parent(void)
 {
     if (fork_took)
-        jh__unlock(&ann);
+        jhp_unlock();
     jhp_inside--;
 }
 static void fork_child(void)
 {
     if (fork_took)
-        jh__unlock(&ann);
+        jhp_unlock();
     else
         jhp_cfg.channels = 0;
     jhp_inside--;

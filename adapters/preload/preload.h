@@ -104,13 +104,31 @@ extern atomic_bool jhp_rec_live;
 extern atomic_int jhp_rec_users;
 bool jhp_open(void);
 __attribute__((format(printf, 1, 2))) void jhp_warn(const char *fmt, ...);
-/* The announcement lock: one announcement, one stream's bytes at a time. Taken by hear.c
- * around feeding a stream, and by fork (preload.c). */
-void jhp_lock(void);
-void jhp_unlock(void);
 /* This thread is inside jitherald: the interposed calls it makes (the library's own
  * mmap, write...) go straight to libc. */
 extern JHP_TLS unsigned jhp_inside;
+
+/* The announcement lock: one announcement, one stream's bytes at a time. Taken by hear.c
+ * around feeding a stream, and by fork (preload.c). A futex word (0 free, 1 held, 2 held
+ * and waited for: Drepper's "Futexes Are Tricky", mutex 2), not a pthread mutex: it is
+ * taken for every write the VM makes to its map or jitdump (node: ~27,000 at its start,
+ * most a few bytes), where glibc's mutex cost 63 instructions a write; inline, this costs
+ * ~6 when no one waits. Leaves errno as it was. */
+extern atomic_int jhp_ann;
+void jhp_lock_wait(int seen);
+void jhp_unlock_wake(void);
+static inline void jhp_lock(void)
+{
+    int c = 0;
+    if (!atomic_compare_exchange_strong_explicit(&jhp_ann, &c, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+        jhp_lock_wait(c);
+}
+static inline void jhp_unlock(void)
+{
+    if (atomic_exchange_explicit(&jhp_ann, 0, memory_order_release) == 2)
+        jhp_unlock_wake();
+}
 
 /* errno as the VM's call left it, put back when the enclosing block ends: what we do after
  * the VM's call (a probe, a file of ours) must not change what the VM reads there. */
@@ -128,7 +146,9 @@ void *jhp_dlopen_deep(const char *file, int mode);
 /* ---- announce.c ---- */
 enum jhp_kind { JHP_MAP = 1, JHP_DUMP = 2 };
 struct jhp_fn {
-    const char *name;           /* name_len bytes, not NUL-terminated */
+    const char *name;           /* name_len bytes, not NUL-terminated, none of them NUL
+                                   (the map's reader refuses such a line; a LOAD's name
+                                   ends at its first) */
     size_t name_len;
     uint64_t start, size;
     const struct jh_line *lines;
@@ -160,7 +180,8 @@ struct jhp_stream;
 struct jhp_stream *jhp_stream_get(enum jhp_kind kind, const char *path);
 /* The file starts again (opened with truncation, or shrunk): state from the start. */
 void jhp_stream_reset(struct jhp_stream *s);
-/* n more bytes the VM wrote to it (jhp_lock held). */
+/* n more bytes the VM wrote to it (jhp_lock held): every line or record they complete
+ * announced. errno is left as it was. */
 void jhp_stream_feed(struct jhp_stream *s, const void *p, size_t n);
 /* Bytes the file held before it was heard (a jitdump found by its mmap): read once. */
 void jhp_stream_catch_up(struct jhp_stream *s, int fd);

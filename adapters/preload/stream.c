@@ -37,12 +37,19 @@ struct jhp_stream {
     _Atomic uint64_t pos;       /* bytes of the file heard (pwrite at the end: hear.c) */
     uint8_t *buf;               /* bytes heard and not used yet: a partial line or record */
     size_t len, cap;
+    /* jitdump: what buf must hold before anything in it can be read (the header, a
+     * record's prefix, the record whose prefix says how long it is), cap at least that,
+     * or 0. A write that leaves buf short of it is only kept (node writes each record in
+     * ~6 pieces, a byte at a time through fputc among them): no parse, no copy of the
+     * reader's state. */
+    size_t want;
+    bool at_prefix;             /* want is the next record's prefix */
     bool skip_line;             /* dropping an overlong line up to its newline */
     bool broken;                /* a record of impossible size: the rest is not read */
     /* the jitdump's header once read, and what waits for the next LOAD */
     bool have_hdr;
     struct jhr_jd hdr;
-    uint8_t *dbg, *unw;
+    uint8_t *dbg, *unw;         /* a DEBUG_INFO record; an UNWINDING_INFO's .eh_frame */
     size_t dbg_len, unw_len, dbg_cap, unw_cap;
 };
 
@@ -83,23 +90,32 @@ bool jhp_stream_at(const struct jhp_stream *s, uint64_t off)
 void jhp_stream_reset(struct jhp_stream *s)
 {
     atomic_store(&s->pos, 0);
-    s->len = 0;
+    s->len = s->want = 0;
+    s->at_prefix = false;
     s->skip_line = s->broken = s->have_hdr = false;
     s->dbg_len = s->unw_len = 0;
 }
 
-/* Keep n bytes at p after what is pending. */
-static bool append(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
+/* Room for n bytes after what is pending. */
+static bool reserve(uint8_t **buf, size_t len, size_t *cap, size_t n)
 {
-    if (*cap - *len < n) {
+    if (*cap - len < n) {
         size_t c = *cap ? *cap : 4096;
-        while (c - *len < n)
+        while (c - len < n)
             c *= 2;
         uint8_t *b = realloc(*buf, c);
         if (!b)
             return false;
         *buf = b, *cap = c;
     }
+    return true;
+}
+
+/* Keep n bytes at p after what is pending. */
+static bool append(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
+{
+    if (!reserve(buf, *len, cap, n))
+        return false;
     memcpy(*buf + *len, p, n);
     *len += n;
     return true;
@@ -165,41 +181,54 @@ static void map_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
 
 /* ---- the jitdump ------------------------------------------------------------------------- */
 
-/* The pending UNWINDING_INFO as jh_code.eh_frame: its .eh_frame (the .eh_frame_hdr after
- * it is perf's business), described at the address that makes its pc-relative pointers
- * land on the code where the VM put it rather than where perf's synthetic ELF puts it
- * (.text at JH__JD_PERF_TEXT_OFFSET, .eh_frame 8-aligned after the code). The library reads
- * and translates it (JH_UNWIND_EH_FRAME); V8's empty ones (a bare .eh_frame_hdr) give
- * nothing. false: none. */
-static bool load_eh_frame(const struct jhp_stream *s, const struct jhr_jd_rec *load,
+/* A reader of data[0..len) in the file's byte order: the fields jhr_jd_next reads, not the
+ * header's 256-byte message (copied for every write, that was 5% of hearing node). */
+static void reader(const struct jhp_stream *s, struct jhr_jd *r, const uint8_t *data, size_t len)
+{
+    r->data = data, r->len = len, r->off = 0, r->unwritten = 0;
+    r->swap = s->hdr.swap;
+    r->hdr = s->hdr.hdr;
+    r->err[0] = 0;
+}
+
+/* The UNWINDING_INFO rec as what the next LOAD's jh_code.eh_frame will be: its .eh_frame
+ * (the .eh_frame_hdr after it is perf's business). V8's empty ones (a bare .eh_frame_hdr)
+ * give nothing. */
+static void keep_eh_frame(struct jhp_stream *s, const struct jhr_jd_rec *rec)
+{
+    uint64_t us = rec->u.unwind.unwinding_size, hs = rec->u.unwind.eh_frame_hdr_size;
+    s->unw_len = 0;
+    if (us > hs && !append(&s->unw, &s->unw_len, &s->unw_cap, rec->u.unwind.data, us - hs))
+        s->unw_len = 0;
+}
+
+/* The pending .eh_frame as jh_code.eh_frame, described at the address that makes its
+ * pc-relative pointers land on the code where the VM put it rather than where perf's
+ * synthetic ELF puts it (.text at JH__JD_PERF_TEXT_OFFSET, .eh_frame 8-aligned after the
+ * code). The library reads and translates it (JH_UNWIND_EH_FRAME). */
+static void load_eh_frame(const struct jhp_stream *s, const struct jhr_jd_rec *load,
                           struct jhp_fn *f)
 {
     if (!s->unw_len)
-        return false;
-    struct jhr_jd rr = s->hdr;
-    rr.data = s->unw, rr.len = s->unw_len, rr.off = 0;
-    struct jhr_jd_rec rec;
-    if (jhr_jd_next(&rr, &rec) != 1 || rec.id != JH__JD_CODE_UNWINDING_INFO)
-        return false;
-    uint64_t us = rec.u.unwind.unwinding_size, hs = rec.u.unwind.eh_frame_hdr_size;
-    if (us <= hs)
-        return false;
+        return;
     uint64_t code_size = load->u.load.code_size;
     uint64_t eh_addr = (JH__JD_PERF_TEXT_OFFSET + code_size + 7) & ~7ull;
-    f->eh_frame = rec.u.unwind.data;
-    f->eh_frame_len = (size_t)(us - hs);
+    f->eh_frame = s->unw;
+    f->eh_frame_len = s->unw_len;
     f->eh_frame_addr = load->u.load.code_addr + (eh_addr - JH__JD_PERF_TEXT_OFFSET);
-    return true;
 }
 
-static void dump_load(struct jhp_stream *s, const struct jhr_jd *r, const struct jhr_jd_rec *rec)
+static void dump_load(struct jhp_stream *s, const struct jhr_jd_rec *rec)
 {
-    static struct jh_line rows[4096];
-    struct jhr_lines ln = { .rows = rows, .cap = sizeof rows / sizeof rows[0] };
+    static struct jh_line rows[4096];   /* under the lock, as the rest */
+    static struct jhr_lines ln;
+    ln.n = ln.nfiles = 0;
+    ln.realigned = false;
     if (s->dbg_len) {
-        struct jhr_jd rr = *r;
-        rr.data = s->dbg, rr.len = s->dbg_len, rr.off = 0;
+        struct jhr_jd rr;
+        reader(s, &rr, s->dbg, s->dbg_len);
         struct jhr_jd_rec dbg;
+        ln.rows = rows, ln.cap = sizeof rows / sizeof rows[0];
         if (jhr_jd_next(&rr, &dbg) == 1)
             jhr_jd_load_lines(&rr, &dbg, rec, &ln);
     }
@@ -223,13 +252,11 @@ static void dump_record(struct jhp_stream *s, const struct jhr_jd *r, const stru
             s->dbg_len = 0;
         break;
     case JH__JD_CODE_UNWINDING_INFO:
-        s->unw_len = 0;
-        if (!append(&s->unw, &s->unw_len, &s->unw_cap, r->data + rec->off, rec->total_size))
-            s->unw_len = 0;
+        keep_eh_frame(s, rec);
         break;
     case JH__JD_CODE_LOAD:
         jhp_st.dump_loads++;
-        dump_load(s, r, rec);
+        dump_load(s, rec);
         break;
     case JH__JD_CODE_MOVE:
         jhp_st.dump_moves++;
@@ -241,37 +268,60 @@ static void dump_record(struct jhp_stream *s, const struct jhr_jd *r, const stru
     }
 }
 
-static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
+/* What s->buf must hold before the header or the next record can be read: need bytes
+ * (room made for them), or 0 when there is no room (every write then tries). */
+static void wait_for(struct jhp_stream *s, size_t need)
 {
-    if (s->broken)
-        return;
-    if (!append(&s->buf, &s->len, &s->cap, p, n)) {
-        jhp_st.malformed++;
-        return;
+    s->want = need > s->len && reserve(&s->buf, 0, &s->cap, need) ? need : 0;
+    s->at_prefix = false;
+}
+
+/* The rest of the file is not read. */
+static void broke(struct jhp_stream *s)
+{
+    jhp_st.malformed++;
+    s->broken = true;
+    s->len = s->want = 0;
+    s->at_prefix = false;
+}
+
+/* The header, once buf holds it: false while it does not (or never will: broken). */
+static bool dump_header(struct jhp_stream *s)
+{
+    if (s->len < JH__JD_HEADER_SIZE) {
+        wait_for(s, JH__JD_HEADER_SIZE);
+        return false;
     }
-    size_t used = 0;
-    if (!s->have_hdr) {
-        if (s->len < JH__JD_HEADER_SIZE)
-            return;
-        if (jhr_jd_open(&s->hdr, s->buf, s->len) < 0) {
-            uint32_t hsz;
-            memcpy(&hsz, s->buf + 8, 4);
-            if (jhr_jd_is_jitdump(s->buf, s->len) && hsz > s->len && hsz < 4096)
-                return;             /* a longer header, not all here yet */
-            jhp_warn("%s: %s: not heard", s->path, s->hdr.err);
-            jhp_st.malformed++;
-            s->broken = true;
-            return;
+    if (jhr_jd_open(&s->hdr, s->buf, s->len) < 0) {
+        uint32_t hsz;
+        memcpy(&hsz, s->buf + 8, 4);
+        if (jhr_jd_is_jitdump(s->buf, s->len) && hsz > s->len && hsz < 4096) {
+            wait_for(s, hsz);           /* a longer header, not all here yet */
+            return false;
         }
-        s->have_hdr = true;
-        used = s->hdr.off;
+        jhp_warn("%s: %s: not heard", s->path, s->hdr.err);
+        broke(s);
+        return false;
     }
-    struct jhr_jd r = s->hdr;
-    r.data = s->buf, r.len = s->len, r.off = used;
+    s->have_hdr = true;
+    consume(s, s->hdr.off);
+    return true;
+}
+
+/* buf has grown to what it waited for, or past it: every complete record in it. */
+static void dump_records(struct jhp_stream *s)
+{
+    if (!s->have_hdr && !dump_header(s))
+        return;
+    struct jhr_jd r;
+    reader(s, &r, s->buf, s->len);
+    size_t need = 0;
     for (;;) {
         size_t left = r.len - r.off;
-        if (left < JH__JD_PREFIX_SIZE)
+        if (left < JH__JD_PREFIX_SIZE) {
+            need = JH__JD_PREFIX_SIZE;
             break;
+        }
         uint32_t total;
         memcpy(&total, r.data + r.off + 4, 4);
         if (r.swap)
@@ -280,13 +330,13 @@ static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
             /* no way to find the next record: the rest of this file is lost */
             jhp_warn("%s: record at offset %" PRIu64 " has size %u: the rest of the file "
                      "is not read", s->path, atomic_load(&s->pos) - s->len + r.off, total);
-            jhp_st.malformed++;
-            s->broken = true;
-            s->len = 0;
+            broke(s);
             return;
         }
-        if (total > left)
-            break;                      /* half-written: the rest comes later */
+        if (total > left) {
+            need = total;               /* half-written: the rest comes later */
+            break;
+        }
         struct jhr_jd_rec rec;
         if (jhr_jd_next(&r, &rec) == 1) {
             dump_record(s, &r, &rec);
@@ -295,17 +345,84 @@ static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
             r.off += total;
         }
     }
-    consume(s, r.off);
+    if (r.off)
+        consume(s, r.off);
+    wait_for(s, need);
+    s->at_prefix = need == JH__JD_PREFIX_SIZE && s->want;
 }
 
-void jhp_stream_feed(struct jhp_stream *s, const void *p, size_t n)
+static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
 {
-    atomic_fetch_add(&s->pos, n);
-    jhp_heard_something();
+    if (s->broken)
+        return;
+    if (!append(&s->buf, &s->len, &s->cap, p, n)) {
+        jhp_st.malformed++;
+        return;
+    }
+    dump_records(s);
+}
+
+/* pos moves on (only writers change it, all under the lock: no read-modify-write). */
+static uint64_t heard(struct jhp_stream *s, size_t n)
+{
+    uint64_t pos = atomic_load_explicit(&s->pos, memory_order_relaxed);
+    atomic_store_explicit(&s->pos, pos + n, memory_order_relaxed);
+    return pos;
+}
+
+/* The record buf begins with has its prefix in buf[0..len), and is longer: it is what buf
+ * waits for now. */
+static bool prefix_read(struct jhp_stream *s, size_t len)
+{
+    uint32_t total;
+    memcpy(&total, s->buf + 4, 4);
+    if (s->hdr.swap)
+        total = __builtin_bswap32(total);
+    if (total <= len || total > s->cap || total > MAX_PENDING)
+        return false;                   /* complete, no room yet, or wrong: dump_records */
+    s->want = total;
+    s->at_prefix = false;
+    return true;
+}
+
+/* n bytes that complete nothing (a piece of a jitdump record, the rest of which is still
+ * to come): kept, true; false, and nothing done, otherwise. */
+static inline bool keep(struct jhp_stream *s, const void *p, size_t n)
+{
+    /* (want is 0 but while the jitdump waits) */
+    size_t len = s->len + n;
+    bool prefix = len >= s->want;
+    if (prefix && !(s->at_prefix && n <= s->cap - s->len))
+        return false;
+    if (n == 1)
+        s->buf[s->len] = *(const uint8_t *)p;           /* fputc's */
+    else
+        memcpy(s->buf + s->len, p, n);
+    /* V8 writes a record's prefix with its fixed part, in one piece: its size is known at
+     * once, and the name, the code and the padding after it are kept */
+    if (prefix && !prefix_read(s, len))
+        return false;                   /* (the bytes past len: appended again) */
+    heard(s, n);
+    s->len = len;
+    return true;
+}
+
+/* Everything else: lines and records to read. */
+__attribute__((noinline)) static void take(struct jhp_stream *s, const void *p, size_t n)
+{
+    JHP_KEEP_ERRNO;                     /* realloc, the announcements */
+    if (!heard(s, n))
+        jhp_heard_something();
     if (s->kind == JHP_MAP)
         map_feed(s, p, n);
     else
         dump_feed(s, p, n);
+}
+
+void jhp_stream_feed(struct jhp_stream *s, const void *p, size_t n)
+{
+    if (!keep(s, p, n))
+        take(s, p, n);
 }
 
 void jhp_stream_catch_up(struct jhp_stream *s, int fd)

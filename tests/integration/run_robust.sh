@@ -13,6 +13,10 @@
 #   dump     jitdump records in halves, an unknown record, a LOAD with no NUL, DEBUG_INFO
 #            and UNWINDING_INFO (its CFI reaches the unwinder), MOVE, then a record of
 #            size 8: what can be read is, the rest is dropped
+#   pieces   a jitdump through stdio as V8 writes it, cut at odd places (single bytes,
+#            records split anywhere, several in one write): each function named by the
+#            write that completes its record and not before, timed or not; the file gets
+#            exactly the VM's bytes
 #   fork     a child's own map; the parent's map truncated and written again
 #   none     no map at all: nothing of jitherald's is opened
 #   closefds a helper that closes every descriptor and reuses the numbers (Erlang's
@@ -75,6 +79,17 @@ CH=elfmap,unwind JITHERALD_RUN_FP=0 run dump
     fail "dump: $(tail -1 stats)"
 grep -q 'UNWINDING_INFO: yes; for the code without: no' dump.out || fail "dump: CFI"
 grep -q 'has size 8: the rest of the file is not read' dump.err || fail "dump: no report"
+# untimed, the usual way (a piece of a record is only kept, stream.c); timed, every piece
+# goes the long way
+for timed in no yes; do
+    if [ $timed = yes ]; then run pieces 40; else
+        env -u JITHERALD_RUN_STATS timeout 120 "$CLI" run -c elfmap -- "$V" pieces 40 > pieces.out 2> pieces.err ||
+            { cat pieces.out pieces.err; fail "run_vm pieces (untimed)"; }
+        cat pieces.out
+    fi
+    grep -q 'pieces: 40 functions .* completed them: 40; early: 0; late: 0; the file holds exactly' pieces.out ||
+        fail "pieces (timed: $timed): $(cat pieces.out)"
+done
 run fork
 [ "$(stat rewrites)" -ge 1 ] || fail "fork: the rewrite was not noticed"
 # HotSpot's `jcmd Compiler.perfmap` again: a rewrite, not an append (issue 24, defect 2)

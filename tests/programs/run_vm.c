@@ -12,6 +12,9 @@
  *                        0x numbers, size 0, an unmapped address, a writable page)
  *   run_vm dump          a jitdump: records written in halves, an unknown record, a LOAD
  *                        with no NUL in its name, DEBUG_INFO, MOVE, then a broken size
+ *   run_vm pieces N      a jitdump of N functions through stdio, cut at odd places: single
+ *                        bytes, records split anywhere, several records in one write; each
+ *                        named by the write that completes it, not before
  *   run_vm fork          a child writes its own map; the parent rewrites its map
  *   run_vm jcmd          the map written again from the start by a new open, as HotSpot's
  *                        `jcmd PID Compiler.perfmap` does: the same first line, longer, the
@@ -335,6 +338,112 @@ static int dump(void)
     return k == 4 && k1 == 1 && !bad ? 0 : 1;
 }
 
+/* ---- a jitdump in odd pieces ---- */
+/* V8's way: open + fdopen, then each record in pieces through stdio (fwrite of the fixed
+ * part, of the name, fputc of its NUL, fwrite of the code), heard before any flush. Here
+ * the whole file is cut at lengths that cycle through single bytes, a prefix and a byte
+ * more or less, and pieces holding several records or the end of one and the start of the
+ * next. After each piece, the functions whose LOAD it completed must be named (their page
+ * swapped) and the next one must not be; at the end the file holds exactly these bytes. */
+static int pieces(size_t n)
+{
+    uint8_t *c = code_pages(n);
+    size_t cap = 64 + n * 256, len = 0;
+    uint8_t *b = calloc(1, cap);
+    size_t *end = calloc(n, sizeof *end);       /* where each function's LOAD ends */
+    size_t *rend = calloc(3 * n, sizeof *rend), nr = 0;     /* where each record ends */
+    struct { uint32_t magic, version, size, mach, pad, pid; uint64_t ts, flags; } h =
+        { 0x4A695444, 1, 40, 62, 0, (uint32_t)getpid(), 0, 0 };
+    memcpy(b, &h, 40);
+    len = 40;
+    for (size_t i = 0; i < n; i++) {
+        if (i % 3 == 1) {       /* V8's UNWINDING_INFO: a bare .eh_frame_hdr, nothing to use */
+            uint64_t us = 20, hs = 20, mapped = 20;
+            struct prefix pf = { 4, 16 + 24 + 24, 0 };
+            memcpy(b + len, &pf, 16);
+            memcpy(b + len + 16, &us, 8);
+            memcpy(b + len + 24, &hs, 8);
+            memcpy(b + len + 32, &mapped, 8);
+            len += pf.total;    /* (the table's bytes: zeros) */
+            rend[nr++] = len;
+        }
+        if (i % 5 == 3) {       /* a record nobody knows, a bare prefix or longer: skipped */
+            struct prefix pf = { 77, i % 2 ? 16 : 24, 0 };
+            memcpy(b + len, &pf, 16);
+            len += pf.total;
+            rend[nr++] = len;
+        }
+        char name[32];
+        int nl = snprintf(name, sizeof name, "piece_%zu", i) + 1;
+        struct prefix pf = { 0, (uint32_t)(16 + 40 + nl + 6), 0 };
+        uint32_t pid = (uint32_t)getpid();
+        uint64_t a = (uintptr_t)(c + i * st), sz = 6, ix = i;
+        memcpy(b + len, &pf, 16);
+        memcpy(b + len + 16, &pid, 4);
+        memcpy(b + len + 20, &pid, 4);
+        memcpy(b + len + 24, &a, 8);
+        memcpy(b + len + 32, &a, 8);
+        memcpy(b + len + 40, &sz, 8);
+        memcpy(b + len + 48, &ix, 8);
+        memcpy(b + len + 56, name, (size_t)nl);
+        memcpy(b + len + 56 + nl, c + i * st, 6);
+        len += pf.total;
+        end[i] = rend[nr++] = len;
+    }
+    char path[64];
+    snprintf(path, sizeof path, "jit-%d.dump", (int)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
+    if (!f)
+        return 2;
+    void *m = mmap(NULL, pg, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);  /* as perf wants */
+    /* R: to the end of the record under way (after another R: a whole record in one
+     * write); R2: to the end of the one after it */
+    enum { R = 0, R2 = 9999 };
+    static const size_t cut[] = { 1, 5, R, 10, 16, R, 3, 60, 1, 1, 1, R2, 7, R, R, 300, 2, 24,
+                                  R, 33, 15, 17, R, R, R2, 16, R };
+    size_t off = 0, next = 0, writes = 0, ones = 0, several = 0, on_time = 0, early = 0, late = 0;
+    for (size_t k = 0, r = 0; off < len; k++) {
+        while (r < nr && rend[r] <= off)
+            r++;                /* the record under way */
+        /* the header and the first record a byte at a time, as fputc writes V8's NULs */
+        size_t want = off < end[0] ? 1 : cut[k % (sizeof cut / sizeof cut[0])];
+        if (want == R || want == R2)
+            want = rend[want == R || r + 1 == nr ? r : r + 1] - off;
+        size_t p = want < len - off ? want : len - off;
+        if (p == 1 ? fputc(b[off], f) == EOF : fwrite(b + off, 1, p, f) != p)
+            return 2;
+        off += p;
+        writes++;
+        ones += p == 1;
+        size_t done = 0;
+        for (; next < n && end[next] <= off; next++, done++) {
+            bool yes = swapped(c + next * st);
+            on_time += yes;
+            late += !yes;
+        }
+        several += done > 1;
+        if (next < n)
+            early += swapped(c + next * st);
+    }
+    fflush(f);
+    uint8_t *back = malloc(len + 1);
+    ssize_t got = pread(fd, back, len + 1, 0);
+    bool same = got == (ssize_t)len && !memcmp(back, b, len);
+    printf("pieces: %zu functions in %zu writes (%zu of one byte, %zu completing two or more); "
+           "named by the write that completed them: %zu; early: %zu; late: %zu; the file %s\n",
+           n, writes, ones, several, on_time, early, late,
+           same ? "holds exactly what was written" : "DIFFERS from what was written");
+    munmap(m, pg);
+    fclose(f);
+    unlink(path);
+    free(back);
+    free(rend);
+    free(end);
+    free(b);
+    return on_time == n && !early && !late && same ? 0 : 1;
+}
+
 static int forked(void)
 {
     uint8_t *c = code_pages(4);
@@ -541,6 +650,7 @@ int main(int argc, char **argv)
     if (!strcmp(m, "partial")) rc_ = partial(n);
     else if (!strcmp(m, "junk")) rc_ = junk();
     else if (!strcmp(m, "dump")) rc_ = dump();
+    else if (!strcmp(m, "pieces")) rc_ = pieces(n);
     else if (!strcmp(m, "fork")) rc_ = forked();
     else if (!strcmp(m, "jcmd")) rc_ = jcmd();
     else if (!strcmp(m, "none")) rc_ = 0;
@@ -548,7 +658,7 @@ int main(int argc, char **argv)
     else if (!strcmp(m, "huge")) rc_ = huge(n);
     else if (!strcmp(m, "race")) rc_ = race((double)n);
     else if (!strcmp(m, "latency")) rc_ = latency(n, argc > 3 && !strcmp(argv[3], "gdb"));
-    else fprintf(stderr, "usage: run_vm partial|junk|dump|fork|none|huge|race|latency [N]\n");
+    else fprintf(stderr, "usage: run_vm partial|junk|dump|pieces|fork|none|huge|race|latency [N]\n");
     if (mapfd >= 0 && strcmp(m, "huge"))       /* huge: the script counts after exit */
         unlink(mappath);
     return rc_;

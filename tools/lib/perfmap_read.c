@@ -16,29 +16,31 @@
 /* Set the message; evaluates to -1. */
 #define pfail(err, errlen, ...) (jhr_errf((err), (errlen), __VA_ARGS__), -1)
 
-static int hexval(uint8_t c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
+/* A hex digit's value + 1 (0: not a digit), + 32 for an uppercase one. (A table: the
+ * preload reads each line of node's map as it is written, issue 30.) */
+static const uint8_t hexd[256] = {
+    ['0'] = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+    ['a'] = 11, 12, 13, 14, 15, 16,
+    ['A'] = 43, 44, 45, 46, 47, 48,
+};
 
 /* Hex number at p[0..n): stops at the first non-hex byte. Returns digits used, -1 on
  * overflow or none. *upper set if any uppercase digit was seen. */
 static int hexnum(const uint8_t *p, size_t n, uint64_t *v, bool *upper)
 {
     uint64_t r = 0;
+    unsigned seen = 0;
     size_t i = 0;
-    for (; i < n && hexval(p[i]) >= 0; i++) {
+    for (; i < n && hexd[p[i]]; i++) {
         if (r >> 60)
             return -1;
-        if (p[i] >= 'A' && p[i] <= 'F')
-            *upper = true;
-        r = r << 4 | (uint64_t)hexval(p[i]);
+        seen |= hexd[p[i]];
+        r = r << 4 | (uint64_t)((hexd[p[i]] - 1) & 15);
     }
     if (i == 0 || i > 16)
         return -1;
+    if (seen & 32)
+        *upper = true;
     *v = r;
     return (int)i;
 }
@@ -86,10 +88,10 @@ int jhr_pm_next(const uint8_t *data, size_t len, size_t *off, size_t *lineno,
     if (out->start + out->size < out->start)
         return pfail(err, errlen, "line %zu: range 0x%" PRIx64 "+0x%" PRIx64 " wraps around",
                      ln, out->start, out->size);
-    for (size_t j = i; j < n; j++)
-        if (p[j] == '\r' || p[j] == 0)
-            return pfail(err, errlen, "line %zu: name contains a %s byte", ln,
-                         p[j] ? "carriage return" : "NUL");
+    const uint8_t *cr = memchr(p + i, '\r', n - i), *nul = memchr(p + i, 0, n - i);
+    if (cr || nul)
+        return pfail(err, errlen, "line %zu: name contains a %s byte", ln,
+                     cr && (!nul || cr < nul) ? "carriage return" : "NUL");
     out->name = (const char *)p + i;
     out->name_len = n - i;
     out->upper = upper;

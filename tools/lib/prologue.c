@@ -47,12 +47,17 @@ static enum step decode(const uint8_t *p, size_t n, struct insn *in)
     for (;; i++) {
         if (i >= n || i > 4)
             return STEP_BAD;
-        uint8_t b = p[i];
-        if (b == 0x66)
+        switch (p[i]) {         /* legacy prefixes (a switch: cheaper than the chain) */
+        case 0x66:
             osz16 = 1;
-        else if (b != 0x67 && b != 0xf2 && b != 0xf3 && b != 0x2e && b != 0x3e &&
-                 b != 0x26 && b != 0x36 && b != 0x64 && b != 0x65)
+            continue;
+        case 0x67: case 0xf2: case 0xf3: case 0x2e: case 0x3e: case 0x26: case 0x36:
+        case 0x64: case 0x65:
+            continue;
+        default:
             break;
+        }
+        break;
     }
     if (p[i] >= 0x40 && p[i] <= 0x4f)
         rex = p[i++];
@@ -250,7 +255,10 @@ static int sub_frame(const uint8_t *p, size_t n, uint32_t off, struct jhr_frame 
 /* A prologue at p (n bytes readable from there)? */
 static int prologue_at(const uint8_t *p, size_t n, uint32_t off, struct jhr_frame *f)
 {
-    size_t push = n >= 1 && p[0] == 0x55 ? 1 : n >= 2 && p[0] == 0x40 && p[1] == 0x55 ? 2 : 0;
+    /* (most instructions start otherwise: said at once, issue 30) */
+    if (!n || (p[0] != 0x55 && p[0] != 0x40 && p[0] != 0xc8 && p[0] != 0x48))
+        return 0;
+    size_t push = p[0] == 0x55 ? 1 : n >= 2 && p[0] == 0x40 && p[1] == 0x55 ? 2 : 0;
     if (push && mov_rbp_rsp(p + push, n - push)) {
         f->kind = JHR_FRAME_PUSH;
         f->push_end = off + (uint32_t)push, f->set_end = off + (uint32_t)push + 3;
