@@ -70,7 +70,7 @@ CLI      := $(BUILD)/jitherald
 # libjitherald.so, found beside it.
 RUN_SRC  := $(sort $(wildcard adapters/preload/*.c))
 RUN_READ := tools/lib/jitdump_read.c tools/lib/jitdump_lines.c tools/lib/perfmap_read.c tools/lib/text.c \
-            tools/lib/eh_frame.c tools/lib/prologue.c
+            tools/lib/eh_frame.c tools/lib/prologue.c tools/lib/symbol.c
 RUN_OBJ  := $(RUN_SRC:%.c=$(BUILD)/pic/%.o) $(RUN_READ:%.c=$(BUILD)/pic/%.o)
 RUN_SO   := $(BUILD)/libjitherald-run.so
 

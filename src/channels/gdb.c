@@ -496,9 +496,11 @@ static int gdb_flush(void *state)
 static int unjoin(struct gdb_state *st, const struct jh__entry *e)
 {
     const struct jh__entry *p = jh__view_floor(st->env, e->node.start - 1);
-    const struct jh__entry *n = jh__view_next(st->env, e);
     struct img *im = p ? SLOT(st, p) : NULL;
-    if (!im || !n || SLOT(st, n) != im || im == SLOT(st, e) ||
+    if (!im)        /* (a batch's code: p is pending too, no need to look at n) */
+        return 0;
+    const struct jh__entry *n = jh__view_next(st->env, e);
+    if (!n || SLOT(st, n) != im || im == SLOT(st, e) ||
         n->node.start - (p->node.start + p->node.size) > JH__GDB_JOIN_GAP)
         return 0;
     if (st->defer) {

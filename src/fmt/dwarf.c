@@ -492,14 +492,18 @@ static void noline_unit(struct jh__dwarf *d, const struct item *items, size_t n)
     w32(b, put_str(&d->str, "<jit code with no source file>"));
     w64(b, 0);
     w32(b, ranges);
+    /* at most 41 bytes a subprogram (each uleb room for 10): node's 2,182 builtins are all
+     * here, and a check per write was a quarter of their unit (issue 30) */
+    if (jh__buf_room(b, 48 * n))
+        return;
     for (size_t i = 0; i < n; i++) {
         const struct jh__func *e = items[i].e;
-        wuleb(b, AB_SUB);
-        w32(b, put_str(&d->str, e->name));
-        w64(b, e->start);
-        w64(b, e->size);
-        wuleb(b, 1);
-        w8(b, DW_OP_call_frame_cfa);
+        wuleb_r(b, AB_SUB);
+        wle_r(b, put_str(&d->str, e->name), 4);
+        wle_r(b, e->start, 8);
+        wle_r(b, e->size, 8);
+        wuleb_r(b, 1);
+        w8_r(b, DW_OP_call_frame_cfa);
     }
     w8(b, 0);
     set_u32(b, start, (uint32_t)(b->len - start - 4));
@@ -626,6 +630,14 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
     }
     if (ni == 0 && nnamed == 0)
         goto out;
+    /* The named ones were put in from the end: back in the callers' order (by start, an
+     * image's), so that the sort below finds them sorted. Reversed, they went through
+     * qsort: half of a node builtins' image's DWARF (2,182 "Builtin:*" names, issue 30). */
+    for (struct item *a = items + n - nnamed, *z = items + n - 1; a < z; a++, z--) {
+        struct item t = *a;
+        *a = *z;
+        *z = t;
+    }
     jh__sort(items, ni, sizeof *items, cmp_item);
     jh__sort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
 

@@ -134,9 +134,11 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
 {
     size_t n = 1;
     bool auto_range = s->text == JH__ELF_TEXT_NOBITS && !s->text_size;
+    /* fn_run[i] holds whether function i starts a run until the runs are numbered: each
+     * pair is asked once (a gap asks the caller, gdb's view of the live code) */
     if (auto_range)
         for (size_t i = 1; i < s->nfns; i++)
-            n += !joins(s, s->fns[i - 1], s->fns[i]);
+            n += fn_run[i] = !joins(s, s->fns[i - 1], s->fns[i]);
     if (n >= SHN_LORESERVE - S_MAX || n >= PN_XNUM - 2)
         return -E2BIG;
     struct run *r = n <= FNS_SMALL ? small : malloc(n * sizeof *r);
@@ -152,7 +154,7 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
         fn_run[0] = 0;
         for (size_t i = 1; i < s->nfns; i++) {
             const struct jh__func *e = s->fns[i];
-            if (!joins(s, s->fns[i - 1], e))
+            if (fn_run[i])
                 r[++k] = (struct run){ e->start, e->start };
             r[k].hi = e->start + e->size;
             fn_run[i] = (uint32_t)k;
