@@ -35,6 +35,7 @@
 
 #include "base/clock.h"
 #include "lib/prologue.h"
+#include "lib/symbol.h"
 
 /* Functions in jhp_files waiting for a debugger registration, at most: gdb's full image
  * (gdb_batch, 1024 by default), so that each builtin is encoded into an image once. At 256
@@ -320,12 +321,12 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
  * preload hears): a held function cannot be forgotten before its batch goes.
  */
 struct held_fn {
-    struct jh_code c;           /* name in held_names; cfi (frame_of's) in cfi below */
+    struct jh_code c;           /* name and symbol in held_names; cfi (frame_of's) in cfi below */
     uint8_t cfi[JHR_PROLOGUE_CFI_MAX];
     int from;
 };
 static struct held_fn held[PENDING_MAX];
-static char held_names[PENDING_MAX * 48];
+static char held_names[PENDING_MAX * 96];
 static size_t nheld, held_used;
 
 /* The held functions, into every context that takes them. */
@@ -382,7 +383,8 @@ static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
 {
     if (!jhp_files && !jhp_rec)
         return false;
-    if (nheld == PENDING_MAX || held_used + name_len + 1 > sizeof held_names)
+    size_t room = name_len + 1 + JHR_SYMBOL_MAX(name_len);
+    if (nheld == PENDING_MAX || held_used + room > sizeof held_names)
         add_held();
     const struct held_fn *last = nheld ? &held[nheld - 1] : NULL;
     if (last && f->start < (uint64_t)(uintptr_t)last->c.start + last->c.size)
@@ -390,11 +392,13 @@ static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
     struct held_fn *h = &held[nheld];
     char *nm = held_names + held_used;
     memcpy(nm, name, name_len + 1);
-    h->c = (struct jh_code){ .sz = sizeof h->c, .name = nm, .start = (const void *)(uintptr_t)f->start,
-                             .size = f->size };
+    /* the symbol derived once here, not once per context it goes to (tools/lib/symbol.h) */
+    const char *sym = jhr_symbol(nm + name_len + 1, JHR_SYMBOL_MAX(name_len), name);
+    h->c = (struct jh_code){ .sz = sizeof h->c, .name = nm, .symbol = sym,
+                             .start = (const void *)(uintptr_t)f->start, .size = f->size };
     h->from = f->from;
     frame_of(&h->c, h->cfi);
-    held_used += name_len + 1;
+    held_used += name_len + 1 + (sym ? strlen(sym) + 1 : 0);
     nheld++;
     spans(f->start, f->size);
     unsigned k = said_slot(f->start);
