@@ -94,7 +94,9 @@ int main(void)
     size_t yes;
     CHECK_EQ(compare(n, &yes), 0);
     printf("sorted: %zu ranges, %zu shadowed\n", n, yes);
-    CHECK(yes > n / 10 && yes < n - n / 10);            /* both answers are tested */
+    /* both answers are tested, many times each (their shares follow the build's layout:
+     * under TSan this program's mapping is mostly the runtime's, 5% shadowed) */
+    CHECK(yes >= 256 && n - yes >= 256);
 
     srand(7);
     for (size_t i = n - 1; i > 0; i--) {                /* not sorted: same answers */
