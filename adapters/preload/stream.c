@@ -293,8 +293,11 @@ static bool dump_header(struct jhp_stream *s)
         return false;
     }
     if (jhr_jd_open(&s->hdr, s->buf, s->len) < 0) {
-        uint32_t hsz;
+        uint32_t magic, hsz;
+        memcpy(&magic, s->buf, 4);
         memcpy(&hsz, s->buf + 8, 4);
+        if (magic == JH__JD_MAGIC_SWAPPED)
+            hsz = __builtin_bswap32(hsz);       /* (in the file's byte order) */
         if (jhr_jd_is_jitdump(s->buf, s->len) && hsz > s->len && hsz < 4096) {
             wait_for(s, hsz);           /* a longer header, not all here yet */
             return false;

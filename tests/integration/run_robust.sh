@@ -16,7 +16,8 @@
 #   pieces   a jitdump through stdio as V8 writes it, cut at odd places (single bytes,
 #            records split anywhere, several in one write): each function named by the
 #            write that completes its record and not before, timed or not; the file gets
-#            exactly the VM's bytes
+#            exactly the VM's bytes; and the same in the other byte order, with a header
+#            longer than this version's 40 bytes
 #   fork     a child's own map; the parent's map truncated and written again
 #   none     no map at all: nothing of jitherald's is opened
 #   closefds a helper that closes every descriptor and reuses the numbers (Erlang's
@@ -90,6 +91,10 @@ for timed in no yes; do
     grep -q 'pieces: 40 functions .* completed them: 40; early: 0; late: 0; the file holds exactly' pieces.out ||
         fail "pieces (timed: $timed): $(cat pieces.out)"
 done
+# the same from a VM of the other byte order, whose header is longer than this version's
+run pieces-other 40
+grep -q 'pieces (other byte order): 40 functions .* completed them: 40; early: 0; late: 0; the file holds exactly' pieces-other.out ||
+    fail "pieces in the other byte order: $(cat pieces-other.out pieces-other.err)"
 run fork
 [ "$(stat rewrites)" -ge 1 ] || fail "fork: the rewrite was not noticed"
 # HotSpot's `jcmd Compiler.perfmap` again: a rewrite, not an append (issue 24, defect 2)

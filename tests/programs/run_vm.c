@@ -15,6 +15,7 @@
  *   run_vm pieces N      a jitdump of N functions through stdio, cut at odd places: single
  *                        bytes, records split anywhere, several records in one write; each
  *                        named by the write that completes it, not before
+ *   run_vm pieces-other N  the same in the other byte order, with a header longer than 40
  *   run_vm fork          a child writes its own map; the parent rewrites its map
  *   run_vm jcmd          the map written again from the start by a new open, as HotSpot's
  *                        `jcmd PID Compiler.perfmap` does: the same first line, longer, the
@@ -345,49 +346,68 @@ static int dump(void)
  * more or less, and pieces holding several records or the end of one and the start of the
  * next. After each piece, the functions whose LOAD it completed must be named (their page
  * swapped) and the next one must not be; at the end the file holds exactly these bytes. */
-static int pieces(size_t n)
+/* A field of w (4 or 8) bytes at b, in this machine's byte order or (other) the other. */
+static void field(uint8_t *b, uint64_t v, int w, bool other)
+{
+    if (w == 4) {
+        uint32_t x = other ? __builtin_bswap32((uint32_t)v) : (uint32_t)v;
+        memcpy(b, &x, 4);
+    } else {
+        uint64_t x = other ? __builtin_bswap64(v) : v;
+        memcpy(b, &x, 8);
+    }
+}
+
+static int pieces(size_t n, bool other)
 {
     uint8_t *c = code_pages(n);
     size_t cap = 64 + n * 256, len = 0;
     uint8_t *b = calloc(1, cap);
     size_t *end = calloc(n, sizeof *end);       /* where each function's LOAD ends */
     size_t *rend = calloc(3 * n, sizeof *rend), nr = 0;     /* where each record ends */
-    struct { uint32_t magic, version, size, mach, pad, pid; uint64_t ts, flags; } h =
-        { 0x4A695444, 1, 40, 62, 0, (uint32_t)getpid(), 0, 0 };
-    memcpy(b, &h, 40);
-    len = 40;
+    /* in the other byte order, as a VM of the other endianness wrote it: a header 8 bytes
+     * longer than the 40 this version knows (a reader waits for all of it, read in the
+     * file's order, before the first record) */
+    uint32_t hsize = other ? 48 : 40;
+    field(b, 0x4A695444, 4, other);
+    field(b + 4, 1, 4, other);
+    field(b + 8, hsize, 4, other);
+    field(b + 12, 62, 4, other);
+    field(b + 20, (uint32_t)getpid(), 4, other);
+    len = hsize;
     for (size_t i = 0; i < n; i++) {
         if (i % 3 == 1) {       /* V8's UNWINDING_INFO: a bare .eh_frame_hdr, nothing to use */
-            uint64_t us = 20, hs = 20, mapped = 20;
-            struct prefix pf = { 4, 16 + 24 + 24, 0 };
-            memcpy(b + len, &pf, 16);
-            memcpy(b + len + 16, &us, 8);
-            memcpy(b + len + 24, &hs, 8);
-            memcpy(b + len + 32, &mapped, 8);
-            len += pf.total;    /* (the table's bytes: zeros) */
+            uint32_t total = 16 + 24 + 24;
+            field(b + len, 4, 4, other);
+            field(b + len + 4, total, 4, other);
+            field(b + len + 16, 20, 8, other);
+            field(b + len + 24, 20, 8, other);
+            field(b + len + 32, 20, 8, other);
+            len += total;       /* (the table's bytes: zeros) */
             rend[nr++] = len;
         }
         if (i % 5 == 3) {       /* a record nobody knows, a bare prefix or longer: skipped */
-            struct prefix pf = { 77, i % 2 ? 16 : 24, 0 };
-            memcpy(b + len, &pf, 16);
-            len += pf.total;
+            uint32_t total = i % 2 ? 16 : 24;
+            field(b + len, 77, 4, other);
+            field(b + len + 4, total, 4, other);
+            len += total;
             rend[nr++] = len;
         }
         char name[32];
         int nl = snprintf(name, sizeof name, "piece_%zu", i) + 1;
-        struct prefix pf = { 0, (uint32_t)(16 + 40 + nl + 6), 0 };
-        uint32_t pid = (uint32_t)getpid();
-        uint64_t a = (uintptr_t)(c + i * st), sz = 6, ix = i;
-        memcpy(b + len, &pf, 16);
-        memcpy(b + len + 16, &pid, 4);
-        memcpy(b + len + 20, &pid, 4);
-        memcpy(b + len + 24, &a, 8);
-        memcpy(b + len + 32, &a, 8);
-        memcpy(b + len + 40, &sz, 8);
-        memcpy(b + len + 48, &ix, 8);
+        uint32_t total = (uint32_t)(16 + 40 + nl + 6), pid = (uint32_t)getpid();
+        uint64_t a = (uintptr_t)(c + i * st);
+        field(b + len, 0, 4, other);
+        field(b + len + 4, total, 4, other);
+        field(b + len + 16, pid, 4, other);
+        field(b + len + 20, pid, 4, other);
+        field(b + len + 24, a, 8, other);
+        field(b + len + 32, a, 8, other);
+        field(b + len + 40, 6, 8, other);
+        field(b + len + 48, i, 8, other);
         memcpy(b + len + 56, name, (size_t)nl);
         memcpy(b + len + 56 + nl, c + i * st, 6);
-        len += pf.total;
+        len += total;
         end[i] = rend[nr++] = len;
     }
     char path[64];
@@ -430,9 +450,9 @@ static int pieces(size_t n)
     uint8_t *back = malloc(len + 1);
     ssize_t got = pread(fd, back, len + 1, 0);
     bool same = got == (ssize_t)len && !memcmp(back, b, len);
-    printf("pieces: %zu functions in %zu writes (%zu of one byte, %zu completing two or more); "
+    printf("pieces%s: %zu functions in %zu writes (%zu of one byte, %zu completing two or more); "
            "named by the write that completed them: %zu; early: %zu; late: %zu; the file %s\n",
-           n, writes, ones, several, on_time, early, late,
+           other ? " (other byte order)" : "", n, writes, ones, several, on_time, early, late,
            same ? "holds exactly what was written" : "DIFFERS from what was written");
     munmap(m, pg);
     fclose(f);
@@ -650,7 +670,8 @@ int main(int argc, char **argv)
     if (!strcmp(m, "partial")) rc_ = partial(n);
     else if (!strcmp(m, "junk")) rc_ = junk();
     else if (!strcmp(m, "dump")) rc_ = dump();
-    else if (!strcmp(m, "pieces")) rc_ = pieces(n);
+    else if (!strcmp(m, "pieces")) rc_ = pieces(n, false);
+    else if (!strcmp(m, "pieces-other")) rc_ = pieces(n, true);
     else if (!strcmp(m, "fork")) rc_ = forked();
     else if (!strcmp(m, "jcmd")) rc_ = jcmd();
     else if (!strcmp(m, "none")) rc_ = 0;
@@ -658,7 +679,7 @@ int main(int argc, char **argv)
     else if (!strcmp(m, "huge")) rc_ = huge(n);
     else if (!strcmp(m, "race")) rc_ = race((double)n);
     else if (!strcmp(m, "latency")) rc_ = latency(n, argc > 3 && !strcmp(argv[3], "gdb"));
-    else fprintf(stderr, "usage: run_vm partial|junk|dump|pieces|fork|none|huge|race|latency [N]\n");
+    else fprintf(stderr, "usage: run_vm partial|junk|dump|pieces|pieces-other|fork|none|huge|race|latency [N]\n");
     if (mapfd >= 0 && strcmp(m, "huge"))       /* huge: the script counts after exit */
         unlink(mappath);
     return rc_;

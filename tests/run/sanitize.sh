@@ -17,7 +17,7 @@ lib=$(${CC:-cc} -print-file-name=$lib)
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 JITHERALD_DIR=$T/d
 export TSAN_OPTIONS="die_after_fork=0 halt_on_error=1 exitcode=66"
-modes=("run_vm partial 16" "run_vm junk" "run_vm dump" "run_vm pieces 40" "run_vm fork" "run_vm closefds"
+modes=("run_vm partial 16" "run_vm junk" "run_vm dump" "run_vm pieces 40" "run_vm pieces-other 40" "run_vm fork" "run_vm closefds"
        "run_vm race 500" "run_harm sigpage 500" "run_harm forkmap 100" "run_harm anonfds"
        "run_harm closefds" "run_harm reuse" "run_harm dontneed" "run_harm writev 2000"
        "run_harm errno" "run_harm dupover")
