@@ -46,9 +46,9 @@ LIB_SO   := $(BUILD)/$(SONAME)
 TOOL_PKGS := $(shell for p in libdw capstone zlib; do pkg-config --exists $$p 2>/dev/null && echo $$p; done)
 TOOL_CFLAGS := $(if $(TOOL_PKGS),$(shell pkg-config --cflags $(TOOL_PKGS)),) \
                $(foreach p,$(TOOL_PKGS),-DJH_HAVE_$(shell echo $(p) | tr a-z- A-Z_)=1)
-# capstone is opened when first used (tools/log_disasm.c): not linked.
-TOOL_LINKED := $(filter-out capstone,$(TOOL_PKGS))
-TOOL_LIBS := $(if $(TOOL_LINKED),$(shell pkg-config --libs $(TOOL_LINKED)),)
+# None of them is linked: each is opened when first used (tools/log_disasm.c: capstone,
+# log_dwarf.c: libdw, log_report.c: zlib), so that `jitherald run`, which needs none,
+# starts without loading them (tests/integration/run_start.sh).
 # LLVM 14: the adapter (adapters/llvm/llvm.mk), the programs some tests run, a benchmark's peer.
 LLVM_CONFIG := $(shell command -v llvm-config-14 2>/dev/null)
 CLANG14     := $(shell command -v clang-14 2>/dev/null)
@@ -177,7 +177,7 @@ $(READ_A): $(READ_OBJ)
 
 $(CLI): $(TOOL_OBJ) $(READ_A) $(LIB_A)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(READ_A) $(LIB_A) $(TOOL_LIBS) $(LIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(READ_A) $(LIB_A) $(LIBS)
 
 # Examples link against the shared library, as a user's program would.
 .SECONDEXPANSION:
@@ -229,7 +229,7 @@ $(BUILD)/fuzz/%: fuzz/%.c fuzz/driver.c $(READ_A) $(LIB_A)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itools $(LDFLAGS) -o $@ $< fuzz/driver.c \
-	    $(filter %.o,$^) $(READ_A) $(LIB_A) $(TOOL_LIBS) $(LIBS)
+	    $(filter %.o,$^) $(READ_A) $(LIB_A) $(LIBS)
 
 # Benchmarks may use the tests' support code (tests/support: e.g. the elfmap witness).
 $(BUILD)/bench/%: bench/%.c bench/bench.h $(SUPPORT_A) $(LIB_A) $(MJ_A)
@@ -281,7 +281,7 @@ fuzz:
 	    objs=; [ $$n = fuzz_auditlog ] && objs="$(FUZZ_LOG_OBJ)"; \
 	    clang $(CPPFLAGS) -Itools -g -O1 -fsanitize=fuzzer,address,undefined \
 	    -o build-fuzz/fuzz/$$n $$f $$objs build-fuzz/libjitherald-read.a \
-	    build-fuzz/libjitherald.a $(TOOL_LIBS) $(LIBS) || exit 1; done
+	    build-fuzz/libjitherald.a $(LIBS) || exit 1; done
 
 # Every fuzz target in turn for FUZZ_SECONDS (default 60) each, and a table of the
 # executions and coverage each reached (docs/fuzzing.md). Not part of CI: open-ended.

@@ -30,7 +30,41 @@
 #ifdef JH_HAVE_LIBDW
 #include <elfutils/libdw.h>
 
+#include <dlfcn.h>
 #include <dwarf.h>
+
+/* libdw, opened at the first type asked for rather than linked: linked, it and what it
+ * links (libelf, libz, liblzma, libbz2) were loaded and relocated at every start of the
+ * CLI, `jitherald run` included, which starts before every VM it runs and needs none of
+ * them. elfutils has kept the soname libdw.so.1 since its first release. */
+#define DW_SONAME "libdw.so.1"
+#define DW_FUNCS(X) \
+    X(dwarf_aggregate_size) X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_begin) \
+    X(dwarf_bitsize) X(dwarf_bytesize) X(dwarf_child) X(dwarf_diename) \
+    X(dwarf_end) X(dwarf_errmsg) X(dwarf_formref_die) X(dwarf_formsdata) \
+    X(dwarf_formudata) X(dwarf_hasattr) X(dwarf_nextcu) X(dwarf_offdie) \
+    X(dwarf_peel_type) X(dwarf_siblingof) X(dwarf_tag)
+static struct {
+#define X(f) __typeof__(f) *f;
+    DW_FUNCS(X)
+#undef X
+} dw_api;
+
+static bool dw_loaded(void)
+{
+    static int state;                   /* 0 not tried, 1 loaded, -1 missing */
+    if (state)
+        return state > 0;
+    state = -1;
+    void *h = dlopen(DW_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return false;
+#define X(f) if (!(*(void **)&dw_api.f = dlsym(h, #f))) return false;
+    DW_FUNCS(X)
+#undef X
+    state = 1;
+    return true;
+}
 
 struct jhc_types {
     int fd;
@@ -41,20 +75,25 @@ struct jhc_types {
 
 struct jhc_types *jhc_types_open(const char *vm, char *err, size_t errlen)
 {
+    if (!dw_loaded()) {
+        snprintf(err, errlen, "cannot read types from %s: %s could not be loaded", vm,
+                 DW_SONAME);
+        return NULL;
+    }
     int fd = jh__open_regular(vm, 0);
     if (fd < 0) {
         snprintf(err, errlen, "%s: %s", vm, jhr_file_error(fd));
         return NULL;
     }
-    Dwarf *dw = dwarf_begin(fd, DWARF_C_READ);
+    Dwarf *dw = dw_api.dwarf_begin(fd, DWARF_C_READ);
     if (!dw) {
-        snprintf(err, errlen, "%s: no DWARF debug information (%s)", vm, dwarf_errmsg(-1));
+        snprintf(err, errlen, "%s: no DWARF debug information (%s)", vm, dw_api.dwarf_errmsg(-1));
         close(fd);
         return NULL;
     }
     struct jhc_types *dt = calloc(1, sizeof *dt);
     if (!dt) {
-        dwarf_end(dw);
+        dw_api.dwarf_end(dw);
         close(fd);
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -70,7 +109,7 @@ void jhc_types_close(struct jhc_types *dt)
         return;
     for (unsigned i = 0; i < dt->ncache && i < 32; i++)
         free(dt->cache[i].hint);
-    dwarf_end(dt->dw);
+    dw_api.dwarf_end(dt->dw);
     close(dt->fd);
     free(dt);
 }
@@ -89,20 +128,20 @@ static int find_type_uncached(struct jhc_types *dt, const char *hint, Dwarf_Die 
         name++;
     Dwarf_Off off = 0, next;
     size_t hsize;
-    while (dwarf_nextcu(dt->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+    while (dw_api.dwarf_nextcu(dt->dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
         Dwarf_Die cu, d;
-        if (dwarf_offdie(dt->dw, off + hsize, &cu) && dwarf_child(&cu, &d) == 0) {
+        if (dw_api.dwarf_offdie(dt->dw, off + hsize, &cu) && dw_api.dwarf_child(&cu, &d) == 0) {
             do {
-                int tag = dwarf_tag(&d);
-                const char *n = dwarf_diename(&d);
-                if (!n || strcmp(n, name) || dwarf_hasattr(&d, DW_AT_declaration))
+                int tag = dw_api.dwarf_tag(&d);
+                const char *n = dw_api.dwarf_diename(&d);
+                if (!n || strcmp(n, name) || dw_api.dwarf_hasattr(&d, DW_AT_declaration))
                     continue;
                 if (want ? tag == want : (tag == DW_TAG_typedef || tag == DW_TAG_base_type ||
                                           tag == DW_TAG_structure_type)) {
                     *out = d;
                     return 0;
                 }
-            } while (dwarf_siblingof(&d, &d) == 0);
+            } while (dw_api.dwarf_siblingof(&d, &d) == 0);
         }
         off = next;
     }
@@ -132,21 +171,21 @@ static int find_type(struct jhc_types *dt, const char *hint, Dwarf_Die *out)
 static int type_of(Dwarf_Die *die, Dwarf_Die *out)
 {
     Dwarf_Attribute a;
-    return dwarf_attr_integrate(die, DW_AT_type, &a) && dwarf_formref_die(&a, out) ? 0 : -1;
+    return dw_api.dwarf_attr_integrate(die, DW_AT_type, &a) && dw_api.dwarf_formref_die(&a, out) ? 0 : -1;
 }
 
 static bool attr_u(Dwarf_Die *die, unsigned name, Dwarf_Word *v)
 {
     Dwarf_Attribute a;
-    return dwarf_attr_integrate(die, name, &a) && dwarf_formudata(&a, v) == 0;
+    return dw_api.dwarf_attr_integrate(die, name, &a) && dw_api.dwarf_formudata(&a, v) == 0;
 }
 
 /* The type as written, for display: "struct foo *", "uint32_t", "char [16]". */
 static void type_name(Dwarf_Die *t, char *buf, size_t len, int depth)
 {
-    const char *n = dwarf_diename(t);
+    const char *n = dw_api.dwarf_diename(t);
     Dwarf_Die sub;
-    int tag = dwarf_tag(t);
+    int tag = dw_api.dwarf_tag(t);
     if (depth > 6) {
         snprintf(buf, len, "...");
         return;
@@ -237,18 +276,18 @@ static void print_pointer(struct ctx *c, Dwarf_Die *type, uint64_t v, int depth)
         fprintf(c->f, " -> %s+0x%" PRIx64, fn->name, code - fn->cur_start);
         return;
     }
-    if (type_of(type, &to) < 0 || dwarf_peel_type(&to, &peeled) != 0)
+    if (type_of(type, &to) < 0 || dw_api.dwarf_peel_type(&to, &peeled) != 0)
         return;
-    int tag = dwarf_tag(&peeled);
+    int tag = dw_api.dwarf_tag(&peeled);
     Dwarf_Word enc = 0;
     if (tag == DW_TAG_base_type && attr_u(&peeled, DW_AT_encoding, &enc) &&
-        (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char) && dwarf_bytesize(&peeled) == 1) {
+        (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char) && dw_api.dwarf_bytesize(&peeled) == 1) {
         print_string_at(c, v);
         return;
     }
     if (tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
         return;
-    int size = dwarf_bytesize(&peeled);
+    int size = dw_api.dwarf_bytesize(&peeled);
     const struct jhr_al_mem *m = size > 0 ? jhr_al_mem_at(c->lf, v, (uint64_t)size, c->at) : NULL;
     if (!m)
         return;
@@ -269,12 +308,12 @@ static void print_members(struct ctx *c, Dwarf_Die *st, const uint8_t *p, size_t
                           uint64_t addr, int depth)
 {
     Dwarf_Die mem, mt;
-    if (dwarf_child(st, &mem) != 0)
+    if (dw_api.dwarf_child(st, &mem) != 0)
         return;
     do {
-        if (dwarf_tag(&mem) != DW_TAG_member)
+        if (dw_api.dwarf_tag(&mem) != DW_TAG_member)
             continue;
-        const char *name = dwarf_diename(&mem);
+        const char *name = dw_api.dwarf_diename(&mem);
         Dwarf_Word off = 0;
         attr_u(&mem, DW_AT_data_member_location, &off);
         indent(c->f, depth + 1);
@@ -283,7 +322,7 @@ static void print_members(struct ctx *c, Dwarf_Die *st, const uint8_t *p, size_t
             fprintf(c->f, "?\n");
             continue;
         }
-        int bits = dwarf_bitsize(&mem);
+        int bits = dw_api.dwarf_bitsize(&mem);
         if (bits > 0) {
             Dwarf_Word bo = 0;
             if (!attr_u(&mem, DW_AT_data_bit_offset, &bo))
@@ -310,20 +349,20 @@ static void print_members(struct ctx *c, Dwarf_Die *st, const uint8_t *p, size_t
         }
         print_value(c, &mt, p + off, avail - off, addr + off, depth + 1);
         fputc('\n', c->f);
-    } while (dwarf_siblingof(&mem, &mem) == 0);
+    } while (dw_api.dwarf_siblingof(&mem, &mem) == 0);
 }
 
 static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t avail,
                         uint64_t addr, int depth)
 {
     Dwarf_Die t, sub;
-    if (dwarf_peel_type(type, &t) != 0) {
+    if (dw_api.dwarf_peel_type(type, &t) != 0) {
         fprintf(c->f, "?");
         return;
     }
-    int tag = dwarf_tag(&t);
+    int tag = dw_api.dwarf_tag(&t);
     Dwarf_Word size = 0;
-    if (dwarf_aggregate_size(&t, &size) != 0)
+    if (dw_api.dwarf_aggregate_size(&t, &size) != 0)
         size = 0;
     if (tag == DW_TAG_subroutine_type)
         size = 0;
@@ -363,16 +402,16 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
             v = (int32_t)v;
         fprintf(c->f, "%" PRId64, v);
         Dwarf_Die e;
-        if (dwarf_child(&t, &e) == 0) {
+        if (dw_api.dwarf_child(&t, &e) == 0) {
             do {
                 Dwarf_Attribute a;
                 Dwarf_Sword sv;
-                if (dwarf_tag(&e) == DW_TAG_enumerator && dwarf_attr(&e, DW_AT_const_value, &a) &&
-                    dwarf_formsdata(&a, &sv) == 0 && sv == v) {
-                    fprintf(c->f, " (%s)", dwarf_diename(&e) ? dwarf_diename(&e) : "?");
+                if (dw_api.dwarf_tag(&e) == DW_TAG_enumerator && dw_api.dwarf_attr(&e, DW_AT_const_value, &a) &&
+                    dw_api.dwarf_formsdata(&a, &sv) == 0 && sv == v) {
+                    fprintf(c->f, " (%s)", dw_api.dwarf_diename(&e) ? dw_api.dwarf_diename(&e) : "?");
                     break;
                 }
-            } while (dwarf_siblingof(&e, &e) == 0);
+            } while (dw_api.dwarf_siblingof(&e, &e) == 0);
         }
         break;
     }
@@ -391,18 +430,18 @@ static void print_value(struct ctx *c, Dwarf_Die *type, const uint8_t *p, size_t
         break;
     case DW_TAG_array_type: {
         Dwarf_Die et, ep;
-        if (type_of(&t, &et) < 0 || dwarf_peel_type(&et, &ep) != 0) {
+        if (type_of(&t, &et) < 0 || dw_api.dwarf_peel_type(&et, &ep) != 0) {
             fprintf(c->f, "?");
             break;
         }
         Dwarf_Word esize = 0;
-        if (dwarf_aggregate_size(&ep, &esize) != 0 || esize == 0) {
+        if (dw_api.dwarf_aggregate_size(&ep, &esize) != 0 || esize == 0) {
             fprintf(c->f, "[?]");
             break;
         }
         uint64_t n = size / esize;
         Dwarf_Word enc = 0;
-        if (dwarf_tag(&ep) == DW_TAG_base_type && esize == 1 && attr_u(&ep, DW_AT_encoding, &enc) &&
+        if (dw_api.dwarf_tag(&ep) == DW_TAG_base_type && esize == 1 && attr_u(&ep, DW_AT_encoding, &enc) &&
             (enc == DW_ATE_signed_char || enc == DW_ATE_unsigned_char)) {
             fputc('"', c->f);
             for (uint64_t i = 0; i < n && p[i]; i++)

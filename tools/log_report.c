@@ -27,7 +27,32 @@
 #include "lib/text.h"
 
 #ifdef JH_HAVE_ZLIB
+#include <dlfcn.h>
 #include <zlib.h>
+
+/* zlib, opened at the first report rather than linked, like libdw (log_dwarf.c): every
+ * start of the CLI, `jitherald run` included, would load it for nothing. Not found: the
+ * JSON as it is. */
+static struct {
+    __typeof__(compressBound) *bound;
+    __typeof__(compress2) *compress2;
+} z_api;
+
+static bool z_loaded(void)
+{
+    static int state;                   /* 0 not tried, 1 loaded, -1 missing */
+    if (state)
+        return state > 0;
+    state = -1;
+    void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return false;
+    *(void **)&z_api.bound = dlsym(h, "compressBound");
+    *(void **)&z_api.compress2 = dlsym(h, "compress2");
+    if (z_api.bound && z_api.compress2)
+        state = 1;
+    return state > 0;
+}
 #endif
 
 static void esc(FILE *f, const char *s) { jhr_html_escape(f, s ? s : "", s ? strlen(s) : 0); }
@@ -50,9 +75,9 @@ static void base64(FILE *f, const unsigned char *p, size_t n)
 static int embed(FILE *f, const char *json, size_t len)
 {
 #ifdef JH_HAVE_ZLIB
-    uLongf clen = compressBound((uLong)len);
-    unsigned char *c = malloc(clen);
-    if (c && compress2(c, &clen, (const Bytef *)json, (uLong)len, 6) == Z_OK) {
+    uLongf clen = z_loaded() ? z_api.bound((uLong)len) : 0;
+    unsigned char *c = clen ? malloc(clen) : NULL;
+    if (c && z_api.compress2(c, &clen, (const Bytef *)json, (uLong)len, 6) == Z_OK) {
         fprintf(f, "<script id=data type=application/octet-stream data-enc=deflate data-raw=%zu>", len);
         base64(f, c, clen);
         fputs("</script>\n", f);
