@@ -94,8 +94,9 @@ static inline void le_at(uint8_t *q, uint64_t v, size_t n)
         } while (v);                                                                        \
         b->len -= 10 - (size_t)(q - q0);                                                    \
     }                                                                                       \
-    /* arithmetic shift of a negative value: gcc and clang define it */                     \
-    static inline void wsleb##SFX(struct jh__buf *b, int64_t v)                             \
+    /* arithmetic shift of a negative value: gcc and clang define it (unused: one of the */ \
+    /* pair may be, and clang says so of a static inline in a .c file) */                  \
+    __attribute__((unused)) static inline void wsleb##SFX(struct jh__buf *b, int64_t v)     \
     {                                                                                       \
         uint8_t *q = ROOM(b, 10), *q0 = q;                                                  \
         if (!q)                                                                             \
