@@ -320,30 +320,29 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
  * The VM never unmaps a loaded object's text (ld.so does at dlclose, with calls no
  * preload hears): a held function cannot be forgotten before its batch goes.
  */
-struct held_fn {
-    struct jh_code c;           /* name and symbol in held_names; cfi (frame_of's) in cfi below */
-    uint8_t cfi[JHR_PROLOGUE_CFI_MAX];
-    int from;
-};
-static struct held_fn held[PENDING_MAX];
+/* Parallel arrays, so that the descriptions themselves are the array jh_code_add_many takes:
+ * a copy of them per batch (208 KB more of static memory, faulted in at node's start) bought
+ * nothing, as the names are in held_names either way. */
+static struct jh_code held[PENDING_MAX];    /* name and symbol in held_names, cfi in held_cfi */
+static uint8_t held_cfi[PENDING_MAX][JHR_PROLOGUE_CFI_MAX];    /* frame_of's */
+static int held_from[PENDING_MAX];
 static char held_names[PENDING_MAX * 96];
 static size_t nheld, held_used;
 
 /* The held functions, into every context that takes them. */
 static void add_held(void)
 {
-    static struct jh_code codes[PENDING_MAX];
     static int rc[PENDING_MAX];
     if (!nheld)
         return;
     size_t n = nheld;
+    const struct jh_code *codes = held;
     nheld = held_used = 0;
     jhp_inside++;
     jh_ctx *first = jhp_files ? jhp_files : jhp_rec;
     jh_ctx *ctxs[2] = { jhp_files, jhp_rec };
     uint64_t lo = files_lo, hi = files_hi;     /* what jhp_files held before this batch */
     for (size_t i = 0; i < n; i++) {
-        codes[i] = held[i].c;
         if (jhp_files)
             files_span((uint64_t)(uintptr_t)codes[i].start, codes[i].size);
     }
@@ -386,18 +385,18 @@ static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
     size_t room = name_len + 1 + JHR_SYMBOL_MAX(name_len);
     if (nheld == PENDING_MAX || held_used + room > sizeof held_names)
         add_held();
-    const struct held_fn *last = nheld ? &held[nheld - 1] : NULL;
-    if (last && f->start < (uint64_t)(uintptr_t)last->c.start + last->c.size)
+    const struct jh_code *last = nheld ? &held[nheld - 1] : NULL;
+    if (last && f->start < (uint64_t)(uintptr_t)last->start + last->size)
         add_held();     /* below or over the last one: the batch stays sorted, apart */
-    struct held_fn *h = &held[nheld];
+    struct jh_code *h = &held[nheld];
     char *nm = held_names + held_used;
     memcpy(nm, name, name_len + 1);
     /* the symbol derived once here, not once per context it goes to (tools/lib/symbol.h) */
     const char *sym = jhr_symbol(nm + name_len + 1, JHR_SYMBOL_MAX(name_len), name);
-    h->c = (struct jh_code){ .sz = sizeof h->c, .name = nm, .symbol = sym,
-                             .start = (const void *)(uintptr_t)f->start, .size = f->size };
-    h->from = f->from;
-    frame_of(&h->c, h->cfi);
+    *h = (struct jh_code){ .sz = sizeof *h, .name = nm, .symbol = sym,
+                           .start = (const void *)(uintptr_t)f->start, .size = f->size };
+    held_from[nheld] = f->from;
+    frame_of(h, held_cfi[nheld]);
     held_used += name_len + 1 + (sym ? strlen(sym) + 1 : 0);
     nheld++;
     spans(f->start, f->size);
@@ -409,9 +408,9 @@ static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
 /* f is the last held function said again (by the other file, or by name). */
 static bool held_again(const struct jhp_fn *f, const char *name)
 {
-    const struct held_fn *last = nheld ? &held[nheld - 1] : NULL;
-    return last && !f->nlines && !f->eh_frame_len && (uint64_t)(uintptr_t)last->c.start == f->start &&
-           last->c.size == f->size && (last->from != f->from || !strcmp(last->c.name, name));
+    const struct jh_code *last = nheld ? &held[nheld - 1] : NULL;
+    return last && !f->nlines && !f->eh_frame_len && (uint64_t)(uintptr_t)last->start == f->start &&
+           last->size == f->size && (held_from[nheld - 1] != f->from || !strcmp(last->name, name));
 }
 
 void jhp_flush_all(void)

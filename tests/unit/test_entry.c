@@ -162,8 +162,29 @@ static void check_bid(struct jh__strings *s)
     jh__entry_free(e);
 }
 
+/* Every entry the core keeps carries a jh__func (node's 2,200 builtins under `jitherald run
+ * -c all`: kept twice, ~4,800 entries at start), so it holds no padding: the sum of its
+ * members' sizes is its size (168 bytes on LP64; 184 while its 32-bit fields stood alone). */
+static void check_func_packed(void)
+{
+    struct jh__func f;
+    size_t sum = sizeof f.start + sizeof f.size + sizeof f.name + sizeof f.files +
+                 sizeof f.lines + sizeof f.nfiles + sizeof f.nlines + sizeof f.unwind +
+                 sizeof f.fp_push_end + sizeof f.fp_set_end + sizeof f.nepilogues +
+                 sizeof f.epilogues + sizeof f.cfi + sizeof f.cfi_len + sizeof f.symbol +
+                 sizeof f.prologue_end + sizeof f.cfa_offset + sizeof f.ncfa_steps +
+                 sizeof f.nsaved_regs + sizeof f.cfa_steps + sizeof f.saved_regs +
+                 sizeof f.personality + sizeof f.lsda + sizeof f.nra_signed + sizeof f.ra_key +
+                 sizeof f.ra_signed + sizeof f.bid_hash;
+    if (sizeof(void *) == 8)
+        CHECK_EQ(sizeof f, sum);
+    else
+        CHECK(sizeof f <= sum + 8);     /* ILP32: 64-bit fields may leave a hole or two */
+}
+
 int main(void)
 {
+    check_func_packed();
     struct jh__strings s = { 0 };
     check_frameless(&s);
     check_fp_and_cfi(&s);
