@@ -22,7 +22,7 @@ WIN_CFLAGS   := -std=c11 $(OPT) -g -fno-omit-frame-pointer $(WARN)
 WIN_CXXFLAGS := -std=c++17 $(OPT) -g -fno-omit-frame-pointer $(WARN)
 
 WIN_LIB_SRC := $(addprefix src/base/,buf.c vec.c chanlist.c diag.c registry.c lock_win.c os_win.c files_win.c) \
-               $(addprefix src/fmt/,arch.c auditlog.c cfa.c cfi.c cfi_hdr.c cfi_pac.c eh_frame.c msgpack.c symbol.c unwind_info.c) \
+               $(addprefix src/fmt/,arch.c auditlog.c cfa.c cfi.c cfi_hdr.c cfi_pac.c cfi_reuse.c eh_frame.c msgpack.c symbol.c unwind_info.c) \
                $(filter-out src/core/control.c src/core/gdb_object.c,$(sort $(wildcard src/core/*.c))) \
                $(sort $(wildcard src/channels/unwind*_win.c)) \
                $(addprefix src/channels/,auditlog.c auditlog_ref.c auditlog_ring_win.c absent_win.c) \

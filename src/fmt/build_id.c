@@ -160,7 +160,9 @@ void jh__bid_func(struct jh__bid *id, const struct jh__func *f)
 
 uint64_t jh__bid_func_hash(const struct jh__func *f)
 {
-    struct ser s = { .h = 1 };
+    struct ser s;               /* not zeroed: a 256-byte memset a function (issue 30) */
+    s.h = 1;
+    s.n = 0;
     u64(&s, f->start);
     u64(&s, f->size);
     u64(&s, f->unwind);

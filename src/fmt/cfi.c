@@ -496,6 +496,8 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
         put_cie(&w, o, c.k[k]);
         raw_end(&w, base);
     }
+    const struct jh__func *prev = NULL;        /* the last FDE encoded, in raw mode */
+    size_t prev_k = 0, prev_at = 0;
     for (size_t i = 0; i < nf && !b->err; i++) {
         const struct jh__func *fn = sorted[i];
         size_t at = w.n, k = 0;
@@ -517,7 +519,15 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
             pc_field = (uint32_t)rel;
         }
         raw_begin(&w, base, fde_bound(arch, fn));
-        put_fde(&w, o, fn, (uint32_t)(at + 4 - cie_at[k]), pc_field);
+        uint32_t cie_ptr = (uint32_t)(at + 4 - cie_at[k]);
+        if (w.raw && prev && k == prev_k && !key.lsda && jh__cfi_same_insns(prev, fn)) {
+            jh__cfi_copy_fde(&w, o, fn, prev_at, at - prev_at, cie_ptr, pc_field);  /* cfi_reuse.c */
+        } else {
+            put_fde(&w, o, fn, cie_ptr, pc_field);
+            prev = w.raw ? fn : NULL;       /* (checked writes: perhaps a spliced one) */
+            prev_k = k;
+        }
+        prev_at = at;
         raw_end(&w, base);
     }
     o32(&w, 0);                                 /* terminator */

@@ -1,11 +1,12 @@
 /*
- * cfi_out.h — the byte sink of the .eh_frame/.debug_frame encoder (cfi.c, its only user):
+ * cfi_out.h — the byte sink of the .eh_frame/.debug_frame encoder (cfi.c, cfi_reuse.c):
  * each write appends to a jh_buf, or only counts (the dry run that sizes a run), or, in
  * raw mode, stores into room reserved before.
  */
 #ifndef JH__FMT_CFI_OUT_H
 #define JH__FMT_CFI_OUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +38,14 @@ static inline void ole(struct out *o, uint64_t v, size_t len)
 {
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     v = __builtin_bswap64(v);       /* its first len bytes: the low ones, little-endian */
+/* cfi_reuse.c: whether p's FDE instructions are f's too; f's FDE as a copy of the len bytes
+ * written at count from (raw mode), its CIE pointer and addresses patched. */
+struct jh__cfi_opts;
+struct jh__func;
+bool jh__cfi_same_insns(const struct jh__func *p, const struct jh__func *f);
+void jh__cfi_copy_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
+                      size_t from, size_t len, uint32_t cie_ptr, uint64_t pc_field);
+
 #endif
     if (o->raw)
         __builtin_memcpy(o->raw + o->n, &v, len);
@@ -108,5 +117,13 @@ static inline void orestore(struct out *o, uint64_t reg)
 {
     o8(o, (uint8_t)(JH__CFA_restore | reg));     /* reg < 64: the frame pointer, ra */
 }
+
+/* cfi_reuse.c: whether p's FDE instructions are f's too; f's FDE as a copy of the len bytes
+ * written at count from (raw mode), its CIE pointer and addresses patched. */
+struct jh__cfi_opts;
+struct jh__func;
+bool jh__cfi_same_insns(const struct jh__func *p, const struct jh__func *f);
+void jh__cfi_copy_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
+                      size_t from, size_t len, uint32_t cie_ptr, uint64_t pc_field);
 
 #endif
