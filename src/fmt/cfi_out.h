@@ -38,14 +38,6 @@ static inline void ole(struct out *o, uint64_t v, size_t len)
 {
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
     v = __builtin_bswap64(v);       /* its first len bytes: the low ones, little-endian */
-/* cfi_reuse.c: whether p's FDE instructions are f's too; f's FDE as a copy of the len bytes
- * written at count from (raw mode), its CIE pointer and addresses patched. */
-struct jh__cfi_opts;
-struct jh__func;
-bool jh__cfi_same_insns(const struct jh__func *p, const struct jh__func *f);
-void jh__cfi_copy_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
-                      size_t from, size_t len, uint32_t cie_ptr, uint64_t pc_field);
-
 #endif
     if (o->raw)
         __builtin_memcpy(o->raw + o->n, &v, len);
