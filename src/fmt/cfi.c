@@ -281,14 +281,7 @@ static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh
     size_t at = w->b ? w->b->len : 0, n0 = w->n;
     struct cie_key k = cie_key_of(o, f);
     o32(w, 0);
-    o32(w, cie_ptr);
-    if (o->ptr == JH__CFI_ABS) {
-        o64(w, f->start);
-        o64(w, f->size);
-    } else {
-        o32(w, (uint32_t)pc_field);
-        o32(w, (uint32_t)f->size);
-    }
+    ofde_head(w, o, f, cie_ptr, pc_field);
     if (k.lsda) {
         o8(w, 8);
         o64(w, f->lsda);

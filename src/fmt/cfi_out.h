@@ -13,6 +13,8 @@
 #include "base/buf.h"
 #include "fmt/arch.h"
 #include "fmt/cfa.h"
+#include "fmt/cfi.h"
+#include "fmt/func.h"
 
 /* ---- a byte sink that writes, or only counts (the dry run) ----------------------------
  * Raw mode (eh_frame, for a CIE or an FDE whose size it can bound): room for the bound is
@@ -110,10 +112,23 @@ static inline void orestore(struct out *o, uint64_t reg)
     o8(o, (uint8_t)(JH__CFA_restore | reg));     /* reg < 64: the frame pointer, ra */
 }
 
+/* An FDE's CIE pointer, pc_begin and pc_range (after its length): put_fde's, and those
+ * cfi_reuse.c patches into a copy. */
+static inline void ofde_head(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
+                             uint32_t cie_ptr, uint64_t pc_field)
+{
+    o32(w, cie_ptr);
+    if (o->ptr == JH__CFI_ABS) {
+        o64(w, f->start);
+        o64(w, f->size);
+    } else {
+        o32(w, (uint32_t)pc_field);
+        o32(w, (uint32_t)f->size);
+    }
+}
+
 /* cfi_reuse.c: whether p's FDE instructions are f's too; f's FDE as a copy of the len bytes
  * written at count from (raw mode), its CIE pointer and addresses patched. */
-struct jh__cfi_opts;
-struct jh__func;
 bool jh__cfi_same_insns(const struct jh__func *p, const struct jh__func *f);
 void jh__cfi_copy_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
                       size_t from, size_t len, uint32_t cie_ptr, uint64_t pc_field);

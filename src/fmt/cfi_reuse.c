@@ -61,13 +61,6 @@ void jh__cfi_copy_fde(struct out *w, const struct jh__cfi_opts *o, const struct 
     memcpy(d, w->raw + from, len);
     size_t n = w->n;
     w->n += 4;
-    o32(w, cie_ptr);
-    if (o->ptr == JH__CFI_ABS) {
-        o64(w, f->start);
-        o64(w, f->size);
-    } else {
-        o32(w, (uint32_t)pc_field);
-        o32(w, (uint32_t)f->size);
-    }
+    ofde_head(w, o, f, cie_ptr, pc_field);
     w->n = n + len;
 }
