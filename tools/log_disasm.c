@@ -34,7 +34,8 @@
 
 #ifdef JH_HAVE_CAPSTONE
 #include <capstone/capstone.h>
-#include <dlfcn.h>
+
+#include "log_libs.h"
 
 /* capstone, opened at the first disassembly rather than linked: its 77,000 relocations cost
  * every start of the CLI ~2 ms of CPU (measured: `jitherald run -- true` 4.0 ms, 1.35 ms
@@ -50,25 +51,17 @@ static struct {
     cs_err (*close)(csh *);
 } cs_api;
 
+static const char *const cs_names[] = { "cs_open", "cs_option", "cs_malloc", "cs_disasm_iter",
+                                        "cs_free", "cs_close" };
+static void **const cs_slots[] = { (void **)&cs_api.open, (void **)&cs_api.option,
+                                   (void **)&cs_api.malloc, (void **)&cs_api.iter,
+                                   (void **)&cs_api.free, (void **)&cs_api.close };
+static struct jhc_lib cs_lib = { CS_SONAME(CS_API_MAJOR), cs_names, cs_slots,
+                                 sizeof cs_names / sizeof cs_names[0], 0 };
+
 static bool cs_loaded(void)
 {
-    static int state;                   /* 0 not tried, 1 loaded, -1 missing */
-    if (state)
-        return state > 0;
-    state = -1;
-    void *h = dlopen(CS_SONAME(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return false;
-    *(void **)&cs_api.open = dlsym(h, "cs_open");
-    *(void **)&cs_api.option = dlsym(h, "cs_option");
-    *(void **)&cs_api.malloc = dlsym(h, "cs_malloc");
-    *(void **)&cs_api.iter = dlsym(h, "cs_disasm_iter");
-    *(void **)&cs_api.free = dlsym(h, "cs_free");
-    *(void **)&cs_api.close = dlsym(h, "cs_close");
-    if (cs_api.open && cs_api.option && cs_api.malloc && cs_api.iter && cs_api.free &&
-        cs_api.close)
-        state = 1;
-    return state > 0;
+    return jhc_lib_load(&cs_lib);
 }
 #endif
 

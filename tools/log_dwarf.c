@@ -30,8 +30,9 @@
 #ifdef JH_HAVE_LIBDW
 #include <elfutils/libdw.h>
 
-#include <dlfcn.h>
 #include <dwarf.h>
+
+#include "log_libs.h"
 
 /* libdw, opened at the first type asked for rather than linked: linked, it and what it
  * links (libelf, libz, liblzma, libbz2) were loaded and relocated at every start of the
@@ -50,20 +51,18 @@ static struct {
 #undef X
 } dw_api;
 
+#define X(f) #f,
+static const char *const dw_names[] = { DW_FUNCS(X) };
+#undef X
+#define X(f) (void **)&dw_api.f,
+static void **const dw_slots[] = { DW_FUNCS(X) };
+#undef X
+static struct jhc_lib dw_lib = { DW_SONAME, dw_names, dw_slots,
+                                 sizeof dw_names / sizeof dw_names[0], 0 };
+
 static bool dw_loaded(void)
 {
-    static int state;                   /* 0 not tried, 1 loaded, -1 missing */
-    if (state)
-        return state > 0;
-    state = -1;
-    void *h = dlopen(DW_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return false;
-#define X(f) if (!(*(void **)&dw_api.f = dlsym(h, #f))) return false;
-    DW_FUNCS(X)
-#undef X
-    state = 1;
-    return true;
+    return jhc_lib_load(&dw_lib);
 }
 
 struct jhc_types {

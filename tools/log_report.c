@@ -27,8 +27,9 @@
 #include "lib/text.h"
 
 #ifdef JH_HAVE_ZLIB
-#include <dlfcn.h>
 #include <zlib.h>
+
+#include "log_libs.h"
 
 /* zlib, opened at the first report rather than linked, like libdw (log_dwarf.c): every
  * start of the CLI, `jitherald run` included, would load it for nothing. Not found: the
@@ -38,20 +39,13 @@ static struct {
     __typeof__(compress2) *compress2;
 } z_api;
 
+static const char *const z_names[] = { "compressBound", "compress2" };
+static void **const z_slots[] = { (void **)&z_api.bound, (void **)&z_api.compress2 };
+static struct jhc_lib z_lib = { "libz.so.1", z_names, z_slots, 2, 0 };
+
 static bool z_loaded(void)
 {
-    static int state;                   /* 0 not tried, 1 loaded, -1 missing */
-    if (state)
-        return state > 0;
-    state = -1;
-    void *h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h)
-        return false;
-    *(void **)&z_api.bound = dlsym(h, "compressBound");
-    *(void **)&z_api.compress2 = dlsym(h, "compress2");
-    if (z_api.bound && z_api.compress2)
-        state = 1;
-    return state > 0;
+    return jhc_lib_load(&z_lib);
 }
 #endif
 
