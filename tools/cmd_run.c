@@ -5,8 +5,8 @@
  *
  *     $ MVM_JIT_PERF_MAP=1 jitherald run -c elfmap -- valgrind --tool=callgrind rakudo x.raku
  *
- * It only sets the environment and execs: LD_PRELOAD (the library first, what was there
- * after it), JITHERALD_RUN (the channels) and JITHERALD_RUN_ROOT (this pid, which the
+ * It only sets the environment and execs: LD_PRELOAD (the library first, after the core
+ * it needs when that lies beside it, what was there after them), JITHERALD_RUN (the channels) and JITHERALD_RUN_ROOT (this pid, which the
  * command keeps: at its exit it says when no process of the run wrote a map). Nothing
  * else of the command's environment changes: the library hears the VM in the VM's own
  * threads, so it needs no thread of its own scheduled (it used to ask valgrind for its
@@ -28,6 +28,7 @@
 #define JH_LIBDIR "/usr/local/lib"
 #endif
 #define RUN_LIB "libjitherald-run.so"
+#define CORE_LIB "libjitherald.so.0"       /* what RUN_LIB needs, found beside it */
 
 #define USAGE "usage: jitherald run [-c CHANNELS] -- COMMAND [ARGS...]"
 
@@ -163,7 +164,18 @@ int jhc_cmd_run(int argc, char **argv)
                 "colon\n", lib);
         return 2;
     }
-    int err = prepend_env("LD_PRELOAD", lib, ':');
+    /* The core the run library needs, preloaded by its path before it: found by its
+     * soname through the run library's RUNPATH ($ORIGIN), ld.so would first try each of
+     * glibc's hwcaps directories under it, 36 failed openat and stat in every process. */
+    char pre[2 * PATH_MAX + 1];
+    const char *slash = strrchr(lib, '/');
+    int dir = slash ? (int)(slash - lib) : 0;
+    snprintf(pre, sizeof pre, "%.*s/" CORE_LIB, dir, lib);
+    if (slash && usable(pre) && !strchr(pre, ' ') && !strchr(pre, ':'))
+        snprintf(pre + strlen(pre), sizeof pre - strlen(pre), ":%s", lib);
+    else
+        snprintf(pre, sizeof pre, "%s", lib);
+    int err = prepend_env("LD_PRELOAD", pre, ':');
     if (!err && setenv("JITHERALD_RUN", channels, 1))
         err = -errno;
     /* The process the command becomes: it says at its exit when no process of the run

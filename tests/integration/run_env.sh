@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # run_env.sh — what `jitherald run` puts in the command's environment, and nothing else:
-#   LD_PRELOAD          the run library first, what the user had after it
+#   LD_PRELOAD          the core and the run library first (the core by its path: ld.so
+#                       does not search the run library's RUNPATH for it), what the user
+#                       had after them
 #   JITHERALD_RUN       the channels
 #   JITHERALD_RUN_ROOT  its own pid, which the command keeps (exec)
 # VALGRIND_OPTS is left as it was: the library hears the VM in the VM's own threads, so it
@@ -9,7 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 require_tool valgrind valgrind
 cd "$T"
-lib=$B/libjitherald-run.so
+lib=$B/libjitherald.so.0:$B/libjitherald-run.so
 show='printf "%s|%s|%s|%s|%s\n" "$LD_PRELOAD" "$JITHERALD_RUN" "$JITHERALD_RUN_ROOT" "$$" "${VALGRIND_OPTS-unset}"'
 env -u LD_PRELOAD -u VALGRIND_OPTS "$CLI" run -c gdb -- sh -c "$show" > plain.env
 IFS='|' read -r pre ch root self vg < plain.env
@@ -21,6 +23,19 @@ LD_PRELOAD=$T/other.so VALGRIND_OPTS='-q --fair-sched=no' \
 IFS='|' read -r pre ch root self vg < kept.env
 [ "$pre|$ch|$vg" = "$lib:$T/other.so|elfmap|-q --fair-sched=no" ] ||
     fail "the user's LD_PRELOAD / VALGRIND_OPTS not kept as they were: $(cat kept.env)"
+
+# ld.so looks for no library of ours: found by its soname through the run library's
+# RUNPATH ($ORIGIN), the core cost 36 failed openat and stat in glibc's hwcaps directories
+# in every process of a run.
+if command -v strace > /dev/null; then
+    env -u LD_PRELOAD strace -f -e trace=openat,stat,newfstatat,access -o search.txt \
+        "$CLI" run -c gdb -- /bin/true 2> /dev/null
+    grep -q 'libjitherald-run.so", O_RDONLY' search.txt || fail "strace saw no preload: $(head -3 search.txt)"
+    ! grep -E 'libjitherald[^"]*", .*ENOENT' search.txt ||
+        fail "ld.so searched for a library of ours (above)"
+else
+    fail "strace is needed (scripts/install-deps.sh installs it)"
+fi
 
 # The descriptor table is grown past the numbers of the descriptors the library keeps
 # (base/files.h, jh__kfd_reserve) in the command's constructor, while it has one thread:
