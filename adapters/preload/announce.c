@@ -290,6 +290,17 @@ static void files_span(uint64_t start, uint64_t size)
     files_hi = start + size > files_hi ? start + size : files_hi;
 }
 
+/* One name in both spellings: Erlang's map puts a '$' before the name its jitdump gives
+ * ("$init:bs2as/1", "init:bs2as/1"). Without this, a map line heard after the said slot
+ * of its jitdump record was taken (Erlang allocates modules 64 KiB apart: functions at the
+ * same offset share a slot, and its map lags its jitdump by hundreds of functions) was new
+ * code over old: 620 of its 16,575 functions lost the jitdump's description for the map's,
+ * each costing gdb the rebuild of a full image. */
+static bool same_name(const char *a, const char *b)
+{
+    return !strcmp(a, b) || (*a == '$' && !strcmp(a + 1, b)) || (*b == '$' && !strcmp(a, b + 1));
+}
+
 /* Is ctx's code at f's place the same function, said again? */
 static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
 {
@@ -301,7 +312,7 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
         (uint64_t)(uintptr_t)s != f->start || sz != f->size)
         return false;
     unsigned k = said_slot(f->start);
-    return !strcmp(old, name) || (said[k].start == f->start && said[k].size == f->size &&
+    return same_name(old, name) || (said[k].start == f->start && said[k].size == f->size &&
                                   said[k].from && said[k].from != f->from);
 }
 
