@@ -90,6 +90,7 @@ struct img {
     bool dirty;                 /* fns changed since pub was built (see img_changed) */
     size_t ndead;               /* functions removed since then */
     uintptr_t dead_lo, dead_hi; /* covers them: what pub still claims that is gone */
+    uintptr_t apart_lo, apart_hi;   /* no section of pub spans this gap (img_rebuild) */
     struct img *prev, *next;    /* in its class list */
 };
 
@@ -106,6 +107,7 @@ struct gdb_state {
     size_t cls_n[BIG + 1], cls_fns[BIG + 1];
     size_t ndirty;
     uintptr_t dead_lo, dead_hi; /* covers code removed from dirty images, not yet rebuilt */
+    uintptr_t apart_lo, apart_hi;   /* build() joins no gap that meets this range */
     struct img *newest;         /* the image of the newest code: kept out of merges */
     const struct jh__func **funcs;  /* scratch for build() */
     size_t funcs_cap;
@@ -160,10 +162,13 @@ static void class_unlink(struct gdb_state *st, struct img *im)
     st->cls_fns[c] -= im->n;
 }
 
-/* May an image's .text section cover [lo, hi)? Only if no live code is there. */
+/* May an image's .text section cover [lo, hi)? Only if no live code is there, nor code
+ * just removed from the image being rebuilt (img_rebuild). */
 static bool gap_empty(void *arg, uint64_t lo, uint64_t hi)
 {
     const struct gdb_state *st = arg;
+    if (lo < st->apart_hi && st->apart_lo < hi)
+        return false;
     const struct jh__entry *e = jh__view_ceil(st->env, lo);
     return !e || e->node.start >= hi;
 }
@@ -237,14 +242,27 @@ static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
 }
 
 /* Rebuild one image from its current functions and swap it in (or drop it when empty). */
+/* Rebuilt after losing a few functions, an image keeps their place out of its sections:
+ * what comes back there next (under jitherald run, the same function with its lines from
+ * the jitdump, replacing the perf map's) then needs no second rebuild to split a section
+ * spanning it (unjoin). Erlang: 620 such replacements, each rebuilding a full image twice.
+ * After more removals (a flush, a GC) the gaps join as usual: fewer sections. */
+#define APART_MAX 1
+
 static int img_rebuild(struct gdb_state *st, struct img *im)
 {
     struct jh__gdb_image *old = im->pub, *p = NULL;
+    bool apart = im->ndead && im->ndead <= APART_MAX && im->dead_hi > im->dead_lo;
     if (im->n) {
+        st->apart_lo = apart ? im->dead_lo : 0;
+        st->apart_hi = apart ? im->dead_hi : 0;
         int err = build(st, &p, im->fns, im->n);
+        st->apart_lo = st->apart_hi = 0;
         if (err)
             return err;
     }
+    im->apart_lo = apart ? im->dead_lo : 0;
+    im->apart_hi = apart ? im->dead_hi : 0;
     im->pub = p;
     jh__gdb_publish(p, &old, 1);
     if (im->dirty) {
@@ -501,8 +519,9 @@ static int unjoin(struct gdb_state *st, const struct jh__entry *e)
         return 0;
     const struct jh__entry *n = jh__view_next(st->env, e);
     if (!n || SLOT(st, n) != im || im == SLOT(st, e) ||
-        n->node.start - (p->node.start + p->node.size) > JH__GDB_JOIN_GAP)
-        return 0;
+        n->node.start - (p->node.start + p->node.size) > JH__GDB_JOIN_GAP ||
+        (im->apart_lo <= e->node.start && e->node.start + e->node.size <= im->apart_hi))
+        return 0;           /* (no section spans the gap: img_rebuild kept it apart) */
     if (st->defer) {
         if (!im->dirty)
             st->ndirty++;

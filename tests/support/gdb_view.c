@@ -12,7 +12,7 @@ struct sym *view;
 size_t nview, nimages;
 static size_t view_cap;
 
-static void add_sym(uintptr_t addr, uint64_t size, const char *name)
+static void add_sym(uintptr_t addr, uint64_t size, const char *name, const void *image)
 {
     if (nview == view_cap) {
         view_cap = view_cap ? 2 * view_cap : 1024;
@@ -20,6 +20,7 @@ static void add_sym(uintptr_t addr, uint64_t size, const char *name)
     }
     view[nview].addr = addr;
     view[nview].size = size;
+    view[nview].image = image;
     snprintf(view[nview].name, sizeof view[nview].name, "%s", name);
     nview++;
 }
@@ -55,7 +56,7 @@ int snapshot(void)
                 const Elf64_Shdr *text = &sh[sym[k].st_shndx];
                 BAD(sym[k].st_value >= text->sh_addr &&
                       sym[k].st_value + sym[k].st_size <= text->sh_addr + text->sh_size);
-                add_sym(sym[k].st_value, sym[k].st_size, str + sym[k].st_name);
+                add_sym(sym[k].st_value, sym[k].st_size, str + sym[k].st_name, p);
             }
         }
     }
@@ -69,4 +70,12 @@ int count_named(const char *name, uintptr_t addr)
     for (size_t i = 0; i < nview; i++)
         n += !strcmp(view[i].name, name) && (!addr || view[i].addr == addr);
     return n;
+}
+
+const void *image_naming(const char *name)
+{
+    for (size_t i = 0; i < nview; i++)
+        if (!strcmp(view[i].name, name))
+            return view[i].image;
+    return NULL;
 }

@@ -13,6 +13,7 @@ struct sym {
     uintptr_t addr;
     uint64_t size;
     char name[32];
+    const void *image;          /* the image it was read from (its symfile_addr) */
 };
 
 /* After snapshot(): every symbol of every image, and how many images there were. */
@@ -25,5 +26,8 @@ int snapshot(void);
 
 /* How many symbols are named name (at addr, when addr is not 0). */
 int count_named(const char *name, uintptr_t addr);
+
+/* The image naming name (the first in list order), or NULL. */
+const void *image_naming(const char *name);
 
 #endif

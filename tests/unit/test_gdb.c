@@ -168,6 +168,48 @@ static void test_remove_range(void)
     munmap(code, N * FN_SIZE);
 }
 
+/* jitherald run replaces a function in place (the perf map's description, then the
+ * jitdump's with lines): jh_code_remove_range over it, then jh_code_add at the same
+ * range. The full image it was in is rebuilt once, at the removal's end, keeping its place
+ * out of its sections, so that the new code needs no second rebuild of it (Erlang: 620
+ * replacements, each rebuilding a full image twice). */
+static void test_replace(void)
+{
+    enum { N = 2048 };
+    uint8_t *code = code_region(N);
+    char name[32], left[32], right[32];
+    jh_ctx *jh = open_gdb(0);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "p%d", i);
+        add_fn(jh, code + (size_t)i * FN_SIZE, name, 1 + i % 50);
+    }
+    for (int k = 0; k < 3; k++) {
+        int at = 500 + 7 * k;
+        snprintf(name, sizeof name, "p%d", at);
+        snprintf(left, sizeof left, "p%d", at - 1);
+        snprintf(right, sizeof right, "p%d", at + 1);
+        CHECK_EQ(snapshot(), 0);
+        const void *full = image_naming(name);
+        CHECK(full && image_naming(left) == full && image_naming(right) == full);
+        CHECK_EQ(jh_code_remove_range(jh, code + (size_t)at * FN_SIZE, FN_SIZE), 1);
+        CHECK_EQ(snapshot(), 0);
+        CHECK_EQ(count_named(name, 0), 0);          /* gone when the removal returns */
+        const void *rebuilt = image_naming(left);
+        CHECK(rebuilt && rebuilt != full && image_naming(right) == rebuilt);
+        snprintf(name, sizeof name, "again%d", at);
+        add_fn(jh, code + (size_t)at * FN_SIZE, name, 3);
+        CHECK_EQ(snapshot(), 0);
+        CHECK_EQ(count_named(name, (uintptr_t)(code + (size_t)at * FN_SIZE)), 1);
+        CHECK_EQ(count_named(left, (uintptr_t)(code + (size_t)(at - 1) * FN_SIZE)), 1);
+        CHECK_EQ(count_named(right, (uintptr_t)(code + (size_t)(at + 1) * FN_SIZE)), 1);
+        CHECK_EQ(nview, N);
+        /* the full image was not rebuilt again for the new code */
+        CHECK(image_naming(left) == rebuilt && image_naming(right) == rebuilt);
+    }
+    jh_close(jh);
+    munmap(code, N * FN_SIZE);
+}
+
 static void test_deferred(void)
 {
     enum { N = 700 };
@@ -380,6 +422,7 @@ int main(void)
     test_immediate();
     test_deferred();
     test_remove_range();
+    test_replace();
     test_move_big();
     test_move_build_id();
     test_threads();
