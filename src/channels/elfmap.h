@@ -160,6 +160,8 @@ struct elfmap {
     unsigned pid_gen;           /* jh__fork_generation() when pid was read */
     pid_t pid;
     uint64_t swaps, fallbacks, unswaps;
+    uint64_t room[JH__ELFG_NGROW];  /* how big the last window retired ended (jh__elfg_room):
+                                   the room a window's first image starts with */
     struct rw_arena *arenas;
     size_t narenas, caparenas;
 };

@@ -218,6 +218,15 @@ static int publish(struct elfmap *m, struct region *r, struct jh__entry *const *
         /* valgrind 3.19 takes an .eh_frame only inside a mapped segment and may refuse the
          * whole image otherwise (not measured: left out to be safe); it reads .debug_frame */
         .no_eh_frame = m->valgrind || !jh__em_eh_frames() };
+    /* An image starts as big as the window's last one ended, or a new window's as the last
+     * window retired (LuaJIT fills a new window after every flush as much as the one it
+     * flushed): its sections then do not move on the way there (each move a copy into new
+     * pages, zeros written ahead, the headers built again, the mapping grown, a spare
+     * chunk left behind: docs/cost.md). */
+    if (r->img.end)
+        jh__elfg_room(&r->img, spec.room);
+    else
+        memcpy(spec.room, m->room, sizeof spec.room);
     struct jh__elfg img;
     err = jh__elfg_init(&img, &spec);
     for (size_t i = 0; i < nf && !err; i++)
@@ -539,6 +548,8 @@ void jh__em_region_unswap_all(struct elfmap *m, struct region *r)
 
 void jh__em_region_retire(struct elfmap *m, struct region *r)
 {
+    if (r->img.end && r->img.nsyms)
+        jh__elfg_room(&r->img, m->room);
     jh__em_arena_free(r);
     jh__em_rw_put(m, r->rw);
     drop_file(m, r);

@@ -61,6 +61,13 @@ static void place(struct jh__elfg *g)
     }
 }
 
+_Static_assert(sizeof ((struct jh__elfg_spec *)0)->room ==
+               JH__ELFG_NGROW * sizeof ((struct jh__elfg_spec *)0)->room[0],
+               "a room for each growing section");
+
+/* More room than this asked for a section's first chunk is none (a page). */
+#define ROOM_MAX ((uint64_t)1 << 32)
+
 int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
 {
     memset(g, 0, sizeof *g);
@@ -92,8 +99,10 @@ int jh__elfg_init(struct jh__elfg *g, const struct jh__elfg_spec *s)
     }
     g->end = s->meta_off + pg * (s->rw_addr ? 2 : 1);
     for (int i = 0; i < JH__ELFG_NGROW; i++) {
-        g->chunk[i] = (struct jh__elfg_chunk){ .off = g->end, .cap = pg };
-        g->end += pg;
+        uint64_t room = s->room[i] <= ROOM_MAX ? s->room[i] : 0;
+        uint64_t cap = room > pg ? round_up(room, pg) : pg;
+        g->chunk[i] = (struct jh__elfg_chunk){ .off = g->end, .cap = cap };
+        g->end += cap;
     }
     place(g);
     jh__elfg_build_hdr(g);
@@ -375,6 +384,14 @@ void jh__elfg_synced(struct jh__elfg *g)
         g->chunk[i].synced = sec(g, i)->len;
     }
     g->hdr_dirty = g->meta_dirty = g->data_dirty = g->note_dirty = g->ehdr_head = false;
+}
+
+void jh__elfg_room(const struct jh__elfg *g, uint64_t room[JH__ELFG_NGROW])
+{
+    for (int i = 0; i < JH__ELFG_NGROW; i++) {
+        uint64_t twice = 2 * (uint64_t)sec((struct jh__elfg *)g, i)->len;
+        room[i] = g->chunk[i].cap < twice ? g->chunk[i].cap : twice;
+    }
 }
 
 void jh__elfg_all_dirty(struct jh__elfg *g)

@@ -99,6 +99,11 @@ struct jh__elfg_spec {
                                    the caller maps the file's first page at (eh_addr) and
                                    its bytes from meta_off on (from eh_addr + one page on),
                                    so that the tables have a PT_LOAD each (see above) */
+    uint64_t room[10];          /* bytes each growing section's first chunk holds (in
+                                   JH__ELFG_NGROW's order; rounded up to a page, 0: a page):
+                                   what an image that will grow that much starts with, so
+                                   that no section moves on its way there (elfmap: a new
+                                   generation of a window, sized as its last one ended) */
 };
 
 enum { JH__ELFG_NGROW = 10 };   /* .symtab .strtab .debug_frame .debug_info .debug_line
@@ -206,6 +211,11 @@ void jh__elfg_set_eh_addr(struct jh__elfg *g, uint64_t addr);
  * caller maps from the file (perf and libdw take the lowest mapping for the first PT_LOAD's
  * address: docs/elfmap.md). Ignored if a is not a page of the window. */
 void jh__elfg_set_load(struct jh__elfg *g, uint64_t a);
+
+/* The room (spec.room) for a next image of what g holds: each section's chunk, at most
+ * twice the bytes it holds (so that an image that once grew big and then held little does
+ * not hand its size on for ever). */
+void jh__elfg_room(const struct jh__elfg *g, uint64_t room[JH__ELFG_NGROW]);
 
 /* All spans as they would be for a new file (everything dirty again): for a copy. */
 void jh__elfg_all_dirty(struct jh__elfg *g);
