@@ -317,9 +317,9 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
 
 /*
  * Code in a loaded object's text (V8's builtins: node lists 2,200 at start, one map line
- * and one jitdump record each, in address order) is held and handed to the contexts in
- * batches (jh_code_add_many: one lock, one unwind run per batch instead of a run rebuilt
- * per function), at the latest before anything else is announced (JIT code that calls it,
+ * and one jitdump record each, in address order) is held and handed to the tools' context
+ * in batches (jh_code_add_many: one lock, one unwind run and one gdb image per batch
+ * instead of a run rebuilt and an image built per function), at the latest before anything else is announced (JIT code that calls it,
  * a move), when a batch is full, and at exit. What a tool sees of it is the same, a few
  * records later. The builtins are listed before they first run (Isolate::Init lists them
  * in V8FileLogger::LateSetup; Builtins_JSEntry, the way into JS, first runs later, in
