@@ -34,8 +34,7 @@
  *     breakpoints hit) and one attaching later finds it in the list. The merge registers
  *     the new image before unregistering the old ones: never a moment where a function is
  *     in no image. Cost: ~2 debugger stops per function while a debugger listens; a few
- *     microseconds of image building when none does. A jh_code_add_many is registered
- *     as one image when it returns (gdb_batch).
+ *     microseconds of image building when none does. A jh_code_add_many: one image.
  *   - deferred (gdb_batch | JH_GDB_DEFER, or JITHERALD_GDB_DEFER=1): new code is
  *     collected and registered as one image at jh_flush() or when `cap` functions are
  *     pending; the JIT calls jh_flush() before running new code. One stop per image: 100k
@@ -101,8 +100,7 @@ struct gdb_state {
     size_t big_cap;             /* per merged full image (0: cap is too big to merge) */
     size_t single_fanout;       /* SINGLE_FANOUT, or less with a small cap (at most cap/16) */
     bool defer;
-    bool batch;                 /* inside a jh_code_remove_range (rebuilds wait for its end)
-                                   or a jh_code_add_many (adds are pending until its end) */
+    bool batch;                 /* inside a jh_code_remove_range or _add_many: gdb_batch */
     struct jh__entry **pending;  /* deferred mode, or in a batch: added, not yet in any image */
     size_t npending, pending_cap;
     struct img *cls[BIG + 1];
@@ -482,23 +480,16 @@ static size_t img_find(const struct img *im, const struct jh__entry *e, uintptr_
     return lo;
 }
 
-/* The pending functions, registered as one image. */
+/* The pending functions, registered as one image (which takes their array over). */
 static int register_pending(struct gdb_state *st)
 {
-    if (!st->npending)
-        return 0;
-    struct jh__entry **fns = malloc(st->npending * sizeof *fns);
-    if (!fns)
-        return -ENOMEM;
-    memcpy(fns, st->pending, st->npending * sizeof *fns);
     struct img *im;
-    int err = img_new(st, fns, st->npending, NULL, 0, &im);
-    if (err) {
-        free(fns);
+    int err = st->npending ? img_new(st, st->pending, st->npending, NULL, 0, &im) : 0;
+    if (err || !st->npending)
         return err;
-    }
     st->newest = im;
-    st->npending = 0;
+    st->pending = NULL;
+    st->npending = st->pending_cap = 0;
     return maybe_merge(st, im->cls);
 }
 
@@ -562,9 +553,7 @@ static int gdb_add(void *state, struct jh__entry *e)
             return -ENOMEM;
         st->pending[st->npending++] = e;
         jh__gdb_check_debugger();
-        if (st->npending < st->cap)
-            return 0;
-        return st->defer ? gdb_flush(st) : register_pending(st);
+        return st->npending < st->cap ? 0 : st->defer ? gdb_flush(st) : register_pending(st);
     }
     struct jh__entry **fns = malloc(sizeof *fns);
     if (!fns)
@@ -607,9 +596,7 @@ static int gdb_remove(void *state, struct jh__entry *e)
 
 /* A range removal (a JIT flushing its code): each image is rebuilt once at the end, not
  * each time another quarter of it dies; images left empty are just dropped. A batch of
- * adds (jh_code_add_many), immediate: its functions go into one image at the end, built
- * once, one debugger stop, instead of one image each merged by 64 and then by 16 (each
- * function built three times: `jitherald run` hands V8's builtins over 1,024 at a time). */
+ * adds, immediate: one image at the end (each function built once, one debugger stop). */
 static int gdb_batch(void *state, bool begin)
 {
     struct gdb_state *st = state;
@@ -617,7 +604,6 @@ static int gdb_batch(void *state, bool begin)
     if (begin || st->defer)
         return 0;
     int err = register_pending(st);
-    jh__gdb_report_foreign(st->env->diag);
     return err || !st->ndirty ? err : rebuild_dirty(st);
 }
 
