@@ -484,8 +484,9 @@ JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
  * Announce n pieces of code at once: as jh_code_add for each of codes[0..n), in that
  * order, under one lock, each channel told where the batch begins and ends, so that it
  * may build once what it would build per function (the unwind channel: one run for the
- * batch's functions where they lie apart from other code; `jitherald run` hands it V8's
- * 2,200 builtins in four calls). Every function is visible to every tool when this
+ * batch's functions where they lie apart from other code; the gdb channel: one image for
+ * the batch, one debugger stop, unless JH_GDB_DEFER defers it to jh_flush() as usual;
+ * `jitherald run` hands them V8's 2,200 builtins in three calls). Every function is visible to every tool when this
  * returns, as if added one by one; the result for each tool is the same. ids (if not
  * NULL) receives each code's identifier, as jh_code_add's *id, or 0 for a code refused
  * (0 is never an identifier); rc (if not NULL) each code's result, as jh_code_add would

@@ -13,14 +13,14 @@
  *   4. no CFI: the frame its first bytes prove (tools/lib/prologue.h), or, where they prove
  *      none, CFI that ends unwinding there: a frame described wrongly sends gdb's `bt`
  *      and every unwinder into garbage, one described as the last ends the backtrace;
- *   5. the contexts (preload.c): the tools' (gdb, unwind) for JIT code, debuggers told
- *      before jh_code_add returns, so a stop in it names it; the tools' for code the
- *      process already has a file for (V8's builtins in node's own text, 2,400 listed at
- *      start: unwinding through them needs our description), handed over in batches
- *      (below: one at a time under gdb, node took 2.7 s to start instead of 0.9 s);
- *      elfmap's inside the guard's swap window (guard.c: the VM's
- *      page calls on those pages wait, or the swap is skipped; never for code in a
- *      loaded object's text, which is that object's file already); the record's.
+ *   5. the contexts (preload.c): the tools' and the record's (gdb, unwind, auditlog), JIT
+ *      code at once, debuggers told before jh_code_add returns, so a stop in it names it,
+ *      code the process already has a file for (V8's builtins in node's own text, 2,200
+ *      listed at start: unwinding through them needs our description) in batches (below:
+ *      one at a time under gdb, node took 2.7 s to start instead of 0.9 s); elfmap's
+ *      inside the guard's swap window (guard.c: the VM's page calls on those pages wait,
+ *      or the swap is skipped; never for code in a loaded object's text, which is that
+ *      object's file already).
  * While this runs the thread is inside jitherald (hear.c) and its protection keys let it
  * read every page (node tags wasm code with a key of its own).
  */
@@ -37,19 +37,18 @@
 #include "lib/prologue.h"
 #include "lib/symbol.h"
 
-/* Functions in jhp_files waiting for a debugger registration, at most: gdb's full image
- * (gdb_batch, 1024 by default), so that each builtin is encoded into an image once. At 256
- * every four images merged into a full one, encoding each builtin twice: half of the gdb
- * channel's cost at node's start (issue 30). A debugger that listens reads one image per
- * 1024 builtins, fewer stops than before. */
+/* Functions held for one batch, at most: gdb's full image (gdb_batch, 1024 by default),
+ * which the gdb channel makes of a jh_code_add_many, so that each builtin is encoded into an
+ * image once. At 256 every four images merged into a full one, encoding each builtin
+ * twice: half of the gdb channel's cost at node's start (issue 30). A debugger that
+ * listens reads one image per 1024 builtins. */
 #define PENDING_MAX 1024
-static unsigned pending;
 
 /* The range every announcement so far spans, and the 64 KiB chunks it ever touched (a set
  * that only grows: open addressing, chunk + 1 per slot, written under jhp_lock, read by any
  * thread): a munmap or madvise elsewhere (V8's heap: ~750 at node's start, between code
  * scattered over the address space, so the span alone rejects none) costs no lookup in
- * four contexts. Past half the set, or for a range of more than CHUNK_ASK chunks, the
+ * the contexts. Past half the set, or for a range of more than CHUNK_ASK chunks, the
  * contexts are asked. */
 static _Atomic uint64_t code_lo = UINT64_MAX, code_hi;
 #define CHUNK_SHIFT 16
@@ -156,8 +155,8 @@ uint64_t jhp_hist_pct(const struct jhp_hist *h, unsigned pct)
 
 /* The file the dynamic loader mapped (the executable, a library) that a is in: true, and
  * its bounds in *lo, *hi. _dl_find_object is lock-free (glibc 2.35), for unwinders; where
- * it is missing, every code counts as JIT code (flushed at once). One lookup per
- * announcement answers tools_for and in_file_text (issue 30: two, 9,000 at node's start). */
+ * it is missing, every code counts as JIT code (none held). One lookup per announcement
+ * (issue 30: two, 9,000 at node's start). */
 static bool object_of(uint64_t a, uint64_t *lo, uint64_t *hi)
 {
 #ifdef DLFO_STRUCT_HAS_EH_DBASE
@@ -279,15 +278,15 @@ static struct { uint64_t start, size; int from; } said[SAID];
 
 static unsigned said_slot(uint64_t start) { return (unsigned)((start >> 4) % SAID); }
 
-/* What jhp_files was ever given spans [files_lo, files_hi) (under jhp_lock): code outside
- * cannot be said again there, and needs no lookup to know it (node's 2,200 builtins, each
- * above the last batch). */
-static uint64_t files_lo = UINT64_MAX, files_hi;
+/* What jhp_tools was ever given spans [given_lo, given_hi) (under jhp_lock): code outside
+ * cannot be said again there, and needs no lookup to know it (node's 2,200 builtins lie
+ * in its text, below or above its JIT code, each above the last batch). */
+static uint64_t given_lo = UINT64_MAX, given_hi;
 
-static void files_span(uint64_t start, uint64_t size)
+static void given_span(uint64_t start, uint64_t size)
 {
-    files_lo = start < files_lo ? start : files_lo;
-    files_hi = start + size > files_hi ? start + size : files_hi;
+    given_lo = start < given_lo ? start : given_lo;
+    given_hi = start + size > given_hi ? start + size : given_hi;
 }
 
 /* One name in both spellings: Erlang's map puts a '$' before the name its jitdump gives
@@ -318,9 +317,9 @@ static bool same(jh_ctx *ctx, const struct jhp_fn *f, const char *name)
 
 /*
  * Code in a loaded object's text (V8's builtins: node lists 2,200 at start, one map line
- * and one jitdump record each, in address order) is held and handed to the contexts in
- * batches (jh_code_add_many: one lock, one unwind run per batch instead of a run rebuilt
- * per function), at the latest before anything else is announced (JIT code that calls it,
+ * and one jitdump record each, in address order) is held and handed to the tools' context
+ * in batches (jh_code_add_many: one lock, one unwind run and one gdb image per batch
+ * instead of a run rebuilt and an image built per function), at the latest before anything else is announced (JIT code that calls it,
  * a move), when a batch is full, and at exit. What a tool sees of it is the same, a few
  * records later. The builtins are listed before they first run (Isolate::Init lists them
  * in V8FileLogger::LateSetup; Builtins_JSEntry, the way into JS, first runs later, in
@@ -340,7 +339,7 @@ static int held_from[PENDING_MAX];
 static char held_names[PENDING_MAX * 96];
 static size_t nheld, held_used;
 
-/* The held functions, into every context that takes them. */
+/* The held functions, into the tools' context (the only one that takes them). */
 static void add_held(void)
 {
     static int rc[PENDING_MAX];
@@ -350,48 +349,33 @@ static void add_held(void)
     const struct jh_code *codes = held;
     nheld = held_used = 0;
     jhp_inside++;
-    jh_ctx *first = jhp_files ? jhp_files : jhp_rec;
-    jh_ctx *ctxs[2] = { jhp_files, jhp_rec };
-    uint64_t lo = files_lo, hi = files_hi;     /* what jhp_files held before this batch */
+    uint64_t lo = given_lo, hi = given_hi;     /* what jhp_tools held before this batch */
+    unsigned replaced = 0;
     for (size_t i = 0; i < n; i++) {
-        if (jhp_files)
-            files_span((uint64_t)(uintptr_t)codes[i].start, codes[i].size);
+        uint64_t at = (uint64_t)(uintptr_t)codes[i].start;
+        given_span(at, codes[i].size);
+        if (at >= hi || at + codes[i].size <= lo)
+            continue;                   /* nothing there to replace (given_span) */
+        int m = jh_code_remove_range(jhp_tools, codes[i].start, codes[i].size);
+        replaced += m > 0 ? (unsigned)m : 0;    /* code it replaces: gone (as add_to) */
     }
-    for (int k = 0; k < 2; k++) {
-        if (!ctxs[k])
-            continue;
-        unsigned replaced = 0;
-        for (size_t i = 0; i < n; i++) {    /* code it replaces: gone (as add_to) */
-            uint64_t at = (uint64_t)(uintptr_t)codes[i].start;
-            if (ctxs[k] == jhp_files && (at >= hi || at + codes[i].size <= lo))
-                continue;                   /* nothing there to replace (files_span) */
-            int m = jh_code_remove_range(ctxs[k], codes[i].start, codes[i].size);
-            replaced += m > 0 ? (unsigned)m : 0;
-        }
-        jh_code_add_many(ctxs[k], codes, n, NULL, ctxs[k] == first ? rc : NULL);
-        if (ctxs[k] == first)
-            jhp_st.replaced += replaced;
-    }
+    jh_code_add_many(jhp_tools, codes, n, NULL, rc);
     jhp_inside--;
+    jhp_st.replaced += replaced;
     jhp_st.batches++;
     for (size_t i = 0; i < n; i++) {
-        if (rc[i] < 0) {
+        if (rc[i] < 0)
             jhp_st.failed++;
-        } else {
+        else
             jhp_st.announced++;
-            if (jhp_files)
-                pending++;
-        }
     }
-    if (pending >= PENDING_MAX)
-        jhp_flush_all();
 }
 
 /* f (in a loaded object's text, described by name alone) held for the next batch: true;
  * false when it cannot be (it goes the usual way). */
 static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
 {
-    if (!jhp_files && !jhp_rec)
+    if (!jhp_tools)
         return false;
     size_t room = name_len + 1 + JHR_SYMBOL_MAX(name_len);
     if (nheld == PENDING_MAX || held_used + room > sizeof held_names)
@@ -427,20 +411,6 @@ static bool held_again(const struct jhp_fn *f, const char *name)
 void jhp_flush_all(void)
 {
     add_held();
-    if (pending && jhp_files) {
-        jhp_inside++;
-        jh_flush(jhp_files);
-        jhp_inside--;
-        jhp_st.flushes++;
-    }
-    pending = 0;
-}
-
-/* The tools' context for code in a loaded object (the process has a file for it), or for
- * JIT code. */
-static jh_ctx *tools_for(bool loaded)
-{
-    return jhp_files && loaded ? jhp_files : jhp_tools;
 }
 
 void jhp_announce(const struct jhp_fn *f)
@@ -465,14 +435,14 @@ void jhp_announce(const struct jhp_fn *f)
     uint32_t keys = jhp_pkeys_open();
     uint64_t olo = 0, ohi = 0;
     bool loaded = object_of(f->start, &olo, &ohi);
-    jh_ctx *tools = tools_for(loaded);
-    jh_ctx *first = tools ? tools : jhp_elf ? jhp_elf : jhp_rec;
+    jh_ctx *tools = jhp_tools;
+    jh_ctx *first = tools ? tools : jhp_elf;
     bool file_text = loaded && in_file_text(f->start, f->size, olo, ohi);
-    bool holdable = file_text && tools == jhp_files && !jhp_cfg.library_rule && !f->nlines &&
+    bool holdable = file_text && tools && !jhp_cfg.library_rule && !f->nlines &&
                     !f->eh_frame_len;
     if (!holdable)
         add_held();     /* what is held goes first: the code described next may call it */
-    if ((first != jhp_files || (f->start < files_hi && f->start + f->size > files_lo)) &&
+    if ((first != tools || (f->start < given_hi && f->start + f->size > given_lo)) &&
                same(first, f, name)) {
         jhp_st.same++;          /* said again: nothing new (its bytes not read again) */
     } else if (!file_text && !jhp_readable(f->start, f->size)) {
@@ -500,10 +470,8 @@ void jhp_announce(const struct jhp_fn *f)
         int rc = 0;
         bool guarded = jhp_cfg.library_rule && atomic_load(&jhp_guard_on);
         uint64_t lo = 0, hi = 0;
-        if (tools == jhp_tools && pending)
-            jhp_flush_all();    /* the builtins before the JIT code that will call them */
-        if (tools == jhp_files && tools)
-            files_span(f->start, f->size);
+        if (tools)
+            given_span(f->start, f->size);
         if (tools) {
             if (guarded)
                 swap_window(tools, f->start, f->start + f->size, &lo, &hi);
@@ -530,8 +498,6 @@ void jhp_announce(const struct jhp_fn *f)
                 jhp_st.no_swap++;
             }
         }
-        if (jhp_rec && rc >= 0)
-            add_to(jhp_rec, &c, tools || jhp_elf ? NULL : &replaced, cfi);
         jhp_st.replaced += replaced;
         if (rc < 0) {
             jhp_st.failed++;
@@ -540,8 +506,6 @@ void jhp_announce(const struct jhp_fn *f)
             said[k].start = f->start, said[k].size = f->size, said[k].from = f->from;
             jhp_st.announced++;
             jhp_st.with_lines += f->nlines != 0;
-            if (tools == jhp_files && ++pending >= PENDING_MAX)
-                jhp_flush_all();
         }
     }
     jhp_pkeys_close(keys);
@@ -572,8 +536,7 @@ void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
     uint32_t keys = jhp_pkeys_open();
     if (jhp_readable(new, size)) {
         spans(new, size);
-        uint64_t olo, ohi;
-        jh_ctx *tools = tools_for(object_of(old, &olo, &ohi));
+        jh_ctx *tools = jhp_tools;
         int rc = move_in(tools, old, new, size);
         if (jhp_elf) {
             uint64_t lo, hi;
@@ -586,17 +549,11 @@ void jhp_announce_move(uint64_t old, uint64_t new, uint64_t size)
                 jhp_st.no_swap++;
             }
         }
-        if (jhp_rec)
-            move_in(jhp_rec, old, new, size);
         if (rc == 0)
             jhp_st.moved++;
     }
     jhp_pkeys_close(keys);
 }
-
-/* The record may be closed at exit while a VM thread forgets code (guard.c, which holds no
- * lock of ours): it is used under a count that jhp_fini waits to reach zero. */
-atomic_int jhp_rec_users;
 
 void jhp_forget(uint64_t start, uint64_t len)
 {
@@ -608,19 +565,10 @@ void jhp_forget(uint64_t start, uint64_t len)
     int n = 0;
     if (jhp_tools)
         n = jh_code_remove_range(jhp_tools, at, len);
-    if (jhp_files)
-        n += jh_code_remove_range(jhp_files, at, len);
     if (jhp_elf) {
         int k = jh_code_remove_range(jhp_elf, at, len);
         n = jhp_tools ? n : k;
     }
-    atomic_fetch_add(&jhp_rec_users, 1);
-    jh_ctx *rec = atomic_load(&jhp_rec_live) ? jhp_rec : NULL;
-    if (rec) {
-        int k = jh_code_remove_range(rec, at, len);
-        n = jhp_tools || jhp_elf ? n : k;
-    }
-    atomic_fetch_sub(&jhp_rec_users, 1);
     if (n > 0)
         __atomic_fetch_add(&jhp_st.forgotten, (uint64_t)n, __ATOMIC_RELAXED);
     jhp_inside--;

@@ -33,7 +33,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,12 +45,12 @@
 
 #include "base/files.h"
 #include "base/lock.h"
+#include "base/run_close.h"
 
 struct jhp_config jhp_cfg;
 struct jhp_stats jhp_st;
 pid_t jhp_pid;
-jh_ctx *jhp_tools, *jhp_files, *jhp_elf, *jhp_rec;
-atomic_bool jhp_rec_live;
+jh_ctx *jhp_tools, *jhp_elf;
 JHP_TLS unsigned jhp_inside;
 
 static bool open_failed;
@@ -114,8 +113,7 @@ static void log_fn(void *arg, int level, const char *msg)
 /* jh_options.attach_channels with no channel bit: `jitherald attach` switches nothing */
 #define JH__ATTACH_NONE (1u << 31)
 
-/* batch: debuggers hear of new code at jh_flush (announce.c), not at each function */
-static jh_ctx *open_one(unsigned bits, bool batch)
+static jh_ctx *open_one(unsigned bits)
 {
     if (!bits && !jhp_cfg.library_rule)
         return NULL;
@@ -126,7 +124,6 @@ static jh_ctx *open_one(unsigned bits, bool batch)
     struct jh_options o = { .sz = sizeof o, .engine = "run", .log = log_fn,
                             .channels = jhp_cfg.standby ? bits & jhp_cfg.asked : bits,
                             .flags = jhp_cfg.standby ? JH_OPT_STANDBY : 0,
-                            .gdb_batch = batch ? JH_GDB_DEFER : 0,
                             .attach_channels = attach ? attach : JH__ATTACH_NONE };
     jh_ctx *ctx = NULL;
     if (jh_open(&ctx, &o) < 0 || (!jh_channels(ctx) && !(jhp_cfg.standby && attach))) {
@@ -138,32 +135,34 @@ static jh_ctx *open_one(unsigned bits, bool batch)
 
 /*
  * The contexts, opened by the first announcement: a wrapper, a shell or a helper that never
- * writes a map opens no file of the library's. Three, by what each needs (preload.h): the
- * tools' (stay open to the end: a debugger, callgrind's last dump and the unwinder need
- * the code named as long as the process has threads), elfmap's (the only one that touches
- * pages) and the record's (closed at exit, which writes its `close` record: `jitherald log`
- * then says the process ended, not that it was cut). With JITHERALD set, the library's
- * own rule chooses, in one context.
+ * writes a map opens no file of the library's. Two (preload.h): the tools' and the
+ * record's, one store of every function (gdb and unwind stay open to the end: a debugger,
+ * callgrind's last dump and the unwinder need the code named as long as the process has
+ * threads; the audit log alone is closed at exit, which writes its `close` record:
+ * `jitherald log` then says the process ended, not that it was cut), and elfmap's (the
+ * only one that touches pages). With JITHERALD set, the library's own rule chooses, in
+ * one context.
+ *
+ * They were four (issue 30): JIT code and the code in a loaded object's text (V8's
+ * builtins, handed over in batches, JH_GDB_DEFER) had a context each, for gdb and unwind,
+ * and the record a third, so that it could be closed alone. Each of node's ~2,200
+ * builtins was stored twice (entry, name, symbol, CFI: ~350 bytes each), inserted,
+ * validated and asked for a removal twice. A batch is now one image in the gdb channel
+ * without deferring (jh_code_add_many), and the record closes alone without a context of
+ * its own (jh_run_auditlog_close).
  */
 bool jhp_open(void)
 {
-    if (jhp_tools || jhp_files || jhp_elf || jhp_rec || open_failed)
+    if (jhp_tools || jhp_elf || open_failed)
         return !open_failed;
     unsigned ch = jhp_cfg.channels;
     if (jhp_cfg.library_rule) {
-        jhp_tools = open_one(ch, false);
-        if (jh_channels(jhp_tools) == JH_AUDITLOG) {
-            jhp_rec = jhp_tools;        /* the record alone: closed at exit as the record */
-            jhp_tools = NULL;
-        }
+        jhp_tools = open_one(ch);
     } else {
-        jhp_tools = open_one(ch & (JH_GDB | JH_UNWIND), false);
-        jhp_files = open_one(ch & (JH_GDB | JH_UNWIND), true);
-        jhp_elf = open_one(ch & JH_ELFMAP, false);
-        jhp_rec = open_one(ch & JH_AUDITLOG, false);
+        jhp_tools = open_one(ch & (JH_GDB | JH_UNWIND | JH_AUDITLOG));
+        jhp_elf = open_one(ch & JH_ELFMAP);
     }
-    atomic_store(&jhp_rec_live, jhp_rec != NULL);
-    open_failed = !jhp_tools && !jhp_files && !jhp_elf && !jhp_rec;
+    open_failed = !jhp_tools && !jhp_elf;
     if (open_failed)
         jhp_warn("no channel could be opened: nothing is announced");
     atomic_store(&jhp_guard_on, jh_channels(jhp_tools) & JH_ELFMAP || jhp_elf != NULL);
@@ -215,7 +214,7 @@ static void stats_line(void)
              "cfi_refused=%llu fp_frames=%llu no_frame=%llu replaced=%llu same=%llu moved=%llu "
              "unreadable=%llu "
              "malformed=%llu rewrites=%llu failed=%llu forgotten=%llu no_swap=%llu keyed=%llu "
-             "file_text=%llu flushes=%llu batches=%llu "
+             "file_text=%llu batches=%llu "
              "in_jh_p50_ns=%llu in_jh_p99_ns=%llu in_jh_max_ns=%llu in_jh_sum_us=%llu "
              "vm_write_p50_ns=%llu "
              "vm_write_p99_ns=%llu vm_write_max_ns=%llu\n", (int)getpid(), exe,
@@ -230,8 +229,7 @@ static void stats_line(void)
              (unsigned long long)s->rewrites, (unsigned long long)s->failed,
              (unsigned long long)__atomic_load_n(&s->forgotten, __ATOMIC_RELAXED),
              (unsigned long long)s->no_swap, (unsigned long long)s->keyed,
-             (unsigned long long)s->file_text, (unsigned long long)s->flushes,
-             (unsigned long long)s->batches,
+             (unsigned long long)s->file_text, (unsigned long long)s->batches,
              (unsigned long long)jhp_hist_pct(&s->in_jh, 50),
              (unsigned long long)jhp_hist_pct(&s->in_jh, 99), (unsigned long long)s->in_jh.max,
              (unsigned long long)(s->in_jh.sum / 1000),
@@ -349,19 +347,17 @@ __attribute__((destructor)) static void jhp_fini(void)
     if (!jhp_cfg.channels || jhp_inside)
         return;
     /* The record closes; nothing is added to it from now on (the VM's other threads may
-     * still write: they reach the tools' and elfmap's contexts, which stay open with their
-     * files, for perf report, and the guard stays on for elfmap's swaps). This thread is
-     * inside from here: closing unmaps the log without an intent, and a signal handler
-     * here passes straight through instead of waiting for the lock it holds. */
+     * still write: they reach gdb, unwind and elfmap, which stay open with their files, for
+     * perf report, and the guard stays on for elfmap's swaps; a removal from one of them
+     * waits for the context's lock, under which the record closes). This thread is inside
+     * from here: closing unmaps the log without an intent, and a signal handler here
+     * passes straight through instead of waiting for the lock it holds. No jh_log_* call
+     * is ever made on the contexts (jh_run_auditlog_close's contract). */
     jhp_inside++;
     jhp_lock();
     jhp_flush_all();
-    atomic_store(&jhp_rec_live, false);
-    while (atomic_load(&jhp_rec_users))
-        sched_yield();
-    jh_ctx *rec = jhp_rec;
-    jhp_rec = NULL;
-    jh_close(rec);
+    if (jhp_tools)
+        jh_run_auditlog_close(jhp_tools);
     stats_line();
     jhp_unlock();
     jhp_inside--;

@@ -59,7 +59,6 @@ struct jhp_stats {
     uint64_t no_swap;           /* elfmap skipped: a VM call on those pages did not end */
     uint64_t keyed;             /* elfmap skipped: the VM tagged the pages with a pkey */
     uint64_t file_text;         /* elfmap skipped: code in a loaded object's own text */
-    uint64_t flushes;           /* debugger registrations */
     uint64_t batches;           /* batches of code in a loaded object's text (announce.c) */
     uint64_t records;           /* map lines and jitdump loads/moves handed to announce.c */
     /* Per record, over the writes that made it (a jitdump record may take several, and
@@ -92,16 +91,12 @@ static inline uint64_t jhp_now(void)
 extern struct jhp_stats jhp_st;
 extern pid_t jhp_pid;           /* getpid(), kept current across fork */
 /* The contexts, opened when the VM opens its map or jitdump (jhp_open): the tools that
- * need no page touched (gdb, unwind), for JIT code (debuggers told at once) and for code
- * in a file the loader mapped (jhp_files: debuggers told in batches, announce.c); elfmap
- * alone (its calls are the ones the guard keeps apart from the VM's page changes, and can
- * be skipped one at a time); the audit log alone (closed at exit). With JITHERALD set,
- * one context: tools. Any may be NULL. */
-extern jh_ctx *jhp_tools, *jhp_files, *jhp_elf, *jhp_rec;
-/* The record is closed at exit while VM threads may still forget code (jhp_forget holds no
- * lock of ours): it is used only while jhp_rec_live, under jhp_rec_users. */
-extern atomic_bool jhp_rec_live;
-extern atomic_int jhp_rec_users;
+ * need no page touched and the record (gdb, unwind, auditlog: one store of every
+ * function; JIT code told to debuggers at once, code in a file the loader mapped in
+ * batches, announce.c; the record alone closed at exit); elfmap alone (its calls are the
+ * ones the guard keeps apart from the VM's page changes, and can be skipped one at a
+ * time). With JITHERALD set, one context: tools. Either may be NULL. */
+extern jh_ctx *jhp_tools, *jhp_elf;
 bool jhp_open(void);
 __attribute__((format(printf, 1, 2))) void jhp_warn(const char *fmt, ...);
 /* This thread is inside jitherald: the interposed calls it makes (the library's own
@@ -170,7 +165,7 @@ void jhp_forget(uint64_t start, uint64_t len);
 /* Could [start, start+len) hold announced code? (A cheap test on the range every
  * announcement so far spans.) */
 bool jhp_maybe_code(uint64_t start, uint64_t len);
-/* Pending debugger work out (at exit). */
+/* The functions held for a batch handed over (at exit). */
 void jhp_flush_all(void);
 
 /* ---- stream.c ---- */

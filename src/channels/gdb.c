@@ -34,7 +34,7 @@
  *     breakpoints hit) and one attaching later finds it in the list. The merge registers
  *     the new image before unregistering the old ones: never a moment where a function is
  *     in no image. Cost: ~2 debugger stops per function while a debugger listens; a few
- *     microseconds of image building when none does.
+ *     microseconds of image building when none does. A jh_code_add_many: one image.
  *   - deferred (gdb_batch | JH_GDB_DEFER, or JITHERALD_GDB_DEFER=1): new code is
  *     collected and registered as one image at jh_flush() or when `cap` functions are
  *     pending; the JIT calls jh_flush() before running new code. One stop per image: 100k
@@ -100,8 +100,8 @@ struct gdb_state {
     size_t big_cap;             /* per merged full image (0: cap is too big to merge) */
     size_t single_fanout;       /* SINGLE_FANOUT, or less with a small cap (at most cap/16) */
     bool defer;
-    bool batch;                 /* inside a jh_code_remove_range: rebuilds wait for its end */
-    struct jh__entry **pending;  /* deferred mode: added, not yet in any image */
+    bool batch;                 /* inside a jh_code_remove_range or _add_many: gdb_batch */
+    struct jh__entry **pending;  /* deferred mode, or in a batch: added, not yet in any image */
     size_t npending, pending_cap;
     struct img *cls[BIG + 1];
     size_t cls_n[BIG + 1], cls_fns[BIG + 1];
@@ -480,6 +480,19 @@ static size_t img_find(const struct img *im, const struct jh__entry *e, uintptr_
     return lo;
 }
 
+/* The pending functions, registered as one image (which takes their array over). */
+static int register_pending(struct gdb_state *st)
+{
+    struct img *im;
+    int err = st->npending ? img_new(st, st->pending, st->npending, NULL, 0, &im) : 0;
+    if (err || !st->npending)
+        return err;
+    st->newest = im;
+    st->pending = NULL;
+    st->npending = st->pending_cap = 0;
+    return maybe_merge(st, im->cls);
+}
+
 /* ---- channel hooks ---- */
 static int gdb_flush(void *state)
 {
@@ -488,21 +501,8 @@ static int gdb_flush(void *state)
     jh__gdb_check_debugger();
     if (st->ndirty && (err = rebuild_dirty(st)))  /* stale images first: no overlaps */
         return err;
-    if (st->npending) {
-        struct jh__entry **fns = malloc(st->npending * sizeof *fns);
-        if (!fns)
-            return -ENOMEM;
-        memcpy(fns, st->pending, st->npending * sizeof *fns);
-        struct img *im;
-        if ((err = img_new(st, fns, st->npending, NULL, 0, &im))) {
-            free(fns);
-            return err;
-        }
-        st->newest = im;
-        st->npending = 0;
-        if ((err = maybe_merge(st, im->cls)))
-            return err;
-    }
+    if ((err = register_pending(st)))
+        return err;
     jh__gdb_report_foreign(st->env->diag);
     return 0;
 }
@@ -544,18 +544,17 @@ static int gdb_add(void *state, struct jh__entry *e)
     struct gdb_state *st = state;
     SLOT(st, e) = NULL;
     int err = unjoin(st, e);
+    if (!err)       /* (deferred: at the flush) */
+        err = settle(st, e->node.start, e->node.start + e->node.size);
     if (err)
         return err;
-    if (st->defer) {
+    if (st->defer || st->batch) {
         if (JH__VEC_RESERVE(st->pending, st->pending_cap, st->npending + 1))
             return -ENOMEM;
         st->pending[st->npending++] = e;
         jh__gdb_check_debugger();
-        return st->npending >= st->cap ? gdb_flush(st) : 0;
+        return st->npending < st->cap ? 0 : st->defer ? gdb_flush(st) : register_pending(st);
     }
-    err = settle(st, e->node.start, e->node.start + e->node.size);
-    if (err)
-        return err;
     struct jh__entry **fns = malloc(sizeof *fns);
     if (!fns)
         return -ENOMEM;
@@ -596,12 +595,16 @@ static int gdb_remove(void *state, struct jh__entry *e)
 }
 
 /* A range removal (a JIT flushing its code): each image is rebuilt once at the end, not
- * each time another quarter of it dies; images left empty are just dropped. */
+ * each time another quarter of it dies; images left empty are just dropped. A batch of
+ * adds, immediate: one image at the end (each function built once, one debugger stop). */
 static int gdb_batch(void *state, bool begin)
 {
     struct gdb_state *st = state;
     st->batch = begin;
-    return begin || !st->ndirty || st->defer ? 0 : rebuild_dirty(st);
+    if (begin || st->defer)
+        return 0;
+    int err = register_pending(st);
+    return err || !st->ndirty ? err : rebuild_dirty(st);
 }
 
 static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/run_close.h"
 #include "core/control.h"
 #include "core/core.h"
 
@@ -300,6 +301,19 @@ int jh_channels_set(jh_ctx *ctx, unsigned channels)
     int now = (int)atomic_load(&ctx->live);
     jh__ctx_unlock(ctx);
     return first_err ? first_err : now;
+}
+
+int jh_run_auditlog_close(jh_ctx *ctx)
+{
+    if (!ctx)
+        return -EINVAL;
+    jh__ctx_lock(ctx);          /* (in a fork child: the child's log, started first) */
+    atomic_fetch_and(&ctx->live, ~(unsigned)JH_AUDITLOG);
+    bool open = ctx->chan[JH__CH_AUDITLOG].state != NULL;
+    if (open)
+        chan_close(ctx, JH__CH_AUDITLOG);
+    jh__ctx_unlock(ctx);
+    return open;
 }
 
 void jh_close(jh_ctx *ctx)

@@ -50,9 +50,10 @@ grep -q 'partial: 16 of 16 swapped when their line was written; 0 after half' pa
 "$CLI" run -c elfmap -- sh -c 'exec "$0" partial 4' "$V" > wrapped.out 2>&1 ||
     { cat wrapped.out; fail "through sh -c exec"; }
 cat wrapped.out
-# The audit log has a context of its own beside the tools' (adapters/preload/preload.c):
-# closed at exit, so the log says the process ended rather than that it was cut; the
-# tools' stays open. Alone (huge: it checks nothing itself), its one context is closed.
+# The audit log shares a context with gdb and unwind (adapters/preload/preload.c): it alone
+# is closed at exit, so the log says the process ended rather than that it was cut, while
+# they stay open. Beside elfmap, with every channel, and alone (huge: it checks nothing
+# itself).
 check_log() { # N: the last run's log holds N functions and was closed
     local pid
     pid=$(last_pid)
@@ -65,6 +66,8 @@ check_log() { # N: the last run's log holds N functions and was closed
 CH=elfmap,auditlog run partial 8
 check_log 8
 grep -q ' add .* fn_7 ' log.code || fail "the audit log has no fn_7: $(cat log.code)"
+CH=all run partial 8
+check_log 8
 CH=auditlog run huge 1000
 check_log 1000
 run junk

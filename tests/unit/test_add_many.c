@@ -4,7 +4,8 @@
  * and unwind on: jh_lookup names each with its range, libgcc's _Unwind_Find_FDE finds
  * each function's own FDE, and a debugger attaching (the JIT interface's list) sees each
  * symbol once at its address. What the batch changes: the unwind channel builds one run
- * for the batch (a run rebuilt per function one at a time). Then the results per code
+ * for the batch (a run rebuilt per function one at a time), the gdb channel one image
+ * (one per function, then merged). Then the results per code
  * (a malformed one, one over live code refused, the others added), a batch landing in the
  * gaps of an existing run (added one at a time by the channel: still found), and the
  * arguments.
@@ -91,6 +92,21 @@ int main(void)
     r0 = rebuilds();
     CHECK_EQ(jh_code_add_many(jh, codes, N, NULL, rc), N);
     uint64_t batched = rebuilds() - r0;
+    /* a debugger sees the batch when the call returns, in one image: each function built
+     * once, one stop (one image per function, then merged by 64, before) */
+    CHECK_EQ(snapshot(), 0);
+    size_t seen_now = 0, in_first = 0;
+    const void *first = NULL;
+    for (size_t v = 0; v < nview; v++) {
+        if ((uintptr_t)b <= view[v].addr && view[v].addr < (uintptr_t)(b + N * SLOT)) {
+            first = first ? first : view[v].image;
+            seen_now++;
+            in_first += view[v].image == first;
+        }
+    }
+    printf("gdb: the batch's %zu functions, %zu of them in one image\n", seen_now, in_first);
+    CHECK_EQ(seen_now, N);
+    CHECK_EQ(in_first, N);
     size_t failed = 0;
     for (size_t i = 0; i < N; i++)
         failed += rc[i] != 0;
