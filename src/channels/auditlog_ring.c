@@ -197,14 +197,16 @@ static void *ahead_main(void *arg)
  * a writer is growing the file already; the next frame past the mark asks again). */
 static void nudge(struct al_state *st)
 {
-    if (!jh__trylock(&st->grow_lock))
-        return;
-    if (st->ahead_running && !st->ahead_pending) {
-        st->ahead_pending = true;
-        atomic_store_explicit(&st->ahead_mark, UINT64_MAX, memory_order_relaxed);
-        pthread_cond_signal(&st->ahead_cond);
+    grow_held++;
+    if (jh__trylock(&st->grow_lock)) {
+        if (st->ahead_running && !st->ahead_pending) {
+            st->ahead_pending = true;
+            atomic_store_explicit(&st->ahead_mark, UINT64_MAX, memory_order_relaxed);
+            pthread_cond_signal(&st->ahead_cond);
+        }
+        jh__unlock(&st->grow_lock);
     }
-    jh__unlock(&st->grow_lock);
+    grow_held--;
 }
 
 static void ahead_start(struct al_state *st)

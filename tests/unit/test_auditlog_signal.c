@@ -2,12 +2,15 @@
  * test_auditlog_signal.c — jh_log_memory / jh_log_event from a signal handler (a VM's
  * profiler, its crash handler) that interrupts a thread while that thread holds the audit
  * log's grow lock: growing the file (here every time: the helper thread is off, and this
- * program's own fallocate raises the signal inside the growth), or inside fork()'s window
+ * program's own fallocate raises the signal inside the growth), asking the helper thread
+ * for more (this program's pthread_cond_signal raises it there), or inside fork()'s window
  * (the fork handler holds it). The handler's record cannot wait for the lock its own
  * thread holds: it is dropped and counted, the thread carries on, and the log reads back
  * whole (the reader `jitherald log` uses).
  */
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -24,12 +27,13 @@ static char dir[256];
 
 /* What the child saw, for the parent: in a shared mapping. */
 struct seen {
-    int in_grow, outside, in_fork, grows, bad_returns;
+    int in_grow, outside, in_fork, grows, in_nudge, bad_returns;
 };
 static struct seen *seen;
 static jh_ctx *ctx;
 static _Thread_local int raise_in_grow;         /* only the writer thread, never the helper */
-static volatile sig_atomic_t in_handler, in_fallocate, in_fork;
+static _Thread_local int raise_in_nudge;
+static volatile sig_atomic_t in_handler, in_fallocate, in_fork, in_nudge;
 
 static struct { uint32_t n; char what[12]; } small = { 0, "handler" };
 
@@ -37,18 +41,21 @@ static void on_usr1(int sig)
 {
     (void)sig;
     in_handler = 1;
-    const char *what = in_fallocate ? "in_grow" : in_fork ? "in_fork" : "outside";
+    const char *what = in_fallocate ? "in_grow" : in_fork ? "in_fork" : in_nudge ? "in_nudge"
+                                                                                 : "outside";
     if (in_fallocate)
         seen->in_grow++;
     else if (in_fork)
         seen->in_fork++;
+    else if (in_nudge)
+        seen->in_nudge++;
     else
         seen->outside++;
     struct jh_attr a = { "what", JH_ATTR_STR, { .s = what } };
     small.n++;
     seen->bad_returns += jh_log_event(ctx, "handler", &a, 1) != 0;
-    if (in_fork) {      /* past any chunk: this one must grow the file */
-        static uint8_t big[3 << 19];
+    if (in_fork || in_nudge) {  /* past what is allocated: this one must grow the file */
+        static uint8_t big[4 << 20];
         seen->bad_returns += jh_log_memory(ctx, big, sizeof big, "big") != 0;
     } else {
         seen->bad_returns += jh_log_memory(ctx, &small, sizeof small, "small") != 0;
@@ -68,11 +75,26 @@ int fallocate(int fd, int mode, off_t off, off_t len)
     return (int)syscall(SYS_fallocate, fd, mode, off, len);
 }
 
-static void open_child_ctx(const char *engine)
+/* The library's wake-up of its helper thread (nudge(), under the grow lock). */
+int pthread_cond_signal(pthread_cond_t *c)
+{
+    static int (*real)(pthread_cond_t *);
+    if (!real)
+        real = (int (*)(pthread_cond_t *))dlsym(RTLD_NEXT, "pthread_cond_signal");
+    if (raise_in_nudge && !in_handler) {
+        in_nudge = 1;
+        raise(SIGUSR1);
+        in_nudge = 0;
+    }
+    return real(c);
+}
+
+static void open_child_ctx(const char *engine, bool helper)
 {
     unsetenv("JITHERALD");
     unsetenv("JITHERALD_DIR");
-    setenv("JITHERALD_AUDITLOG_HELPER", "0", 1);    /* every growth is the writer's */
+    /* without it every growth is the writer's */
+    setenv("JITHERALD_AUDITLOG_HELPER", helper ? "1" : "0", 1);
     struct jh_options o = { .sz = sizeof o, .channels = JH_AUDITLOG, .dir = dir,
                             .engine = engine, .auditlog_limit = 64 << 20 };
     if (jh_open(&ctx, &o) != 0 || jh_channels(ctx) != JH_AUDITLOG)
@@ -142,7 +164,7 @@ static uint8_t blob[BLOB];
  * brings the signal. After each snapshot the signal comes again, outside the growth. */
 static void grow_body(void)
 {
-    open_child_ctx("grow");
+    open_child_ctx("grow", false);
     raise_in_grow = 1;
     for (int i = 0; i < NBLOBS; i++) {
         memset(blob, 'a' + i, sizeof blob);
@@ -198,7 +220,7 @@ static void fork_prepare(void)
 static void fork_body(void)
 {
     pthread_atfork(fork_prepare, NULL, NULL);
-    open_child_ctx("fork");
+    open_child_ctx("fork", false);
     jh_log_event(ctx, "before", NULL, 0);
     pid_t pid = fork();
     if (pid == 0)
@@ -224,6 +246,37 @@ static void test_in_fork(void)
     jhr_al_free(&lf);
 }
 
+/* The writer asks the helper for more room about once a chunk: each time the signal comes
+ * while it holds the lock to do so. */
+static void nudge_body(void)
+{
+    open_child_ctx("nudge", true);
+    raise_in_nudge = 1;
+    for (int i = 0; i < 160; i++)
+        seen->bad_returns += jh_log_memory(ctx, blob, 64 << 10, "blob") != 0;
+    raise_in_nudge = 0;
+    jh_close(ctx);
+}
+
+static void test_in_nudge(void)
+{
+    memset(seen, 0, sizeof *seen);
+    pid_t pid = run_child(nudge_body);
+    CHECK(seen->in_nudge >= 1);     /* the first record asks; later ones as the helper keeps up */
+    CHECK_EQ(seen->bad_returns, 0);
+    struct jhr_al lf;
+    if (read_log("nudge", pid, &lf) != 0)
+        return;
+    /* the snapshots (past what the helper allocated) dropped, the events kept or dropped */
+    CHECK(lf.dropped >= (uint64_t)seen->in_nudge);
+    CHECK_EQ(lf.dropped + count_events(&lf, "in_nudge"), 2 * (uint64_t)seen->in_nudge);
+    size_t blobs = 0;
+    for (size_t i = 0; i < lf.nmems; i++)
+        blobs += lf.mems[i].hint && !strcmp(lf.mems[i].hint, "blob");
+    CHECK_EQ(blobs, 160);
+    jhr_al_free(&lf);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/jh-test-alsig.XXXXXX");
@@ -234,6 +287,7 @@ int main(void)
         SKIP("mmap");
     test_in_grow();
     test_in_fork();
+    test_in_nudge();
     rm_tree(dir);
     return check_done();
 }
