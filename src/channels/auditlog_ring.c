@@ -266,8 +266,9 @@ uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap)
     if (!st->map || atomic_load_explicit(&st->stuck, memory_order_relaxed))
         return NULL;
     /* A signal handler on a thread that holds grow_lock: no growth, which waits for it.
-     * (Nor does the zero_from wait below: while this thread holds the lock the helper's
-     * zero_from is unset; while it waits for it, the helper holds it and lets it go.) */
+     * (The zero_from wait below cannot hang it: while this thread holds the lock the
+     * helper's zero_from is unset; while it waits for it or tries it, another thread
+     * holds it and lets it go.) */
     if (grow_held) {
         uint64_t size = atomic_load_explicit(&st->file_size, memory_order_acquire);
         if (cap > size)
