@@ -11,13 +11,13 @@
  *   - after jh_close nothing is left of the arena but the hole it lost (the rest of its
  *     reservation, the pieces of the image mapped there) and no mapping of the image.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -29,8 +29,6 @@ static size_t pg;
 
 /* ---- the injected failure ---------------------------------------------------------- */
 
-typedef void *mmap_fn(void *, size_t, int, int, int, off_t);
-static mmap_fn *real_mmap;
 static int armed;                   /* 1: the next metadata mapping fails; 2: its reservation */
 static int injected;
 static uintptr_t resv_at[64];       /* anonymous PROT_NONE reservations, made anywhere */
@@ -38,7 +36,11 @@ static size_t resv_len[64];
 static int nresv;
 static uintptr_t arena, arena_len, hole, hole_len;
 
-static bool image_fd(int fd)
+/* TSan's runtime maps its own memory through this mmap too, before it is ready to see an
+ * instrumented access: none here. */
+#define RAW __attribute__((no_sanitize("thread", "address")))
+
+RAW static bool image_fd(int fd)
 {
     char link[64], path[512];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -50,7 +52,7 @@ static bool image_fd(int fd)
 }
 
 /* The failure the kernel gives a MAP_FIXED it cannot do: the range it replaced is gone. */
-static void *fail_fixed(void *addr, size_t len)
+RAW static void *fail_fixed(void *addr, size_t len)
 {
     munmap(addr, len);
     injected++;
@@ -58,10 +60,8 @@ static void *fail_fixed(void *addr, size_t len)
     return MAP_FAILED;
 }
 
-void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+RAW void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    if (!real_mmap)
-        real_mmap = (mmap_fn *)dlsym(RTLD_NEXT, "mmap");
     if (armed == 1 && (flags & MAP_FIXED) && (flags & MAP_SHARED) && off != 0 && fd >= 0 &&
         image_fd(fd)) {
         for (int i = 0; i < nresv; i++)         /* the arena it lies in */
@@ -78,7 +78,9 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
         hole_len = len;
         return fail_fixed(addr, len);
     }
-    void *p = real_mmap(addr, len, prot, flags, fd, off);
+    /* the system call itself: dlsym() would allocate before TSan's runtime is ready */
+    long got = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    void *p = got == -1 ? MAP_FAILED : (void *)got;
     if (p != MAP_FAILED && !addr && prot == PROT_NONE && (flags & MAP_ANONYMOUS) && nresv < 64) {
         resv_at[nresv] = (uintptr_t)p;
         resv_len[nresv++] = len;
