@@ -201,6 +201,11 @@ int main(void)
     printf("arena %#lx +%#lx, lost in the add of fn_%d, hole %#lx +%#lx\n", (unsigned long)arena,
            (unsigned long)arena_len, lost_at, (unsigned long)hole, (unsigned long)hole_len);
     printf("said:\n%s", said);
+    if (!injected && strstr(said, "no address space below")) {
+        jh_close(jh);               /* (qemu-user's guest address space, for one) */
+        rm_tree(dir);
+        SKIP("no arena fits below the code on this machine: there is none to lose");
+    }
     CHECK_EQ(injected, 2);                      /* both failures happened, in one add */
     CHECK(lost_at >= ARM_AT);
     CHECK(arena && hole >= arena && hole + hole_len <= arena + arena_len);
