@@ -647,10 +647,17 @@ struct jh_attr {
  * Snapshot size bytes at addr into the audit log, tagged with type_hint (a C type name
  * such as "struct proto", used offline to decode the bytes with the VM binary's DWARF
  * types; may be NULL). Thread-safe.
+ *
+ * Both jh_log_* may be called from a signal handler (a profiler's, a crash handler's) that
+ * interrupts any thread, one inside a jitherald call included: they never wait for a
+ * jitherald lock that thread may hold. A record that would have to (the thread was growing
+ * the log file, or is in fork(), or is restarting a fork child's log) is dropped and
+ * counted in the log's close record.
  */
 JH_API int jh_log_memory(jh_ctx *ctx, const void *addr, size_t size, const char *type_hint);
 
-/* Record a timestamped event with nattrs attributes. Thread-safe. */
+/* Record a timestamped event with nattrs attributes. Thread-safe; see jh_log_memory for
+ * signal handlers. */
 JH_API int jh_log_event(jh_ctx *ctx, const char *name, const struct jh_attr *attrs,
                         size_t nattrs);
 

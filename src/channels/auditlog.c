@@ -60,8 +60,10 @@ static uint8_t *reserve(struct al_state *st, size_t len)
     if (len - JH__AL_FRAME_HDR <= UINT32_MAX &&
         !atomic_load_explicit(&st->full, memory_order_relaxed))
         p = jh__al_reserve_below(st, len, st->data_limit);
+    /* not the limit's fault: the file cannot grow, or a signal handler's record found its
+     * thread holding grow_lock (auditlog_ring.c) */
     if (!p)
-        drop(st, !atomic_load_explicit(&st->stuck, memory_order_relaxed));
+        drop(st, !atomic_load_explicit(&st->stuck, memory_order_relaxed) && !jh__al_grow_held());
     return p;
 }
 
@@ -375,7 +377,7 @@ static int al_forked(void *state)
 static void al_fork_prepare(void *state)
 {
     struct al_state *st = state;
-    jh__lock(&st->grow_lock);
+    jh__al_grow_lock(st);       /* a signal handler in fork's window keeps off it */
 }
 
 static void al_fork_release(void *state, bool child)
@@ -383,7 +385,7 @@ static void al_fork_release(void *state, bool child)
     struct al_state *st = state;
     if (child)
         jh__al_ring_child(st);
-    jh__unlock(&st->grow_lock);
+    jh__al_grow_unlock(st);
 }
 
 static void al_close(void *state)

@@ -90,13 +90,19 @@ void jh__al_file_trim(struct al_state *st);
 void jh__al_file_close(struct al_state *st);
 void jh__al_helper_stop(struct al_state *st);
 /* A frame of len bytes (header included) ending at or below cap, its length already in its
- * header; NULL when it does not fit or the file cannot grow. Fill bytes [5, len), then
- * jh__al_commit(). Lock-free. */
+ * header; NULL when it does not fit or the file cannot grow (or, in a signal handler whose
+ * thread holds grow_lock, when it does not fit in the file as it is: jh__al_grow_held()).
+ * Fill bytes [5, len), then jh__al_commit(). Lock-free. */
 uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap);
 static inline void jh__al_commit(uint8_t *frame)
 {
     atomic_store_explicit((_Atomic uint8_t *)frame, JH__AL_FRAME_MARK, memory_order_release);
 }
+/* grow_lock for a VM thread (the writers' growth, the fork hooks): a signal handler that
+ * interrupts the thread in between and logs then never waits for it. */
+void jh__al_grow_lock(struct al_state *st);
+void jh__al_grow_unlock(struct al_state *st);
+bool jh__al_grow_held(void);
 /* Copy a record built in b into a frame below cap: 0, -ENOSPC, or b's error. */
 int jh__al_put_buf(struct al_state *st, const struct jh__buf *b, uint64_t cap);
 

@@ -43,6 +43,30 @@ static uint64_t chunk_end(const struct al_state *st, uint64_t need)
     return to > st->limit ? st->limit : to;
 }
 
+/*
+ * grow_lock taken by a VM thread (the helper blocks every signal): non-zero while the
+ * thread holds it or waits for it. A signal handler of the VM (its profiler, its crash
+ * handler) that interrupts the thread there and logs must not wait for the lock: the thread
+ * would wait on itself, for good. Its record keeps to the file as it is
+ * (jh__al_reserve_below), or is dropped and counted. A count: the handler's own lock and
+ * unlock leave it as they found it. (volatile: a signal handler reads it)
+ */
+static _Thread_local volatile sig_atomic_t grow_held;
+
+void jh__al_grow_lock(struct al_state *st)
+{
+    grow_held++;
+    jh__lock(&st->grow_lock);
+}
+
+void jh__al_grow_unlock(struct al_state *st)
+{
+    jh__unlock(&st->grow_lock);
+    grow_held--;
+}
+
+bool jh__al_grow_held(void) { return grow_held != 0; }
+
 /* The file grows to `to`. grow_lock held. */
 static void grown(struct al_state *st, uint64_t to)
 {
@@ -54,7 +78,7 @@ static void grown(struct al_state *st, uint64_t to)
 static int grow(struct al_state *st, uint64_t need)
 {
     int err = 0;
-    jh__lock(&st->grow_lock);
+    jh__al_grow_lock(st);
     uint64_t size = atomic_load_explicit(&st->file_size, memory_order_relaxed);
     if (need > size) {
         uint64_t to = chunk_end(st, need);
@@ -67,7 +91,7 @@ static int grow(struct al_state *st, uint64_t need)
             grown(st, to);
         }
     }
-    jh__unlock(&st->grow_lock);
+    jh__al_grow_unlock(st);
     return err;
 }
 
@@ -173,14 +197,16 @@ static void *ahead_main(void *arg)
  * a writer is growing the file already; the next frame past the mark asks again). */
 static void nudge(struct al_state *st)
 {
-    if (!jh__trylock(&st->grow_lock))
-        return;
-    if (st->ahead_running && !st->ahead_pending) {
-        st->ahead_pending = true;
-        atomic_store_explicit(&st->ahead_mark, UINT64_MAX, memory_order_relaxed);
-        pthread_cond_signal(&st->ahead_cond);
+    grow_held++;
+    if (jh__trylock(&st->grow_lock)) {
+        if (st->ahead_running && !st->ahead_pending) {
+            st->ahead_pending = true;
+            atomic_store_explicit(&st->ahead_mark, UINT64_MAX, memory_order_relaxed);
+            pthread_cond_signal(&st->ahead_cond);
+        }
+        jh__unlock(&st->grow_lock);
     }
-    jh__unlock(&st->grow_lock);
+    grow_held--;
 }
 
 static void ahead_start(struct al_state *st)
@@ -239,6 +265,15 @@ uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap)
 {
     if (!st->map || atomic_load_explicit(&st->stuck, memory_order_relaxed))
         return NULL;
+    /* A signal handler on a thread that holds grow_lock: no growth, which waits for it.
+     * (The zero_from wait below cannot hang it: while this thread holds the lock the
+     * helper's zero_from is unset; while it waits for it or tries it, another thread
+     * holds it and lets it go.) */
+    if (grow_held) {
+        uint64_t size = atomic_load_explicit(&st->file_size, memory_order_acquire);
+        if (cap > size)
+            cap = size;
+    }
     uint64_t off = atomic_load_explicit(&st->tail, memory_order_relaxed);
     do {
         if (off > cap || len > cap - off)
@@ -246,8 +281,8 @@ uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap)
     } while (!atomic_compare_exchange_weak_explicit(&st->tail, &off, off + len,
                                                     memory_order_seq_cst, memory_order_relaxed));
     if (off + len > atomic_load(&st->zero_from)) {
-        jh__lock(&st->grow_lock);       /* the helper's zeros are written: see zero_ahead */
-        jh__unlock(&st->grow_lock);
+        jh__al_grow_lock(st);           /* the helper's zeros are written: see zero_ahead */
+        jh__al_grow_unlock(st);
     }
     if (off + len > atomic_load_explicit(&st->ahead_mark, memory_order_relaxed))
         nudge(st);

@@ -31,6 +31,11 @@ void jh__al_ring_init(struct al_state *st) { st->fd = -1; }
 void jh__al_ring_fini(struct al_state *st) { (void)st; }
 void jh__al_ring_child(struct al_state *st) { (void)st; }
 void jh__al_helper_stop(struct al_state *st) { (void)st; }
+/* No signal interrupts a thread here to log (a console Ctrl-C handler runs in a thread of
+ * its own; there is no fork): the lock alone. */
+void jh__al_grow_lock(struct al_state *st) { jh__lock(&st->grow_lock); }
+void jh__al_grow_unlock(struct al_state *st) { jh__unlock(&st->grow_lock); }
+bool jh__al_grow_held(void) { return false; }
 
 static HANDLE file_handle(const struct al_state *st) { return (HANDLE)_get_osfhandle(st->fd); }
 

@@ -82,6 +82,8 @@ struct region {
     uintptr_t arena;            /* the tables' address space, reserved (jh__em_arena_new) */
     size_t arena_len;
     bool arena_lost;            /* a piece of it could not be reserved again: left alone */
+    uintptr_t lost_at[3];       /* those pieces (by eh_at's index): no longer ours, never */
+    size_t lost_len[3];         /* unmapped; the rest of the arena is, when it is freed */
     uintptr_t eh_at[3];         /* .eh_frame_hdr's and .eh_frame's chunks and the file's
                                    first page, mapped read-only in the arena (0: not); with
                                    wmap, [0] is all the metadata, [1] unused */

@@ -471,13 +471,36 @@ int jh__em_arena_new(struct elfmap *m, struct region *r, uint64_t need)
     return 0;
 }
 
+/* A lost arena: all of it but the pieces it lost, which may hold another's mapping now. */
+static void unmap_kept(struct region *r)
+{
+    uintptr_t at = r->arena, end = r->arena + r->arena_len;
+    while (at < end) {
+        uintptr_t hs = end, he = end;       /* the lowest hole not below at */
+        for (int k = 0; k < 3; k++) {
+            uintptr_t s = r->lost_at[k], e = s + r->lost_len[k];
+            if (r->lost_len[k] && e > at && s < hs) {
+                hs = s > at ? s : at;
+                he = e;
+            }
+        }
+        if (hs > at)
+            munmap((void *)at, hs - at);
+        at = he;
+    }
+}
+
 void jh__em_arena_free(struct region *r)
 {
     if (r->wabove)
         jh__em_wmap_drop(r);        /* (not in the arena) */
-    if (r->arena && !r->arena_lost)     /* (a lost one may hold another's mapping now) */
+    if (r->arena && !r->arena_lost)
         munmap((void *)r->arena, r->arena_len);
+    else if (r->arena)
+        unmap_kept(r);
     r->arena_lost = false;
+    memset(r->lost_at, 0, sizeof r->lost_at);
+    memset(r->lost_len, 0, sizeof r->lost_len);
     r->arena = 0;
     r->arena_len = 0;
     memset(r->eh_at, 0, sizeof r->eh_at);
@@ -490,8 +513,11 @@ void jh__em_arena_free(struct region *r)
 void jh__em_eh_unmap(struct region *r, int k)
 {
     if (r->eh_at[k] && mmap((void *)r->eh_at[k], r->eh_len[k], PROT_NONE, MAP_FIXED |
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED) {
         r->arena_lost = true;
+        r->lost_at[k] = r->eh_at[k];
+        r->lost_len[k] = r->eh_len[k];
+    }
     r->eh_at[k] = 0;
 }
 

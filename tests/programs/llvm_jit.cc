@@ -15,6 +15,8 @@
 //     --remove        afterwards remove the code (ORC: its ResourceTracker) and check that
 //                     jitherald no longer knows ENTRY's address
 //     --repeat N      call ENTRY N times
+//     --two-plugins   (JITLink) a second context (engine "llvm2") with a plugin of its own
+//                     on the same layer; its lookups print as "lookup2 ..."
 //     --broken FILE.ll  (ORC) first add FILE.ll, whose link must fail (an unresolved
 //                     symbol), and look up BROKEN_ENTRY in it: prints "broken: link
 //                     failed" (or exits 1 if it linked); then ENTRY as usual
@@ -101,7 +103,7 @@ class NoEHMemoryManager : public SectionMemoryManager {
 struct Options {
     enum { JITLINK, RTDYLD, MCJIT } linker = RTDYLD;
     bool jitherald = true, llvm_eh = true, llvm_gdb = false, llvm_perf = false;
-    bool catch_ = false, remove = false;
+    bool catch_ = false, remove = false, two_plugins = false;
     long repeat = 1;
     std::vector<std::string> files;
     std::string entry, broken;
@@ -130,12 +132,19 @@ static long call(const Options &o, uint64_t addr)
     return r;
 }
 
+static jh_ctx *second;     // --two-plugins
+
 static void lookup(jh_ctx *jh, uint64_t addr, const char *when)
 {
     char name[256];
     int r = jh_lookup(jh, reinterpret_cast<const void *>(uintptr_t(addr)), nullptr, nullptr,
                       nullptr, name, sizeof name);
     printf("lookup %s: %s\n", when, r == 0 ? name : jh_strerror(r));
+    if (second) {
+        r = jh_lookup(second, reinterpret_cast<const void *>(uintptr_t(addr)), nullptr, nullptr,
+                      nullptr, name, sizeof name);
+        printf("lookup2 %s: %s\n", when, r == 0 ? name : jh_strerror(r));
+    }
 }
 
 static std::unique_ptr<Module> load(LLVMContext &c, const std::string &file)
@@ -201,6 +210,8 @@ static void run_orc(const Options &o, jh_ctx *jh)
                     es, std::make_unique<jitlink::InProcessEHFrameRegistrar>()));
             if (o.jitherald)
                 l->addPlugin(jitherald::createORCPlugin(jh));
+            if (second)
+                l->addPlugin(jitherald::createORCPlugin(second));
             return l;
         });
     } else {
@@ -267,6 +278,7 @@ int main(int argc, char **argv)
         else if (a == "--llvm-perf") o.llvm_perf = true;
         else if (a == "--catch") o.catch_ = true;
         else if (a == "--remove") o.remove = true;
+        else if (a == "--two-plugins") o.two_plugins = true;
         else if (a == "--repeat" && i + 1 < argc) o.repeat = atol(argv[++i]);
         else if (a == "--broken" && i + 1 < argc) o.broken = argv[++i];
         else if (a[0] == '-') die("unknown option " + a);
@@ -285,11 +297,17 @@ int main(int argc, char **argv)
     jo.engine = "llvm";
     if (jh_open(&jh, &jo) < 0)
         die("jh_open");
+    if (o.two_plugins) {
+        jo.engine = "llvm2";
+        if (o.linker != Options::JITLINK || jh_open(&second, &jo) < 0)
+            die("--two-plugins: JITLink only; jh_open");
+    }
     if (o.linker == Options::MCJIT)
         run_mcjit(o, jh);
     else
         run_orc(o, jh);
     printf("guards %ld\n", guards_ran);
+    jh_close(second);
     jh_close(jh);
     return 0;
 }

@@ -1,0 +1,293 @@
+/*
+ * test_auditlog_signal.c — jh_log_memory / jh_log_event from a signal handler (a VM's
+ * profiler, its crash handler) that interrupts a thread while that thread holds the audit
+ * log's grow lock: growing the file (here every time: the helper thread is off, and this
+ * program's own fallocate raises the signal inside the growth), asking the helper thread
+ * for more (this program's pthread_cond_signal raises it there), or inside fork()'s window
+ * (the fork handler holds it). The handler's record cannot wait for the lock its own
+ * thread holds: it is dropped and counted, the thread carries on, and the log reads back
+ * whole (the reader `jitherald log` uses).
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "jitherald.h"
+#include "lib/auditlog_read.h"
+
+static char dir[256];
+
+/* What the child saw, for the parent: in a shared mapping. */
+struct seen {
+    int in_grow, outside, in_fork, grows, in_nudge, bad_returns;
+};
+static struct seen *seen;
+static jh_ctx *ctx;
+static _Thread_local int raise_in_grow;         /* only the writer thread, never the helper */
+static _Thread_local int raise_in_nudge;
+static volatile sig_atomic_t in_handler, in_fallocate, in_fork, in_nudge;
+
+static struct { uint32_t n; char what[12]; } small = { 0, "handler" };
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    in_handler = 1;
+    const char *what = in_fallocate ? "in_grow" : in_fork ? "in_fork" : in_nudge ? "in_nudge"
+                                                                                 : "outside";
+    if (in_fallocate)
+        seen->in_grow++;
+    else if (in_fork)
+        seen->in_fork++;
+    else if (in_nudge)
+        seen->in_nudge++;
+    else
+        seen->outside++;
+    struct jh_attr a = { "what", JH_ATTR_STR, { .s = what } };
+    small.n++;
+    seen->bad_returns += jh_log_event(ctx, "handler", &a, 1) != 0;
+    if (in_fork || in_nudge) {  /* past what is allocated: this one must grow the file */
+        static uint8_t big[4 << 20];
+        seen->bad_returns += jh_log_memory(ctx, big, sizeof big, "big") != 0;
+    } else {
+        seen->bad_returns += jh_log_memory(ctx, &small, sizeof small, "small") != 0;
+    }
+    in_handler = 0;
+}
+
+/* The library's fallocate: the signal arrives while the writer grows the file. */
+int fallocate(int fd, int mode, off_t off, off_t len)
+{
+    if (raise_in_grow && !in_handler) {
+        seen->grows++;
+        in_fallocate = 1;
+        raise(SIGUSR1);
+        in_fallocate = 0;
+    }
+    return (int)syscall(SYS_fallocate, fd, mode, off, len);
+}
+
+/* The library's wake-up of its helper thread (nudge(), under the grow lock). */
+int pthread_cond_signal(pthread_cond_t *c)
+{
+    static int (*real)(pthread_cond_t *);
+    if (!real)
+        real = (int (*)(pthread_cond_t *))dlsym(RTLD_NEXT, "pthread_cond_signal");
+    if (raise_in_nudge && !in_handler) {
+        in_nudge = 1;
+        raise(SIGUSR1);
+        in_nudge = 0;
+    }
+    return real(c);
+}
+
+static void open_child_ctx(const char *engine, bool helper)
+{
+    unsetenv("JITHERALD");
+    unsetenv("JITHERALD_DIR");
+    /* without it every growth is the writer's */
+    setenv("JITHERALD_AUDITLOG_HELPER", helper ? "1" : "0", 1);
+    struct jh_options o = { .sz = sizeof o, .channels = JH_AUDITLOG, .dir = dir,
+                            .engine = engine, .auditlog_limit = 64 << 20 };
+    if (jh_open(&ctx, &o) != 0 || jh_channels(ctx) != JH_AUDITLOG)
+        _exit(2);
+    struct sigaction sa = { .sa_handler = on_usr1 };
+    sigaction(SIGUSR1, &sa, NULL);
+}
+
+/* The child, killed if it hangs; 0 when it exited by itself. */
+static int run_child(void (*body)(void))
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        body();
+        _exit(0);
+    }
+    int status = 0, waited = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0 && waited < 300) {    /* 30 s */
+        usleep(100000);
+        waited++;
+    }
+    if (waited == 300) {
+        fprintf(stderr, "child hung: killed\n");
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    CHECK(waited < 300);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return pid;
+}
+
+static int read_log(const char *engine, pid_t pid, struct jhr_al *lf)
+{
+    char path[512], err[256];
+    snprintf(path, sizeof path, "%s/%s-%d.jhlog", dir, engine, (int)pid);
+    int rc = jhr_al_open(lf, path, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "%s: %s\n", path, err);
+    CHECK_EQ(rc, 0);
+    if (rc == 0) {
+        CHECK_EQ(lf->cut + lf->bad + lf->resyncs, 0);
+        CHECK(lf->closed);
+        CHECK(!lf->limit_hit);
+    }
+    return rc;
+}
+
+static size_t count_events(const struct jhr_al *lf, const char *attr)
+{
+    size_t n = 0, len = strlen(attr);
+    for (size_t i = 0; i < lf->nrecs; i++) {
+        struct jhr_mp attrs;
+        const char *s = "";
+        uint32_t sl = 0;
+        if (lf->recs[i].kind == JHR_AL_EVENT && jhr_mp_get(&lf->recs[i].map, "attrs", &attrs) == 0 &&
+            jhr_mp_get_str(&attrs, "what", &s, &sl) && sl == len && !memcmp(s, attr, len))
+            n++;
+    }
+    return n;
+}
+
+#define NBLOBS 24
+#define BLOB (600u << 10)
+static uint8_t blob[BLOB];
+
+/* The writer logs 14 MiB in 600 KiB snapshots; the file grows each MiB, and each growth
+ * brings the signal. After each snapshot the signal comes again, outside the growth. */
+static void grow_body(void)
+{
+    open_child_ctx("grow", false);
+    raise_in_grow = 1;
+    for (int i = 0; i < NBLOBS; i++) {
+        memset(blob, 'a' + i, sizeof blob);
+        seen->bad_returns += jh_log_memory(ctx, blob, sizeof blob, "blob") != 0;
+        raise(SIGUSR1);
+    }
+    raise_in_grow = 0;
+    jh_close(ctx);
+}
+
+static void test_in_grow(void)
+{
+    memset(seen, 0, sizeof *seen);
+    pid_t pid = run_child(grow_body);
+    CHECK(seen->grows >= 12);
+    CHECK_EQ(seen->in_grow, seen->grows);
+    CHECK_EQ(seen->outside, NBLOBS);
+    CHECK_EQ(seen->bad_returns, 0);
+    struct jhr_al lf;
+    if (read_log("grow", pid, &lf) != 0)
+        return;
+    /* the handler's records inside the growth dropped and counted, none lost otherwise */
+    CHECK_EQ(lf.dropped, 2 * (uint64_t)seen->in_grow);
+    CHECK_EQ(count_events(&lf, "in_grow"), 0);
+    CHECK_EQ(count_events(&lf, "outside"), NBLOBS);
+    size_t blobs = 0, smalls = 0;
+    for (size_t i = 0; i < lf.nmems; i++) {
+        const struct jhr_al_mem *m = &lf.mems[i];
+        if (m->hint && !strcmp(m->hint, "blob") && m->size == BLOB) {
+            bool same = true;           /* the snapshot's bytes, intact */
+            for (size_t j = 0; j < BLOB && same; j += 4093)
+                same = m->data[j] == 'a' + (int)blobs;
+            CHECK(same);
+            blobs++;
+        } else if (m->hint && !strcmp(m->hint, "small")) {
+            smalls++;
+        }
+    }
+    CHECK_EQ(blobs, NBLOBS);
+    CHECK_EQ(smalls, NBLOBS);
+    jhr_al_free(&lf);
+}
+
+/* Registered before jh_open registers the library's: its prepare runs after the
+ * library's (reverse order), while the library holds its locks. */
+static void fork_prepare(void)
+{
+    in_fork = 1;
+    raise(SIGUSR1);
+    in_fork = 0;
+}
+
+static void fork_body(void)
+{
+    pthread_atfork(fork_prepare, NULL, NULL);
+    open_child_ctx("fork", false);
+    jh_log_event(ctx, "before", NULL, 0);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    jh_log_event(ctx, "after", NULL, 0);
+    jh_close(ctx);
+}
+
+static void test_in_fork(void)
+{
+    memset(seen, 0, sizeof *seen);
+    pid_t pid = run_child(fork_body);
+    CHECK_EQ(seen->in_fork, 1);
+    CHECK_EQ(seen->bad_returns, 0);
+    struct jhr_al lf;
+    if (read_log("fork", pid, &lf) != 0)
+        return;
+    /* its event fits in the file as it is; its snapshot would grow it: dropped */
+    CHECK_EQ(lf.dropped, 1);
+    CHECK_EQ(count_events(&lf, "in_fork"), 1);
+    jhr_al_free(&lf);
+}
+
+/* The writer asks the helper for more room about once a chunk: each time the signal comes
+ * while it holds the lock to do so. */
+static void nudge_body(void)
+{
+    open_child_ctx("nudge", true);
+    raise_in_nudge = 1;
+    for (int i = 0; i < 160; i++)
+        seen->bad_returns += jh_log_memory(ctx, blob, 64 << 10, "blob") != 0;
+    raise_in_nudge = 0;
+    jh_close(ctx);
+}
+
+static void test_in_nudge(void)
+{
+    memset(seen, 0, sizeof *seen);
+    pid_t pid = run_child(nudge_body);
+    CHECK(seen->in_nudge >= 1);     /* the first record asks; later ones as the helper keeps up */
+    CHECK_EQ(seen->bad_returns, 0);
+    struct jhr_al lf;
+    if (read_log("nudge", pid, &lf) != 0)
+        return;
+    /* the snapshots (past what the helper allocated) dropped, the events kept or dropped */
+    CHECK(lf.dropped >= (uint64_t)seen->in_nudge);
+    CHECK_EQ(lf.dropped + count_events(&lf, "in_nudge"), 2 * (uint64_t)seen->in_nudge);
+    size_t blobs = 0;
+    for (size_t i = 0; i < lf.nmems; i++)
+        blobs += lf.mems[i].hint && !strcmp(lf.mems[i].hint, "blob");
+    CHECK_EQ(blobs, 160);
+    jhr_al_free(&lf);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/jh-test-alsig.XXXXXX");
+    if (!mkdtemp(dir))
+        SKIP("mkdtemp");
+    seen = mmap(NULL, sizeof *seen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (seen == MAP_FAILED)
+        SKIP("mmap");
+    test_in_grow();
+    test_in_fork();
+    test_in_nudge();
+    rm_tree(dir);
+    return check_done();
+}
