@@ -16,7 +16,7 @@ attach_and_profile() { # CHANNEL
     local vm=$!
     kill_at_exit $vm
     wait_for_file "$T/pause" || { cat "vm-$ch.err"; fail "$ch: minijit never paused"; }
-    [ ! -e "/tmp/perf-$vm.map" ] || fail "$ch: standby wrote a perf map"
+    ! wrote_perf_map "$vm" || fail "$ch: standby wrote a perf map"
     "$CLI" attach "$vm" -c "$ch" > "att-$ch" || { cat "att-$ch"; fail "$ch: attach"; }
     grep -q "live=$ch " "att-$ch" || fail "$ch: $(cat "att-$ch")"
     rm -f ctl ack; mkfifo ctl ack

@@ -13,12 +13,10 @@ private_perf_cache
 cd "$T"
 
 # 1. audit log only, perf map afterwards.
-: > started     # a map left by an earlier process with the same pid is older (/tmp is shared)
 JITHERALD=auditlog JITHERALD_DIR=$T perf record -q -N -e cpu-clock -o a.data \
     "$MINIJIT" "$MINI/fib.mini" 32 > /dev/null
 log=$(ls minijit-*.jhlog); pid=${log#minijit-}; pid=${pid%.jhlog}
-[ ! -e /tmp/perf-$pid.map ] || [ /tmp/perf-$pid.map -ot started ] ||
-    fail "a perf map exists without the perfmap channel"
+! wrote_perf_map "$pid" || fail "a perf map exists without the perfmap channel"
 at_exit "rm -f /tmp/perf-$pid.map"
 "$CLI" log "$log" to-perfmap > /tmp/perf-$pid.map
 perf report -i a.data --stdio --sort sym 2>/dev/null >rep1

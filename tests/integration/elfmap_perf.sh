@@ -10,7 +10,7 @@ JITHERALD=elfmap JITHERALD_DIR=$T/d perf record -q -g -o perf.data \
     "$MINIJIT" fib.mini 31 > out 2> rec.err || { cat rec.err; fail "perf record"; }
 [ "$(cat out)" = 1346269 ]
 pid=$(perf script -i perf.data -F pid 2>/dev/null | head -1 | tr -d ' ')
-[ ! -e "/tmp/perf-$pid.map" ] || fail "a perf map was written"
+! wrote_perf_map "$pid" || fail "a perf map was written"
 perf report -i perf.data --stdio --no-children --sort dso,sym,srcline 2> /dev/null > rep
 grep -v '^#' rep | grep -v '^$' | head -12
 grep -E '[0-9.]+%.*jit-[0-9]+-[0-9]+\.elf +\[\.\] fib +fib\.mini:[0-9]+' rep

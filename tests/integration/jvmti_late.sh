@@ -22,7 +22,7 @@ java -XX:+PreserveFramePointer -XX:-TieredCompilation -Xbatch -XX:CompileThresho
 pid=$!
 at_exit "kill $pid 2>/dev/null; wait_gone $pid 30 || kill -9 $pid 2>/dev/null; rm -f /tmp/perf-$pid.map"
 wait_for_file ready 300 || { cat java.out; fail "demo.Hot never got ready"; }
-[ ! -e "/tmp/perf-$pid.map" ] || fail "a perf map exists before the agent is loaded"
+! wrote_perf_map "$pid" || fail "a perf map exists before the agent is loaded"
 
 timeout 300 jcmd "$pid" JVMTI.agent_load "$JAGENT" "channels:gdb,perfmap,jitdump,dir:$T/jd" \
     >load.out 2>&1 || { cat load.out java.out; fail "jcmd JVMTI.agent_load"; }

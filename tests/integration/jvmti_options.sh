@@ -22,7 +22,7 @@ grep -q "'gdb' follows no channels=" stray.out || { cat stray.out; fail "no mess
 
 run none.out "channels:none" || { cat none.out; fail "channels:none"; }
 grep -qx done none.out || fail "demo.Hot did not finish with channels:none"
-[ ! -e "/tmp/perf-$(cat pid).map" ] || fail "channels:none wrote a perf map"
+! wrote_perf_map "$(cat pid)" || fail "channels:none wrote a perf map"
 
 run env.out "channels=gdb" JITHERALD=perfmap || { cat env.out; fail "JITHERALD=perfmap"; }
 grep -q ' demo\.Hot\.spin$' "/tmp/perf-$(cat pid).map" || fail "JITHERALD=perfmap did not win over channels=gdb"

@@ -63,6 +63,13 @@ _jh_cleanup() {
 }
 T=$(mktemp -d "${TMPDIR:-/tmp}/jh-$(basename "${BASH_SOURCE[1]:-test}" .sh).XXXXXX")
 trap _jh_cleanup EXIT
+# The test's own start: what lies in the shared /tmp from before it is not its processes'.
+: > "$T/.started"
+# Did process PID write a perf map? A map left in /tmp by an earlier process that had the
+# same pid (the tests of other runs, other sessions) is older than the test.
+wrote_perf_map() { # PID
+    [ -e "/tmp/perf-$1.map" ] && ! [ "/tmp/perf-$1.map" -ot "$T/.started" ]
+}
 
 require_tool() { # NAME [PACKAGE]
     command -v "$1" >/dev/null 2>&1 || skip "$1 not installed${2:+ (Debian package $2)}"
