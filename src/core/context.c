@@ -242,16 +242,22 @@ static int chan_on(jh_ctx *ctx, int i)
     }
     if (ops->rundown)
         ops->rundown(st, true);
-    for (struct jh__node *n = jh__reg_ceil(&ctx->reg, 0); n; n = jh__reg_next(&ctx->reg, n)) {
-        int err = ops->add(st, jh__entry_of(n));
-        if (err < 0) {
-            channel_failed(ctx, i, "announcing the code live at switch-on", err);
-            return err;
-        }
+    /* one batch, as jh_code_add_many's: the gdb channel one image for all of it (not an
+     * image per function, merged by 64 and 16), the unwind channel one run */
+    int err = ops->batch ? ops->batch(st, true) : 0;
+    for (struct jh__node *n = jh__reg_ceil(&ctx->reg, 0); n && err >= 0;
+         n = jh__reg_next(&ctx->reg, n))
+        err = ops->add(st, jh__entry_of(n));
+    int berr = ops->batch ? ops->batch(st, false) : 0;
+    if (err >= 0 && berr < 0)
+        err = berr;
+    if (err < 0) {
+        channel_failed(ctx, i, "announcing the code live at switch-on", err);
+        return err;
     }
     if (ops->rundown)
         ops->rundown(st, false);
-    int err = ops->flush ? ops->flush(st) : 0;     /* debuggers hear it now */
+    err = ops->flush ? ops->flush(st) : 0;         /* debuggers hear it now */
     if (err < 0) {
         channel_failed(ctx, i, "flushing", err);
         return err;

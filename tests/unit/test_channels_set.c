@@ -102,6 +102,9 @@ static void test_standby(void)
         CHECK_EQ(jh_channels(jh), (unsigned)JH_GDB);
         CHECK_EQ(snapshot(), 0);
         CHECK_EQ(nview, (size_t)(N - 30));
+        /* the rundown is one batch: images of up to gdb_batch (64), not one per function
+         * merged by fours and sixteens */
+        CHECK(nimages <= 2);
         for (int i = 0; i < 30; i++)
             CHECK_EQ(named("sb_%d", i, 0), 0);
         for (int i = 30; i < 40; i++)
