@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "jitherald.h"
 #include "lib/auditlog_read.h"
 
@@ -615,16 +616,8 @@ static void test_fork_signal(void)
         jh_close(sig_ctx);
         _exit(0);
     }
-    int status = 0, waited = 0;
-    while (waitpid(pid, &status, WNOHANG) == 0 && waited < 300) {    /* 30 s */
-        usleep(100000);
-        waited++;
-    }
-    if (waited == 300) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
-    CHECK(waited < 300);                        /* not hung */
+    int status;
+    CHECK(wait_child(pid, 30, &status));           /* not hung */
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     jh_close(sig_ctx);
     size_t n;

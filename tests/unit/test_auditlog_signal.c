@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 #include "jitherald.h"
 #include "lib/auditlog_read.h"
 
@@ -111,17 +112,8 @@ static int run_child(void (*body)(void))
         body();
         _exit(0);
     }
-    int status = 0, waited = 0;
-    while (waitpid(pid, &status, WNOHANG) == 0 && waited < 300) {    /* 30 s */
-        usleep(100000);
-        waited++;
-    }
-    if (waited == 300) {
-        fprintf(stderr, "child hung: killed\n");
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
-    CHECK(waited < 300);
+    int status;
+    CHECK(wait_child(pid, 30, &status));
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     return pid;
 }
