@@ -90,14 +90,24 @@ static void done(struct al_state *st, uint8_t *f, const uint8_t *end, size_t n)
              "(a bug): left cut", (size_t)(end - f) - JH__AL_FRAME_HDR, n);
 }
 
+/* Written in place, as the VM's records are: the first record lost to the limit may be a
+ * signal handler's (jh_log_*), where an allocation could wait on malloc's lock for ever. */
 static void write_limit_record(struct al_state *st)
 {
-    struct jh__buf b = { 0 };
-    jh__al_head(&b, 5, "limit", jh__now_ns(), jh__thread_id());
-    jh__mp_kuint(&b, JH__AL_K_LIMIT, st->limit);
-    jh__mp_kuint(&b, JH__AL_K_TAIL, atomic_load(&st->tail));
-    jh__al_put_buf(st, &b, st->limit - AL_RESERVE / 2);
-    jh__buf_free(&b);
+    uint64_t now = jh__now_ns(), tail = atomic_load(&st->tail);
+    uint32_t tid = jh__thread_id();
+    const size_t kl = sizeof JH__AL_K_LIMIT - 1, kt = sizeof JH__AL_K_TAIL - 1;
+    size_t n = jh__al_head_size(5, 5, now, tid) + jh__mp_str_size(kl) +
+               jh__mp_uint_size(st->limit) + jh__mp_str_size(kt) + jh__mp_uint_size(tail);
+    uint8_t *f = jh__al_reserve_below(st, JH__AL_FRAME_HDR + n, st->limit - AL_RESERVE / 2);
+    if (f) {
+        uint8_t *p = jh__al_put_head(f + JH__AL_FRAME_HDR, 5, "limit", 5, now, tid);
+        p = jh__mp_put_str(p, JH__AL_K_LIMIT, kl);
+        p = jh__mp_put_uint(p, st->limit);
+        p = jh__mp_put_str(p, JH__AL_K_TAIL, kt);
+        p = jh__mp_put_uint(p, tail);
+        done(st, f, p, n);
+    }
     jh__diag(st->env->diag, JH_LOG_WARN, "auditlog: %s reached its limit of %llu bytes; "
              "later records are dropped", st->path, (unsigned long long)st->limit);
 }

@@ -262,6 +262,13 @@ static void test_limit(void)
     CHECK_EQ(lf.dropped, 200 + 1 - lf.nmems);
     /* The log ends at the limit: only `close` follows the `limit` record. */
     CHECK(lf.nrecs >= 2 && lf.recs[lf.nrecs - 2].kind == JHR_AL_LIMIT);
+    uint64_t limit = 0, tail = 0;       /* it says which limit, and where the data ended */
+    if (lf.nrecs >= 2) {
+        CHECK(jhr_mp_get_u64(&lf.recs[lf.nrecs - 2].map, JH__AL_K_LIMIT, &limit));
+        CHECK(jhr_mp_get_u64(&lf.recs[lf.nrecs - 2].map, JH__AL_K_TAIL, &tail));
+    }
+    CHECK_EQ(limit, (uint64_t)64 << 10);
+    CHECK(tail > lf.recs[lf.nrecs - 3].off && tail <= lf.recs[lf.nrecs - 2].off);
     jhr_al_free(&lf);
     free(d);
 }
