@@ -79,6 +79,32 @@ static void fp_function(uint8_t *p, size_t size)
 }
 #endif
 
+/* The i-th function of write.lua, built just below *top in area (96 to 288 bytes, a
+ * frame-pointer frame (never run) with its FDE, so that the image has unwind tables, and
+ * lines 10+i to 12+i) and announced as name: its address and *size, or NULL when the area
+ * has no room left. */
+static uint8_t *add_lua_fn(jh_ctx *jh, uint8_t *area, size_t *top, int i, const char *name,
+                           size_t *size, uint64_t *id)
+{
+    *size = 96 + (size_t)(i % 7) * 32;
+    if (*top < *size + 64)
+        return NULL;
+    *top -= *size;
+    uint8_t *p = area + *top;
+    mprotect(area, AREA, PROT_READ | PROT_WRITE);
+    fp_function(p, *size);
+    mprotect(area, AREA, PROT_READ | PROT_EXEC);
+    struct jh_line lines[3] = { { .offset = 0, .line = (uint32_t)(10 + i) },
+                                { .offset = 16, .line = (uint32_t)(11 + i) },
+                                { .offset = 32, .line = (uint32_t)(12 + i) } };
+    struct jh_code c = { .sz = sizeof c, .name = name, .start = p, .size = *size,
+                         .files = files, .nfiles = 1, .lines = lines, .nlines = 3,
+                         .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = FP_PUSH_END,
+                         .fp_set_end = FP_SET_END };
+    CHECK_EQ(jh_code_add(jh, &c, id), 0);
+    return p;
+}
+
 /* The file mapped at address p (the image that names the code there): 1 and its path. */
 static int image_path(const void *p, char *out, size_t len)
 {
@@ -208,22 +234,13 @@ static void fresh_files(void)
     int nfiles = 0, holes = 0;
     size_t top = AREA - 64;
     for (int i = 0; i < 120; i++) {
-        size_t size = 96 + (size_t)(i % 7) * 32;
-        top -= size;
-        uint8_t *p = area + top;
-        mprotect(area, AREA, PROT_READ | PROT_WRITE);
-        fp_function(p, size);
-        mprotect(area, AREA, PROT_READ | PROT_EXEC);
         snprintf(names[i], sizeof names[i], "fresh_%d write.lua:%d", i, 10 + i);
-        struct jh_line lines[3] = { { .offset = 0, .line = (uint32_t)(10 + i) },
-                                    { .offset = 16, .line = (uint32_t)(11 + i) },
-                                    { .offset = 32, .line = (uint32_t)(12 + i) } };
-        struct jh_code c = { .sz = sizeof c, .name = names[i], .start = p, .size = size,
-                             .files = files, .nfiles = 1, .lines = lines, .nlines = 3,
-                             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = FP_PUSH_END,
-                             .fp_set_end = FP_SET_END };
+        size_t size;
         uint64_t id;
-        CHECK_EQ(jh_code_add(jh, &c, &id), 0);
+        uint8_t *p = add_lua_fn(jh, area, &top, i, names[i], &size, &id);
+        CHECK(p);
+        if (!p)
+            break;
         char path[512];
         uintptr_t s, e;
         if (i % 10 == 9 && image_path(p, path, sizeof path) && rw_shared(path, false, &s, &e)) {
@@ -263,29 +280,15 @@ static int run(uint8_t *area, bool above, char *path, size_t plen, struct freed 
     *growths = *reused = 0;
     path[0] = 0;
     for (int i = 0; i < NFN; i++) {
-        size_t size = 96 + (size_t)(i % 7) * 32;
-        if (top < size + 64)
+        /* (unwind tables in the image: an arena's metadata is mapped once it has them) */
+        snprintf(fn[nfn].name, sizeof fn[nfn].name, "fn_%d write.lua:%d", i, 10 + i);
+        size_t size;
+        uint64_t id;
+        uint8_t *p = add_lua_fn(jh, area, &top, i, fn[nfn].name, &size, &id);
+        if (!p)
             break;
-        top -= size;
-        uint8_t *p = area + top;
-        mprotect(area, AREA, PROT_READ | PROT_WRITE);
-        /* a frame-pointer function (never run) and a frame-pointer FDE each, so that the
-         * image has unwind tables (an arena's metadata is mapped once it has them) */
-        fp_function(p, size);
-        mprotect(area, AREA, PROT_READ | PROT_EXEC);
-        char *name = fn[nfn].name;
-        snprintf(name, sizeof fn[nfn].name, "fn_%d write.lua:%d", i, 10 + i);
         fn[nfn].p = p;
         fn[nfn++].size = size;
-        struct jh_line lines[3] = { { .offset = 0, .line = (uint32_t)(10 + i) },
-                                    { .offset = 16, .line = (uint32_t)(11 + i) },
-                                    { .offset = 32, .line = (uint32_t)(12 + i) } };
-        struct jh_code c = { .sz = sizeof c, .name = name, .start = p, .size = size,
-                             .files = files, .nfiles = 1, .lines = lines, .nlines = 3,
-                             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = FP_PUSH_END,
-                             .fp_set_end = FP_SET_END };
-        uint64_t id;
-        CHECK_EQ(jh_code_add(jh, &c, &id), 0);
         if (!path[0] && !image_path(p, path, plen))
             continue;
         /* a side trace's link: a byte of an earlier function changed, then announced */
@@ -453,23 +456,12 @@ static int window(jh_ctx *jh, int n, const char *tag, uint64_t *size)
     char path[512] = "";
     size_t top = AREA - 64;
     for (int i = 0; i < n && i < NFN; i++) {
-        size_t fsize = 96 + (size_t)(i % 7) * 32;
-        if (top < fsize + 64)
-            break;
-        top -= fsize;
-        uint8_t *p = area + top;
-        mprotect(area, AREA, PROT_READ | PROT_WRITE);
-        fp_function(p, fsize);
-        mprotect(area, AREA, PROT_READ | PROT_EXEC);
         snprintf(names[i], sizeof names[i], "%s_%d write.lua:%d", tag, i, 10 + i);
-        struct jh_line lines[3] = { { .offset = 0, .line = (uint32_t)(10 + i) },
-                                    { .offset = 16, .line = (uint32_t)(11 + i) },
-                                    { .offset = 32, .line = (uint32_t)(12 + i) } };
-        struct jh_code c = { .sz = sizeof c, .name = names[i], .start = p, .size = fsize,
-                             .files = files, .nfiles = 1, .lines = lines, .nlines = 3,
-                             .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = FP_PUSH_END,
-                             .fp_set_end = FP_SET_END };
-        CHECK_EQ(jh_code_add(jh, &c, &ids[nfn++]), 0);
+        size_t fsize;
+        uint8_t *p = add_lua_fn(jh, area, &top, i, names[i], &fsize, &ids[nfn]);
+        if (!p)
+            break;
+        nfn++;
         if (!path[0] && !image_path(p, path, sizeof path))
             continue;
         int ns = sections(path, sh);
