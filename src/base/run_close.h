@@ -13,8 +13,10 @@
  * The audit log of a live context closed now, as jh_close would close it (its `close`
  * record written: `jitherald log` says the process ended), while the context and its other
  * channels stay open for the threads still running (the preload calls it at exit: gdb and
- * unwind must name the code to the end). Code added afterwards is not recorded; the channel
- * can be switched on again only with jh_channels_set, into a new file.
+ * unwind must name the code to the end). Code added afterwards is not recorded, and the
+ * channel is not switched on again: jh_channels_set asking for it returns -ESHUTDOWN, the
+ * other channels switched as asked (a `jitherald attach --on auditlog` arriving during
+ * exit would otherwise start a log that never gets its `close`).
  *
  * The contract, which the public API cannot keep and why this is not public: no
  * jh_log_memory or jh_log_event on ctx may run at the same time or later. Those run

@@ -300,7 +300,9 @@ int jh_channels_set(jh_ctx *ctx, unsigned channels)
     for (int i = 0; i < JH__NCHAN; i++) {
         if (!(channels & channel_table[i]->bit) || chan_live(ctx, i))
             continue;
-        int err = chan_on(ctx, i);
+        /* the process has ended its record (a `jitherald attach --on auditlog` arriving
+         * during exit): a new log would never get its `close` */
+        int err = i == JH__CH_AUDITLOG && ctx->log_ended ? -ESHUTDOWN : chan_on(ctx, i);
         if (err < 0 && !first_err && !(err == -ENOSYS && channels == JH_ALL))
             first_err = err;
     }
@@ -315,6 +317,7 @@ int jh_run_auditlog_close(jh_ctx *ctx)
         return -EINVAL;
     jh__ctx_lock(ctx);          /* (in a fork child: the child's log, started first) */
     atomic_fetch_and(&ctx->live, ~(unsigned)JH_AUDITLOG);
+    ctx->log_ended = true;
     bool open = ctx->chan[JH__CH_AUDITLOG].state != NULL;
     if (open)
         chan_close(ctx, JH__CH_AUDITLOG);

@@ -34,6 +34,7 @@ struct jh_ctx {
     _Atomic uint64_t next_id;
     _Atomic bool stored;        /* the registry has held an entry */
     bool closing;               /* jh_close has begun (under the lock) */
+    bool log_ended;             /* jh_run_auditlog_close ran: no audit log opens again */
     _Atomic bool retain;        /* store entries with no channel live (standby, or since a
                                    jh_channels_set) */
     _Atomic unsigned fork_gen;  /* jh__fork_gen when per-process state was last restarted */

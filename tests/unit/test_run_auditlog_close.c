@@ -3,7 +3,8 @@
  * run` calls at exit: the audit log of a live context ends with its `close` record (so
  * `jitherald log` says the process ended), holding what was added before, while the
  * context and its other channel (unwind) go on taking code; a thread adding and removing
- * code meanwhile is served throughout (and TSan sees the close under the context lock).
+ * code meanwhile is served throughout (and TSan sees the close under the context lock);
+ * the log is not switched on again afterwards.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -66,6 +67,10 @@ int main(void)
     CHECK_EQ(jh_run_auditlog_close(ctx), 1);
     CHECK_EQ(jh_channels(ctx), JH_UNWIND);
     CHECK_EQ(jh_run_auditlog_close(ctx), 0);            /* none open any more */
+    /* asked for again (`jitherald attach --on auditlog` during exit): refused, so no log
+     * is started that would never close; the other channel is kept */
+    CHECK_EQ(jh_channels_set(ctx, JH_AUDITLOG | JH_UNWIND), -ESHUTDOWN);
+    CHECK_EQ(jh_channels(ctx), JH_UNWIND);
     int seen = atomic_load(&churned);
     while (atomic_load(&churned) < seen + 100)          /* the thread goes on */
         sched_yield();
