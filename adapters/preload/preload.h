@@ -24,6 +24,7 @@
 #define JHP_PRELOAD_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -191,6 +192,13 @@ enum jhp_kind jhp_kind_of(const char *path);
 /* A descriptor the VM mapped PROT_EXEC (perf's way of finding a jitdump): heard from now
  * on if it is our jitdump and was not already. */
 void jhp_hear_mapped(int fd);
+
+/* ---- format.c ---- */
+/* fmt with ap's arguments (read from a copy: ap is left as it was) into out (cap bytes,
+ * NUL-terminated), the same bytes glibc's vsnprintf gives: their length. -1 when fmt has
+ * anything but the plain conversions perf map writers use (%d %u %x %lx %s %.*s %p %c %%
+ * ...: format.c says which) or the text needs more than cap bytes: vsnprintf's job then. */
+int jhp_format(char *out, size_t cap, const char *fmt, va_list ap);
 
 /* ---- guard.c ---- */
 extern atomic_bool jhp_guard_on;    /* elfmap is on: the VM's page calls are kept apart */

@@ -216,6 +216,9 @@ enum { SMALL = 1024 };
  * is not small); its length in *n. NULL (errno set) when it cannot be formatted. */
 static char *format(char small[SMALL], int *n, const char *fmt, va_list ap)
 {
+    *n = jhp_format(small, SMALL, fmt, ap);     /* node's map lines: without vsnprintf */
+    if (*n >= 0)
+        return small;
     va_list copy;
     va_copy(copy, ap);
     *n = vsnprintf(small, SMALL, fmt, copy);

@@ -1,0 +1,155 @@
+/*
+ * format.c — see preload.h (jhp_format). The perf map lines VMs print, formatted without
+ * vsnprintf: node writes its map through vfprintf with "%lx %x %.*s\n" (V8's
+ * PerfBasicLogger), MoarVM and Erlang "%lx %lx %s\n"-like formats. writes.c formats the
+ * text itself so that what is heard is what is written, and vsnprintf cost ~1,400
+ * instructions a line of node's 2,462 at its start (a quarter of hearing node's map,
+ * issue 30); this costs about a tenth of that.
+ *
+ * Only what gives the same bytes as glibc's printf with no doubt is taken: the conversions
+ * d i u x X c s p %, the length modifiers hh h l ll j z t, and for s a precision (".N" or
+ * ".*"). Any flag, width, other precision, other conversion (floats, %n, positional
+ * arguments), a NULL string or more than cap bytes: -1, and the caller formats with
+ * vsnprintf from its own copy of the arguments (this one read them from a va_copy).
+ */
+#include "preload.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* v in base 16 (or 10) at the end of tmp: its first byte. */
+static char *digits(char *end, uint64_t v, unsigned base, bool upper)
+{
+    const char *set = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+    char *p = end;
+    do {
+        *--p = set[v % base];
+        v /= base;
+    } while (v);
+    return p;
+}
+
+int jhp_format(char *out, size_t cap, const char *fmt, va_list ap)
+{
+    /* (ILP32: l, j, z and t would not all be 64 bits) */
+    if (sizeof(long) != 8 || sizeof(size_t) != 8 || sizeof(intmax_t) != 8 || !cap)
+        return -1;
+    va_list a;
+    va_copy(a, ap);
+    size_t n = 0;
+    int rc = -1;
+    for (const char *f = fmt;; f++) {
+        const char *lit = f;
+        while (*f && *f != '%')
+            f++;
+        if (f > lit) {
+            size_t k = (size_t)(f - lit);
+            if (k >= cap - n)
+                goto out;
+            memcpy(out + n, lit, k);
+            n += k;
+        }
+        if (!*f)
+            break;
+        f++;                            /* past '%' */
+        /* precision: strings only */
+        long prec = -1;
+        if (*f == '.') {
+            f++;
+            if (*f == '*') {
+                prec = va_arg(a, int);
+                f++;
+            } else {
+                prec = 0;
+                while (*f >= '0' && *f <= '9' && prec < (1L << 24))
+                    prec = prec * 10 + (*f++ - '0');
+            }
+            if (*f != 's')
+                goto out;
+        }
+        /* length: 0 int, 1 long (l ll j z t are 64 bits on LP64), -1 short, -2 char */
+        int len = 0;
+        if (f[0] == 'h' && f[1] == 'h') {
+            len = -2;
+            f += 2;
+        } else if (f[0] == 'h') {
+            len = -1;
+            f++;
+        } else if (f[0] == 'l' && f[1] == 'l') {
+            len = 1;
+            f += 2;
+        } else if (f[0] == 'l' || f[0] == 'j' || f[0] == 'z' || f[0] == 't') {
+            len = 1;
+            f++;
+        }
+        char tmp[24], *p, *e = tmp + sizeof tmp;
+        const char *src;
+        size_t k;
+        switch (*f) {
+        case 'd':
+        case 'i': {
+            int64_t v = len == 1 ? va_arg(a, long) : va_arg(a, int);
+            if (len == -1)
+                v = (short)v;
+            else if (len == -2)
+                v = (signed char)v;
+            uint64_t m = v < 0 ? -(uint64_t)v : (uint64_t)v;
+            p = digits(e, m, 10, false);
+            if (v < 0)
+                *--p = '-';
+            src = p, k = (size_t)(e - p);
+            break;
+        }
+        case 'u':
+        case 'x':
+        case 'X': {
+            uint64_t v = len == 1 ? va_arg(a, unsigned long) : va_arg(a, unsigned int);
+            if (len == -1)
+                v = (unsigned short)v;
+            else if (len == -2)
+                v = (unsigned char)v;
+            p = digits(e, v, *f == 'u' ? 10 : 16, *f == 'X');
+            src = p, k = (size_t)(e - p);
+            break;
+        }
+        case 'p': {
+            void *v = va_arg(a, void *);
+            if (len || !v)
+                goto out;               /* glibc: "(nil)" */
+            p = digits(e, (uint64_t)(uintptr_t)v, 16, false);
+            *--p = 'x';
+            *--p = '0';
+            src = p, k = (size_t)(e - p);
+            break;
+        }
+        case 'c':
+            if (len)
+                goto out;
+            tmp[0] = (char)(unsigned char)va_arg(a, int);
+            src = tmp, k = 1;
+            break;
+        case 's':
+            src = va_arg(a, const char *);
+            if (len || !src)
+                goto out;               /* glibc: "(null)", or wide strings */
+            k = prec < 0 ? strlen(src) : strnlen(src, (size_t)prec);
+            break;
+        case '%':
+            if (len)
+                goto out;
+            src = "%", k = 1;
+            break;
+        default:
+            goto out;                   /* a flag, a width, floats, %n, "%1$" ... */
+        }
+        if (k >= cap - n)
+            goto out;
+        memcpy(out + n, src, k);
+        n += k;
+    }
+    out[n] = 0;
+    rc = (int)n;
+out:
+    va_end(a);
+    return rc;
+}
