@@ -17,15 +17,22 @@
 #include <stdarg.h>
 #include <string.h>
 
-/* v in base 16 (or 10) at the end of tmp: its first byte. */
+/* v in base 16 (or 10) before end: its first byte. */
 static char *digits(char *end, uint64_t v, unsigned base, bool upper)
 {
     const char *set = upper ? "0123456789ABCDEF" : "0123456789abcdef";
     char *p = end;
-    do {
-        *--p = set[v % base];
-        v /= base;
-    } while (v);
+    if (base == 16) {
+        do {
+            *--p = set[v & 15];
+            v >>= 4;
+        } while (v);
+    } else {
+        do {
+            *--p = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+    }
     return p;
 }
 
@@ -39,15 +46,10 @@ int jhp_format(char *out, size_t cap, const char *fmt, va_list ap)
     size_t n = 0;
     int rc = -1;
     for (const char *f = fmt;; f++) {
-        const char *lit = f;
-        while (*f && *f != '%')
-            f++;
-        if (f > lit) {
-            size_t k = (size_t)(f - lit);
-            if (k >= cap - n)
+        for (; *f && *f != '%'; f++) {  /* (a space, a newline: no memcpy) */
+            if (n + 1 >= cap)
                 goto out;
-            memcpy(out + n, lit, k);
-            n += k;
+            out[n++] = *f;
         }
         if (!*f)
             break;
