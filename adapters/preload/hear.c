@@ -123,23 +123,6 @@ void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, u
     jhp_inside--;
 }
 
-/* The usual case, untimed: a lock and stream.c's copy for a piece of a record (node writes
- * its jitdump in ~25,000 of them at its start, fwrite and fputc of each field). */
-void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0)
-{
-    if (jhp_cfg.timed) {
-        struct iovec v = { (void *)p, n };
-        jhp_hear_iov(w, &v, 1, n, t0);
-        return;
-    }
-    jhp_inside++;
-    jhp_lock();
-    if (w->stream)
-        jhp_stream_feed(w->stream, p, n);
-    jhp_unlock();
-    jhp_inside--;
-}
-
 enum jhp_kind jhp_kind_of(const char *path)
 {
     if (!path || !jhp_cfg.channels)

@@ -176,9 +176,7 @@ struct jhp_stream;
 struct jhp_stream *jhp_stream_get(enum jhp_kind kind, const char *path);
 /* The file starts again (opened with truncation, or shrunk): state from the start. */
 void jhp_stream_reset(struct jhp_stream *s);
-/* n more bytes the VM wrote to it (jhp_lock held): every line or record they complete
- * announced. errno is left as it was. */
-void jhp_stream_feed(struct jhp_stream *s, const void *p, size_t n);
+/* (jhp_stream_feed, n more bytes the VM wrote to it: stream.h) */
 /* Bytes the file held before it was heard (a jitdump found by its mmap): read once. */
 void jhp_stream_catch_up(struct jhp_stream *s, int fd);
 const char *jhp_stream_path(const struct jhp_stream *s);
