@@ -330,10 +330,36 @@ static void dump_records(struct jhp_stream *s)
     s->at_prefix = need == JH__JD_PREFIX_SIZE && s->want;
 }
 
+/* Do the n bytes the VM just wrote end the LOAD that buf begins with, and lie inside its
+ * code, with its name and the name's NUL in buf already? Then they are not copied: nothing
+ * here reads a LOAD's code (announce.c reads the code where the VM put it), and a record
+ * with the name's NUL present reads the same, whatever its last code_size bytes are (the
+ * reader finds the name by that NUL, the code by counting back from the record's end).
+ * V8 writes each LOAD's code in one fwrite that ends the record: node's 1.26 MB of
+ * builtins at its start, copied for nothing. */
+static bool code_only(const struct jhp_stream *s, size_t n)
+{
+    const size_t name = JH__JD_LOAD_FIXED;
+    if (!s->have_hdr || !s->want || s->len + n != s->want || s->len <= name)
+        return false;
+    uint32_t id;
+    uint64_t code_size;
+    memcpy(&id, s->buf, 4);
+    memcpy(&code_size, s->buf + 40, 8);
+    if (s->hdr.swap)
+        id = __builtin_bswap32(id), code_size = __builtin_bswap64(code_size);
+    return id == JH__JD_CODE_LOAD && n <= code_size && memchr(s->buf + name, 0, s->len - name);
+}
+
 static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
 {
     if (s->broken)
         return;
+    if (code_only(s, n)) {
+        s->len += n;                    /* (room: cap >= want, wait_for and prefix_read) */
+        dump_records(s);
+        return;
+    }
     if (!append(&s->buf, &s->len, &s->cap, p, n)) {
         jhp_st.malformed++;
         return;
