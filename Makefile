@@ -209,6 +209,12 @@ $(BUILD)/tests/test_run_format: tests/unit/test_run_format.c adapters/preload/fo
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(TEST_CPPFLAGS) -Iadapters/preload $(CFLAGS) $(LDFLAGS) -o $@ $< \
 	    adapters/preload/format.c
+$(BUILD)/tests/test_run_stream: tests/unit/test_run_stream.c adapters/preload/stream.c \
+    adapters/preload/stream.h adapters/preload/preload.h tests/unit/check.h $(READ_A) $(LIB_A)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CPPFLAGS) -Iadapters/preload $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    adapters/preload/stream.c $(READ_A) $(LIB_A) $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(READ_A) $(MJ_A)
 	$(call msg,CC,$<)

@@ -177,6 +177,18 @@ struct jhp_stream *jhp_stream_get(enum jhp_kind kind, const char *path);
 /* The file starts again (opened with truncation, or shrunk): state from the start. */
 void jhp_stream_reset(struct jhp_stream *s);
 /* (jhp_stream_feed, n more bytes the VM wrote to it: stream.h) */
+/* A whole perf map line the VM printed with a format writes.c knows (V8's "%lx %x
+ * %.*s\n"): its numbers as the VM passed them, its text as written. */
+struct jhp_map_line {
+    uint64_t start, size;
+    const char *text;           /* the line, n bytes, its newline last */
+    size_t n;
+};
+/* l as the next line of s, read from its numbers rather than parsed back from its text
+ * (jhp_lock held): what the map's reader would make of the text, announced. false, and
+ * nothing done, when s is not a map, holds part of a line, or the text is not exactly
+ * "START SIZE NAME\n" with those numbers in lowercase hex (the caller feeds it then). */
+bool jhp_stream_map_line(struct jhp_stream *s, const struct jhp_map_line *l);
 /* Bytes the file held before it was heard (a jitdump found by its mmap): read once. */
 void jhp_stream_catch_up(struct jhp_stream *s, int fd);
 const char *jhp_stream_path(const struct jhp_stream *s);
