@@ -177,17 +177,20 @@ struct jhp_stream *jhp_stream_get(enum jhp_kind kind, const char *path);
 /* The file starts again (opened with truncation, or shrunk): state from the start. */
 void jhp_stream_reset(struct jhp_stream *s);
 /* (jhp_stream_feed, n more bytes the VM wrote to it: stream.h) */
-/* A whole perf map line the VM printed with a format writes.c knows (V8's "%lx %x
- * %.*s\n"): its numbers as the VM passed them, its text as written. */
+/* A whole perf map line the VM printed with a format VMs print their map with (V8's "%lx
+ * %x %.*s\n"), printed by jhp_format_map_line: its fields, and its text as written, which
+ * is exactly "START SIZE NAME\n" (lowercase hex), the name inside it. */
 struct jhp_map_line {
     uint64_t start, size;
-    const char *text;           /* the line, n bytes, its newline last */
+    const char *name;
+    size_t name_len;
+    const char *text;
     size_t n;
 };
-/* l as the next line of s, read from its numbers rather than parsed back from its text
- * (jhp_lock held): what the map's reader would make of the text, announced. false, and
- * nothing done, when s is not a map, holds part of a line, or the text is not exactly
- * "START SIZE NAME\n" with those numbers in lowercase hex (the caller feeds it then). */
+/* l as the next line of s, from its fields rather than parsed back from its text
+ * (jhp_lock held): what the map's reader makes of that text, announced. false, and
+ * nothing done, when s is not a map, holds part of a line, or the name has a newline (two
+ * lines of text): the caller feeds the text then. */
 bool jhp_stream_map_line(struct jhp_stream *s, const struct jhp_map_line *l);
 /* Bytes the file held before it was heard (a jitdump found by its mmap): read once. */
 void jhp_stream_catch_up(struct jhp_stream *s, int fd);
@@ -209,6 +212,11 @@ void jhp_hear_mapped(int fd);
  * anything but the plain conversions perf map writers use (%d %u %x %lx %s %.*s %p %c %%
  * ...: format.c says which) or the text needs more than cap bytes: vsnprintf's job then. */
 int jhp_format(char *out, size_t cap, const char *fmt, va_list ap);
+/* The same for the formats VMs print their perf map with ("%lx %x %.*s\n", V8's, and "%lx
+ * %lx %s\n"), and the line's fields in *l (text: out): its length. -1 for any other
+ * format, a NULL name, or a line longer than cap: jhp_format's or vsnprintf's job. */
+int jhp_format_map_line(char *out, size_t cap, const char *fmt, va_list ap,
+                        struct jhp_map_line *l);
 
 /* ---- guard.c ---- */
 extern atomic_bool jhp_guard_on;    /* elfmap is on: the VM's page calls are kept apart */

@@ -99,7 +99,8 @@ static bool append(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_
 
 static void consume(struct jhp_stream *s, size_t used)
 {
-    memmove(s->buf, s->buf + used, s->len - used);
+    if (used < s->len)          /* (usually all of it: a record ends the VM's write) */
+        memmove(s->buf, s->buf + used, s->len - used);
     s->len -= used;
 }
 
@@ -125,49 +126,27 @@ static size_t map_lines(const uint8_t *data, size_t end)
     return off;
 }
 
-/* Hex digits of v as %lx prints it. */
-static size_t hex_len(uint64_t v)
-{
-    return v ? (size_t)(67 - __builtin_clzll(v)) / 4 : 1;
-}
-
-/* Is t[0..len) v in lowercase hex, as %lx prints it (len = hex_len(v))? */
-static bool is_hex(const char *t, size_t len, uint64_t v)
-{
-    for (size_t i = len; i-- > 0; v >>= 4)
-        if (t[i] != "0123456789abcdef"[v & 15])
-            return false;
-    return true;
-}
-
-/* node prints its 2,462 map lines at start through vfprintf: the preload formats each
- * (writes.c) and parsing the text back cost ~450 instructions a line (issue 30). The
- * numbers are the VM's own, checked against the text; the name is read from the text,
- * where the reader would find it; what the reader refuses (tools/lib/perfmap_read.c: an empty name, a CR or NUL in
- * it, a range that wraps) is refused the same, and a name with a newline in it (two lines
- * of text) goes to the reader. test_run_stream compares the two ways. */
+/* node prints its 2,462 map lines at start through vfprintf: the preload prints each
+ * itself (writes.c), and parsing the text back for the numbers it was printed from cost
+ * ~450 instructions a line (issue 30). What the reader refuses (tools/lib/perfmap_read.c:
+ * an empty name, a CR or NUL in it, a range that wraps; size 0 skipped) is refused the
+ * same; a name with a newline (two lines of text) goes to the reader. test_run_stream
+ * compares the two ways. */
 bool jhp_stream_map_line(struct jhp_stream *s, const struct jhp_map_line *l)
 {
-    size_t head = hex_len(l->start) + 1 + hex_len(l->size) + 1;
-    if (s->kind != JHP_MAP || s->len || s->skip_line || l->n <= head ||
-        l->text[l->n - 1] != '\n')
-        return false;
-    const char *name = l->text + head;
-    size_t name_len = l->n - head - 1, a = hex_len(l->start);
-    if (l->text[a] != ' ' || l->text[head - 1] != ' ' || !is_hex(l->text, a, l->start) ||
-        !is_hex(l->text + a + 1, head - a - 2, l->size) || memchr(name, '\n', name_len))
+    if (s->kind != JHP_MAP || s->len || s->skip_line || memchr(l->name, '\n', l->name_len))
         return false;
     JHP_KEEP_ERRNO;                     /* the announcement */
     if (!jhp_stream_heard(s, l->n))
         jhp_heard_something();
-    if (!name_len || memchr(name, '\r', name_len) || memchr(name, 0, name_len) ||
+    if (!l->name_len || memchr(l->name, '\r', l->name_len) || memchr(l->name, 0, l->name_len) ||
         l->start + l->size < l->start) {
         jhp_st.malformed++;
         return true;
     }
     jhp_st.map_lines++;
     if (l->size) {                      /* (size 0: perf ignores such lines too) */
-        struct jhp_fn f = { .name = name, .name_len = name_len, .start = l->start,
+        struct jhp_fn f = { .name = l->name, .name_len = l->name_len, .start = l->start,
                             .size = l->size, .from = JHP_MAP };
         jhp_announce(&f);
     }

@@ -184,7 +184,8 @@ JHP_EXPORT int fputs_unlocked(const char *s, FILE *f)
     return r;
 }
 
-static int putc_heard(struct watch *w, int c, int r, uint64_t t0)
+__attribute__((always_inline)) static inline int putc_heard(struct watch *w, int c, int r,
+                                                            uint64_t t0)
 {
     if (r != EOF) {
         unsigned char b = (unsigned char)c;
@@ -235,35 +236,19 @@ static char *format(char small[SMALL], int *n, const char *fmt, va_list ap)
     return buf;
 }
 
-/* A perf map line's numbers, when fmt is a format VMs print their map with (V8's, at
- * node's start: 2,462 lines): stream.c then announces the line without parsing back what
- * was just formatted from them. (The name: from the text, where the reader finds it.) */
-static bool map_numbers(const char *fmt, va_list ap, struct jhp_map_line *l)
-{
-    bool v8 = !strcmp(fmt, "%lx %x %.*s\n");      /* V8's PerfBasicLogger */
-    if (!v8 && strcmp(fmt, "%lx %lx %s\n"))
-        return false;
-    va_list a;
-    va_copy(a, ap);
-    l->start = va_arg(a, unsigned long);
-    l->size = v8 ? va_arg(a, unsigned int) : va_arg(a, unsigned long);
-    va_end(a);
-    return true;
-}
-
 static int vprint_heard(struct watch *w, FILE *f, const char *fmt, va_list ap)
 {
     uint64_t t0 = jhp_now();
     char small[SMALL];
     int n;
     struct jhp_map_line line;
-    bool numbers = map_numbers(fmt, ap, &line);
-    char *buf = format(small, &n, fmt, ap);
+    n = jhp_format_map_line(small, SMALL, fmt, ap, &line);  /* V8's: its fields kept */
+    bool fields = n >= 0;
+    char *buf = fields ? small : format(small, &n, fmt, ap);
     if (!buf)
         return -1;
     size_t r = NEXT(fwrite)(buf, 1, (size_t)n, f);
-    if (r == (size_t)n && numbers) {
-        line.text = buf, line.n = r;
+    if (fields && r == (size_t)n) {
         jhp_hear_line(w, &line, t0);
     } else if (r) {
         jhp_hear(w, buf, r, t0);

@@ -33,8 +33,44 @@ static int both(size_t cap, const char *fmt, ...)
     return n;
 }
 
+/* jhp_format_map_line against glibc: the same text, the fields it was printed from, the
+ * name inside the text; -1 for what it does not take. */
+static int line(size_t cap, const char *fmt, ...)
+{
+    char a[512], b[512];
+    struct jhp_map_line l;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = jhp_format_map_line(a, cap, fmt, ap, &l);
+    int m = vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    if (n >= 0) {
+        CHECK_EQ(n, m);
+        CHECK(strcmp(a, b) == 0);
+        CHECK(l.text == a && l.n == (size_t)n);
+        CHECK(l.name == a + n - 1 - l.name_len);
+        char again[512];
+        snprintf(again, sizeof again, "%lx %lx %.*s\n", (unsigned long)l.start,
+                 (unsigned long)l.size, (int)l.name_len, l.name);
+        CHECK(strcmp(again, b) == 0);
+    }
+    return n;
+}
+
 int main(void)
 {
+    CHECK(line(512, "%lx %x %.*s\n", 0x7f12a0b3c040ul, 0x1a4u, 13, "Builtin:Abort") > 0);
+    CHECK(line(512, "%lx %x %.*s\n", 0ul, 0u, 3, "abcdef") > 0);
+    CHECK(line(512, "%lx %x %.*s\n", ULONG_MAX, UINT_MAX, -1, "negative: all") > 0);
+    CHECK(line(512, "%lx %x %.*s\n", 1ul, 2u, 0, "none") > 0);
+    CHECK(line(512, "%lx %lx %s\n", 0x10ul, ULONG_MAX, "MoarVM-like") > 0);
+    CHECK_EQ(line(512, "%lx %x %.*s\n", 1ul, 2u, 4, (const char *)NULL), -1);
+    CHECK_EQ(line(512, "%lx %lx %s\n", 1ul, 2ul, (const char *)NULL), -1);
+    CHECK_EQ(line(512, "%lx %lx %s", 1ul, 2ul, "no newline"), -1);
+    CHECK_EQ(line(512, "%p %lx %s\n", (void *)1, 2ul, "other"), -1);
+    CHECK_EQ(line(10, "%lx %lx %s\n", 0x10ul, 0x20ul, "abc"), -1);   /* 10 bytes + NUL */
+    CHECK_EQ(line(11, "%lx %lx %s\n", 0x10ul, 0x20ul, "abc"), 10);
+
     /* what the VMs print: node (V8's PerfBasicLogger), MoarVM, Erlang, Mono, PHP */
     const char *name = "JS:~foo /tmp/app.js:4:15";
     CHECK(both(512, "%lx %x %.*s\n", 0x7f12a0b3c040ul, 0x1a4u, (int)strlen(name), name) > 0);

@@ -53,19 +53,23 @@ static void take_seen(struct seen *o, struct jhp_stream *s)
     memset(&jhp_st, 0, sizeof jhp_st);
 }
 
-/* text (made from start and size) both ways: the same outcome; whether the numbers
+/* The line V8 prints (start, size, name) both ways: the same outcome; whether the fields
  * were used. */
-static int both(uint64_t start, uint64_t size, const char *text)
+static int both(uint64_t start, uint64_t size, const char *name)
 {
+    char text[512];
+    int n = snprintf(text, sizeof text, "%lx %lx %s\n", (unsigned long)start,
+                     (unsigned long)size, name);
     struct seen a, b;
     struct jhp_stream *s = fresh("/tmp/perf-1.map");
-    jhp_stream_feed(s, text, strlen(text));
+    jhp_stream_feed(s, text, (size_t)n);
     take_seen(&a, s);
     s = fresh("/tmp/perf-2.map");
-    struct jhp_map_line l = { start, size, text, strlen(text) };
+    struct jhp_map_line l = { start, size, text + n - 1 - strlen(name), strlen(name), text,
+                              (size_t)n };
     bool used = jhp_stream_map_line(s, &l);
     if (!used)
-        jhp_stream_feed(s, text, strlen(text));
+        jhp_stream_feed(s, text, (size_t)n);
     take_seen(&b, s);
     CHECK(strcmp(a.said, b.said) == 0);
     CHECK_EQ(a.lines, b.lines);
@@ -73,7 +77,7 @@ static int both(uint64_t start, uint64_t size, const char *text)
     CHECK_EQ(a.pos, b.pos);
     CHECK_EQ(a.heard, b.heard);
     if (strcmp(a.said, b.said) || a.lines != b.lines || a.malformed != b.malformed)
-        fprintf(stderr, "  \"%s\": text [%s] %" PRIu64 "/%" PRIu64 ", numbers [%s] %" PRIu64
+        fprintf(stderr, "  \"%s\": text [%s] %" PRIu64 "/%" PRIu64 ", fields [%s] %" PRIu64
                 "/%" PRIu64 "\n", text, a.said, a.lines, a.malformed, b.said, b.lines,
                 b.malformed);
     return used;
@@ -81,36 +85,30 @@ static int both(uint64_t start, uint64_t size, const char *text)
 
 int main(void)
 {
-    char t[256];
-    /* V8's lines: read from the numbers */
-    snprintf(t, sizeof t, "%lx %x %.*s\n", 0x7f12a0b3c040ul, 0x1a4u, 11, "Builtin:Abort");
-    CHECK(both(0x7f12a0b3c040ul, 0x1a4, t));
-    CHECK(both(0x1000, 0x10, "1000 10 JS:~f /tmp/app.js:4:15\n"));
-    CHECK(both(0, 1, "0 1 at zero\n"));                            /* (refused by announce) */
-    CHECK(both(~0ull, 0xffffffffu, "ffffffffffffffff ffffffff wraps\n"));    /* malformed */
-    CHECK(both(0x2000, 0, "2000 0 size zero\n"));                   /* counted, skipped */
-    CHECK(both(0x2000, 8, "2000 8 a\rb\n"));                        /* CR: malformed */
-    CHECK(both(0x2000, 8, "2000 8 (null)\n"));                      /* printf's NULL */
-    CHECK(both(0x2000, 8, "2000 8  two  spaces \n"));
-    /* the reader's own: an empty name; a newline in the name (two lines); no newline */
-    both(0x2000, 8, "2000 8 \n");
-    CHECK(!both(0x2000, 8, "2000 8 one\ntwo\n"));
-    CHECK(!both(0x2000, 8, "2000 8 no newline"));
-    /* not the numbers' text: the reader's job */
-    CHECK(!both(0x2000, 8, "2000 9 other numbers\n"));
-    CHECK(!both(0x2000, 8, "0x2000 8 prefixed\n"));
+    /* V8's lines: read from the fields */
+    CHECK(both(0x7f12a0b3c040ull, 0x1a4, "Builtin:Abort"));
+    CHECK(both(0x1000, 0x10, "JS:~f /tmp/app.js:4:15"));
+    CHECK(both(0, 1, "at zero"));                                /* (refused by announce) */
+    CHECK(both(~0ull, 0xffffffffu, "wraps"));                    /* malformed */
+    CHECK(both(0x2000, 0, "size zero"));                         /* counted, skipped */
+    CHECK(both(0x2000, 8, "a\rb"));                              /* CR: malformed */
+    CHECK(both(0x2000, 8, ""));                                  /* empty: malformed */
+    CHECK(both(0x2000, 8, " two  spaces "));
+    /* a newline in the name: two lines of text, the reader's */
+    CHECK(!both(0x2000, 8, "one\ntwo"));
+    CHECK(!both(0x2000, 8, "one\n"));
 
     /* a partial line pending: the text goes after it, through the reader */
     struct jhp_stream *s = fresh("/tmp/perf-3.map");
     jhp_stream_feed(s, "3000 10 fir", 11);
-    struct jhp_map_line l = { 0x4000, 0x10, "st\n", 3 };
+    struct jhp_map_line l = { 0x4000, 0x10, "st", 2, "4000 10 st\n", 11 };
     CHECK(!jhp_stream_map_line(s, &l));
     jhp_stream_feed(s, "st\n", 3);
     CHECK(strstr(said, "3000+10 first|") != NULL);
     nsaid = 0;
     /* not a map */
     struct jhp_stream *d = jhp_stream_get(JHP_DUMP, "/tmp/jit-1.dump");
-    struct jhp_map_line m = { 0x1000, 0x10, "1000 10 f\n", 10 };
+    struct jhp_map_line m = { 0x1000, 0x10, "f", 1, "1000 10 f\n", 10 };
     CHECK(!jhp_stream_map_line(d, &m));
     CHECK_EQ(nsaid, 0);
     return check_done();
