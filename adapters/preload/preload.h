@@ -9,7 +9,10 @@
  *               through write(2) or through stdio before any flush, reach stream.c
  *               before the call returns;
  *   stream.c    a heard file's bytes as they come: complete perf-map lines and jitdump
- *               records, each an announcement;
+ *               records, each an announcement (stream.h: the stream, and the path every
+ *               write takes, inline in the wrappers);
+ *   format.c    the printf family's text, for the formats perf map writers use, printed
+ *               here (V8's map line with its fields kept: not parsed back);
  *   announce.c  announcing through the public API, in the writing thread: readable first,
  *               old code in the way removed, the frame guess, debuggers told before the
  *               code can run; protection keys opened for reading while it runs;
