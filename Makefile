@@ -203,6 +203,18 @@ $(BUILD)/tests/test_run_pkeys: tests/unit/test_run_pkeys.c adapters/preload/pkey
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(TEST_CPPFLAGS) -Iadapters/preload $(CFLAGS) $(LDFLAGS) -o $@ $< \
 	    adapters/preload/pkeys.c
+$(BUILD)/tests/test_run_format: tests/unit/test_run_format.c adapters/preload/format.c \
+    adapters/preload/preload.h tests/unit/check.h
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CPPFLAGS) -Iadapters/preload $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    adapters/preload/format.c
+$(BUILD)/tests/test_run_stream: tests/unit/test_run_stream.c adapters/preload/stream.c \
+    adapters/preload/stream.h adapters/preload/preload.h tests/unit/check.h $(READ_A) $(LIB_A)
+	$(call msg,CC,$<)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(TEST_CPPFLAGS) -Iadapters/preload $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    adapters/preload/stream.c $(READ_A) $(LIB_A) $(LIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(TEST_HDR) $(SUPPORT_A) $(LIB_A) $(READ_A) $(MJ_A)
 	$(call msg,CC,$<)

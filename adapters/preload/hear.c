@@ -97,17 +97,20 @@ static bool in_owner(void)
  * forget), so it can never wait for a lock this thread holds. (Blocking signals instead
  * cost two system calls per write: 13% of an Erlang run, which writes each jitdump record
  * in pieces.) stream.c leaves errno as the VM's call left it. */
-void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, uint64_t t0)
+static void hear(struct watch *w, const struct iovec *iov, int cnt, size_t n,
+                 const struct jhp_map_line *line, uint64_t t0)
 {
     static uint64_t vm_ns, in_ns;       /* since the last announcement; under the lock */
     uint64_t t1 = jhp_now();
     jhp_inside++;
     jhp_lock();
     uint64_t said = jhp_st.records;
-    for (int i = 0; i < cnt && n && w->stream; i++) {
-        size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
-        jhp_stream_feed(w->stream, iov[i].iov_base, k);
-        n -= k;
+    if (!(line && w->stream && jhp_stream_map_line(w->stream, line))) {
+        for (int i = 0; i < cnt && n && w->stream; i++) {
+            size_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+            jhp_stream_feed(w->stream, iov[i].iov_base, k);
+            n -= k;
+        }
     }
     if (jhp_cfg.timed) {
         JHP_KEEP_ERRNO;
@@ -123,21 +126,15 @@ void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, u
     jhp_inside--;
 }
 
-/* The usual case, untimed: a lock and stream.c's copy for a piece of a record (node writes
- * its jitdump in ~25,000 of them at its start, fwrite and fputc of each field). */
-void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0)
+void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, uint64_t t0)
 {
-    if (jhp_cfg.timed) {
-        struct iovec v = { (void *)p, n };
-        jhp_hear_iov(w, &v, 1, n, t0);
-        return;
-    }
-    jhp_inside++;
-    jhp_lock();
-    if (w->stream)
-        jhp_stream_feed(w->stream, p, n);
-    jhp_unlock();
-    jhp_inside--;
+    hear(w, iov, cnt, n, NULL, t0);
+}
+
+void jhp_hear_line(struct watch *w, const struct jhp_map_line *l, uint64_t t0)
+{
+    struct iovec v = { (void *)l->text, l->n };
+    hear(w, &v, 1, l->n, l, t0);
 }
 
 enum jhp_kind jhp_kind_of(const char *path)

@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 
 #include "preload.h"
+#include "stream.h"
 
 /* The next definition of each call (libc's), looked up once. */
 static inline void *next_fn(void *_Atomic *slot, const char *name)
@@ -72,8 +73,27 @@ static inline struct watch *jhp_by_file(FILE *f)
  * began at t0 (jhp_now). The pieces are heard together: another thread's write never
  * lands between them. */
 void jhp_hear_iov(struct watch *w, const struct iovec *iov, int cnt, size_t n, uint64_t t0);
-/* The same, from one piece: n bytes at p. */
-void jhp_hear(struct watch *w, const void *p, size_t n, uint64_t t0);
+/* The same, for a whole perf map line the VM printed with a format writes.c knows: read
+ * from its numbers when the map holds no partial line (stream.c), else fed as text. */
+void jhp_hear_line(struct watch *w, const struct jhp_map_line *l, uint64_t t0);
+/* The same, from one piece: n bytes at p. Untimed (the usual case), inline in each
+ * write's wrapper: a lock and stream.h's copy for a piece of a record (node writes its
+ * jitdump in ~25,000 of them at its start, fwrite and fputc of each field). */
+__attribute__((always_inline)) static inline void jhp_hear(struct watch *w, const void *p,
+                                                          size_t n, uint64_t t0)
+{
+    if (jhp_cfg.timed) {
+        struct iovec v = { (void *)p, n };
+        jhp_hear_iov(w, &v, 1, n, t0);
+        return;
+    }
+    jhp_inside++;
+    jhp_lock();
+    if (w->stream)
+        jhp_stream_feed(w->stream, p, n);
+    jhp_unlock();
+    jhp_inside--;
+}
 
 #define JHP_EXPORT __attribute__((visibility("default")))
 

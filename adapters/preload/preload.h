@@ -9,7 +9,10 @@
  *               through write(2) or through stdio before any flush, reach stream.c
  *               before the call returns;
  *   stream.c    a heard file's bytes as they come: complete perf-map lines and jitdump
- *               records, each an announcement;
+ *               records, each an announcement (stream.h: the stream, and the path every
+ *               write takes, inline in the wrappers);
+ *   format.c    the printf family's text, for the formats perf map writers use, printed
+ *               here (V8's map line with its fields kept: not parsed back);
  *   announce.c  announcing through the public API, in the writing thread: readable first,
  *               old code in the way removed, the frame guess, debuggers told before the
  *               code can run; protection keys opened for reading while it runs;
@@ -24,6 +27,7 @@
 #define JHP_PRELOAD_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -175,9 +179,22 @@ struct jhp_stream;
 struct jhp_stream *jhp_stream_get(enum jhp_kind kind, const char *path);
 /* The file starts again (opened with truncation, or shrunk): state from the start. */
 void jhp_stream_reset(struct jhp_stream *s);
-/* n more bytes the VM wrote to it (jhp_lock held): every line or record they complete
- * announced. errno is left as it was. */
-void jhp_stream_feed(struct jhp_stream *s, const void *p, size_t n);
+/* (jhp_stream_feed, n more bytes the VM wrote to it: stream.h) */
+/* A whole perf map line the VM printed with a format VMs print their map with (V8's "%lx
+ * %x %.*s\n"), printed by jhp_format_map_line: its fields, and its text as written, which
+ * is exactly "START SIZE NAME\n" (lowercase hex), the name inside it. */
+struct jhp_map_line {
+    uint64_t start, size;
+    const char *name;
+    size_t name_len;
+    const char *text;
+    size_t n;
+};
+/* l as the next line of s, from its fields rather than parsed back from its text
+ * (jhp_lock held): what the map's reader makes of that text, announced. false, and
+ * nothing done, when s is not a map, holds part of a line, or the name has a newline (two
+ * lines of text): the caller feeds the text then. */
+bool jhp_stream_map_line(struct jhp_stream *s, const struct jhp_map_line *l);
 /* Bytes the file held before it was heard (a jitdump found by its mmap): read once. */
 void jhp_stream_catch_up(struct jhp_stream *s, int fd);
 const char *jhp_stream_path(const struct jhp_stream *s);
@@ -191,6 +208,18 @@ enum jhp_kind jhp_kind_of(const char *path);
 /* A descriptor the VM mapped PROT_EXEC (perf's way of finding a jitdump): heard from now
  * on if it is our jitdump and was not already. */
 void jhp_hear_mapped(int fd);
+
+/* ---- format.c ---- */
+/* fmt with ap's arguments (read from a copy: ap is left as it was) into out (cap bytes,
+ * NUL-terminated), the same bytes glibc's vsnprintf gives: their length. -1 when fmt has
+ * anything but the plain conversions perf map writers use (%d %u %x %lx %s %.*s %p %c %%
+ * ...: format.c says which) or the text needs more than cap bytes: vsnprintf's job then. */
+int jhp_format(char *out, size_t cap, const char *fmt, va_list ap);
+/* The same for the formats VMs print their perf map with ("%lx %x %.*s\n", V8's, and "%lx
+ * %lx %s\n"), and the line's fields in *l (text: out): its length. -1 for any other
+ * format, a NULL name, or a line longer than cap: jhp_format's or vsnprintf's job. */
+int jhp_format_map_line(char *out, size_t cap, const char *fmt, va_list ap,
+                        struct jhp_map_line *l);
 
 /* ---- guard.c ---- */
 extern atomic_bool jhp_guard_on;    /* elfmap is on: the VM's page calls are kept apart */

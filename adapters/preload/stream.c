@@ -13,7 +13,7 @@
  * about code already announced changes nothing (announce.c sees it is the same). Each
  * complete line or LOAD becomes one jhp_announce, each MOVE one jhp_announce_move.
  */
-#include "preload.h"
+#include "stream.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -27,31 +27,7 @@
 #include "lib/jitdump_read.h"
 #include "lib/perfmap_read.h"
 
-/* A line or record longer than this is not a VM's: it is skipped. */
-#define MAX_PENDING (64u << 20)
 #define STREAMS 8
-
-struct jhp_stream {
-    enum jhp_kind kind;
-    char path[PATH_MAX];
-    _Atomic uint64_t pos;       /* bytes of the file heard (pwrite at the end: hear.c) */
-    uint8_t *buf;               /* bytes heard and not used yet: a partial line or record */
-    size_t len, cap;
-    /* jitdump: what buf must hold before anything in it can be read (the header, a
-     * record's prefix, the record whose prefix says how long it is), cap at least that,
-     * or 0. A write that leaves buf short of it is only kept (node writes each record in
-     * ~6 pieces, a byte at a time through fputc among them): no parse, no copy of the
-     * reader's state. */
-    size_t want;
-    bool at_prefix;             /* want is the next record's prefix */
-    bool skip_line;             /* dropping an overlong line up to its newline */
-    bool broken;                /* a record of impossible size: the rest is not read */
-    /* the jitdump's header once read, and what waits for the next LOAD */
-    bool have_hdr;
-    struct jhr_jd hdr;
-    uint8_t *dbg, *unw;         /* a DEBUG_INFO record; an UNWINDING_INFO's .eh_frame */
-    size_t dbg_len, unw_len, dbg_cap, unw_cap;
-};
 
 static struct jhp_stream streams[STREAMS];
 static bool full_said;
@@ -123,7 +99,8 @@ static bool append(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_
 
 static void consume(struct jhp_stream *s, size_t used)
 {
-    memmove(s->buf, s->buf + used, s->len - used);
+    if (used < s->len)          /* (usually all of it: a record ends the VM's write) */
+        memmove(s->buf, s->buf + used, s->len - used);
     s->len -= used;
 }
 
@@ -147,6 +124,33 @@ static size_t map_lines(const uint8_t *data, size_t end)
         jhp_announce(&f);
     }
     return off;
+}
+
+/* node prints its 2,462 map lines at start through vfprintf: the preload prints each
+ * itself (writes.c), and parsing the text back for the numbers it was printed from cost
+ * ~450 instructions a line (issue 30). What the reader refuses (tools/lib/perfmap_read.c:
+ * an empty name, a CR or NUL in it, a range that wraps; size 0 skipped) is refused the
+ * same; a name with a newline (two lines of text) goes to the reader. test_run_stream
+ * compares the two ways. */
+bool jhp_stream_map_line(struct jhp_stream *s, const struct jhp_map_line *l)
+{
+    if (s->kind != JHP_MAP || s->len || s->skip_line || memchr(l->name, '\n', l->name_len))
+        return false;
+    JHP_KEEP_ERRNO;                     /* the announcement */
+    if (!jhp_stream_heard(s, l->n))
+        jhp_heard_something();
+    if (!l->name_len || memchr(l->name, '\r', l->name_len) || memchr(l->name, 0, l->name_len) ||
+        l->start + l->size < l->start) {
+        jhp_st.malformed++;
+        return true;
+    }
+    jhp_st.map_lines++;
+    if (l->size) {                      /* (size 0: perf ignores such lines too) */
+        struct jhp_fn f = { .name = l->name, .name_len = l->name_len, .start = l->start,
+                            .size = l->size, .from = JHP_MAP };
+        jhp_announce(&f);
+    }
+    return true;
 }
 
 static void map_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
@@ -354,10 +358,36 @@ static void dump_records(struct jhp_stream *s)
     s->at_prefix = need == JH__JD_PREFIX_SIZE && s->want;
 }
 
+/* Do the n bytes the VM just wrote end the LOAD that buf begins with, and lie inside its
+ * code, with its name and the name's NUL in buf already? Then they are not copied: nothing
+ * here reads a LOAD's code (announce.c reads the code where the VM put it), and a record
+ * with the name's NUL present reads the same, whatever its last code_size bytes are (the
+ * reader finds the name by that NUL, the code by counting back from the record's end).
+ * V8 writes each LOAD's code in one fwrite that ends the record: node's 1.26 MB of
+ * builtins at its start, copied for nothing. */
+static bool code_only(const struct jhp_stream *s, size_t n)
+{
+    const size_t name = JH__JD_LOAD_FIXED;
+    if (!s->have_hdr || !s->want || s->len + n != s->want || s->len <= name)
+        return false;
+    uint32_t id;
+    uint64_t code_size;
+    memcpy(&id, s->buf, 4);
+    memcpy(&code_size, s->buf + 40, 8);
+    if (s->hdr.swap)
+        id = __builtin_bswap32(id), code_size = __builtin_bswap64(code_size);
+    return id == JH__JD_CODE_LOAD && n <= code_size && memchr(s->buf + name, 0, s->len - name);
+}
+
 static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
 {
     if (s->broken)
         return;
+    if (code_only(s, n)) {
+        s->len += n;                    /* (room: cap >= want, wait_for and prefix_read) */
+        dump_records(s);
+        return;
+    }
     if (!append(&s->buf, &s->len, &s->cap, p, n)) {
         jhp_st.malformed++;
         return;
@@ -365,67 +395,16 @@ static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
     dump_records(s);
 }
 
-/* pos moves on (only writers change it, all under the lock: no read-modify-write). */
-static uint64_t heard(struct jhp_stream *s, size_t n)
-{
-    uint64_t pos = atomic_load_explicit(&s->pos, memory_order_relaxed);
-    atomic_store_explicit(&s->pos, pos + n, memory_order_relaxed);
-    return pos;
-}
-
-/* The record buf begins with has its prefix in buf[0..len), and is longer: it is what buf
- * waits for now. */
-static bool prefix_read(struct jhp_stream *s, size_t len)
-{
-    uint32_t total;
-    memcpy(&total, s->buf + 4, 4);
-    if (s->hdr.swap)
-        total = __builtin_bswap32(total);
-    if (total <= len || total > s->cap || total > MAX_PENDING)
-        return false;                   /* complete, no room yet, or wrong: dump_records */
-    s->want = total;
-    s->at_prefix = false;
-    return true;
-}
-
-/* n bytes that complete nothing (a piece of a jitdump record, the rest of which is still
- * to come): kept, true; false, and nothing done, otherwise. */
-static inline bool keep(struct jhp_stream *s, const void *p, size_t n)
-{
-    /* (want is 0 but while the jitdump waits) */
-    size_t len = s->len + n;
-    bool prefix = len >= s->want;
-    if (prefix && !(s->at_prefix && n <= s->cap - s->len))
-        return false;
-    if (n == 1)
-        s->buf[s->len] = *(const uint8_t *)p;           /* fputc's */
-    else
-        memcpy(s->buf + s->len, p, n);
-    /* V8 writes a record's prefix with its fixed part, in one piece: its size is known at
-     * once, and the name, the code and the padding after it are kept */
-    if (prefix && !prefix_read(s, len))
-        return false;                   /* (the bytes past len: appended again) */
-    heard(s, n);
-    s->len = len;
-    return true;
-}
-
 /* Everything else: lines and records to read. */
-__attribute__((noinline)) static void take(struct jhp_stream *s, const void *p, size_t n)
+void jhp_stream_take(struct jhp_stream *s, const void *p, size_t n)
 {
     JHP_KEEP_ERRNO;                     /* realloc, the announcements */
-    if (!heard(s, n))
+    if (!jhp_stream_heard(s, n))
         jhp_heard_something();
     if (s->kind == JHP_MAP)
         map_feed(s, p, n);
     else
         dump_feed(s, p, n);
-}
-
-void jhp_stream_feed(struct jhp_stream *s, const void *p, size_t n)
-{
-    if (!keep(s, p, n))
-        take(s, p, n);
 }
 
 void jhp_stream_catch_up(struct jhp_stream *s, int fd)

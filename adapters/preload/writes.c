@@ -184,7 +184,8 @@ JHP_EXPORT int fputs_unlocked(const char *s, FILE *f)
     return r;
 }
 
-static int putc_heard(struct watch *w, int c, int r, uint64_t t0)
+__attribute__((always_inline)) static inline int putc_heard(struct watch *w, int c, int r,
+                                                            uint64_t t0)
 {
     if (r != EOF) {
         unsigned char b = (unsigned char)c;
@@ -216,6 +217,9 @@ enum { SMALL = 1024 };
  * is not small); its length in *n. NULL (errno set) when it cannot be formatted. */
 static char *format(char small[SMALL], int *n, const char *fmt, va_list ap)
 {
+    *n = jhp_format(small, SMALL, fmt, ap);     /* node's map lines: without vsnprintf */
+    if (*n >= 0)
+        return small;
     va_list copy;
     va_copy(copy, ap);
     *n = vsnprintf(small, SMALL, fmt, copy);
@@ -237,12 +241,18 @@ static int vprint_heard(struct watch *w, FILE *f, const char *fmt, va_list ap)
     uint64_t t0 = jhp_now();
     char small[SMALL];
     int n;
-    char *buf = format(small, &n, fmt, ap);
+    struct jhp_map_line line;
+    n = jhp_format_map_line(small, SMALL, fmt, ap, &line);  /* V8's: its fields kept */
+    bool fields = n >= 0;
+    char *buf = fields ? small : format(small, &n, fmt, ap);
     if (!buf)
         return -1;
     size_t r = NEXT(fwrite)(buf, 1, (size_t)n, f);
-    if (r)
+    if (fields && r == (size_t)n) {
+        jhp_hear_line(w, &line, t0);
+    } else if (r) {
         jhp_hear(w, buf, r, t0);
+    }
     if (buf != small)
         free(buf);
     return r == (size_t)n ? n : -1;

@@ -10,6 +10,7 @@
 #include "check.h"
 #include "core/describe.h"
 #include "fmt/build_id.h"
+#include "fmt/symbol.h"
 #include "lib/symbol.h"
 
 /* name described with the symbol jhr_symbol gives, and without: the same function. */
@@ -43,6 +44,18 @@ int main(void)
     CHECK_STR(jhr_symbol(out, sizeof out, "::"), "_");
     CHECK(jhr_symbol(out, sizeof out, "Builtins_JSEntry") == NULL);    /* a symbol already */
     CHECK(jhr_symbol(out, sizeof out, NULL) == NULL);
+    /* a symbol already exactly when the library would say so (fmt/symbol.h) */
+    const char *edge[] = { "", "_", "_9abc", "a-b", "a_-b", "a b", "ab_", "9", "x\xc3\xa9",
+                           "Builtin:ArrayPrototypePush", "Builtins_JSEntry" };
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        const char *got = jhr_symbol(out, sizeof out, edge[i]);
+        CHECK((got == NULL) == jh__symbol_is_safe(edge[i]));
+        if (got) {
+            char want[64];
+            jh__symbol_from_name(want, sizeof want, edge[i]);
+            CHECK_STR(got, want);
+        }
+    }
     /* room for the longest result (strlen + 2) or nothing: never a cut symbol */
     CHECK(jhr_symbol(out, JHR_SYMBOL_MAX(strlen("a:b")) - 1, "a:b") == NULL);
     CHECK_STR(jhr_symbol(out, JHR_SYMBOL_MAX(strlen("a:b")), "a:b"), "a_b");

@@ -29,16 +29,14 @@ static const uint8_t hexd[256] = {
 static int hexnum(const uint8_t *p, size_t n, uint64_t *v, bool *upper)
 {
     uint64_t r = 0;
-    unsigned seen = 0;
+    unsigned seen = 0, d;
     size_t i = 0;
-    for (; i < n && hexd[p[i]]; i++) {
-        if (r >> 60)
-            return -1;
-        seen |= hexd[p[i]];
-        r = r << 4 | (uint64_t)((hexd[p[i]] - 1) & 15);
+    for (; i < n && (d = hexd[p[i]]) != 0; i++) {
+        seen |= d;
+        r = r << 4 | (uint64_t)((d - 1) & 15);
     }
     if (i == 0 || i > 16)
-        return -1;
+        return -1;      /* (past 16 digits r overflowed: too many, even if zeros, as before) */
     if (seen & 32)
         *upper = true;
     *v = r;
