@@ -325,6 +325,11 @@ int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
         jh__al_file_close(st);
         return err;
     }
+    /* No read-around on a fault: the first store into the file (the header) would
+     * otherwise read up to read_ahead_kb of it (8 MiB on some disks: all that is allocated)
+     * into the page cache on the VM's thread, zero-filled page by page, before the helper
+     * has written a zero. The helper prepares pages ahead itself. */
+    madvise(m, st->limit, MADV_RANDOM);
     st->map = m;
     atomic_store(&st->tail, 0);
     atomic_store(&st->file_size, 0);
