@@ -147,6 +147,7 @@ static uint64_t zero_ahead(struct al_state *st, uint64_t to)
 static void *ahead_main(void *arg)
 {
     struct al_state *st = arg;
+    pthread_setname_np(pthread_self(), "jh-auditlog");     /* its own: a prctl, not a file */
     jh__lock(&st->grow_lock);
     st->ahead_started = true;
     pthread_cond_broadcast(&st->ahead_cond);
@@ -209,6 +210,21 @@ static void nudge(struct al_state *st)
     grow_held--;
 }
 
+/*
+ * A sanitizer's runtime in the process, built into this library or into the program
+ * (weak: each is NULL without it). Their thread start-up allocates from an allocator that
+ * some (GCC 12's ASan) do not hold across fork.
+ */
+extern void __asan_init(void) __attribute__((weak));
+extern void __tsan_init(void) __attribute__((weak));
+extern void __msan_init(void) __attribute__((weak));
+extern void __hwasan_init(void) __attribute__((weak));
+
+static bool sanitizer_runtime(void)
+{
+    return __asan_init || __tsan_init || __msan_init || __hwasan_init;
+}
+
 static void ahead_start(struct al_state *st)
 {
     sigset_t all, old;
@@ -220,15 +236,20 @@ static void ahead_start(struct al_state *st)
     st->ahead_running = st->helper && pthread_create(&st->ahead_thread, NULL, ahead_main, st) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (st->ahead_running) {
-        pthread_setname_np(st->ahead_thread, "jh-auditlog");
-        /* Back only once the thread runs: its start-up allocates (pthread_getattr_np, under
-         * sanitizers), and a fork while it holds an allocator lock that the runtime does
-         * not take across fork (GCC 12's ASan) leaves the child's allocator locked for
-         * good: a fork child hung in malloc under `make asan` on a loaded machine. */
-        jh__lock(&st->grow_lock);
-        while (!st->ahead_started)
-            pthread_cond_wait(&st->ahead_cond, &st->grow_lock.m);
-        jh__unlock(&st->grow_lock);
+        /* Under a sanitizer, back only once the thread runs: its start-up allocates
+         * (pthread_getattr_np), and a fork while it holds an allocator lock that the
+         * runtime does not take across fork (GCC 12's ASan) leaves the child's allocator
+         * locked for good: a fork child hung in malloc under `make asan` on a loaded
+         * machine. glibc's own start-up is fork-safe (fork holds malloc's locks), and the
+         * wait is for the scheduler to run a new thread: 0.1-10 ms of the VM's start at
+         * node's log open, where V8 has just started its workers on a busy machine. A
+         * nudge before the thread waits is not lost: it sees ahead_pending. */
+        if (sanitizer_runtime()) {
+            jh__lock(&st->grow_lock);
+            while (!st->ahead_started)
+                pthread_cond_wait(&st->ahead_cond, &st->grow_lock.m);
+            jh__unlock(&st->grow_lock);
+        }
         atomic_store(&st->ahead_mark, 0);   /* the first record asks for the first chunks */
     }
 }
