@@ -365,11 +365,17 @@ int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
     return 0;
 }
 
+/* Unmapped first, as on Windows: the truncation then has no mapping of the file to
+ * unmap its pages from, and the process's other threads take one TLB shootdown (the
+ * munmap's), not two. */
 void jh__al_file_trim(struct al_state *st)
 {
     if (!st->map)
         return;
     uint64_t tail = atomic_load(&st->tail);
+    jh__al_helper_stop(st);     /* before munmap: it may be populating the mapping */
+    munmap(st->map, st->limit);
+    st->map = NULL;
     if (tail >= atomic_load(&st->file_size))
         return;
     struct jh__fsize_guard g;
