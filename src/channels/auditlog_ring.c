@@ -111,6 +111,7 @@ static int grow(struct al_state *st, uint64_t need)
  */
 #define AL_AHEAD (2 * (uint64_t)AL_CHUNK)
 #define AL_AHEAD_MIN ((uint64_t)64 << 10)
+#define AL_PIECE ((uint64_t)256 << 10)
 
 /*
  * Zeros written into the file ahead of the writers, before the pages are populated: ext4
@@ -174,18 +175,30 @@ static void *ahead_main(void *arg)
          * itself (allocating a range twice is harmless). */
         jh__unlock(&st->grow_lock);
         int err = alloc_to > size ? allocate(st, size, alloc_to) : 0;
+        uint64_t done = from > target ? from : target;
 #ifdef MADV_POPULATE_WRITE
-        if (!err && target > from) {
+        /* A piece at a time, its zeros then its pages: close (ahead_stop) waits for one
+         * piece, not for all a round prepares (up to AL_AHEAD), and a writer that reaches
+         * zero_from waits for the zeros of one piece. */
+        for (done = from; !err && done < target;) {
+            uint64_t end = target - done > AL_PIECE ? done + AL_PIECE : target;
             jh__lock(&st->grow_lock);
-            zero_ahead(st, target);
+            bool stop = st->ahead_stop;
+            if (!stop)
+                zero_ahead(st, end);
             jh__unlock(&st->grow_lock);
-            madvise(st->map + from, target - from, MADV_POPULATE_WRITE);
+            if (stop)
+                break;
+            madvise(st->map + done, end - done, MADV_POPULATE_WRITE);
+            done = end;
         }
 #endif
         jh__lock(&st->grow_lock);
         if (err)
             continue;           /* the writers meet the error themselves; no more nudges */
         grown(st, alloc_to);
+        if (done < target)
+            continue;           /* stopped: the loop's test ends it */
         st->ahead_populated = target;
         atomic_store_explicit(&st->ahead_mark, target < st->limit ? target - ahead / 2 : UINT64_MAX,
                               memory_order_relaxed);
