@@ -83,8 +83,8 @@ void jh__al_ring_child(struct al_state *st);
  * shared, start the helper (not in a fork child: pthread_create is not async-signal-safe).
  * 0 or a negative errno (st->fd and st->map stay unset). */
 int jh__al_file_open(struct al_state *st, const char *path, bool start_helper);
-/* Trim the file to what was written: the zeros allocated ahead exist only while the
- * process runs (or after it crashed, where readers stop). */
+/* Unmap the file and trim it to what was written: the zeros allocated ahead exist only
+ * while the process runs (or after it crashed, where readers stop). No record after it. */
 void jh__al_file_trim(struct al_state *st);
 /* Stop the helper, unmap, close. */
 void jh__al_file_close(struct al_state *st);

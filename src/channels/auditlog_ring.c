@@ -111,6 +111,7 @@ static int grow(struct al_state *st, uint64_t need)
  */
 #define AL_AHEAD (2 * (uint64_t)AL_CHUNK)
 #define AL_AHEAD_MIN ((uint64_t)64 << 10)
+#define AL_PIECE ((uint64_t)256 << 10)
 
 /*
  * Zeros written into the file ahead of the writers, before the pages are populated: ext4
@@ -147,6 +148,7 @@ static uint64_t zero_ahead(struct al_state *st, uint64_t to)
 static void *ahead_main(void *arg)
 {
     struct al_state *st = arg;
+    pthread_setname_np(pthread_self(), "jh-auditlog");     /* its own: a prctl, not a file */
     jh__lock(&st->grow_lock);
     st->ahead_started = true;
     pthread_cond_broadcast(&st->ahead_cond);
@@ -173,18 +175,30 @@ static void *ahead_main(void *arg)
          * itself (allocating a range twice is harmless). */
         jh__unlock(&st->grow_lock);
         int err = alloc_to > size ? allocate(st, size, alloc_to) : 0;
+        uint64_t done = from > target ? from : target;
 #ifdef MADV_POPULATE_WRITE
-        if (!err && target > from) {
+        /* A piece at a time, its zeros then its pages: close (ahead_stop) waits for one
+         * piece, not for all a round prepares (up to AL_AHEAD), and a writer that reaches
+         * zero_from waits for the zeros of one piece. */
+        for (done = from; !err && done < target;) {
+            uint64_t end = target - done > AL_PIECE ? done + AL_PIECE : target;
             jh__lock(&st->grow_lock);
-            zero_ahead(st, target);
+            bool stop = st->ahead_stop;
+            if (!stop)
+                zero_ahead(st, end);
             jh__unlock(&st->grow_lock);
-            madvise(st->map + from, target - from, MADV_POPULATE_WRITE);
+            if (stop)
+                break;
+            madvise(st->map + done, end - done, MADV_POPULATE_WRITE);
+            done = end;
         }
 #endif
         jh__lock(&st->grow_lock);
         if (err)
             continue;           /* the writers meet the error themselves; no more nudges */
         grown(st, alloc_to);
+        if (done < target)
+            continue;           /* stopped: the loop's test ends it */
         st->ahead_populated = target;
         atomic_store_explicit(&st->ahead_mark, target < st->limit ? target - ahead / 2 : UINT64_MAX,
                               memory_order_relaxed);
@@ -209,6 +223,21 @@ static void nudge(struct al_state *st)
     grow_held--;
 }
 
+/*
+ * A sanitizer's runtime in the process, built into this library or into the program
+ * (weak: each is NULL without it). Their thread start-up allocates from an allocator that
+ * some (GCC 12's ASan) do not hold across fork.
+ */
+extern void __asan_init(void) __attribute__((weak));
+extern void __tsan_init(void) __attribute__((weak));
+extern void __msan_init(void) __attribute__((weak));
+extern void __hwasan_init(void) __attribute__((weak));
+
+static bool sanitizer_runtime(void)
+{
+    return __asan_init || __tsan_init || __msan_init || __hwasan_init;
+}
+
 static void ahead_start(struct al_state *st)
 {
     sigset_t all, old;
@@ -220,15 +249,20 @@ static void ahead_start(struct al_state *st)
     st->ahead_running = st->helper && pthread_create(&st->ahead_thread, NULL, ahead_main, st) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (st->ahead_running) {
-        pthread_setname_np(st->ahead_thread, "jh-auditlog");
-        /* Back only once the thread runs: its start-up allocates (pthread_getattr_np, under
-         * sanitizers), and a fork while it holds an allocator lock that the runtime does
-         * not take across fork (GCC 12's ASan) leaves the child's allocator locked for
-         * good: a fork child hung in malloc under `make asan` on a loaded machine. */
-        jh__lock(&st->grow_lock);
-        while (!st->ahead_started)
-            pthread_cond_wait(&st->ahead_cond, &st->grow_lock.m);
-        jh__unlock(&st->grow_lock);
+        /* Under a sanitizer, back only once the thread runs: its start-up allocates
+         * (pthread_getattr_np), and a fork while it holds an allocator lock that the
+         * runtime does not take across fork (GCC 12's ASan) leaves the child's allocator
+         * locked for good: a fork child hung in malloc under `make asan` on a loaded
+         * machine. glibc's own start-up is fork-safe (fork holds malloc's locks), and the
+         * wait is for the scheduler to run a new thread: 0.1-10 ms of the VM's start at
+         * node's log open, where V8 has just started its workers on a busy machine. A
+         * nudge before the thread waits is not lost: it sees ahead_pending. */
+        if (sanitizer_runtime()) {
+            jh__lock(&st->grow_lock);
+            while (!st->ahead_started)
+                pthread_cond_wait(&st->ahead_cond, &st->grow_lock.m);
+            jh__unlock(&st->grow_lock);
+        }
         atomic_store(&st->ahead_mark, 0);   /* the first record asks for the first chunks */
     }
 }
@@ -325,6 +359,11 @@ int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
         jh__al_file_close(st);
         return err;
     }
+    /* No read-around on a fault: the first store into the file (the header) would
+     * otherwise read up to read_ahead_kb of it (8 MiB on some disks: all that is allocated)
+     * into the page cache on the VM's thread, zero-filled page by page, before the helper
+     * has written a zero. The helper prepares pages ahead itself. */
+    madvise(m, st->limit, MADV_RANDOM);
     st->map = m;
     atomic_store(&st->tail, 0);
     atomic_store(&st->file_size, 0);
@@ -339,11 +378,17 @@ int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
     return 0;
 }
 
+/* Unmapped first, as on Windows: the truncation then has no mapping of the file to
+ * unmap its pages from, and the process's other threads take one TLB shootdown (the
+ * munmap's), not two. */
 void jh__al_file_trim(struct al_state *st)
 {
     if (!st->map)
         return;
     uint64_t tail = atomic_load(&st->tail);
+    jh__al_helper_stop(st);     /* before munmap: it may be populating the mapping */
+    munmap(st->map, st->limit);
+    st->map = NULL;
     if (tail >= atomic_load(&st->file_size))
         return;
     struct jh__fsize_guard g;
