@@ -214,32 +214,50 @@ static void on_start(lua_State *L, struct state *st)
 }
 
 /* Trace tr's IR count now, from ni on (less than ni: ni): the least count >= ni at which
- * jit.util.traceir (pushed here at base + 1; numbers in: it raises no error, no pcall)
- * answers nothing for count + 1. Probed one by one from the gap this span made the last
- * time it was recorded (2 probes where it made as much again, 1 where none): side traces
- * record the same code again and again; 2.6 -> 2.1 probes a kept record on
- * bench/luajit/stress.lua. */
+ * jit.util.traceir answers nothing for count + 1 (numbers in: it raises no error). Probed
+ * one by one from the gap this span made the last time it was recorded (2 probes where it
+ * made as much again, 1 where none): side traces record the same code again and again;
+ * 2.6 -> 2.1 probes a kept record on bench/luajit/stress.lua.
+ *
+ * Each probe calls traceir's own C function straight (direct: st->traceir, which
+ * lua_tocfunction gave), with the handler's stack as its arguments: (tr, k) at 1 and 2,
+ * as lua_call would give them, its answers pushed after them (5, or none). The handler's
+ * own arguments are gone then (the caller keeps them where a handler of the script's gets
+ * them next). lua_call of it cost ~330 instructions a probe of ~500 (docs/cost.md);
+ * traceir is LuaJIT's C (lib_jit.c), reads only its two arguments, allocates nothing, and
+ * its one error (arguments that are not numbers) cannot arise. Without direct: lua_call of
+ * the function (pushed here at base + 1). */
 static int32_t ir_count(lua_State *L, struct state *st, uint32_t tr, int base, int32_t ni,
-                        uint8_t guess)
+                        uint8_t guess, int direct)
 {
     int32_t lo = ni, hi = INT32_MAX;     /* the count is in [lo, hi] */
     int32_t k = guess != GAP_UNKNOWN && guess > 0 ? ni + guess : ni + 1;
-    fn(L, E_TRACEIR);
+    if (!direct)
+        fn(L, E_TRACEIR);
     while (lo < hi) {
-        A.pushvalue(L, base + 1);
-        A.pushnumber(L, tr);
-        A.pushnumber(L, k);
-        A.call(L, 2, 1);
+        int answered;
+        if (direct) {
+            A.settop(L, 0);
+            A.pushnumber(L, tr);
+            A.pushnumber(L, k);
+            answered = st->traceir(L) > 0;
+            st->n.direct++;
+        } else {
+            A.pushvalue(L, base + 1);
+            A.pushnumber(L, tr);
+            A.pushnumber(L, k);
+            A.call(L, 2, 1);
+            answered = A.type(L, -1) != LUA_TNIL;
+            A.settop(L, base + 1);
+        }
         st->n.probes++;
-        int t = A.type(L, -1);
-        A.settop(L, base + 1);
-        if (t != LUA_TNIL)
+        if (answered)
             lo = k;
         else
             hi = k - 1;
         k = lo + 1;
     }
-    A.settop(L, base);
+    A.settop(L, direct ? 0 : base);
     return lo;
 }
 
@@ -273,10 +291,15 @@ static void on_rec(lua_State *L, struct state *st)
     }
     struct lines *pl = st->prev_lines;
     uint8_t *gap = pl && (uint32_t)st->prev_pc < pl->n ? &lines_gap(pl)[st->prev_pc] : NULL;
-    int32_t ni = ir_count(L, st, tr, base, st->ni, gap ? *gap : GAP_UNKNOWN);
+    /* with st->verify, the count probed one by one from the last, through lua_call (before
+     * a direct probe takes the stack) */
+    int32_t plain = st->verify ? ir_count(L, st, tr, base, st->ni, GAP_UNKNOWN, 0) : 0;
+    /* traceir called straight, unless a handler of the script's gets this event's
+     * arguments after ours (chain) */
+    int direct = st->traceir && !(st->theirs & (1u << E_K_RECORD));
+    int32_t ni = ir_count(L, st, tr, base, st->ni, gap ? *gap : GAP_UNKNOWN, direct);
     st->n.guessed += gap && *gap != GAP_UNKNOWN;
-    if (st->verify) {                    /* the count probed one by one from the last */
-        int32_t plain = ir_count(L, st, tr, base, st->ni, GAP_UNKNOWN);
+    if (st->verify) {
         st->n.counts_checked++;
         if (plain != ni) {
             st->n.counts_differ++;

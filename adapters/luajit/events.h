@@ -66,6 +66,7 @@ struct state {
     int lines, events, debug, verify, closed;
     unsigned theirs;                     /* 1 << E_K_<event>: a handler of theirs to call */
     uint32_t arch, stubs_per, group_size, prologue_end;
+    jh_lua_cfn traceir;                  /* jit.util.traceir's C function, or NULL */
     const struct jh_lj_frame *frame;
     int frame_tried;
     struct live *live;                   /* by trace number */
@@ -93,7 +94,7 @@ struct state {
     uint32_t capsnap;
     struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ,
              records, merged, probes, rows_checked, rows_differ, guessed, counts_checked,
-             counts_differ; } n;
+             counts_differ, direct; } n;
 };
 
 /* ---- calling jit.util ------------------------------------------------------------------ */
