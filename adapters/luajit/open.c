@@ -42,7 +42,7 @@ static int stats(lua_State *L)
     uint32_t live = 0;
     for (uint32_t i = 0; i < st->nlive; i++)
         live += st->live[i].used;
-    A.createtable(L, 0, 18);
+    A.createtable(L, 0, 19);
     setnum(L, "live", live);
     setnum(L, "traces", (double)st->n.traces);
     setnum(L, "patches", (double)st->n.patches);
@@ -61,6 +61,7 @@ static int stats(lua_State *L)
     setnum(L, "ir_counts_checked", (double)st->n.counts_checked);
     setnum(L, "ir_counts_differ", (double)st->n.counts_differ);
     setnum(L, "ir_probes_direct", (double)st->n.direct);
+    setnum(L, "start_lines_recorded", (double)st->n.start_lines);
     return 1;
 }
 

@@ -22,6 +22,7 @@ io.stderr:write(string.format("checked %s differ %s traces %s\n", tostring(s.lin
 io.stderr:write(string.format("rows %s differ %s records %s merged %s\n",
                               tostring(s.rows_checked), tostring(s.rows_differ),
                               tostring(s.records), tostring(s.records_merged)))
+io.stderr:write(string.format("starts %s\n", tostring(s.start_lines_recorded)))
 io.stderr:write(string.format("counts %s differ %s guessed %s direct %s\n",
                               tostring(s.ir_counts_checked), tostring(s.ir_counts_differ),
                               tostring(s.ir_counts_guessed), tostring(s.ir_probes_direct)))
@@ -35,6 +36,13 @@ check() { # label min_checked min_rows luajit-args...
     [ "${differ:-x}" = 0 ] || fail "$label: $differ of $checked lines differ from funcinfo's"
     [ "${checked:-0}" -ge "$min" ] || fail "$label: only ${checked:-none} lines checked ($traces traces)"
     echo "$label: $checked bytecode lines, $traces traces: the frame's line is funcinfo's"
+    # a trace's start line not seen before comes from its first record (and is counted
+    # among those checked against funcinfo above)
+    local starts
+    read -r _ starts < <(grep '^starts ' "$T/$label.err") || true
+    [ "$label" != stress ] || [ "${starts:-0}" -gt 0 ] ||
+        fail "$label: no trace's start line came from its record ($traces traces)"
+    echo "$label: ${starts} start lines from the trace's first record"
     local rows rdiff records merged
     read -r _ rows _ rdiff _ records _ merged < <(grep '^rows ' "$T/$label.err") || true
     grep 'rows differ without' "$T/$label.err" | head -5
