@@ -365,6 +365,9 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path);
  * it covers them and their pages are mapped from the file, else pwrite. 0 or an error. */
 int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, size_t len,
                     uint64_t off);
+/* The live code bytes of [lo, hi) (in r's window) into r's file (fd): jh__em_put_code, with
+ * no copy of them first where the mapping takes them. 0 or an error. */
+int jh__em_put_live(struct elfmap *m, struct region *r, int fd, uintptr_t lo, uintptr_t hi);
 /* The mapping given back to the arena's reservation (the spans then go with pwrite). */
 void jh__em_wmap_drop(struct region *r);
 /* img's spare chunks (chunks its sections moved out of: r's image, or with r NULL an image
