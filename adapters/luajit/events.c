@@ -159,6 +159,30 @@ static struct state *state_of(struct state *raw)
     return raw && !raw->closed && raw->ctx ? raw : NULL;
 }
 
+/* The start's line is known now (line0): -jv's location gets it (loc_line). With
+ * st->verify, against funcinfo's (asked at the start: stats' lines_checked, differ). */
+static void start_line(struct state *st, int32_t line)
+{
+    if (st->verify && st->line_later) {
+        st->n.checked++;
+        if (line != st->start_check) {
+            st->n.differ++;
+            if (st->debug)
+                fprintf(stderr, "jitherald (luajit): start at bytecode %d: line %d from its "
+                        "record, %d from funcinfo\n", st->start_pc, line, st->start_check);
+        }
+    }
+    st->line0 = line;
+    st->line_later = 0;
+    if (st->loc_line) {
+        size_t at = st->nloc;
+        put(st->loc, sizeof st->loc, &at, ":", 1);
+        put_int(st->loc, sizeof st->loc, &at, line);
+        st->nloc = at;
+        st->loc_line = 0;
+    }
+}
+
 /* start(tr, func, pc, otr, oex) */
 static void on_start(lua_State *L, struct state *st)
 {
@@ -173,6 +197,7 @@ static void on_start(lua_State *L, struct state *st)
                A.tointeger(L, 6) >= 0;
     st->parent = st->side ? (uint32_t)A.tointeger(L, 5) : 0;
     st->line0 = 0;
+    st->line_later = st->loc_line = 0;
     st->loc[0] = '?';
     st->loc[1] = 0;
     st->nloc = 1;
@@ -180,21 +205,7 @@ static void on_start(lua_State *L, struct state *st)
         return;
     jh__lj_func_cache(L, 3, st->lines);
     int c = A.gettop(L);
-    st->line0 = jh__lj_line_at(L, st, 3, jh__lj_lines_of(L, c), pc, 0);
-    A.rawgeti(L, c, C_PREFIX);
-    if (A.type(L, -1) == LUA_TSTRING) {
-        A.rawgeti(L, c, C_NOLINE);
-        size_t len, at = 0;
-        const char *prefix = A.tolstring(L, -2, &len);
-        put(st->loc, sizeof st->loc, &at, prefix, len);
-        if (A.type(L, -1) == LUA_TNIL) {
-            put(st->loc, sizeof st->loc, &at, ":", 1);
-            put_int(st->loc, sizeof st->loc, &at, st->line0);
-        }
-        st->nloc = at;
-        A.settop(L, -2);
-    }
-    A.settop(L, -2);
+    struct lines *ls = jh__lj_lines_of(L, c);
     if (st->lines) {
         A.rawgeti(L, c, C_SOURCE);
         if (A.type(L, -1) == LUA_TSTRING) {
@@ -210,36 +221,84 @@ static void on_start(lua_State *L, struct state *st)
         }
         A.settop(L, -2);
     }
+    /* A line not seen yet: where "record" events follow, the first one at pc (the
+     * trace records its start first) reads it from the executing frame (on_rec), as it
+     * does every recorded bytecode's; funcinfo, a table of 16 fields (~4,800 instructions
+     * with the call), is asked at the stop only if none did. The frame at this event is
+     * not at pc yet (its line is the bytecode's before, JITHERALD_LUAJIT_VERIFY shows). */
+    if (st->rec_tr == tr && ls && pc >= 0 && (uint32_t)pc < ls->n && ls->line[pc] < 0) {
+        st->line_later = 1;
+        st->start_pc = pc;
+        st->start_lines = ls;
+        A.pushvalue(L, 3);
+        A.rawseti(L, UPV(2), E_START);   /* (held for the stop's funcinfo) */
+        if (st->verify)                  /* (not kept in ls: the record reads the frame) */
+            st->start_check = jh__lj_line_at(L, st, 3, NULL, pc, 0);
+    } else {
+        st->line0 = jh__lj_line_at(L, st, 3, ls, pc, 0);
+    }
+    A.rawgeti(L, c, C_PREFIX);
+    if (A.type(L, -1) == LUA_TSTRING) {
+        A.rawgeti(L, c, C_NOLINE);
+        size_t len, at = 0;
+        const char *prefix = A.tolstring(L, -2, &len);
+        put(st->loc, sizeof st->loc, &at, prefix, len);
+        st->nloc = at;
+        if (A.type(L, -1) == LUA_TNIL) {
+            st->loc_line = 1;
+            if (!st->line_later)
+                start_line(st, st->line0);
+        }
+        A.settop(L, -2);
+    }
     A.settop(L, c - 1);
 }
 
 /* Trace tr's IR count now, from ni on (less than ni: ni): the least count >= ni at which
- * jit.util.traceir (pushed here at base + 1; numbers in: it raises no error, no pcall)
- * answers nothing for count + 1. Probed one by one from the gap this span made the last
- * time it was recorded (2 probes where it made as much again, 1 where none): side traces
- * record the same code again and again; 2.6 -> 2.1 probes a kept record on
- * bench/luajit/stress.lua. */
+ * jit.util.traceir answers nothing for count + 1 (numbers in: it raises no error). Probed
+ * one by one from the gap this span made the last time it was recorded (2 probes where it
+ * made as much again, 1 where none): side traces record the same code again and again;
+ * 2.6 -> 2.1 probes a kept record on bench/luajit/stress.lua.
+ *
+ * Each probe calls traceir's own C function straight (direct: st->traceir, which
+ * lua_tocfunction gave), with the handler's stack as its arguments: (tr, k) at 1 and 2,
+ * as lua_call would give them, its answers pushed after them (5, or none). The handler's
+ * own arguments are gone then (the caller keeps them where a handler of the script's gets
+ * them next). lua_call of it cost ~330 instructions a probe of ~500 (docs/cost.md);
+ * traceir is LuaJIT's C (lib_jit.c), reads only its two arguments, allocates nothing, and
+ * its one error (arguments that are not numbers) cannot arise. Without direct: lua_call of
+ * the function (pushed here at base + 1). */
 static int32_t ir_count(lua_State *L, struct state *st, uint32_t tr, int base, int32_t ni,
-                        uint8_t guess)
+                        uint8_t guess, int direct)
 {
     int32_t lo = ni, hi = INT32_MAX;     /* the count is in [lo, hi] */
     int32_t k = guess != GAP_UNKNOWN && guess > 0 ? ni + guess : ni + 1;
-    fn(L, E_TRACEIR);
+    if (!direct)
+        fn(L, E_TRACEIR);
     while (lo < hi) {
-        A.pushvalue(L, base + 1);
-        A.pushnumber(L, tr);
-        A.pushnumber(L, k);
-        A.call(L, 2, 1);
+        int answered;
+        if (direct) {
+            A.settop(L, 0);
+            A.pushnumber(L, tr);
+            A.pushnumber(L, k);
+            answered = st->traceir(L) > 0;
+            st->n.direct++;
+        } else {
+            A.pushvalue(L, base + 1);
+            A.pushnumber(L, tr);
+            A.pushnumber(L, k);
+            A.call(L, 2, 1);
+            answered = A.type(L, -1) != LUA_TNIL;
+            A.settop(L, base + 1);
+        }
         st->n.probes++;
-        int t = A.type(L, -1);
-        A.settop(L, base + 1);
-        if (t != LUA_TNIL)
+        if (answered)
             lo = k;
         else
             hi = k - 1;
         k = lo + 1;
     }
-    A.settop(L, base);
+    A.settop(L, direct ? 0 : base);
     return lo;
 }
 
@@ -260,6 +319,10 @@ static void on_rec(lua_State *L, struct state *st)
     st->last_fi = fr->fi;
     int32_t line = jh__lj_line_at(L, st, 2, fr->lines, pc, 1);
     A.settop(L, base);
+    if (st->line_later && pc == st->start_pc && fr->lines == st->start_lines) {
+        start_line(st, line);            /* the trace's start (on_start) */
+        st->n.start_lines++;
+    }
     st->n.records++;
     /* the same line and file as the record before: a guard whose snapshot falls in either
      * gets the same row (trace.c), so this one is not kept and its IR count (the traceir
@@ -273,10 +336,15 @@ static void on_rec(lua_State *L, struct state *st)
     }
     struct lines *pl = st->prev_lines;
     uint8_t *gap = pl && (uint32_t)st->prev_pc < pl->n ? &lines_gap(pl)[st->prev_pc] : NULL;
-    int32_t ni = ir_count(L, st, tr, base, st->ni, gap ? *gap : GAP_UNKNOWN);
+    /* with st->verify, the count probed one by one from the last, through lua_call (before
+     * a direct probe takes the stack) */
+    int32_t plain = st->verify ? ir_count(L, st, tr, base, st->ni, GAP_UNKNOWN, 0) : 0;
+    /* traceir called straight, unless a handler of the script's gets this event's
+     * arguments after ours (chain) */
+    int direct = st->traceir && !(st->theirs & (1u << E_K_RECORD));
+    int32_t ni = ir_count(L, st, tr, base, st->ni, gap ? *gap : GAP_UNKNOWN, direct);
     st->n.guessed += gap && *gap != GAP_UNKNOWN;
-    if (st->verify) {                    /* the count probed one by one from the last */
-        int32_t plain = ir_count(L, st, tr, base, st->ni, GAP_UNKNOWN);
+    if (st->verify) {
         st->n.counts_checked++;
         if (plain != ni) {
             st->n.counts_differ++;
@@ -410,6 +478,11 @@ static void on_stop(lua_State *L, struct state *st)
     int lines = st->rec_tr == tr;
     st->rec_tr = 0;
     int base = A.gettop(L);
+    if (st->line_later) {                /* no record at the start's bytecode: funcinfo */
+        A.rawgeti(L, UPV(2), E_START);
+        start_line(st, jh__lj_line_at(L, st, base + 1, st->start_lines, st->start_pc, 0));
+        A.settop(L, base);
+    }
     fn(L, E_TRACEMC);                    /* mcode, addr, loop */
     A.pushnumber(L, tr);
     if (call(L, 1, 3) < 0)

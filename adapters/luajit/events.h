@@ -26,6 +26,7 @@ extern struct jh_lua_api jh__lj_api;
 /* The environment, upvalue 2 of every closure: integer keys, read per event. */
 enum { E_TRACEIR = 1, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
        E_VMFRAME, E_CACHE,
+       E_START,                          /* the trace's start function, while line_later */
        /* recent[i]'s function at E_RECENT + i, its cache at E_RECENT + NRECENT + i: held,
         * so no other function takes its address while it is there */
        E_RECENT, E_RECENT_END = E_RECENT + 2 * NRECENT - 1,
@@ -66,6 +67,7 @@ struct state {
     int lines, events, debug, verify, closed;
     unsigned theirs;                     /* 1 << E_K_<event>: a handler of theirs to call */
     uint32_t arch, stubs_per, group_size, prologue_end;
+    jh_lua_cfn traceir;                  /* jit.util.traceir's C function, or NULL */
     const struct jh_lj_frame *frame;
     int frame_tried;
     struct live *live;                   /* by trace number */
@@ -75,6 +77,11 @@ struct state {
     uint32_t pend, rec_tr, parent;
     int side;
     int32_t line0, ni, last_fi;
+    /* the start's line not known yet (line_later): the first record at start_pc in the
+     * function of start_lines says it; loc: -jv's location waits for it (loc_line) */
+    int line_later, loc_line;
+    int32_t start_pc, start_check;
+    struct lines *start_lines;
     /* the functions recorded lately (lua_topointer), so that a "record" event for one of
      * them makes no call into Lua: its lines, its source file (interned), the index of
      * that file in files[] for the trace recorded when it was found (gen) */
@@ -93,7 +100,7 @@ struct state {
     uint32_t capsnap;
     struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ,
              records, merged, probes, rows_checked, rows_differ, guessed, counts_checked,
-             counts_differ; } n;
+             counts_differ, direct, start_lines; } n;
 };
 
 /* ---- calling jit.util ------------------------------------------------------------------ */

@@ -376,6 +376,12 @@ local function open()
   local want_lines = (standby or band(ch, bor(JH_JITDUMP, JH_GDB, JH_ELFMAP, JH_AUDITLOG)) ~= 0)
                      and os.getenv("JITHERALD_LUAJIT_LINES") ~= "0"
   local groups = arch.groups
+  -- lua_tocfunction's address: the handlers call jit.util.traceir's C function straight
+  -- from C (events.c, ir_count), not through lua_call; nil where the FFI cannot see it
+  pcall(ffi.cdef, "int (*lua_tocfunction(lua_State *L, int idx))(lua_State *L);")
+  local _, tocf = pcall(function()
+    return tonumber(ffi.cast("uintptr_t", ffi.C.lua_tocfunction))
+  end)
   handlers, err = open_handlers(lib, libname, ctx, {
     lines = want_lines, events = band(ch, JH_AUDITLOG) ~= 0, debug = debug_on,
     verify = os.getenv("JITHERALD_LUAJIT_VERIFY") == "1",
@@ -383,7 +389,8 @@ local function open()
     group_size = groups and groups.size or 0, prologue_end = arch.prologue_end or 0,
     traceir = jutil.traceir, tracemc = jutil.tracemc,
     tracesnap = jutil.tracesnap, traceexitstub = jutil.traceexitstub,
-    funcinfo = jutil.funcinfo, theirs = theirs, vm_frame = find_vm_frame })
+    funcinfo = jutil.funcinfo, theirs = theirs, vm_frame = find_vm_frame,
+    tocfunction = type(tocf) == "number" and tocf or nil })
   if not handlers then
     say("error", "traces are not announced: " .. err)
     lib.jh_close(ctx)

@@ -42,7 +42,7 @@ static int stats(lua_State *L)
     uint32_t live = 0;
     for (uint32_t i = 0; i < st->nlive; i++)
         live += st->live[i].used;
-    A.createtable(L, 0, 17);
+    A.createtable(L, 0, 19);
     setnum(L, "live", live);
     setnum(L, "traces", (double)st->n.traces);
     setnum(L, "patches", (double)st->n.patches);
@@ -60,6 +60,8 @@ static int stats(lua_State *L)
     setnum(L, "ir_counts_guessed", (double)st->n.guessed);
     setnum(L, "ir_counts_checked", (double)st->n.counts_checked);
     setnum(L, "ir_counts_differ", (double)st->n.counts_differ);
+    setnum(L, "ir_probes_direct", (double)st->n.direct);
+    setnum(L, "start_lines_recorded", (double)st->n.start_lines);
     return 1;
 }
 
@@ -180,6 +182,17 @@ int jh_luajit_open(lua_State *L)
         A.getfield(L, 2, keys[i]);
         A.rawseti(L, env, i);
     }
+    /* jit.util.traceir's own C function (lua_tocfunction: NULL for one written in Lua),
+     * which the "record" handler calls straight (events.c, ir_count) */
+    A.getfield(L, 2, "tocfunction");
+    if (A.type(L, -1) == LUA_TNUMBER) {
+        jh_lua_cfn (*tocf)(lua_State *, int) =
+            (jh_lua_cfn (*)(lua_State *, int))(uintptr_t)A.tonumber(L, -1);
+        A.rawgeti(L, env, E_TRACEIR);
+        st->traceir = tocf(L, -1);
+        A.settop(L, -2);
+    }
+    A.settop(L, -2);
     A.createtable(L, 0, 0);              /* E_CACHE, weak keys: functions come and go */
     A.createtable(L, 0, 1);
     A.pushstring(L, "k");

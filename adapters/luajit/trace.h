@@ -97,6 +97,8 @@ JH_API int jh_luajit_api(const struct jh_lua_api *api);
  *                            enum jh_lj_arch (0: none known: traces get their start line)
  *                            and what jitherald/<arch>.lua says of its exit stubs
  *   traceir, tracemc, tracesnap, traceexitstub, funcinfo    jit.util's
+ *   tocfunction              lua_tocfunction's address (optional): traceir's C function
+ *                            is then called straight, not through lua_call (events.c)
  *   theirs                   event -> the handler the script attached (read per event)
  *   vm_frame                 function(addr): a struct jh_lj_frame's address or nil,
  *                            called once, at the first trace; the adapter keeps it alive

@@ -73,6 +73,7 @@ struct region {
     char *path;
     struct jh__elfg img;
     uint8_t *mapped;            /* a bit per page of the span: mapped from this file */
+    size_t low_byte;            /* no byte of mapped[] below this one has a bit set */
     size_t nlive;               /* live functions in the image */
     struct tomb *tombs;
     size_t ntombs, captombs;
@@ -205,10 +206,13 @@ static inline void set_mapped(const struct elfmap *m, struct region *r, uintptr_
 {
     for (uintptr_t a = lo; a < hi; a += m->page) {
         size_t b = (a - span_lo(r)) / m->page;
-        if (on)
+        if (on) {
             r->mapped[b / 8] |= (uint8_t)(1u << (b % 8));
-        else
+            if (b / 8 < r->low_byte)
+                r->low_byte = b / 8;
+        } else {
             r->mapped[b / 8] &= (uint8_t)~(1u << (b % 8));
+        }
     }
 }
 
@@ -232,17 +236,20 @@ static inline bool next_run(const struct elfmap *m, const struct region *r, uint
 }
 
 /* The lowest page of the span mapped from r's file (false: none): a byte of the bitmap at
- * a time (jh__em_map_eh asks at every add; next_run also walked the run above it page by
- * page). */
-static inline bool lowest_mapped(const struct elfmap *m, const struct region *r, uintptr_t *lo)
+ * a time from low_byte on (jh__em_map_eh asks at every add; next_run also walked the run
+ * above it page by page, and from the span's first byte each of a LuaJIT window's ~90
+ * empty bytes below its code). */
+static inline bool lowest_mapped(const struct elfmap *m, struct region *r, uintptr_t *lo)
 {
     size_t nb = (EM_SPAN / m->page + 7) / 8;
-    for (size_t i = 0; i < nb; i++) {
+    for (size_t i = r->low_byte; i < nb; i++) {
         if (r->mapped[i]) {
+            r->low_byte = i;
             *lo = span_lo(r) + (8 * i + (size_t)__builtin_ctz(r->mapped[i])) * m->page;
             return true;
         }
     }
+    r->low_byte = nb;
     return false;
 }
 
@@ -365,6 +372,9 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path);
  * it covers them and their pages are mapped from the file, else pwrite. 0 or an error. */
 int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, size_t len,
                     uint64_t off);
+/* The live code bytes of [lo, hi) (in r's window) into r's file (fd): jh__em_put_code, with
+ * no copy of them first where the mapping takes them. 0 or an error. */
+int jh__em_put_live(struct elfmap *m, struct region *r, int fd, uintptr_t lo, uintptr_t hi);
 /* The mapping given back to the arena's reservation (the spans then go with pwrite). */
 void jh__em_wmap_drop(struct region *r);
 /* img's spare chunks (chunks its sections moved out of: r's image, or with r NULL an image

@@ -432,9 +432,7 @@ static int add_in_place(struct elfmap *m, struct region *r, struct jh__entry *co
              * and announced code changed since has been written (jh_code_patched) */
             uintptr_t s0 = es[k]->node.start, e0 = s0 + es[k]->node.size;
             uintptr_t from = a > s0 ? a : s0, to = a + m->page < e0 ? a + m->page : e0;
-            res = jh__em_snapshot(m, from, to);
-            if (!res)
-                res = jh__em_put_code(m, r, fd, m->snap.p, to - from, off_of(m, r, from));
+            res = jh__em_put_live(m, r, fd, from, to);
             continue;
         }
         uintptr_t lo = a, hi = a + m->page;
@@ -458,10 +456,12 @@ static int add_in_place(struct elfmap *m, struct region *r, struct jh__entry *co
     } else if (err) {
         return err;
     }
-    /* (also when the code stays anonymous: the note, made void above, comes back) */
-    if ((err = jh__em_sync(m, r, &r->img, fd)))
-        return err;
-    if (!res && (err = jh__em_map_eh(m, r, fd, r->path, false)))
+    /* The image into the file: jh__em_map_eh syncs it after the headers it changes (one
+     * sync an add, not a second one for them and the note again); without it, a sync
+     * (also when the code stays anonymous: the note, made void above, comes back) */
+    err = res || m->valgrind ? jh__em_sync(m, r, &r->img, fd)
+                             : jh__em_map_eh(m, r, fd, r->path, false);
+    if (err)
         return err;
     if (res) {
         m->fallbacks += res > 0;

@@ -332,20 +332,40 @@ static void punch(int fd, uint64_t off, uint64_t len)
     fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
 }
 
-int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, size_t len,
-                    uint64_t off)
+/* Is [off, off+len) of r's file code stored through the shared mapping? Only the code's
+ * pages mapped from the file: those were written whole once (their blocks allocated: a
+ * store there never needs new space, so a full disk is never a SIGBUS), and the window's
+ * span lies below the metadata (off < meta). */
+static bool code_mapped(const struct elfmap *m, const struct region *r, uint64_t off,
+                        size_t len)
 {
-    /* Only the code's pages mapped from the file: those were written whole once (their
-     * blocks allocated: a store there never needs new space, so a full disk is never a
-     * SIGBUS), and the window's span lies below the metadata (off < meta). */
     bool mapped = r->wcode && r->wmap && !r->frozen && !r->foreign && len &&
                   off >= m->page && off + len <= m->page + EM_SPAN;
     uintptr_t a = span_lo(r) + (uintptr_t)(off - m->page);     /* (off_of, inverted) */
     for (uintptr_t pa = a - a % m->page; mapped && pa < a + len; pa += m->page)
         mapped = is_mapped(m, r, pa);
-    if (!mapped)
+    return mapped;
+}
+
+int jh__em_put_code(struct elfmap *m, struct region *r, int fd, const void *p, size_t len,
+                    uint64_t off)
+{
+    if (!code_mapped(m, r, off, len))
         return (fd = jh__em_fd(m, r, fd)) < 0 ? fd : jh__pwrite_all(fd, p, len, off);
     memcpy(r->w0 + off, p, len);
+    return 0;
+}
+
+int jh__em_put_live(struct elfmap *m, struct region *r, int fd, uintptr_t lo, uintptr_t hi)
+{
+    uint64_t off = off_of(m, r, lo);
+    if (!code_mapped(m, r, off, hi - lo)) {
+        int err = jh__em_snapshot(m, lo, hi);
+        return err ? err : jh__em_put_code(m, r, fd, m->snap.p, hi - lo, off);
+    }
+    /* (a page of the code not written since it was mapped reads this very page of the
+     * file: the copy then stores its own bytes) */
+    memcpy(r->w0 + off, (const void *)lo, hi - lo);
     return 0;
 }
 

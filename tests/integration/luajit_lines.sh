@@ -6,7 +6,8 @@
 # the adapter asks both for every new position and counts where they differ. On the churn
 # workload (roots, side traces, calls into a helper, flushes), on hot.lua (a side trace
 # calling into C through the FFI) and on errors.lua (errors raised through traces), with
-# -jdump's own record handler beside the adapter's in one of them.
+# -jdump's own record handler beside the adapter's in one of them. The IR counts' probes
+# call traceir's C function straight (not through lua_call), but beside -jdump's handler.
 . "$(dirname "$0")/lib.sh"
 luajit_adapter
 cd "$LUAJIT_SCRIPTS" || fail "no $LUAJIT_SCRIPTS"
@@ -21,8 +22,10 @@ io.stderr:write(string.format("checked %s differ %s traces %s\n", tostring(s.lin
 io.stderr:write(string.format("rows %s differ %s records %s merged %s\n",
                               tostring(s.rows_checked), tostring(s.rows_differ),
                               tostring(s.records), tostring(s.records_merged)))
-io.stderr:write(string.format("counts %s differ %s guessed %s\n", tostring(s.ir_counts_checked),
-                              tostring(s.ir_counts_differ), tostring(s.ir_counts_guessed)))
+io.stderr:write(string.format("starts %s\n", tostring(s.start_lines_recorded)))
+io.stderr:write(string.format("counts %s differ %s guessed %s direct %s\n",
+                              tostring(s.ir_counts_checked), tostring(s.ir_counts_differ),
+                              tostring(s.ir_counts_guessed), tostring(s.ir_probes_direct)))
 LUA
 check() { # label min_checked min_rows luajit-args...
     local label=$1 min=$2 min_rows=$3; shift 3
@@ -33,6 +36,13 @@ check() { # label min_checked min_rows luajit-args...
     [ "${differ:-x}" = 0 ] || fail "$label: $differ of $checked lines differ from funcinfo's"
     [ "${checked:-0}" -ge "$min" ] || fail "$label: only ${checked:-none} lines checked ($traces traces)"
     echo "$label: $checked bytecode lines, $traces traces: the frame's line is funcinfo's"
+    # a trace's start line not seen before comes from its first record (and is counted
+    # among those checked against funcinfo above)
+    local starts
+    read -r _ starts < <(grep '^starts ' "$T/$label.err") || true
+    [ "$label" != stress ] || [ "${starts:-0}" -gt 0 ] ||
+        fail "$label: no trace's start line came from its record ($traces traces)"
+    echo "$label: ${starts} start lines from the trace's first record"
     local rows rdiff records merged
     read -r _ rows _ rdiff _ records _ merged < <(grep '^rows ' "$T/$label.err") || true
     grep 'rows differ without' "$T/$label.err" | head -5
@@ -42,14 +52,22 @@ check() { # label min_checked min_rows luajit-args...
     echo "$label: $merged of $records records repeat the line before; $rows traces' rows the same without them"
     # each kept record's IR count, probed from the gap its span made when last recorded,
     # is the count probed one by one (stress.lua records the same code in many traces)
-    local counts cdiff guessed
-    read -r _ counts _ cdiff _ guessed < <(grep '^counts ' "$T/$label.err") || true
+    local counts cdiff guessed direct
+    read -r _ counts _ cdiff _ guessed _ direct < <(grep '^counts ' "$T/$label.err") || true
     grep 'from the gap guessed' "$T/$label.err" | head -5
     [ "${cdiff:-x}" = 0 ] || fail "$label: $cdiff of $counts IR counts differ where guessed"
     [ "${counts:-0}" -ge "$min" ] || fail "$label: only ${counts:-none} IR counts checked"
     [ "$label" != stress ] || [ "${guessed:-0}" -gt 0 ] ||
         fail "$label: no IR count started from a gap seen before ($counts counts)"
     echo "$label: $counts IR counts the same as probed one by one, $guessed from a gap seen before"
+    # those one by one went through lua_call, the others called traceir's C function
+    # straight, but where -jdump's own record handler gets the event's arguments after ours
+    if [ "$label" = jdump ]; then
+        [ "${direct:-x}" = 0 ] || fail "$label: $direct probes called traceir straight beside -jdump's handler"
+    else
+        [ "${direct:-0}" -gt 0 ] || fail "$label: no probe called traceir straight ($counts counts)"
+    fi
+    echo "$label: ${direct} probes called traceir's C function straight"
 }
 check stress 500 100 "$T/check.lua" "$R/bench/luajit/stress.lua" 100 2 2
 check hot 3 1 "$T/check.lua" hot.lua 2
@@ -57,4 +75,4 @@ check errors 3 1 "$T/check.lua" errors.lua
 check jdump 3 1 -jdump=b "$T/check.lua" hot.lua 2
 echo "ok: every recorded bytecode's line read from its frame is the one funcinfo gives, and"
 echo "    the records that repeat the line before them change no trace's rows, and an IR"
-echo "    count probed from the gap seen before is the count"
+echo "    count probed from the gap seen before is the count, traceir called straight or not"

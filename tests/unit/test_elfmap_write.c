@@ -525,6 +525,70 @@ static void rooms(void)
     jh_close(jh);
 }
 
+/* The text PT_LOAD's address in the image file at path (0: none). */
+static uint64_t text_load(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    CHECK(fd >= 0);
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[16];
+    uint64_t at = 0;
+    CHECK_EQ(pread(fd, &eh, sizeof eh, 0), (ssize_t)sizeof eh);
+    CHECK(eh.e_phnum <= 16);
+    CHECK_EQ(pread(fd, ph, eh.e_phnum * sizeof *ph, (off_t)eh.e_phoff),
+             (ssize_t)(eh.e_phnum * sizeof *ph));
+    for (int i = 0; i < eh.e_phnum && !at; i++)
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X))
+            at = ph[i].p_vaddr;
+    close(fd);
+    return at;
+}
+
+/*
+ * The text PT_LOAD starts at the lowest page of the window mapped from the file (perf and
+ * libdw take a file's lowest mapping for it): code in a second mapping of the JIT's, 14
+ * pages below the first in the same window, moves it down to that mapping (the lowest
+ * mapped page is looked for from the lowest byte of the window's bitmap that may hold
+ * one: mapping pages lowers it).
+ */
+static void load_start(void)
+{
+    jh_ctx *jh = NULL;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_ELFMAP, .dir = dir,
+                            .flags = JH_OPT_IGNORE_ENV, .engine = "write" };
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    size_t win = (size_t)1 << 20;
+    uint8_t *res = mmap(NULL, 2 * win, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                        -1, 0);
+    CHECK(res != MAP_FAILED);
+    uintptr_t base = ((uintptr_t)res + win - 1) & ~(uintptr_t)(win - 1);
+    uint8_t *hi = (uint8_t *)(base + win / 2), *lo = (uint8_t *)(base + win / 2 - 30 * pg);
+    uint8_t *areas[2] = { hi, lo };
+    uint64_t ids[2], at[2];
+    char path[512] = "";
+    for (int k = 0; k < 2; k++) {
+        uint8_t *p = mmap(areas[k], 16 * pg, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+        CHECK(p == areas[k]);
+        fp_function(p + 64, 128);
+        CHECK_EQ(mprotect(p, 16 * pg, PROT_READ | PROT_EXEC), 0);
+        struct jh_code c = { .sz = sizeof c, .name = k ? "low" : "high", .start = p + 64,
+                             .size = 128, .unwind = JH_UNWIND_FRAME_POINTER,
+                             .fp_push_end = FP_PUSH_END, .fp_set_end = FP_SET_END };
+        CHECK_EQ(jh_code_add(jh, &c, &ids[k]), 0);
+        CHECK(image_path(p + 64, path, sizeof path));
+        at[k] = text_load(path);
+    }
+    printf("text PT_LOAD at %#llx with code at %p, at %#llx with code at %p too\n",
+           (unsigned long long)at[0], (void *)hi, (unsigned long long)at[1], (void *)lo);
+    CHECK_EQ(at[0], (uint64_t)(uintptr_t)hi);
+    CHECK_EQ(at[1], (uint64_t)(uintptr_t)lo);
+    for (int k = 0; k < 2; k++)
+        CHECK_EQ(jh_code_remove(jh, ids[k]), 0);
+    jh_close(jh);
+    munmap(res, 2 * win);
+}
+
 int main(void)
 {
     pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -558,6 +622,7 @@ int main(void)
     }
     big();
     rooms();
+    load_start();
     fresh_files();
     free(fr);
     rm_tree(dir);
