@@ -162,15 +162,15 @@ static void class_unlink(struct gdb_state *st, struct img *im)
     st->cls_fns[c] -= im->n;
 }
 
-/* May an image's .text section cover [lo, hi)? Only if no live code is there, nor code
- * just removed from the image being rebuilt (img_rebuild). */
-static bool gap_empty(void *arg, uint64_t lo, uint64_t hi)
+/* May an image's .text section cover the gap between its functions a and b (live entries,
+ * so the first code at or above a's end is a's successor)? Only if no live code is there,
+ * nor code just removed from the image being rebuilt (img_rebuild). */
+static bool gap_empty(void *arg, const struct jh__func *a, const struct jh__func *b)
 {
     const struct gdb_state *st = arg;
-    if (lo < st->apart_hi && st->apart_lo < hi)
-        return false;
-    const struct jh__entry *e = jh__view_ceil(st->env, lo);
-    return !e || e->node.start >= hi;
+    uint64_t lo = a->start + a->size, hi = b->start;
+    const struct jh__entry *e = jh__view_next(st->env, JH__CONTAINER_OF(a, struct jh__entry, fn));
+    return !(lo < st->apart_hi && st->apart_lo < hi) && (!e || e->node.start >= hi);
 }
 
 /* The debugger's image of fns[0..n) (sorted by start). */
@@ -241,8 +241,8 @@ static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
     return 0;
 }
 
-/* Rebuild one image from its current functions and swap it in (or drop it when empty). */
-/* Rebuilt after losing a few functions, an image keeps their place out of its sections:
+/* Rebuild one image from its current functions and swap it in (or drop it when empty).
+ * Rebuilt after losing a few functions, an image keeps their place out of its sections:
  * what comes back there next (under jitherald run, the same function with its lines from
  * the jitdump, replacing the perf map's) then needs no second rebuild to split a section
  * spanning it (unjoin). Erlang: 620 such replacements, each rebuilding a full image twice.
@@ -513,7 +513,7 @@ static int gdb_flush(void *state)
  * is registered). p and n, e's neighbours, are consecutive in any image holding both. */
 static int unjoin(struct gdb_state *st, const struct jh__entry *e)
 {
-    const struct jh__entry *p = jh__view_floor(st->env, e->node.start - 1);
+    const struct jh__entry *p = jh__entry_of(jh__reg_prev(st->env->reg, &e->node));
     struct img *im = p ? SLOT(st, p) : NULL;
     if (!im)        /* (a batch's code: p is pending too, no need to look at n) */
         return 0;

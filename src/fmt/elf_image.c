@@ -123,7 +123,7 @@ static bool joins(const struct jh__elf_spec *s, const struct jh__func *a, const 
     uint64_t end = a->start + a->size;
     if (b->start == end)
         return true;
-    return b->start - end <= s->join_gap && s->join_ok && s->join_ok(s->join_arg, end, b->start);
+    return b->start - end <= s->join_gap && s->join_ok && s->join_ok(s->join_arg, a, b);
 }
 
 /* Runs of adjacent functions. Exact ranges matter: LLDB maps an address to the section
