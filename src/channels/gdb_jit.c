@@ -211,9 +211,10 @@ int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const
                         struct jh__elf_scratch *scratch, const uint64_t *fn_bid)
 {
     /* no program headers: neither debugger needs them (measured, see elf_image.h); symbols
-     * a debugger can break on */
+     * a debugger can break on; the core's entries, their CFI validated */
     struct jh__elf_spec spec = { .arch = JH__ARCH_HOST, .fns = fns, .nfns = n,
-                                 .flags = JH__ELF_NO_PHDRS | JH__ELF_SYMBOLS,
+                                 .flags = JH__ELF_NO_PHDRS | JH__ELF_SYMBOLS |
+                                          JH__ELF_CFI_CHECKED,
                                  .join_gap = JH__GDB_JOIN_GAP, .join_ok = join_ok,
                                  .join_arg = join_arg, .scratch = scratch, .fn_bid = fn_bid };
     struct jh__buf b = { .len = HEAD };     /* the image allocates HEAD + its size */

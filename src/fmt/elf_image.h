@@ -52,8 +52,10 @@ enum {
     JH__ELF_NO_DWARF = 1 << 0,   /* symbols (and .eh_frame) only */
     JH__ELF_NO_EH_FRAME = 1 << 1,/* no .eh_frame */
     JH__ELF_NO_PHDRS = 1 << 2,   /* NOBITS mode: no program headers */
-    JH__ELF_SYMBOLS = 1 << 3     /* .symtab names are the functions' symbols (what a
+    JH__ELF_SYMBOLS = 1 << 3,    /* .symtab names are the functions' symbols (what a
                                     debugger's `break` takes), not their display names */
+    JH__ELF_CFI_CHECKED = 1 << 4 /* the functions' CFI programs passed jh__cfi_validate
+                                    already (the core's entries): not read again */
 };
 
 /* What a builder of many images keeps from one to the next (the gdb channel: one per
