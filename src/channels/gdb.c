@@ -224,14 +224,17 @@ static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
     if (!im)
         return -ENOMEM;
     im->cls = -1;
-    jh__sort(fns, n, sizeof *fns, cmp_start);
+    size_t up = 1;
+    while (up < n && fns[up - 1]->node.start <= fns[up]->node.start)
+        up++;
+    if (up < n)
+        jh__sort(fns, n, sizeof *fns, cmp_start);
     int err = build(st, &im->pub, fns, n);
     if (err) {
         free(im);
         return err;
     }
-    im->fns = fns;
-    im->n = n;
+    im->fns = fns, im->n = n;
     for (size_t i = 0; i < n; i++)
         SLOT(st, fns[i]) = im;
     jh__gdb_publish(im->pub, drop, ndrop);
@@ -269,8 +272,7 @@ static int img_rebuild(struct gdb_state *st, struct img *im)
         im->dirty = false;
         st->ndirty--;
     }
-    im->ndead = 0;
-    im->dead_lo = im->dead_hi = 0;
+    im->ndead = 0, im->dead_lo = im->dead_hi = 0;
     if (!im->n) {
         class_unlink(st, im);
         img_free(st, im);
@@ -488,8 +490,7 @@ static int register_pending(struct gdb_state *st)
     if (err || !st->npending)
         return err;
     st->newest = im;
-    st->pending = NULL;
-    st->npending = st->pending_cap = 0;
+    st->pending = NULL, st->npending = st->pending_cap = 0;
     return maybe_merge(st, im->cls);
 }
 
@@ -680,8 +681,7 @@ static int gdb_open(const struct jh__chan_env *env, void **state)
     struct gdb_state *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
-    st->env = env;
-    st->cap = o->batch;
+    st->env = env, st->cap = o->batch;
     st->big_cap = st->cap * BIG_FANOUT < BIG_MAX ? st->cap * BIG_FANOUT : BIG_MAX;
     if (st->big_cap < 2 * st->cap)
         st->big_cap = 0;

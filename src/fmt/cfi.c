@@ -462,7 +462,10 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
     for (size_t i = 0; i < n; i++)
         if (fat(f, i)->unwind != JH_UNWIND_NONE)
             sorted[nf++] = fat(f, i);
-    if (nf > 1)
+    size_t up = 1;              /* (an image's come sorted: no call per pair to see it) */
+    while (up < nf && sorted[up - 1]->start <= sorted[up]->start)
+        up++;
+    if (up < nf)
         jh__sort(sorted, nf, sizeof *sorted, cmp_func);
     for (size_t i = 1; i < nf; i++)
         if (sorted[i]->start < sorted[i - 1]->start + sorted[i - 1]->size) {
