@@ -399,12 +399,10 @@ static bool unkept(jh_ctx *ctx, uint64_t *id)
     return true;
 }
 
-/* c (prepared) into the registry and every live channel; the context lock held. arena:
- * a batch's (jh_code_add_many), or NULL. */
-static int add_locked(jh_ctx *ctx, const struct jh_code *c, uint64_t *id,
-                      struct jh__entry_arena *arena)
+/* c (prepared) into the registry and every live channel; the context lock held. */
+static int add_locked(jh_ctx *ctx, const struct jh_code *c, uint64_t *id)
 {
-    struct jh__entry *e = jh__entry_new_in(&ctx->strings, c, arena);
+    struct jh__entry *e = jh__entry_new(&ctx->strings, c);
     if (!e)
         return -ENOMEM;
     e->node.id = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
@@ -449,7 +447,7 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
     const struct jh_code *c = prepare(ctx, code, &tmp, &cfi, why, sizeof why, &err);
     if (c && !unkept(ctx, id)) {
         jh__ctx_lock(ctx);
-        err = add_locked(ctx, c, id, NULL);
+        err = add_locked(ctx, c, id);
         jh__ctx_unlock(ctx);
     }
     jh__buf_free(&cfi);
@@ -473,7 +471,6 @@ int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_
         return -EINVAL;
     int added = 0;
     bool locked = false;
-    struct jh__entry_arena arena = { 0 };
     for (size_t i = 0; i < n; i++) {
         struct jh_code tmp;
         struct jh__buf cfi = { 0 };
@@ -489,7 +486,7 @@ int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_
             locked = true;
         }
         if (c && locked)
-            err = add_locked(ctx, c, id, &arena);
+            err = add_locked(ctx, c, id);
         if (cfi.p)                      /* (JH_UNWIND_EH_FRAME only) */
             jh__buf_free(&cfi);
         added += !err;
@@ -498,7 +495,6 @@ int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_
     }
     if (locked) {
         batch_hooks(ctx, false, "announcing code");
-        jh__entry_arena_end(&arena);
         jh__ctx_unlock(ctx);
     }
     return added;

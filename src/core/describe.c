@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -385,75 +384,14 @@ void jh__strings_free(struct jh__strings *s)
 
 /* ---- entries -------------------------------------------------------------------------- */
 /*
- * One allocation holds an entry and everything it copies from the JIT's description (name,
- * symbol, files, lines, unwind rules): one malloc and one free a function (a batch's: one
- * per 64 KiB of them, jh__entry_new_in), not up to ten
+ * One block holds an entry and everything it copies from the JIT's description (name,
+ * symbol, files, lines, unwind rules): one malloc and one free a function, not up to ten
  * (callgrind, a LuaJIT trace with every channel: ~1,900 instructions of malloc and free
  * went to an entry's pieces). Nothing of an entry changes after it is made but its start.
  */
-/* Before each entry, its block (NULL: an allocation of its own); a block's entries follow
- * its head. Both keep entries 16-byte aligned, as malloc's own. */
-#define ENTRY_HEAD JH__ENTRY_HEAD
-struct jh__entry_block {
-    _Atomic size_t refs;        /* its entries, and the arena carving from it */
-    size_t used, cap;
-};
-#define BLOCK_HEAD ((sizeof(struct jh__entry_block) + 15) / 16 * 16)
-#define BLOCK_SIZE ((size_t)64 << 10)
-
-static void block_put(struct jh__entry_block *b)
-{
-    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
-        free(b);
-}
-
 void jh__entry_free(struct jh__entry *e)
 {
-    if (!e)
-        return;
-    char *p = (char *)e - ENTRY_HEAD;
-    struct jh__entry_block *b;
-    memcpy(&b, p, sizeof b);
-    if (b)
-        block_put(b);
-    else
-        free(p);
-}
-
-void jh__entry_arena_end(struct jh__entry_arena *a)
-{
-    if (a->cur)
-        block_put(a->cur);
-    a->cur = NULL;
-}
-
-/* size bytes for an entry: from a's block when a is given and it fits one. */
-static void *entry_alloc(size_t size, struct jh__entry_arena *a)
-{
-    size_t need = ENTRY_HEAD + ((size + 15) & ~(size_t)15);
-    struct jh__entry_block *b = NULL;
-    char *p;
-    if (a && size < BLOCK_SIZE / 8) {
-        b = a->cur;
-        if (!b || b->cap - b->used < need) {
-            jh__entry_arena_end(a);
-            if ((b = malloc(BLOCK_HEAD + BLOCK_SIZE))) {
-                atomic_init(&b->refs, 1);
-                b->used = 0;
-                b->cap = BLOCK_SIZE;
-                a->cur = b;
-            }
-        }
-    }
-    if (b) {
-        p = (char *)b + BLOCK_HEAD + b->used;
-        b->used += need;
-        atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
-    } else if (!(p = malloc(ENTRY_HEAD + size))) {
-        return NULL;
-    }
-    memcpy(p, &b, sizeof b);
-    return p + ENTRY_HEAD;
+    free(e);
 }
 
 /* Room for count items of size bytes aligned to align, from *end: its offset in *at;
@@ -559,17 +497,11 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c, char *block,
 
 struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c)
 {
-    return jh__entry_new_in(s, c, NULL);
-}
-
-struct jh__entry *jh__entry_new_in(struct jh__strings *s, const struct jh_code *c,
-                                   struct jh__entry_arena *a)
-{
     struct entry_plan p;
     size_t size;
-    if (!plan_entry(c, &p, &size) || size > SIZE_MAX - 2 * ENTRY_HEAD)
+    if (!plan_entry(c, &p, &size))
         return NULL;
-    char *block = entry_alloc(size, a);
+    char *block = malloc(size);
     if (!block)
         return NULL;
     struct jh__entry *e = memset(block, 0, sizeof *e);

@@ -36,23 +36,8 @@ struct jh__strings {
 const char *jh__intern(struct jh__strings *s, const char *str);    /* NULL: -ENOMEM */
 void jh__strings_free(struct jh__strings *s);
 
-/* A new entry holding a copy of c (validated), or NULL on ENOMEM. Its allocation begins
- * JH__ENTRY_HEAD bytes before it (the block it was carved from, below, or NULL). */
-#define JH__ENTRY_HEAD 16
+/* A new entry holding a copy of c (validated), or NULL on ENOMEM. */
 struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c);
-/* Entries may be freed in any thread, in any order (jh_code_remove frees outside the lock). */
 void jh__entry_free(struct jh__entry *e);
-
-/* The entries of one batch (jh_code_add_many, under the context lock) carved from shared
- * blocks: one malloc per block, not per entry (node's 2,182 builtins: ~190 instructions
- * an entry). A block goes with the last of its entries: a batch's code freed but for a
- * few functions keeps their blocks (64 KiB each) alive. Zeroed before the batch, ended
- * after it. */
-struct jh__entry_arena {
-    struct jh__entry_block *cur;
-};
-struct jh__entry *jh__entry_new_in(struct jh__strings *s, const struct jh_code *c,
-                                   struct jh__entry_arena *a);
-void jh__entry_arena_end(struct jh__entry_arena *a);
 
 #endif

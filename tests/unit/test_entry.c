@@ -7,7 +7,6 @@
  */
 #include <malloc.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
@@ -18,8 +17,7 @@
 /* p..p+len lies in e's block (len 0: p is NULL or in it). */
 static int inside(const struct jh__entry *e, const void *p, size_t len)
 {
-    const char *base = (const char *)e - JH__ENTRY_HEAD;
-    uintptr_t lo = (uintptr_t)e, hi = (uintptr_t)base + malloc_usable_size((void *)base);
+    uintptr_t lo = (uintptr_t)e, hi = lo + malloc_usable_size((void *)e);
     if (!p)
         return len == 0;
     return (uintptr_t)p >= lo + sizeof *e && (uintptr_t)p + len <= hi;
@@ -184,34 +182,6 @@ static void check_func_packed(void)
         CHECK(sizeof f <= sum + 8);     /* ILP32: 64-bit fields may leave a hole or two */
 }
 
-/* A batch's entries share blocks (jh__entry_new_in): each keeps its own copy, whatever
- * was freed before it and in whatever order (ASan: no block freed while an entry of it
- * lives, none left behind). */
-static void check_arena(struct jh__strings *s)
-{
-    enum { N = 3000 };
-    static struct jh__entry *e[N];
-    static char names[N][24];
-    static const uint8_t cfi[] = { 0x41, 0x0e, 0x10 };
-    struct jh__entry_arena a = { 0 };
-    for (size_t i = 0; i < N; i++) {
-        snprintf(names[i], sizeof names[i], "batch_fn_%zu", i);
-        struct jh_code c = { .sz = sizeof c, .name = names[i],
-                             .start = (void *)(uintptr_t)(0x10000 + 64 * i), .size = 48,
-                             .unwind = JH_UNWIND_CFI, .cfi = cfi, .cfi_len = i % 3 + 1 };
-        CHECK((e[i] = jh__entry_new_in(s, &c, &a)) != NULL);
-        CHECK((uintptr_t)e[i] % 16 == 0);
-    }
-    jh__entry_arena_end(&a);
-    for (size_t k = 0; k < N; k++) {            /* scrambled: 7 is prime to N */
-        size_t i = k * 7 % N;
-        CHECK_STR(e[i]->fn.name, names[i]);
-        CHECK(e[i]->fn.start == 0x10000 + 64 * i && e[i]->fn.cfi_len == i % 3 + 1);
-        CHECK(!memcmp(e[i]->fn.cfi, cfi, e[i]->fn.cfi_len));
-        jh__entry_free(e[i]);
-    }
-}
-
 int main(void)
 {
     check_func_packed();
@@ -219,7 +189,6 @@ int main(void)
     check_frameless(&s);
     check_fp_and_cfi(&s);
     check_bid(&s);
-    check_arena(&s);
     jh__strings_free(&s);
     jh__entry_free(NULL);
     return check_done();
