@@ -62,17 +62,6 @@ static struct jh__node *balance(struct jh__node *e)
     return e;
 }
 
-static struct jh__node *insert(struct jh__node *t, struct jh__node *e)
-{
-    if (!t)
-        return e;
-    if (e->start < t->start)
-        t->left = insert(t->left, e);
-    else
-        t->right = insert(t->right, e);
-    return balance(t);
-}
-
 static struct jh__node *remove_min(struct jh__node *t, struct jh__node **min)
 {
     if (!t->left) {
@@ -123,20 +112,6 @@ struct jh__node *jh__reg_ceil(const struct jh__registry *r, uintptr_t addr)
     struct jh__node *t = r->root, *best = NULL;
     while (t) {
         if (t->start >= addr) {
-            best = t;
-            t = t->left;
-        } else {
-            t = t->right;
-        }
-    }
-    return best;
-}
-
-struct jh__node *jh__reg_next(const struct jh__registry *r, const struct jh__node *e)
-{
-    struct jh__node *t = r->root, *best = NULL;
-    while (t) {
-        if (t->start > e->start) {
             best = t;
             t = t->left;
         } else {
@@ -199,7 +174,8 @@ struct jh__node *jh__reg_by_id(const struct jh__registry *r, uint64_t id)
 /* AVL height <= 1.44 log2(n + 2): 64 levels is more nodes than memory holds. */
 #define MAX_DEPTH 64
 
-int jh__reg_insert(struct jh__registry *r, struct jh__node *e)
+/* e into the tree and the thread (its id aside). */
+static int tree_insert(struct jh__registry *r, struct jh__node *e)
 {
     /* One descent, not two (jh__reg_overlaps, then the insert): e's neighbours, the last
      * node starting at or below it and the first above, are on the path to its place, and
@@ -221,14 +197,45 @@ int jh__reg_insert(struct jh__registry *r, struct jh__node *e)
     if ((below && below->start + (below->size - 1) >= e->start) ||
         (above && above->start <= e->start + (e->size - 1)))
         return JH_EOVERLAP;
-    uint64_t chunk = e->id / JH__ID_CHUNK;
+    e->left = e->right = NULL;
+    e->height = 1;
+    *link = e;
+    e->prev = below;
+    e->next = above;
+    if (below)
+        below->next = e;
+    if (above)
+        above->prev = e;
+    while (d--) {
+        struct jh__node **l = path[d];
+        int h = (*l)->height;
+        *l = balance(*l);
+        if ((*l)->height == h)
+            break;              /* (after a rotation too: the height it had before) */
+    }
+    return 0;
+}
+
+static void unthread(struct jh__node *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    e->prev = e->next = NULL;
+}
+
+/* Its id's slot, allocated if need be: NULL when there is no memory for it. */
+static struct jh__node **id_slot_new(struct jh__registry *r, uint64_t id)
+{
+    uint64_t chunk = id / JH__ID_CHUNK;
     if (chunk >= r->idtab_chunks) {
         size_t n = r->idtab_chunks ? r->idtab_chunks : 16;
         while (n <= chunk)
             n *= 2;
         struct jh__node ***t = realloc(r->idtab, n * sizeof *t);
         if (!t)
-            return -ENOMEM;
+            return NULL;
         for (size_t i = r->idtab_chunks; i < n; i++)
             t[i] = NULL;
         r->idtab = t;
@@ -237,22 +244,26 @@ int jh__reg_insert(struct jh__registry *r, struct jh__node *e)
     if (!r->idtab[chunk]) {
         r->idtab[chunk] = calloc(JH__ID_CHUNK + 1, sizeof(struct jh__node *));
         if (!r->idtab[chunk])
-            return -ENOMEM;
+            return NULL;
+    }
+    return &r->idtab[chunk][id % JH__ID_CHUNK];
+}
+
+int jh__reg_insert(struct jh__registry *r, struct jh__node *e)
+{
+    int err = tree_insert(r, e);
+    if (err)
+        return err;
+    struct jh__node **slot = id_slot_new(r, e->id);
+    if (!slot) {
+        r->root = erase(r->root, e);
+        unthread(e);
+        return -ENOMEM;
     }
     /* The extra slot at the end of each chunk counts its live entries. */
-    r->idtab[chunk][e->id % JH__ID_CHUNK] = e;
-    r->idtab[chunk][JH__ID_CHUNK] =
-        (struct jh__node *)((uintptr_t)r->idtab[chunk][JH__ID_CHUNK] + 1);
-    e->left = e->right = NULL;
-    e->height = 1;
-    *link = e;
-    while (d--) {
-        struct jh__node **l = path[d];
-        int h = (*l)->height;
-        *l = balance(*l);
-        if ((*l)->height == h)
-            break;              /* (after a rotation too: the height it had before) */
-    }
+    struct jh__node **c = r->idtab[e->id / JH__ID_CHUNK];
+    *slot = e;
+    c[JH__ID_CHUNK] = (struct jh__node *)((uintptr_t)c[JH__ID_CHUNK] + 1);
     r->count++;
     return 0;
 }
@@ -260,6 +271,7 @@ int jh__reg_insert(struct jh__registry *r, struct jh__node *e)
 void jh__reg_erase(struct jh__registry *r, struct jh__node *e)
 {
     r->root = erase(r->root, e);
+    unthread(e);
     r->count--;
     uint64_t chunk = e->id / JH__ID_CHUNK;
     struct jh__node **c = r->idtab[chunk];
@@ -276,10 +288,9 @@ void jh__reg_erase(struct jh__registry *r, struct jh__node *e)
 void jh__reg_rekey(struct jh__registry *r, struct jh__node *e, uintptr_t new_start)
 {
     r->root = erase(r->root, e);
+    unthread(e);
     e->start = new_start;
-    e->left = e->right = NULL;
-    e->height = 1;
-    r->root = insert(r->root, e);
+    tree_insert(r, e);          /* (no overlap: checked; nor too deep: it was in the tree) */
 }
 
 void jh__reg_fini(struct jh__registry *r)

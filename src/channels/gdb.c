@@ -162,15 +162,15 @@ static void class_unlink(struct gdb_state *st, struct img *im)
     st->cls_fns[c] -= im->n;
 }
 
-/* May an image's .text section cover [lo, hi)? Only if no live code is there, nor code
- * just removed from the image being rebuilt (img_rebuild). */
-static bool gap_empty(void *arg, uint64_t lo, uint64_t hi)
+/* May an image's .text section cover the gap between its functions a and b (live entries,
+ * so the first code at or above a's end is a's successor)? Only if no live code is there,
+ * nor code just removed from the image being rebuilt (img_rebuild). */
+static bool gap_empty(void *arg, const struct jh__func *a, const struct jh__func *b)
 {
     const struct gdb_state *st = arg;
-    if (lo < st->apart_hi && st->apart_lo < hi)
-        return false;
-    const struct jh__entry *e = jh__view_ceil(st->env, lo);
-    return !e || e->node.start >= hi;
+    uint64_t lo = a->start + a->size, hi = b->start;
+    const struct jh__entry *e = jh__view_next(st->env, JH__CONTAINER_OF(a, struct jh__entry, fn));
+    return !(lo < st->apart_hi && st->apart_lo < hi) && (!e || e->node.start >= hi);
 }
 
 /* The debugger's image of fns[0..n) (sorted by start). */
@@ -224,14 +224,17 @@ static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
     if (!im)
         return -ENOMEM;
     im->cls = -1;
-    jh__sort(fns, n, sizeof *fns, cmp_start);
+    size_t up = 1;
+    while (up < n && fns[up - 1]->node.start <= fns[up]->node.start)
+        up++;
+    if (up < n)
+        jh__sort(fns, n, sizeof *fns, cmp_start);
     int err = build(st, &im->pub, fns, n);
     if (err) {
         free(im);
         return err;
     }
-    im->fns = fns;
-    im->n = n;
+    im->fns = fns, im->n = n;
     for (size_t i = 0; i < n; i++)
         SLOT(st, fns[i]) = im;
     jh__gdb_publish(im->pub, drop, ndrop);
@@ -241,8 +244,8 @@ static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
     return 0;
 }
 
-/* Rebuild one image from its current functions and swap it in (or drop it when empty). */
-/* Rebuilt after losing a few functions, an image keeps their place out of its sections:
+/* Rebuild one image from its current functions and swap it in (or drop it when empty).
+ * Rebuilt after losing a few functions, an image keeps their place out of its sections:
  * what comes back there next (under jitherald run, the same function with its lines from
  * the jitdump, replacing the perf map's) then needs no second rebuild to split a section
  * spanning it (unjoin). Erlang: 620 such replacements, each rebuilding a full image twice.
@@ -269,8 +272,7 @@ static int img_rebuild(struct gdb_state *st, struct img *im)
         im->dirty = false;
         st->ndirty--;
     }
-    im->ndead = 0;
-    im->dead_lo = im->dead_hi = 0;
+    im->ndead = 0, im->dead_lo = im->dead_hi = 0;
     if (!im->n) {
         class_unlink(st, im);
         img_free(st, im);
@@ -488,8 +490,7 @@ static int register_pending(struct gdb_state *st)
     if (err || !st->npending)
         return err;
     st->newest = im;
-    st->pending = NULL;
-    st->npending = st->pending_cap = 0;
+    st->pending = NULL, st->npending = st->pending_cap = 0;
     return maybe_merge(st, im->cls);
 }
 
@@ -513,7 +514,7 @@ static int gdb_flush(void *state)
  * is registered). p and n, e's neighbours, are consecutive in any image holding both. */
 static int unjoin(struct gdb_state *st, const struct jh__entry *e)
 {
-    const struct jh__entry *p = jh__view_floor(st->env, e->node.start - 1);
+    const struct jh__entry *p = jh__entry_of(jh__reg_prev(st->env->reg, &e->node));
     struct img *im = p ? SLOT(st, p) : NULL;
     if (!im)        /* (a batch's code: p is pending too, no need to look at n) */
         return 0;
@@ -680,8 +681,7 @@ static int gdb_open(const struct jh__chan_env *env, void **state)
     struct gdb_state *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
-    st->env = env;
-    st->cap = o->batch;
+    st->env = env, st->cap = o->batch;
     st->big_cap = st->cap * BIG_FANOUT < BIG_MAX ? st->cap * BIG_FANOUT : BIG_MAX;
     if (st->big_cap < 2 * st->cap)
         st->big_cap = 0;

@@ -207,13 +207,14 @@ void jh__gdb_image_free(struct jh__gdb_image *im)
 #define HEAD ((sizeof(struct jh__gdb_image) + 7) / 8 * 8)
 
 int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
-                        bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg,
+                        bool (*join_ok)(void *arg, const struct jh__func *a, const struct jh__func *b), void *join_arg,
                         struct jh__elf_scratch *scratch, const uint64_t *fn_bid)
 {
     /* no program headers: neither debugger needs them (measured, see elf_image.h); symbols
-     * a debugger can break on */
+     * a debugger can break on; the core's entries, their CFI validated */
     struct jh__elf_spec spec = { .arch = JH__ARCH_HOST, .fns = fns, .nfns = n,
-                                 .flags = JH__ELF_NO_PHDRS | JH__ELF_SYMBOLS,
+                                 .flags = JH__ELF_NO_PHDRS | JH__ELF_SYMBOLS |
+                                          JH__ELF_CFI_CHECKED,
                                  .join_gap = JH__GDB_JOIN_GAP, .join_ok = join_ok,
                                  .join_arg = join_arg, .scratch = scratch, .fn_bid = fn_bid };
     struct jh__buf b = { .len = HEAD };     /* the image allocates HEAD + its size */

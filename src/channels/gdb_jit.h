@@ -62,7 +62,7 @@ struct jh__gdb_image {
  * function grew with their number (8,000 page-apart functions: 2.8 ms each, 0.64 ms now). */
 #define JH__GDB_JOIN_GAP 65536
 int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
-                        bool (*join_ok)(void *arg, uint64_t lo, uint64_t hi), void *join_arg,
+                        bool (*join_ok)(void *arg, const struct jh__func *a, const struct jh__func *b), void *join_arg,
                         struct jh__elf_scratch *scratch, const uint64_t *fn_bid);
 void jh__gdb_image_free(struct jh__gdb_image *im);
 

@@ -164,12 +164,18 @@ static bool memo_same(const struct uw_memo *m, const struct jh__func *f, const u
  * its hash (FNV-1a of what the run depends on but start and size) picks; NULL for a
  * description the memo does not keep. *same: the slot holds f's shape. */
 #define MEMO_WAYS 4
+static struct uw_memo *memo_last;   /* the slot last found: a batch's functions run in shapes */
+
 static struct uw_memo *memo_slot(const struct jh__func *f, uint8_t key[64], size_t *len,
                                  bool *same)
 {
     *same = false;
     if (!memo_key(f, key, len))
         return NULL;
+    if (memo_last && memo_same(memo_last, f, key, *len)) {
+        *same = true;
+        return memo_last;
+    }
     uint64_t h = 14695981039346656037u ^ f->personality ^ (f->lsda << 1) ^ f->ra_key ^
                  (uint64_t)f->unwind << 40;
     for (size_t i = 0; i < *len; i++)
@@ -179,7 +185,7 @@ static struct uw_memo *memo_slot(const struct jh__func *f, uint8_t key[64], size
     for (size_t i = at; i < at + MEMO_WAYS; i++) {
         if (memo_same(&memo[i], f, key, *len)) {
             *same = true;
-            return &memo[i];
+            return memo_last = &memo[i];
         }
         if (!memo[i].run && !free_one)
             free_one = &memo[i];
@@ -187,7 +193,19 @@ static struct uw_memo *memo_slot(const struct jh__func *f, uint8_t key[64], size
     return free_one ? free_one : &memo[at];
 }
 
-int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
+/* n more bytes at the end of b: where they go, or NULL (-ENOMEM). */
+static uint8_t *take(struct jh__buf *b, size_t n)
+{
+    if (jh__buf_room(b, n))
+        return NULL;
+    b->len += n;
+    return b->p + b->len - n;
+}
+
+/* f encoded into u, from the memo when it can be. fdes NULL: u->run is f's own run
+ * (malloc'd). Else f's FDE alone is appended to fdes, u->fde_off its offset there and
+ * u->run NULL: a batch's functions then take one allocation together (add_held). */
+static int fn_encode(struct uw_fn *u, const struct jh__func *f, struct jh__buf *fdes)
 {
     if (f->unwind == JH_UNWIND_NONE)    /* no FDE: what the encoder says for it, sooner */
         return f->size && f->start + (f->size - 1) >= f->start ? 0 : -EINVAL;
@@ -196,35 +214,63 @@ int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
     size_t key_len = 0;
     struct uw_memo *m = memo_slot(f, key, &key_len, &same);
     if (same && f->size >= m->min_size && f->start + (f->size - 1) >= f->start) {
-        uint8_t *run = malloc(m->run_len);
+        uint8_t *run = fdes ? take(fdes, m->fde_len) : malloc(m->run_len);
         if (!run)
             return -ENOMEM;
-        memcpy(run, m->run, m->run_len);
+        if (fdes)
+            memcpy(run, m->run + m->fde_off, m->fde_len);
+        else
+            memcpy(run, m->run, m->run_len);
+        u->fde_off = fdes ? (uint32_t)(run - fdes->p) : m->fde_off;
         uint64_t begin = f->start, range = f->size;
-        memcpy(run + m->fde_off + 8, &begin, 8);
-        memcpy(run + m->fde_off + 16, &range, 8);
-        u->run = run, u->run_len = m->run_len;
-        u->fde_off = m->fde_off, u->fde_len = m->fde_len, u->cie = m->cie;
+        uint8_t *fde = fdes ? run : run + m->fde_off;
+        memcpy(fde + 8, &begin, 8);
+        memcpy(fde + 16, &range, 8);
+        u->run = fdes ? NULL : run, u->run_len = fdes ? 0 : m->run_len;
+        u->fde_len = m->fde_len, u->cie = m->cie;
         jh__uw.reused++;
         return 1;
     }
     int n = encode(u, f);
-    if (n != 1 || !m)
-        return n;
-    if (same) {                 /* the same bytes, valid down to this size too */
-        m->min_size = f->size;
-        return n;
+    if (n == 1 && m && same) {
+        m->min_size = f->size;      /* the same bytes, valid down to this size too */
+    } else if (n == 1 && m) {
+        uint8_t *run = realloc(m->run, u->run_len);
+        if (run) {                  /* (no memo: nothing lost but time) */
+            memcpy(run, u->run, u->run_len);
+            memcpy(m->key, key, key_len);
+            m->run = run, m->kind = (int)f->unwind, m->key_len = key_len;
+            m->personality = f->personality, m->lsda = f->lsda;
+            m->min_size = f->size, m->ra_key = f->ra_key, m->cie = u->cie;
+            m->run_len = u->run_len, m->fde_off = u->fde_off, m->fde_len = u->fde_len;
+        }
     }
-    uint8_t *run = realloc(m->run, u->run_len);
-    if (!run)
-        return n;               /* no memo: nothing lost but time */
-    memcpy(run, u->run, u->run_len);
-    memcpy(m->key, key, key_len);
-    m->run = run, m->kind = (int)f->unwind, m->key_len = key_len;
-    m->personality = f->personality, m->lsda = f->lsda;
-    m->min_size = f->size, m->ra_key = f->ra_key, m->cie = u->cie, m->run_len = u->run_len;
-    m->fde_off = u->fde_off, m->fde_len = u->fde_len;
+    if (n == 1 && fdes) {
+        uint8_t *to = take(fdes, u->fde_len);
+        if (to)
+            memcpy(to, u->run + u->fde_off, u->fde_len);
+        free(u->run);
+        u->run = NULL, u->run_len = 0;
+        u->fde_off = to ? (uint32_t)(to - fdes->p) : 0;
+        if (!to)
+            return -ENOMEM;
+    }
     return n;
+}
+
+int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f)
+{
+    return fn_encode(u, f, NULL);
+}
+
+void jh__uw_fn_free(struct uw_fn *u)
+{
+    if (!u->block) {
+        free(u->run);
+        free(u);
+    } else if (!--u->block->refs) {
+        free(u->block);
+    }
 }
 
 static void fn_unregister(struct uw_fn *u)
@@ -257,14 +303,13 @@ static int fn_remove(struct uw_fn *u)
     if (u->next)
         u->next->prev = u->prev;
     jh__uw.live--;
-    if (per_function()) {
+    if (per_function() && !u->block) {     /* (a block's: grouped only, add_held) */
         fn_unregister(u);
         jh__uw_retire(u->run, false);
         u->run = NULL;
     }
     if (!u->seg) {
-        free(u->run);
-        free(u);
+        jh__uw_fn_free(u);
         return 0;
     }
     return jh__uw_group_remove(u);  /* a dead function keeps its FDE bytes: see group_add */
@@ -348,25 +393,41 @@ static void own(struct uw_ctx *c, struct uw_fn *u, struct jh__entry *e)
 static int add_held(struct uw_ctx *c)
 {
     size_t n = c->nheld, k = 0;
-    struct uw_fn **fn = n ? calloc(n, sizeof *fn) : NULL;
-    size_t *idx = n ? calloc(n, sizeof *idx) : NULL;
+    struct uw_fn **fn = n ? malloc(n * sizeof *fn) : NULL;
+    size_t *idx = n ? malloc(n * sizeof *idx) : NULL;
+    struct uw_fn *tmp = n ? realloc(c->tmp, n * sizeof *tmp) : NULL;
     int err = 0;
-    if (fn && idx) {
+    if (tmp)
+        c->tmp = tmp;
+    if (fn && idx && tmp) {
         jh__lock(&jh__uw_lock);
+        /* each FDE into c->fdes, then the functions and their FDEs into one block */
+        c->fdes.len = 0;
+        c->fdes.err = 0;
         for (size_t i = 0; i < n; i++) {
             const struct jh__entry *e = c->held[i];
-            struct uw_fn *u = calloc(1, sizeof *u);
+            struct uw_fn *u = &tmp[k];
             struct uw_host host;
-            if (!u)
-                break;
-            u->start = e->node.start;
-            u->end = e->node.start + e->node.size;
-            if (jh__uw_fn_encode(u, &e->fn) == 1 && !jh__uw_host_of(u, e->fn.personality, &host)) {
-                idx[k] = i, fn[k++] = u;
-            } else {
-                free(u->run);
-                free(u);
+            *u = (struct uw_fn){ .start = e->node.start, .end = e->node.start + e->node.size };
+            if (fn_encode(u, &e->fn, &c->fdes) == 1 && !jh__uw_host_of(u, e->fn.personality, &host))
+                idx[k++] = i;
+        }
+        size_t head = (sizeof(struct uw_block) + _Alignof(struct uw_fn) - 1) /
+                      _Alignof(struct uw_fn) * _Alignof(struct uw_fn);
+        struct uw_block *blk = k ? malloc(head + k * sizeof *tmp + c->fdes.len) : NULL;
+        if (blk) {
+            struct uw_fn *us = (struct uw_fn *)(void *)((char *)blk + head);
+            uint8_t *bytes = (uint8_t *)(us + k);
+            memcpy(bytes, c->fdes.p, c->fdes.len);
+            blk->refs = k;
+            for (size_t j = 0; j < k; j++) {
+                us[j] = tmp[j];
+                us[j].run = bytes;
+                us[j].block = blk;
+                fn[j] = &us[j];
             }
+        } else {
+            k = 0;              /* one at a time below (or nothing to group) */
         }
         /* left to the unwind info already there: one at a time below, which says so (all
          * of them when there is no memory to ask) */
@@ -375,12 +436,10 @@ static int add_held(struct uw_ctx *c)
         if (shadowed)
             jh__uw_shadows_many(fn, k, shadowed);
         for (size_t j = 0; j < k; j++) {
-            if (shadowed && !shadowed[j]) {
+            if (shadowed && !shadowed[j])
                 idx[kept] = idx[j], fn[kept++] = fn[j];
-            } else {
-                free(fn[j]->run);
-                free(fn[j]);
-            }
+            else
+                jh__uw_fn_free(fn[j]);
         }
         free(shadowed);
         k = kept;
@@ -390,8 +449,7 @@ static int add_held(struct uw_ctx *c)
                 own(c, fn[j], c->held[idx[j]]);
                 c->held[idx[j]] = NULL;
             } else {                    /* one at a time after all, below */
-                free(fn[j]->run);
-                free(fn[j]);
+                jh__uw_fn_free(fn[j]);
             }
         }
         err = rc < 0 ? rc : 0;
@@ -523,6 +581,8 @@ static void unwind_close(void *state)
     jh__uw_sweep();
     jh__unlock(&jh__uw_lock);
     free(c->held);
+    free(c->tmp);
+    jh__buf_free(&c->fdes);
     free(c);
 }
 

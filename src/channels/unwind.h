@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/lock.h"
 #include "channels/channel.h"
 #include "channels/unwind_stats.h"
@@ -52,16 +53,25 @@ struct uw_chunk {
 #define CHUNK_SIZE ((size_t)4 << 20)
 #define NCHUNK 8
 
+/* A batch's functions and their FDE bytes in one allocation (unwind.c: add_held), freed
+ * with the last of them: node's 2,182 builtins were two allocations each (a fifth of the
+ * unwind channel's batch, issue 30). */
+struct uw_block {
+    size_t refs;
+};
+
 /* One function with an FDE. */
 struct uw_fn {
     uintptr_t start, end;
-    uint8_t *run;               /* CIE + FDE + terminator from the CFI encoder; NULL once dead */
+    uint8_t *run;               /* CIE + FDE + terminator from the CFI encoder; NULL once dead
+                                   (in a block: the block's FDE bytes, run_len 0) */
     uint32_t run_len, fde_off, fde_len;
     uint32_t cie;               /* its CIE: index into jh__uw.cies */
     bool dead;
     bool filler;                /* a hosted run's gap (unwind_host.c): never in a seg; its
                                    FDE a template whose range img_build writes in */
     struct uw_seg *seg;         /* NULL when runs are not grouped */
+    struct uw_block *block;     /* u and its FDE live in this batch's block: jh__uw_fn_free */
     struct uw_ctx *owner;
     struct uw_fn *prev, *next;  /* owner's live functions */
 };
@@ -117,6 +127,8 @@ struct uw_ctx {
     bool batching;              /* inside a batch (jh_code_add_many): adds are held */
     struct jh__entry **held;    /* the batch's entries, grouped at its end */
     size_t nheld, capheld;
+    struct uw_fn *tmp;          /* add_held's scratch: the held functions, then into a block */
+    struct jh__buf fdes;        /* and their FDEs */
 };
 
 struct uw_retired {
@@ -180,6 +192,7 @@ static inline bool per_function(void) { return jh__uw.mode == JH__UW_PERFN || jh
 
 /* unwind.c */
 int jh__uw_fn_encode(struct uw_fn *u, const struct jh__func *f);
+void jh__uw_fn_free(struct uw_fn *u);       /* u and its FDE bytes */
 /* unwind_detect.c */
 void jh__uw_detect(void);
 const char *jh__uw_mode_name(int mode);

@@ -108,10 +108,8 @@ size_t jh__uw_seg_upper(uintptr_t addr)         /* first run ending after addr *
 static void seg_free(struct uw_seg *s)
 {
     for (size_t i = 0; i < s->n; i++)
-        if (s->fn[i]->dead) {
-            free(s->fn[i]->run);
-            free(s->fn[i]);
-        }
+        if (s->fn[i]->dead)
+            jh__uw_fn_free(s->fn[i]);
     free(s->fn);
     free(s);
 }
@@ -403,8 +401,7 @@ int jh__uw_group_add(struct uw_fn *u, const struct uw_host *h)
             u->seg = s;
             s->ndead--;
             jh__uw.dead--;
-            free(d->run);
-            free(d);
+            jh__uw_fn_free(d);
             return 0;
         }
     }

@@ -64,6 +64,7 @@ struct obj_table {
     bool usable;                /* read as libgcc reads it: else ask libgcc */
     const uint8_t *cie;         /* the last CIE read, and its FDEs' encoding */
     uint8_t fde_enc;
+    uintptr_t gap_lo, gap_hi;   /* a stretch the table covers with no FDE, found last */
 };
 
 #define PE_udata4  0x03
@@ -124,8 +125,10 @@ static int table_covers(struct obj_table *t, uintptr_t pc)
     size_t lo = t->at, hi = t->n;
     if (lo && pc < t->base + (uintptr_t)(intptr_t)t->tab[2 * lo])
         lo = 0;                 /* (not ascending after all) */
-    if (pc < t->base + (uintptr_t)(intptr_t)t->tab[2 * lo])
+    if (pc < t->base + (uintptr_t)(intptr_t)t->tab[2 * lo]) {
+        t->gap_lo = t->lo, t->gap_hi = t->base + (uintptr_t)(intptr_t)t->tab[0];
         return 0;
+    }
     /* galloping from where the last pc was: the next is near (node's builtins lie in a
      * stretch of its text with no FDE at all: one step) */
     for (size_t step = 1; lo + step < hi; step *= 2) {
@@ -161,7 +164,12 @@ static int table_covers(struct obj_table *t, uintptr_t pc)
     if (!sz || 8 + 2 * sz > 4 + (size_t)len)
         return -1;
     uintptr_t range = (uintptr_t)enc_read(f + 8 + sz, t->fde_enc);
-    return pc < begin + range;
+    if (pc < begin + range)
+        return 1;
+    /* up to the next entry's start every pc finds this same FDE, which ends below it */
+    t->gap_lo = begin + range;
+    t->gap_hi = hi < t->n ? t->base + (uintptr_t)(intptr_t)t->tab[2 * hi] : t->hi;
+    return 0;
 }
 
 /* pc_shadowed(pc), t kept on the object around pc. */
@@ -171,6 +179,8 @@ static bool walk_shadowed(struct obj_table *t, bool *have, uintptr_t pc)
         return pc_shadowed(pc);
     if (!*have || pc < t->lo || pc >= t->hi)
         *have = table_of(pc, t);
+    else if (pc >= t->gap_lo && pc < t->gap_hi)
+        return false;           /* (table_covers would say 0: node's builtins, all but one) */
     int in = *have && t->usable ? table_covers(t, pc) : -1;
     return in ? pc_shadowed(pc) : false;
 }

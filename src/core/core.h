@@ -19,6 +19,8 @@
 struct jh_ctx {
     struct jh__lock lock;       /* every hook runs under it */
     _Atomic unsigned live;      /* channel bits live now; read without the lock */
+    unsigned add_live, add_slots;   /* add_locked's: the slots whose add hook a value of live
+                                       calls (bit i: slot i), for the last value seen; lock */
     struct {
         const struct jh__channel_ops *ops;
         void *state;            /* non-NULL while open (a failed lock-free channel's state

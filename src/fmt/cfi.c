@@ -133,7 +133,7 @@ static bool frameless_ok(const struct jh__arch *a, const struct jh__func *f)
     return true;
 }
 
-static int func_ok(const struct jh__arch *a, const struct jh__func *f)
+static int func_ok_checked(const struct jh__arch *a, const struct jh__func *f, bool cfi_checked)
 {
     if (f->size == 0 || f->start + (f->size - 1) < f->start)
         return 0;
@@ -143,13 +143,18 @@ static int func_ok(const struct jh__arch *a, const struct jh__func *f)
     case JH_UNWIND_FRAME_POINTER:
         return frame_pointer_ok(f);
     case JH_UNWIND_CFI:
-        return f->cfi_len > 0 && jh__cfi_validate(f->cfi, f->cfi_len, f->size) == 0;
+        return f->cfi_len > 0 && (cfi_checked || jh__cfi_validate(f->cfi, f->cfi_len, f->size) == 0);
     case JH_UNWIND_FRAMELESS:
         return frameless_ok(a, f);
     case JH_UNWIND_EH_FRAME:            /* lowered by the core: never in a jh__func */
         break;
     }
     return 0;
+}
+
+static int func_ok(const struct jh__arch *a, const struct jh__func *f)
+{
+    return func_ok_checked(a, f, false);
 }
 
 /*
@@ -441,7 +446,7 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
     if (!b || !o || !opts_ok(o) || (n && !f.arr && !f.ptrs))
         return -EINVAL;
     for (size_t i = 0; i < n; i++)
-        if (!fat(f, i) || !func_ok(arch_or_host(o->arch), fat(f, i)))
+        if (!fat(f, i) || !func_ok_checked(arch_or_host(o->arch), fat(f, i), o->cfi_checked))
             return -EINVAL;
     size_t want = o->size;
     if (want && jh__buf_reserve(b, want))
@@ -457,7 +462,10 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
     for (size_t i = 0; i < n; i++)
         if (fat(f, i)->unwind != JH_UNWIND_NONE)
             sorted[nf++] = fat(f, i);
-    if (nf > 1)
+    size_t up = 1;              /* (an image's come sorted: no call per pair to see it) */
+    while (up < nf && sorted[up - 1]->start <= sorted[up]->start)
+        up++;
+    if (up < nf)
         jh__sort(sorted, nf, sizeof *sorted, cmp_func);
     for (size_t i = 1; i < nf; i++)
         if (sorted[i]->start < sorted[i - 1]->start + sorted[i - 1]->size) {

@@ -81,6 +81,10 @@ struct jh__cfi_opts {
      * asked first (elf_image.c lays sections out before writing them); 0: the encoder
      * makes that dry run itself. Either way it checks its output against it. */
     size_t size;
+    /* JH_UNWIND_CFI programs passed jh__cfi_validate for their sizes already (the core's
+     * entries, jh__code_validate): not checked again (half of a gdb image's .eh_frame
+     * checks, issue 30). */
+    bool cfi_checked;
 };
 
 /* Where one FDE of a run is: code from pc (size bytes) is described by the FDE at byte

@@ -640,7 +640,11 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
         *z = t;
     }
     jh__sort(items, ni, sizeof *items, cmp_item);
-    jh__sort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
+    size_t up = 1;              /* (an image's come sorted: no call per pair to see it) */
+    while (up < nnamed && items[n - nnamed + up - 1].e->start <= items[n - nnamed + up].e->start)
+        up++;
+    if (up < nnamed)            /* (nameless items: file NULL, cmp_item orders by start) */
+        jh__sort(items + n - nnamed, nnamed, sizeof *items, cmp_item);
 
     if ((err = jh__dwarf_begin(d, o)))
         goto out;

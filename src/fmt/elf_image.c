@@ -123,7 +123,7 @@ static bool joins(const struct jh__elf_spec *s, const struct jh__func *a, const 
     uint64_t end = a->start + a->size;
     if (b->start == end)
         return true;
-    return b->start - end <= s->join_gap && s->join_ok && s->join_ok(s->join_arg, end, b->start);
+    return b->start - end <= s->join_gap && s->join_ok && s->join_ok(s->join_arg, a, b);
 }
 
 /* Runs of adjacent functions. Exact ranges matter: LLDB maps an address to the section
@@ -209,7 +209,8 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     }
 
     const struct jh__arch *arch = s->arch ? s->arch : JH__ARCH_HOST;
-    struct jh__cfi_opts copts = { .arch = arch, .ptr = copy ? JH__CFI_PCREL : JH__CFI_ABS };
+    struct jh__cfi_opts copts = { .arch = arch, .ptr = copy ? JH__CFI_PCREL : JH__CFI_ABS,
+                                  .cfi_checked = s->flags & JH__ELF_CFI_CHECKED };
     bool want_eh = !(s->flags & JH__ELF_NO_EH_FRAME) && (!copy || s->rw_addr) && s->nfns;
     if (want_eh) {
         size_t with_unwind = 0;

@@ -52,8 +52,10 @@ enum {
     JH__ELF_NO_DWARF = 1 << 0,   /* symbols (and .eh_frame) only */
     JH__ELF_NO_EH_FRAME = 1 << 1,/* no .eh_frame */
     JH__ELF_NO_PHDRS = 1 << 2,   /* NOBITS mode: no program headers */
-    JH__ELF_SYMBOLS = 1 << 3     /* .symtab names are the functions' symbols (what a
+    JH__ELF_SYMBOLS = 1 << 3,    /* .symtab names are the functions' symbols (what a
                                     debugger's `break` takes), not their display names */
+    JH__ELF_CFI_CHECKED = 1 << 4 /* the functions' CFI programs passed jh__cfi_validate
+                                    already (the core's entries): not read again */
 };
 
 /* What a builder of many images keeps from one to the next (the gdb channel: one per
@@ -88,14 +90,14 @@ struct jh__elf_spec {
      * .eh_frame. 0: no rw segment and no .eh_frame. */
     uint64_t rw_addr;
     /* NOBITS auto mode: two functions of fns separated by a gap of at most join_gap bytes
-     * share one .text section when join_ok(join_arg, gap_lo, gap_hi) says no other code
-     * lies in [gap_lo, gap_hi). A section per run of functions that are not adjacent made
+     * share one .text section when join_ok(join_arg, a, b) says no other code lies in the
+     * gap between a and b, [a->start + a->size, b->start). A section per run of functions that are not adjacent made
      * gdb quadratic for aligned functions (one section per function); but a section must
      * never cover another image's code (LLDB gives an address to the section with the
      * greatest start below it, GDB to any section that contains it). 0/NULL: adjacent
      * functions only. */
     uint64_t join_gap;
-    bool (*join_ok)(void *arg, uint64_t gap_lo, uint64_t gap_hi);
+    bool (*join_ok)(void *arg, const struct jh__func *a, const struct jh__func *b);
     void *join_arg;
     uint16_t e_type;            /* ET_DYN (0: default) or ET_EXEC */
     unsigned flags;             /* JH__ELF_NO_* */

@@ -355,6 +355,15 @@ static void test_errors(void)
     CHECK_EQ(jh__cfi_validate(leb, sizeof leb, 16), -EINVAL);
     bad = f; bad.unwind = JH_UNWIND_CFI; bad.cfi = far; bad.cfi_len = sizeof far;
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, &bad, 1, NULL), -EINVAL);
+    /* a caller that checked its programs (the gdb channel: the core's entries) is taken at
+     * its word, the program copied as it is; the other checks stay */
+    struct jh__cfi_opts checked = o;
+    checked.cfi_checked = true;
+    size_t at = b.len;
+    CHECK_EQ(jh__cfi_eh_frame(&b, &checked, &bad, 1, NULL), 1);
+    CHECK(b.len > at && memmem(b.p + at, b.len - at, far, sizeof far) != NULL);
+    bad.cfi_len = 0;
+    CHECK_EQ(jh__cfi_eh_frame(&b, &checked, &bad, 1, NULL), -EINVAL);
     bad.cfi = ok; bad.cfi_len = sizeof ok;
     CHECK_EQ(jh__cfi_eh_frame(&b, &o, &bad, 1, NULL), 1);
 

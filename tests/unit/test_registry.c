@@ -58,10 +58,13 @@ int main(void)
         if (step % 20000 == 0) {
             CHECK_EQ(r.count, live);
             depth(r.root);
-            /* find / ceil / next agree with the model everywhere. */
+            /* find / ceil / next / prev agree with the model everywhere (next and prev are
+             * the thread, ceil a descent). */
             size_t n = 0;
             for (struct jh__node *e = jh__reg_ceil(&r, 0), *prev = NULL; e; prev = e, e = jh__reg_next(&r, e)) {
                 CHECK(!prev || prev->start < e->start);
+                CHECK(jh__reg_prev(&r, e) == prev);
+                CHECK(jh__reg_next(&r, e) == jh__reg_ceil(&r, e->start + 1));
                 n++;
             }
             CHECK_EQ(n, live);
@@ -81,8 +84,11 @@ int main(void)
             && model[i]->start + model[i]->size < 0x100000 + i * 64 + 64)
             jh__reg_rekey(&r, model[i], model[i]->start + 1);
     depth(r.root);
-    for (struct jh__node *e = jh__reg_ceil(&r, 0), *prev = NULL; e; prev = e, e = jh__reg_next(&r, e))
+    for (struct jh__node *e = jh__reg_ceil(&r, 0), *prev = NULL; e; prev = e, e = jh__reg_next(&r, e)) {
         CHECK(!prev || prev->start + prev->size <= e->start);
+        CHECK(jh__reg_prev(&r, e) == prev);
+        CHECK(jh__reg_next(&r, e) == jh__reg_ceil(&r, e->start + 1));
+    }
     for (size_t i = 0; i < SLOTS; i++)
         if (model[i]) { jh__reg_erase(&r, model[i]); free(model[i]); }
     CHECK_EQ(r.count, 0);
