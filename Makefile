@@ -196,19 +196,14 @@ $(SUPPORT_A): $(SUPPORT_OBJ)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-# The preload's parts that interpose nothing, tested alone (the rest: tests/integration/run_*).
-$(BUILD)/tests/test_run_pkeys: tests/unit/test_run_pkeys.c adapters/preload/pkeys.c \
-    adapters/preload/preload.h tests/unit/check.h
+# The preload's parts that interpose nothing, tested alone (the rest: tests/integration/run_*):
+# test_run_X with adapters/preload/X.c.
+$(BUILD)/tests/test_run_pkeys $(BUILD)/tests/test_run_format: $(BUILD)/tests/test_run_%: \
+    tests/unit/test_run_%.c adapters/preload/%.c adapters/preload/preload.h tests/unit/check.h
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(TEST_CPPFLAGS) -Iadapters/preload $(CFLAGS) $(LDFLAGS) -o $@ $< \
-	    adapters/preload/pkeys.c
-$(BUILD)/tests/test_run_format: tests/unit/test_run_format.c adapters/preload/format.c \
-    adapters/preload/preload.h tests/unit/check.h
-	$(call msg,CC,$<)
-	@mkdir -p $(@D)
-	$(Q)$(CC) $(TEST_CPPFLAGS) -Iadapters/preload $(CFLAGS) $(LDFLAGS) -o $@ $< \
-	    adapters/preload/format.c
+	    adapters/preload/$*.c
 $(BUILD)/tests/test_run_stream: tests/unit/test_run_stream.c adapters/preload/stream.c \
     adapters/preload/stream.h adapters/preload/preload.h tests/unit/check.h $(READ_A) $(LIB_A)
 	$(call msg,CC,$<)
