@@ -25,7 +25,7 @@
  * compare-and-swap on the tail (no lock), fill it, and store the frame's first byte last:
  * a reader that finds 0x00 where 0xce should be knows the frame was cut (by a crash, or it
  * is still being written) and skips it by its length. The file grows by fallocate in
- * chunks, ahead of the writers (a helper thread, see ahead_main); the mapping reserves
+ * chunks, prepared ahead of the writers by the writers (auditlog_ring.c); the mapping reserves
  * `limit` bytes of address space up front so it never moves. When the limit is reached, one `limit` record says so
  * (space for it is held back) and later records are counted as dropped, never written.
  */
@@ -343,9 +343,7 @@ static int start_file(struct al_state *st, pid_t parent)
     if (snprintf(path, sizeof path, "%s/%s-%d%s.jhlog", dir, engine, (int)getpid(), num) >=
         (int)sizeof path)
         return -ENAMETOOLONG;
-    /* Not in a fork child: after fork() in a threaded process only async-signal-safe calls
-     * are strictly allowed, and pthread_create is not one (TSan refuses it outright). */
-    if ((err = jh__al_file_open(st, path, parent == 0)) < 0)
+    if ((err = jh__al_file_open(st, path)) < 0)
         return err;
     put_header(st, parent);
     jh__diag(st->env->diag, JH_LOG_INFO, "auditlog: writing %s", st->path);
@@ -393,8 +391,7 @@ static void al_fork_prepare(void *state)
 static void al_fork_release(void *state, bool child)
 {
     struct al_state *st = state;
-    if (child)
-        jh__al_ring_child(st);
+    (void)child;
     jh__al_grow_unlock(st);
 }
 
@@ -402,14 +399,12 @@ static void al_close(void *state)
 {
     struct al_state *st = state;
     if (atomic_load(&st->gen) == jh__fork_generation() && st->map) {
-        put_close_record(st);       /* stamped now, not after the helper's last chunk */
-        jh__al_helper_stop(st);
+        put_close_record(st);
         jh__al_file_trim(st);
     }
     jh__al_file_close(st);
     jh__buf_free(&st->scratch);
     jh__al_refs_free(st);
-    jh__al_ring_fini(st);
     jh__lock_fini(&st->grow_lock);
     jh__aligned_free(st);
 }
@@ -422,12 +417,12 @@ static int al_open(const struct jh__chan_env *env, void **state)
         return -ENOMEM;
     memset(st, 0, sizeof *st);
     st->env = env;
-    st->helper = o->helper;
+    st->ahead = o->ahead;
     st->refs = o->refs;
     st->limit = o->limit < AL_MIN_LIMIT ? AL_MIN_LIMIT : o->limit;
     if (st->limit > ((uint64_t)1 << 46))
         st->limit = (uint64_t)1 << 46;
-    st->limit &= ~(uint64_t)4095;   /* whole pages: the helper populates from page starts */
+    st->limit &= ~(uint64_t)4095;   /* whole pages: prepare_ahead populates from page starts */
     st->data_limit = st->limit - AL_RESERVE;
     jh__lock_init(&st->grow_lock, "auditlog grow");
     jh__al_ring_init(st);

@@ -1,7 +1,7 @@
 /*
  * auditlog.h — the audit-log channel's state, shared by its two parts:
  *   auditlog_ring.c  frames reserved lock-free in a MAP_SHARED file mapping, the file
- *                    grown ahead of the writers by a helper thread, created and trimmed
+ *                    prepared ahead of the writers by the writers, created and trimmed
  *                    (Windows: auditlog_ring_win.c, a file mapping mapped again, larger,
  *                    as the file grows)
  *   auditlog.c       the records (fmt/auditlog.h is their schema) and the channel's hooks
@@ -9,9 +9,6 @@
 #ifndef JH__CHANNELS_AUDITLOG_H
 #define JH__CHANNELS_AUDITLOG_H
 
-#ifndef _WIN32
-#include <pthread.h>
-#endif
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -28,15 +25,15 @@
 struct al_state {
     /* Read by every record, written rarely. */
     const struct jh__chan_env *env;
-    bool helper;                    /* run the helper thread (jh__auditlog_opts) */
+    bool ahead;                     /* prepare the file ahead of the writers (opts) */
     uint8_t *map;                   /* `limit` bytes of address space, MAP_SHARED on fd */
     uint64_t limit, data_limit;
     _Atomic uint64_t file_size;     /* bytes the file has been grown to */
     _Atomic int full;               /* the `limit` record has been written */
     _Atomic int stuck;              /* the file could not grow (disk full, quota, EFBIG) */
     _Atomic unsigned gen;           /* jh__fork_gen the file belongs to */
-    _Atomic uint64_t ahead_mark;    /* a frame ending past this asks the helper for more */
-    struct jh__lock grow_lock;      /* file_size changes; the helper's state below */
+    _Atomic uint64_t ahead_mark;    /* a frame ending past this prepares more */
+    struct jh__lock grow_lock;      /* file_size changes; the preparing state below */
 #ifdef _WIN32
     int fd;
     _Atomic(uint8_t *) view;        /* the latest view: covers [0, file_size) */
@@ -45,15 +42,13 @@ struct al_state {
     unsigned nviews;
 #else
     struct jh__kfd fd;              /* checked before each use: base/files.h */
-    pthread_cond_t ahead_cond;
-    pthread_t ahead_thread;
-    /* The helper writes zeros over [zero_from, ...) of the file under grow_lock (UINT64_MAX:
-     * it is not): a frame reserved past it waits for the lock before its stores. */
+    /* A writer preparing ahead writes zeros over [zero_from, ...) of the file under
+     * grow_lock (UINT64_MAX: none does): a frame reserved past it waits for the lock
+     * before its stores. */
     _Atomic uint64_t zero_from;
-    uint64_t zeroed;                /* the helper has written zeros up to here */
+    uint64_t zeroed;                /* zeros have been written up to here */
+    uint64_t ahead_populated;       /* the mapping has been populated up to here */
 #endif
-    bool ahead_running, ahead_pending, ahead_stop, ahead_started;
-    uint64_t ahead_populated;       /* the helper has populated the mapping up to here */
     char *path;
     bool refs;                      /* record code in loaded objects' files by reference */
     struct al_objs *objs;           /* auditlog_ref.c: the objects met so far */
@@ -74,21 +69,16 @@ bool jh__al_code_ref(struct al_state *st, uint64_t start, uint64_t size, struct 
 void jh__al_refs_free(struct al_state *st);
 
 /* ---- auditlog_ring.c (auditlog_ring_win.c) ---- */
-/* The ring's own state in st: set up at open, released at close, and in a fork child (the
- * core's fork_release hook, lock held) the helper thread is known gone. */
+/* The ring's own state in st, set up at open. */
 void jh__al_ring_init(struct al_state *st);
-void jh__al_ring_fini(struct al_state *st);
-void jh__al_ring_child(struct al_state *st);
-/* Create path (checked: ours, regular, single link; then emptied), map `limit` bytes of it
- * shared, start the helper (not in a fork child: pthread_create is not async-signal-safe).
- * 0 or a negative errno (st->fd and st->map stay unset). */
-int jh__al_file_open(struct al_state *st, const char *path, bool start_helper);
+/* Create path (checked: ours, regular, single link; then emptied) and map `limit` bytes of
+ * it shared. 0 or a negative errno (st->fd and st->map stay unset). */
+int jh__al_file_open(struct al_state *st, const char *path);
 /* Unmap the file and trim it to what was written: the zeros allocated ahead exist only
  * while the process runs (or after it crashed, where readers stop). No record after it. */
 void jh__al_file_trim(struct al_state *st);
-/* Stop the helper, unmap, close. */
+/* Unmap, close. */
 void jh__al_file_close(struct al_state *st);
-void jh__al_helper_stop(struct al_state *st);
 /* A frame of len bytes (header included) ending at or below cap, its length already in its
  * header; NULL when it does not fit or the file cannot grow (or, in a signal handler whose
  * thread holds grow_lock, when it does not fit in the file as it is: jh__al_grow_held()).

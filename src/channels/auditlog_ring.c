@@ -2,8 +2,8 @@
  * auditlog_ring.c — the audit log's frames: reserved with one compare-and-swap on the tail
  * of a MAP_SHARED file mapping (no lock), filled by the writer, committed by storing the
  * frame's first byte last. The mapping reserves `limit` bytes of address space up front so
- * it never moves; the file grows by fallocate in chunks, ahead of the writers (a helper
- * thread, see ahead_main). Also the file's life: created, mapped, trimmed, closed.
+ * it never moves; the file grows by fallocate in chunks, prepared ahead of the writers by
+ * the writers (prepare_ahead). Also the file's life: created, mapped, trimmed, closed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +44,7 @@ static uint64_t chunk_end(const struct al_state *st, uint64_t need)
 }
 
 /*
- * grow_lock taken by a VM thread (the helper blocks every signal): non-zero while the
+ * grow_lock taken by a VM thread (prepare_ahead blocks every signal): non-zero while the
  * thread holds it or waits for it. A signal handler of the VM (its profiler, its crash
  * handler) that interrupts the thread there and logs must not wait for the lock: the thread
  * would wait on itself, for good. Its record keeps to the file as it is
@@ -74,7 +74,7 @@ static void grown(struct al_state *st, uint64_t to)
         atomic_store_explicit(&st->file_size, to, memory_order_release);
 }
 
-/* A writer ran past what was allocated (the helper is late or absent): grow it itself. */
+/* A writer ran past what was allocated (no preparation, or another writer's is under way): grow it. */
 static int grow(struct al_state *st, uint64_t need)
 {
     int err = 0;
@@ -96,22 +96,26 @@ static int grow(struct al_state *st, uint64_t need)
 }
 
 /*
- * The helper thread keeps the file allocated and its pages mapped ahead of the tail, by as
- * much as a quarter of what has been written (64 KiB to AL_AHEAD, so a short log does not
- * pay for megabytes of pages: every page populated past the last record is work for
- * nothing, and trimmed again at close; ahead by all that was written, node's 2.2 MB log
- * at start had 4.2 MB populated, 4 ms of this thread's CPU, issue 30). The first store
- * into each new page of the file costs a page fault that allocates a page-cache page (4-5
- * us per page where this was measured: more than the rest of the record for every ~60
- * small events); MADV_POPULATE_WRITE does that work in this
- * thread, so the VM's threads find the pages mapped. Writers nudge it when they have used
- * half of what it populated; writers that outrun it grow the file themselves. Measured
- * (bench/auditlog, VM working between events): the VM thread's page faults drop from 21
- * to ~0 per 1000 events. JITHERALD_AUDITLOG_HELPER=0 (read at open) runs without it.
+ * The file is kept allocated and its pages mapped a stretch ahead of the tail, by the
+ * writer whose frame passes ahead_mark: about a quarter of what has been written, 64 to
+ * 256 KiB, prepared when half of it is used (a short log does not pay for pages it never
+ * writes, every page prepared past the last record is trimmed again at close, and one
+ * writer's preparation, ~1 us a page, stays a short pause). The first store into each new
+ * page of the file costs a page fault that allocates a page-cache page (4-5 us per page
+ * where this was measured: more than the rest of the record for every ~60 small events);
+ * zeros written by pwritev and MADV_POPULATE_WRITE do that work for many pages at once.
+ *
+ * It was a helper thread until issue 30's tenth round. A second thread in the VM's process
+ * makes each TLB flush of the VM's an interrupt to the CPU that thread last ran on: LuaJIT,
+ * single-threaded, mprotects its code twice a trace, and on an idle machine those
+ * interrupts were 9% of its samples with the helper (smp_call_function_many_cond), 3.4 us
+ * a trace; on a busy one the VM's exit waited for the helper to be scheduled (node, both
+ * cores busy, 21 rounds: 1.18x its plain wall time with every channel, 1.04x without the
+ * helper). JITHERALD_AUDITLOG_HELPER=0 (read at open) prepares nothing: each page is then
+ * faulted in by its first store.
  */
-#define AL_AHEAD (2 * (uint64_t)AL_CHUNK)
+#define AL_AHEAD_MAX ((uint64_t)256 << 10)
 #define AL_AHEAD_MIN ((uint64_t)64 << 10)
-#define AL_PIECE ((uint64_t)256 << 10)
 
 /*
  * Zeros written into the file ahead of the writers, before the pages are populated: ext4
@@ -120,14 +124,13 @@ static int grow(struct al_state *st, uint64_t need)
  * (3 MiB, /tmp on ext4): fallocate + MADV_POPULATE_WRITE 7.7-8 us per page, fallocate +
  * pwrite of zeros + MADV_POPULATE_WRITE 0.9-1.0 us. The file keeps its fallocate (a full
  * disk stays an error, never a SIGBUS). A zero must never land on a byte a writer has
- * reserved: under grow_lock the helper announces zero_from (0 first: whatever it is about
+ * reserved: under grow_lock the preparer announces zero_from (0 first: whatever it is about
  * to read of the tail), reads the tail, zeros only whole pages past it, and clears
  * zero_from after the write; a writer whose frame ends past zero_from (a seq_cst load
- * after its seq_cst reservation) takes the lock once before its stores. Either the helper
- * saw the reservation, or the writer sees zero_from and waits out the write. Returns where
- * the zeros end (at most to).
+ * after its seq_cst reservation) takes the lock once before its stores. Either the
+ * preparer saw the reservation, or the writer sees zero_from and waits out the write.
  */
-static uint64_t zero_ahead(struct al_state *st, uint64_t to)
+static void zero_ahead(struct al_state *st, uint64_t to)
 {
     atomic_store(&st->zero_from, 0);
     uint64_t tail = atomic_load(&st->tail);
@@ -142,157 +145,61 @@ static uint64_t zero_ahead(struct al_state *st, uint64_t to)
         st->zeroed = at;
     }
     atomic_store(&st->zero_from, UINT64_MAX);
-    return at;
 }
 
-static void *ahead_main(void *arg)
+/*
+ * The writer's preparation (its frame passed ahead_mark): never waits (if the lock is busy
+ * another writer prepares or grows the file already; the next frame past the mark asks
+ * again). Every signal is blocked while this thread holds grow_lock here: a handler that
+ * logs could otherwise meet zero_from set by its own thread and wait for the lock it holds.
+ */
+static void prepare_ahead(struct al_state *st)
 {
-    struct al_state *st = arg;
-    pthread_setname_np(pthread_self(), "jh-auditlog");     /* its own: a prctl, not a file */
-    jh__lock(&st->grow_lock);
-    st->ahead_started = true;
-    pthread_cond_broadcast(&st->ahead_cond);
-    for (;;) {
-        while (!st->ahead_stop && !st->ahead_pending)
-            pthread_cond_wait(&st->ahead_cond, &st->grow_lock.m);
-        if (st->ahead_stop)
-            break;
-        st->ahead_pending = false;
-        if (atomic_load(&st->stuck))
-            continue;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    grow_held++;
+    uint64_t from = 0, target = 0;
+    if (jh__trylock(&st->grow_lock)) {
+        atomic_store_explicit(&st->ahead_mark, UINT64_MAX, memory_order_relaxed);
         uint64_t tail = atomic_load_explicit(&st->tail, memory_order_relaxed);
-        uint64_t ahead = tail / 4 < AL_AHEAD_MIN ? AL_AHEAD_MIN : tail / 4 > AL_AHEAD ? AL_AHEAD
-                                                                                 : tail / 4;
-        uint64_t target = (tail + ahead + 4095) & ~(uint64_t)4095;
+        uint64_t ahead = tail / 4 < AL_AHEAD_MIN ? AL_AHEAD_MIN
+                       : tail / 4 > AL_AHEAD_MAX ? AL_AHEAD_MAX : tail / 4;
+        target = (tail + ahead + 4095) & ~(uint64_t)4095;
         if (target > st->limit)
             target = st->limit;
-        uint64_t size = atomic_load_explicit(&st->file_size, memory_order_relaxed);
-        uint64_t alloc_to = chunk_end(st, target);
-        uint64_t from = tail & ~(uint64_t)4095;     /* never behind the writers */
+        from = tail & ~(uint64_t)4095;      /* never behind the writers */
         if (st->ahead_populated > from)
             from = st->ahead_populated;
-        /* Unlocked while the kernel works: a writer that needs the space now grows the file
-         * itself (allocating a range twice is harmless). */
-        jh__unlock(&st->grow_lock);
-        int err = alloc_to > size ? allocate(st, size, alloc_to) : 0;
-        uint64_t done = from > target ? from : target;
-#ifdef MADV_POPULATE_WRITE
-        /* A piece at a time, its zeros then its pages: close (ahead_stop) waits for one
-         * piece, not for all a round prepares (up to AL_AHEAD), and a writer that reaches
-         * zero_from waits for the zeros of one piece. */
-        for (done = from; !err && done < target;) {
-            uint64_t end = target - done > AL_PIECE ? done + AL_PIECE : target;
-            jh__lock(&st->grow_lock);
-            bool stop = st->ahead_stop;
-            if (!stop)
-                zero_ahead(st, end);
-            jh__unlock(&st->grow_lock);
-            if (stop)
-                break;
-            madvise(st->map + done, end - done, MADV_POPULATE_WRITE);
-            done = end;
-        }
-#endif
-        jh__lock(&st->grow_lock);
-        if (err)
-            continue;           /* the writers meet the error themselves; no more nudges */
-        grown(st, alloc_to);
-        if (done < target)
-            continue;           /* stopped: the loop's test ends it */
-        st->ahead_populated = target;
-        atomic_store_explicit(&st->ahead_mark, target < st->limit ? target - ahead / 2 : UINT64_MAX,
-                              memory_order_relaxed);
-    }
-    jh__unlock(&st->grow_lock);
-    return NULL;
-}
-
-/* From the hot path, about once per chunk: never blocks (if the lock is busy the helper or
- * a writer is growing the file already; the next frame past the mark asks again). */
-static void nudge(struct al_state *st)
-{
-    grow_held++;
-    if (jh__trylock(&st->grow_lock)) {
-        if (st->ahead_running && !st->ahead_pending) {
-            st->ahead_pending = true;
-            atomic_store_explicit(&st->ahead_mark, UINT64_MAX, memory_order_relaxed);
-            pthread_cond_signal(&st->ahead_cond);
+        uint64_t alloc_to = chunk_end(st, target);
+        /* an error: the writers meet it themselves (grow), and no more is prepared */
+        if (alloc_to <= atomic_load_explicit(&st->file_size, memory_order_relaxed) ||
+            allocate(st, atomic_load_explicit(&st->file_size, memory_order_relaxed), alloc_to) == 0) {
+            grown(st, alloc_to);
+            if (from < target)
+                zero_ahead(st, target);
+            st->ahead_populated = target > st->ahead_populated ? target : st->ahead_populated;
+            atomic_store_explicit(&st->ahead_mark, target < st->limit ? target - ahead / 2 : UINT64_MAX,
+                                  memory_order_relaxed);
+        } else {
+            from = target;
         }
         jh__unlock(&st->grow_lock);
     }
     grow_held--;
-}
-
-/*
- * A sanitizer's runtime in the process, built into this library or into the program
- * (weak: each is NULL without it). Their thread start-up allocates from an allocator that
- * some (GCC 12's ASan) do not hold across fork.
- */
-extern void __asan_init(void) __attribute__((weak));
-extern void __tsan_init(void) __attribute__((weak));
-extern void __msan_init(void) __attribute__((weak));
-extern void __hwasan_init(void) __attribute__((weak));
-
-static bool sanitizer_runtime(void)
-{
-    return __asan_init || __tsan_init || __msan_init || __hwasan_init;
-}
-
-static void ahead_start(struct al_state *st)
-{
-    sigset_t all, old;
-    sigfillset(&all);
-    /* The VM's signals are for the VM's threads. */
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    st->ahead_stop = st->ahead_pending = st->ahead_started = false;
-    st->ahead_populated = 0;
-    st->ahead_running = st->helper && pthread_create(&st->ahead_thread, NULL, ahead_main, st) == 0;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (st->ahead_running) {
-        /* Under a sanitizer, back only once the thread runs: its start-up allocates
-         * (pthread_getattr_np), and a fork while it holds an allocator lock that the
-         * runtime does not take across fork (GCC 12's ASan) leaves the child's allocator
-         * locked for good: a fork child hung in malloc under `make asan` on a loaded
-         * machine. glibc's own start-up is fork-safe (fork holds malloc's locks), and the
-         * wait is for the scheduler to run a new thread: 0.1-10 ms of the VM's start at
-         * node's log open, where V8 has just started its workers on a busy machine. A
-         * nudge before the thread waits is not lost: it sees ahead_pending. */
-        if (sanitizer_runtime()) {
-            jh__lock(&st->grow_lock);
-            while (!st->ahead_started)
-                pthread_cond_wait(&st->ahead_cond, &st->grow_lock.m);
-            jh__unlock(&st->grow_lock);
-        }
-        atomic_store(&st->ahead_mark, 0);   /* the first record asks for the first chunks */
-    }
-}
-
-void jh__al_helper_stop(struct al_state *st)
-{
-    if (!st->ahead_running)
-        return;
-    jh__lock(&st->grow_lock);
-    st->ahead_stop = true;
-    pthread_cond_signal(&st->ahead_cond);
-    jh__unlock(&st->grow_lock);
-    pthread_join(st->ahead_thread, NULL);
-    st->ahead_running = false;
-    atomic_store(&st->ahead_mark, UINT64_MAX);
+#ifdef MADV_POPULATE_WRITE
+    /* outside the lock: a writer past file_size grows meanwhile; a second populate of the
+     * same pages by another writer finds them mapped */
+    if (from < target)
+        madvise(st->map + from, target - from, MADV_POPULATE_WRITE);
+#endif
 }
 
 void jh__al_ring_init(struct al_state *st)
 {
     st->fd = JH__KFD_NONE;
     atomic_store(&st->zero_from, UINT64_MAX);
-    pthread_cond_init(&st->ahead_cond, NULL);
-}
-void jh__al_ring_fini(struct al_state *st) { pthread_cond_destroy(&st->ahead_cond); }
-
-/* In the child the helper thread does not exist: whatever it was doing is over. */
-void jh__al_ring_child(struct al_state *st)
-{
-    st->ahead_running = false;
-    pthread_cond_init(&st->ahead_cond, NULL);
 }
 
 uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap)
@@ -300,8 +207,8 @@ uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap)
     if (!st->map || atomic_load_explicit(&st->stuck, memory_order_relaxed))
         return NULL;
     /* A signal handler on a thread that holds grow_lock: no growth, which waits for it.
-     * (The zero_from wait below cannot hang it: while this thread holds the lock the
-     * helper's zero_from is unset; while it waits for it or tries it, another thread
+     * (The zero_from wait below cannot hang it: a thread that sets zero_from has every
+     * signal blocked; while this thread waits for the lock or tries it, another thread
      * holds it and lets it go.) */
     if (grow_held) {
         uint64_t size = atomic_load_explicit(&st->file_size, memory_order_acquire);
@@ -315,11 +222,11 @@ uint8_t *jh__al_reserve_below(struct al_state *st, size_t len, uint64_t cap)
     } while (!atomic_compare_exchange_weak_explicit(&st->tail, &off, off + len,
                                                     memory_order_seq_cst, memory_order_relaxed));
     if (off + len > atomic_load(&st->zero_from)) {
-        jh__al_grow_lock(st);           /* the helper's zeros are written: see zero_ahead */
+        jh__al_grow_lock(st);           /* the preparer's zeros are written: see zero_ahead */
         jh__al_grow_unlock(st);
     }
     if (off + len > atomic_load_explicit(&st->ahead_mark, memory_order_relaxed))
-        nudge(st);
+        prepare_ahead(st);
     if (off + len > atomic_load_explicit(&st->file_size, memory_order_acquire) &&
         grow(st, off + len) < 0)
         return NULL;            /* disk full: a zero-length hole the reader resyncs past */
@@ -341,7 +248,7 @@ int jh__al_put_buf(struct al_state *st, const struct jh__buf *b, uint64_t cap)
     return 0;
 }
 
-int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
+int jh__al_file_open(struct al_state *st, const char *path)
 {
     st->path = strdup(path);
     if (!st->path)
@@ -361,8 +268,8 @@ int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
     }
     /* No read-around on a fault: the first store into the file (the header) would
      * otherwise read up to read_ahead_kb of it (8 MiB on some disks: all that is allocated)
-     * into the page cache on the VM's thread, zero-filled page by page, before the helper
-     * has written a zero. The helper prepares pages ahead itself. */
+     * into the page cache on the VM's thread, zero-filled page by page. Pages ahead are
+     * prepared by prepare_ahead, or faulted in one at a time. */
     madvise(m, st->limit, MADV_RANDOM);
     st->map = m;
     atomic_store(&st->tail, 0);
@@ -370,11 +277,10 @@ int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
     atomic_store(&st->dropped, 0);
     atomic_store(&st->full, 0);
     atomic_store(&st->stuck, 0);
-    atomic_store(&st->ahead_mark, UINT64_MAX);
     atomic_store(&st->zero_from, UINT64_MAX);
-    st->zeroed = 0;
-    if (start_helper)
-        ahead_start(st);
+    st->zeroed = st->ahead_populated = 0;
+    /* the first record prepares the first stretch */
+    atomic_store(&st->ahead_mark, st->ahead ? 0 : UINT64_MAX);
     return 0;
 }
 
@@ -386,7 +292,6 @@ void jh__al_file_trim(struct al_state *st)
     if (!st->map)
         return;
     uint64_t tail = atomic_load(&st->tail);
-    jh__al_helper_stop(st);     /* before munmap: it may be populating the mapping */
     munmap(st->map, st->limit);
     st->map = NULL;
     if (tail >= atomic_load(&st->file_size))
@@ -403,7 +308,6 @@ void jh__al_file_trim(struct al_state *st)
 
 void jh__al_file_close(struct al_state *st)
 {
-    jh__al_helper_stop(st);     /* before munmap: it may be populating the mapping */
     if (st->map)
         munmap(st->map, st->limit);
     jh__kfd_close(&st->fd);

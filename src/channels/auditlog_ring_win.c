@@ -11,8 +11,8 @@
  * cover its frame takes the newest view, and older views stay mapped until close for
  * writers still filling frames through them — views of one file are coherent. Growing
  * fails cleanly on a full disk (the extension is allocated when the mapping is created, not
- * when a page is first touched), and records are then counted as dropped. No helper thread:
- * a new view costs one call per doubling, not a fault per page as on Linux.
+ * when a page is first touched), and records are then counted as dropped. Nothing is prepared
+ * ahead: a new view costs one call per doubling, not a fault per page as on Linux.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,9 +28,6 @@
 #define FIRST_SIZE ((uint64_t)AL_CHUNK)
 
 void jh__al_ring_init(struct al_state *st) { st->fd = -1; }
-void jh__al_ring_fini(struct al_state *st) { (void)st; }
-void jh__al_ring_child(struct al_state *st) { (void)st; }
-void jh__al_helper_stop(struct al_state *st) { (void)st; }
 /* No signal interrupts a thread here to log (a console Ctrl-C handler runs in a thread of
  * its own; there is no fork): the lock alone. */
 void jh__al_grow_lock(struct al_state *st) { jh__lock(&st->grow_lock); }
@@ -116,9 +113,8 @@ int jh__al_put_buf(struct al_state *st, const struct jh__buf *b, uint64_t cap)
     return 0;
 }
 
-int jh__al_file_open(struct al_state *st, const char *path, bool start_helper)
+int jh__al_file_open(struct al_state *st, const char *path)
 {
-    (void)start_helper;
     st->path = strdup(path);
     if (!st->path)
         return -ENOMEM;

@@ -71,7 +71,7 @@ struct jh__elfmap_opts {
 };
 struct jh__auditlog_opts {
     uint64_t limit;             /* bytes */
-    bool helper;                /* run the helper thread that allocates ahead */
+    bool ahead;                 /* writers prepare the file ahead of the tail */
     bool refs;                  /* code in a loaded object's file recorded by reference
                                    (JITHERALD_AUDITLOG_REFS, auditlog_ref.c) */
 };

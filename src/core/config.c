@@ -156,7 +156,7 @@ int jh__config_load(struct jh__config *c, const struct jh_options *opts)
     c->gdb.batch = !batch ? GDB_DEFAULT_BATCH : batch > GDB_MAX_BATCH ? GDB_MAX_BATCH : batch;
     c->gdb.defer = env_num(c, "JITHERALD_GDB_DEFER", (o.gdb_batch & JH_GDB_DEFER) != 0, 1);
     c->auditlog.limit = o.auditlog_limit ? o.auditlog_limit : AUDITLOG_DEFAULT_LIMIT;
-    c->auditlog.helper = env_num(c, "JITHERALD_AUDITLOG_HELPER", 1, 1);
+    c->auditlog.ahead = env_num(c, "JITHERALD_AUDITLOG_HELPER", 1, 1);
     c->auditlog.refs = env_num(c, "JITHERALD_AUDITLOG_REFS", 1, 1);
     c->elfmap.freeze = env_num(c, "JITHERALD_ELFMAP_FREEZE", 0, 1);
 

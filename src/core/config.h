@@ -6,7 +6,7 @@
  *   JITHERALD_DIR              directory for jitdump, elfmap and audit-log files
  *   JITHERALD_GDB_BATCH        functions per debugger image
  *   JITHERALD_GDB_DEFER        1: new code reaches debuggers at jh_flush
- *   JITHERALD_AUDITLOG_HELPER  0: no helper thread allocating the audit log ahead
+ *   JITHERALD_AUDITLOG_HELPER  0: the audit log's writers do not prepare its file ahead
  *   JITHERALD_AUDITLOG_REFS    0: the audit log copies code a loaded object's file holds
  *   JITHERALD_ELFMAP_FREEZE    1: no elfmap image file changes once written
  * Without a log callback, errors and warnings reach stderr (base/diag.h: once per cause,

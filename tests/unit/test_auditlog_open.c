@@ -3,8 +3,10 @@
  *   - no read-around: the header, the first store into the freshly allocated file, brings
  *     one page of it into memory, not the first chunk (read_ahead_kb of it: 1 MiB where
  *     that is 8 MiB), which the VM's thread filled with zeros before jh_open returned;
- *   - the helper thread is there under its name, `jh-auditlog` (it names itself: jh_open
- *     does not wait for it to run).
+ *   - no thread: the writers prepare the file ahead of the tail themselves (a thread of
+ *     ours would make each TLB flush of a single-threaded VM an interrupt to another CPU),
+ *     and the pages past the last record are in memory before a writer stores into them;
+ *     with JITHERALD_AUDITLOG_HELPER=0 they are not.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -91,41 +93,73 @@ static void test_no_read_around(void)
     jh_close(ctx);
 }
 
-/* Some thread of this process is named name, within 5 s. */
-static bool thread_named(const char *name)
+/* Threads of this process, from /proc/self/task. */
+static int threads(void)
 {
-    for (int tries = 0; tries < 500; tries++) {
-        DIR *d = opendir("/proc/self/task");
-        if (!d)
-            return false;
-        bool found = false;
-        for (struct dirent *e; !found && (e = readdir(d));) {
-            char p[300], comm[64] = "";
-            snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
-            FILE *f = fopen(p, "r");
-            if (f) {
-                found = fgets(comm, sizeof comm, f) && !strncmp(comm, name, strlen(name)) &&
-                        (comm[strlen(name)] == '\n' || !comm[strlen(name)]);
-                fclose(f);
-            }
-        }
-        closedir(d);
-        if (found)
-            return true;
-        nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
-    }
-    return false;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
 }
 
-static void test_helper_named(void)
+static void test_no_thread(void)
 {
     if (getenv("JH_QEMU_USER")) {
-        SKIP_PART("helper_named: qemu-user's /proc/self/task is not the guest's");
+        SKIP_PART("no_thread: qemu-user's /proc/self/task is not the guest's");
         return;
     }
-    jh_ctx *ctx = open_log("named", JH_OPT_IGNORE_ENV);
-    CHECK(thread_named("jh-auditlog"));
+    int before = threads();
+    jh_ctx *ctx = open_log("nothread", JH_OPT_IGNORE_ENV);
+    static char blob[64 << 10];
+    for (int i = 0; i < 48; i++)            /* 3 MiB: prepared ahead and grown many times */
+        CHECK_EQ(jh_log_memory(ctx, blob, sizeof blob, "blob"), 0);
+    CHECK(before > 0);
+    CHECK_EQ(threads(), before);
     jh_close(ctx);
+}
+
+/* 50 records of ~4 KiB: the file's pages in memory past those the records wrote. */
+static long pages_ahead(const char *engine, bool ahead)
+{
+    if (!ahead)
+        setenv("JITHERALD_AUDITLOG_HELPER", "0", 1);
+    unsetenv("JITHERALD_DIR");
+    unsetenv("JITHERALD");
+    jh_ctx *ctx = open_log(engine, 0);
+    unsetenv("JITHERALD_AUDITLOG_HELPER");
+    static char rec[4000];
+    for (int i = 0; i < 50; i++)
+        CHECK_EQ(jh_log_memory(ctx, rec, sizeof rec, "rec"), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s-%d.jhlog", dir, engine, (int)getpid());
+    long page = sysconf(_SC_PAGESIZE);
+    long written = (50 * (long)(sizeof rec + 64) + page - 1) / page + 1;
+    long n = resident(path, 256);           /* before close, which trims the file */
+    jh_close(ctx);
+    return n - written;
+}
+
+static void test_prepared_ahead(void)
+{
+    if (getenv("JH_QEMU_USER")) {   /* MADV_RANDOM ignored: read-around fills pages too */
+        SKIP_PART("prepared_ahead: qemu-user does not pass MADV_RANDOM to the kernel");
+        return;
+    }
+    struct statfs fs;
+    if (statfs(dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC_) {
+        SKIP_PART("prepared_ahead: the test directory is tmpfs, where every allocated page "
+                  "is in memory (run it with TMPDIR on a disk)");
+        return;
+    }
+    long on = pages_ahead("ahead", true), off = pages_ahead("noahead", false);
+    if (on < 8 || off > 1)
+        fprintf(stderr, "pages in memory past the records: %ld prepared, %ld without\n", on, off);
+    CHECK(on >= 8);         /* at least half of the 64 KiB stretch */
+    CHECK(off <= 1);
 }
 
 int main(void)
@@ -135,7 +169,8 @@ int main(void)
     if (!mkdtemp(dir))
         SKIP("mkdtemp");
     test_no_read_around();
-    test_helper_named();
+    test_no_thread();
+    test_prepared_ahead();
     rm_tree(dir);
     return check_done();
 }

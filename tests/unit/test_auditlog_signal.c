@@ -1,12 +1,13 @@
 /*
  * test_auditlog_signal.c — jh_log_memory / jh_log_event from a signal handler (a VM's
  * profiler, its crash handler) that interrupts a thread while that thread holds the audit
- * log's grow lock: growing the file (here every time: the helper thread is off, and this
- * program's own fallocate raises the signal inside the growth), asking the helper thread
- * for more (this program's pthread_cond_signal raises it there), or inside fork()'s window
+ * log's grow lock: growing the file (here every time: preparing ahead is off, and this
+ * program's own fallocate raises the signal inside the growth), or inside fork()'s window
  * (the fork handler holds it). The handler's record cannot wait for the lock its own
  * thread holds: it is dropped and counted, the thread carries on, and the log reads back
- * whole (the reader `jitherald log` uses).
+ * whole (the reader `jitherald log` uses). A signal raised while a writer prepares the file
+ * ahead (this program's pwritev, the zeros, raises it there) is held until the preparation
+ * is over: its records are all kept.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,13 +30,13 @@ static char dir[256];
 
 /* What the child saw, for the parent: in a shared mapping. */
 struct seen {
-    int in_grow, outside, in_fork, grows, in_nudge, bad_returns;
+    int in_grow, outside, in_fork, grows, prepares, in_prepare, after_prepare, bad_returns;
 };
 static struct seen *seen;
 static jh_ctx *ctx;
-static _Thread_local int raise_in_grow;         /* only the writer thread, never the helper */
-static _Thread_local int raise_in_nudge;
-static volatile sig_atomic_t in_handler, in_fallocate, in_fork, in_nudge;
+static _Thread_local int raise_in_grow;
+static _Thread_local int raise_in_prepare;
+static volatile sig_atomic_t in_handler, in_fallocate, in_fork, in_prepare, raised_in_prepare;
 
 static struct { uint32_t n; char what[12]; } small = { 0, "handler" };
 
@@ -42,22 +44,28 @@ static void on_usr1(int sig)
 {
     (void)sig;
     in_handler = 1;
-    const char *what = in_fallocate ? "in_grow" : in_fork ? "in_fork" : in_nudge ? "in_nudge"
-                                                                                 : "outside";
+    bool after_prepare = !in_prepare && raised_in_prepare;
+    const char *what = in_fallocate ? "in_grow" : in_fork ? "in_fork" : in_prepare ? "in_prepare"
+                     : after_prepare ? "after_prepare" : "outside";
     if (in_fallocate)
         seen->in_grow++;
     else if (in_fork)
         seen->in_fork++;
-    else if (in_nudge)
-        seen->in_nudge++;
+    else if (in_prepare)
+        seen->in_prepare++;
+    else if (after_prepare)
+        seen->after_prepare++;
     else
         seen->outside++;
+    raised_in_prepare = 0;
     struct jh_attr a = { "what", JH_ATTR_STR, { .s = what } };
     small.n++;
     seen->bad_returns += jh_log_event(ctx, "handler", &a, 1) != 0;
-    if (in_fork || in_nudge) {  /* past what is allocated: this one must grow the file */
-        static uint8_t big[4 << 20];
+    static uint8_t big[4 << 20];
+    if (in_fork) {              /* past what is allocated: this one must grow the file */
         seen->bad_returns += jh_log_memory(ctx, big, sizeof big, "big") != 0;
+    } else if (in_prepare || after_prepare) {   /* past the mark: prepares again */
+        seen->bad_returns += jh_log_memory(ctx, big, 300 << 10, "big") != 0;
     } else {
         seen->bad_returns += jh_log_memory(ctx, &small, sizeof small, "small") != 0;
     }
@@ -76,26 +84,27 @@ int fallocate(int fd, int mode, off_t off, off_t len)
     return (int)syscall(SYS_fallocate, fd, mode, off, len);
 }
 
-/* The library's wake-up of its helper thread (nudge(), under the grow lock). */
-int pthread_cond_signal(pthread_cond_t *c)
+/* The library's zeros written ahead of the writers (prepare_ahead, under the grow lock). */
+ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t off)
 {
-    static int (*real)(pthread_cond_t *);
+    static ssize_t (*real)(int, const struct iovec *, int, off_t);
     if (!real)
-        real = (int (*)(pthread_cond_t *))dlsym(RTLD_NEXT, "pthread_cond_signal");
-    if (raise_in_nudge && !in_handler) {
-        in_nudge = 1;
+        real = (ssize_t(*)(int, const struct iovec *, int, off_t))dlsym(RTLD_NEXT, "pwritev");
+    if (raise_in_prepare && !in_handler) {
+        seen->prepares++;
+        in_prepare = raised_in_prepare = 1;
         raise(SIGUSR1);
-        in_nudge = 0;
+        in_prepare = 0;
     }
-    return real(c);
+    return real(fd, iov, iovcnt, off);
 }
 
-static void open_child_ctx(const char *engine, bool helper)
+static void open_child_ctx(const char *engine, bool ahead)
 {
     unsetenv("JITHERALD");
     unsetenv("JITHERALD_DIR");
-    /* without it every growth is the writer's */
-    setenv("JITHERALD_AUDITLOG_HELPER", helper ? "1" : "0", 1);
+    /* without it every growth is the writer's own, record by record */
+    setenv("JITHERALD_AUDITLOG_HELPER", ahead ? "1" : "0", 1);
     struct jh_options o = { .sz = sizeof o, .channels = JH_AUDITLOG, .dir = dir,
                             .engine = engine, .auditlog_limit = 64 << 20 };
     if (jh_open(&ctx, &o) != 0 || jh_channels(ctx) != JH_AUDITLOG)
@@ -238,34 +247,40 @@ static void test_in_fork(void)
     jhr_al_free(&lf);
 }
 
-/* The writer asks the helper for more room about once a chunk: each time the signal comes
- * while it holds the lock to do so. */
-static void nudge_body(void)
+/* The writer prepares the file ahead about every 128 KiB: each time the signal comes while
+ * it holds the lock to do so, and is held until the preparation is over. */
+static void prepare_body(void)
 {
-    open_child_ctx("nudge", true);
-    raise_in_nudge = 1;
+    open_child_ctx("prepare", true);
+    raise_in_prepare = 1;
     for (int i = 0; i < 160; i++)
         seen->bad_returns += jh_log_memory(ctx, blob, 64 << 10, "blob") != 0;
-    raise_in_nudge = 0;
+    raise_in_prepare = 0;
     jh_close(ctx);
 }
 
-static void test_in_nudge(void)
+static void test_in_prepare(void)
 {
     memset(seen, 0, sizeof *seen);
-    pid_t pid = run_child(nudge_body);
-    CHECK(seen->in_nudge >= 1);     /* the first record asks; later ones as the helper keeps up */
+    pid_t pid = run_child(prepare_body);
+    CHECK(seen->prepares >= 20);    /* 10 MiB, a stretch of at most 256 KiB at a time */
+    CHECK_EQ(seen->in_prepare, 0);
+    CHECK_EQ(seen->after_prepare, seen->prepares);
     CHECK_EQ(seen->bad_returns, 0);
     struct jhr_al lf;
-    if (read_log("nudge", pid, &lf) != 0)
+    if (read_log("prepare", pid, &lf) != 0)
         return;
-    /* the snapshots (past what the helper allocated) dropped, the events kept or dropped */
-    CHECK(lf.dropped >= (uint64_t)seen->in_nudge);
-    CHECK_EQ(lf.dropped + count_events(&lf, "in_nudge"), 2 * (uint64_t)seen->in_nudge);
-    size_t blobs = 0;
-    for (size_t i = 0; i < lf.nmems; i++)
+    /* nothing dropped: the handler's records waited for no lock */
+    CHECK_EQ(lf.dropped, 0);
+    CHECK_EQ(count_events(&lf, "after_prepare"), (size_t)seen->prepares);
+    CHECK_EQ(count_events(&lf, "in_prepare"), 0);
+    size_t blobs = 0, bigs = 0;
+    for (size_t i = 0; i < lf.nmems; i++) {
         blobs += lf.mems[i].hint && !strcmp(lf.mems[i].hint, "blob");
+        bigs += lf.mems[i].hint && !strcmp(lf.mems[i].hint, "big");
+    }
     CHECK_EQ(blobs, 160);
+    CHECK_EQ(bigs, (size_t)seen->prepares);
     jhr_al_free(&lf);
 }
 
@@ -279,7 +294,7 @@ int main(void)
         SKIP("mmap");
     test_in_grow();
     test_in_fork();
-    test_in_nudge();
+    test_in_prepare();
     rm_tree(dir);
     return check_done();
 }
