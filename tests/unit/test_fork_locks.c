@@ -12,10 +12,9 @@
  * its own allocator's locks, and a child forked while another thread was inside malloc
  * (a call of ours, or libasan's own thread set-up) hangs in its first calloc (seen with
  * gdb: jh__reg_insert -> asan_calloc -> SizeClassAllocator64::GetFromAllocator, about 1
- * run in 3, mostly at fork 0). For the same reason the
- * parent's contexts have no audit log there (its helper thread allocates, and cannot be
- * paused from outside). The lock test proper is the plain build's (make test) and TSan's;
- * the ASan run checks the child's memory use.
+ * run in 3, mostly at fork 0). (The audit log starts no thread of its own, so the parent's
+ * contexts keep it there too.) The lock test proper is the plain build's (make test) and
+ * TSan's; the ASan run checks the child's memory use.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -69,9 +68,7 @@ static void fork_begin(void)
         sched_yield();
 }
 static void fork_end(void) { atomic_store(&paused, 0); }
-#define PARENT_CHANNELS(c) ((c) & ~JH_AUDITLOG)
 #else
-#define PARENT_CHANNELS(c) (c)
 #define CALL_BEGIN() ((void)0)
 #define CALL_END() ((void)0)
 static void fork_begin(void) {}
@@ -97,7 +94,7 @@ static struct jh_code fn(int slot, const char *name)
 static void *opener(void *arg)
 {
     while (!atomic_load(&stop)) {
-        struct jh_options o = opts(PARENT_CHANNELS((unsigned)(uintptr_t)arg));
+        struct jh_options o = opts((unsigned)(uintptr_t)arg);
         jh_ctx *jh;
         CALL_BEGIN();
         if (jh_open(&jh, &o) == 0) {
@@ -149,13 +146,7 @@ static void *logger(void *arg)
 static int child(void)
 {
     alarm(10);
-#ifdef __SANITIZE_THREAD__
-    /* TSan cannot follow a thread started in the child of a multi-threaded fork (it dies:
-     * die_after_fork), and a new audit log starts its helper thread: left out under TSan. */
-    struct jh_options o = opts(JH_ALL & ~JH_AUDITLOG);
-#else
-    struct jh_options o = opts(JH_ALL);
-#endif
+    struct jh_options o = opts(JH_ALL);     /* a new audit log too: it starts no thread */
     jh_ctx *jh;
     if (jh_open(&jh, &o) != 0)
         return 1;
@@ -182,7 +173,7 @@ int main(void)
     memset(code, 0xc3, (SLOTS + 8) * 64);
     /* Not the perf map (it would keep the file open: no open() under its lock) nor elfmap
      * (these RWX pages are never swapped). */
-    struct jh_options o = opts(PARENT_CHANNELS(JH_ALL & ~(JH_ELFMAP | JH_PERFMAP)));
+    struct jh_options o = opts(JH_ALL & ~(JH_ELFMAP | JH_PERFMAP));
     CHECK_EQ(jh_open(&shared, &o), 0);
     pthread_t t[5];
     pthread_create(&t[0], NULL, opener, (void *)(uintptr_t)JH_ALL);
