@@ -27,6 +27,7 @@ extern struct jh_lua_api jh__lj_api;
 enum { E_TRACEIR = 1, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
        E_VMFRAME, E_CACHE,
        E_START,                          /* the trace's start function, while line_later */
+       E_GATHER,                         /* the stop's reader of jit.util (gather.c) */
        /* recent[i]'s function at E_RECENT + i, its cache at E_RECENT + NRECENT + i: held,
         * so no other function takes its address while it is there */
        E_RECENT, E_RECENT_END = E_RECENT + 2 * NRECENT - 1,
@@ -67,7 +68,9 @@ struct state {
     int lines, events, debug, verify, closed;
     unsigned theirs;                     /* 1 << E_K_<event>: a handler of theirs to call */
     uint32_t arch, stubs_per, group_size, prologue_end;
-    jh_lua_cfn traceir;                  /* jit.util.traceir's C function, or NULL */
+    /* jit.util's C functions, by E_ index (traceir, tracemc, tracesnap, traceexitstub;
+     * lua_tocfunction's), called straight; NULL: through lua_call */
+    jh_lua_cfn cf[E_EXITSTUB + 1];
     const struct jh_lj_frame *frame;
     int frame_tried;
     struct live *live;                   /* by trace number */
@@ -98,9 +101,14 @@ struct state {
     uint32_t nfiles;
     int32_t *snap, *slots;               /* per snapshot at the stop: IR position, frame */
     uint32_t capsnap;
+    /* what the stop's one protected call into jit.util (gather) read, as far as it got:
+     * the machine code (have), the snapshots if asked (snaps; nsnap -1: not all read),
+     * the exit stubs' bases (x86: per group; arm64: the trace's) */
+    struct { const uint8_t *mcode; uint64_t addr; uint32_t size, loop, nbase, per;
+             int have, snaps; int64_t nsnap; uint64_t base[MAX_GROUPS]; } got;
     struct { uint64_t traces, patches, removed, groups, failed, no_unwind, checked, differ,
              records, merged, probes, rows_checked, rows_differ, guessed, counts_checked,
-             counts_differ, direct, start_lines; } n;
+             counts_differ, direct, start_lines, snaps_checked, snaps_differ; } n;
 };
 
 /* ---- calling jit.util ------------------------------------------------------------------ */
@@ -129,20 +137,6 @@ static inline int call(lua_State *L, int nargs, int nres)
     return 0;
 }
 
-/* jit.util.<which>(a) or (a, b) with one result, a number; -1 when not a number. */
-static inline double num1(lua_State *L, int which, double a, int two, double b)
-{
-    fn(L, which);
-    A.pushnumber(L, a);
-    if (two)
-        A.pushnumber(L, b);
-    if (call(L, two ? 2 : 1, 1) < 0)
-        return -1;
-    double v = A.type(L, -1) == LUA_TNUMBER ? A.tonumber(L, -1) : -1;
-    A.settop(L, -2);
-    return v;
-}
-
 /* ---- between events.c and funcs.c --------------------------------------------------- */
 
 /* funcs.c: a function's cache (made on its first use, pushed), its lines, the line of one
@@ -157,5 +151,6 @@ int32_t jh__lj_file_index(lua_State *L, struct state *st, const char *src);
 /* The handlers (events.c): lua_CFunctions with upvalues state, env. */
 int jh__lj_on_trace(lua_State *L);
 int jh__lj_on_record(lua_State *L);
+int jh__lj_gather(lua_State *L);        /* (tr): on_stop's, through lua_pcall */
 
 #endif

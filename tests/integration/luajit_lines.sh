@@ -7,7 +7,9 @@
 # workload (roots, side traces, calls into a helper, flushes), on hot.lua (a side trace
 # calling into C through the FFI) and on errors.lua (errors raised through traces), with
 # -jdump's own record handler beside the adapter's in one of them. The IR counts' probes
-# call traceir's C function straight (not through lua_call), but beside -jdump's handler.
+# call traceir's C function straight (not through lua_call), but beside -jdump's handler;
+# the stop's snapshots come from tracesnap's C function called straight, each checked
+# against the same call through lua_call.
 . "$(dirname "$0")/lib.sh"
 luajit_adapter
 cd "$LUAJIT_SCRIPTS" || fail "no $LUAJIT_SCRIPTS"
@@ -26,6 +28,8 @@ io.stderr:write(string.format("starts %s\n", tostring(s.start_lines_recorded)))
 io.stderr:write(string.format("counts %s differ %s guessed %s direct %s\n",
                               tostring(s.ir_counts_checked), tostring(s.ir_counts_differ),
                               tostring(s.ir_counts_guessed), tostring(s.ir_probes_direct)))
+io.stderr:write(string.format("snaps %s differ %s\n", tostring(s.snaps_checked),
+                              tostring(s.snaps_differ)))
 LUA
 check() { # label min_checked min_rows luajit-args...
     local label=$1 min=$2 min_rows=$3; shift 3
@@ -68,6 +72,13 @@ check() { # label min_checked min_rows luajit-args...
         [ "${direct:-0}" -gt 0 ] || fail "$label: no probe called traceir straight ($counts counts)"
     fi
     echo "$label: ${direct} probes called traceir's C function straight"
+    # the stop reads the snapshots in one protected call, tracesnap's C function called
+    # straight (gather.c): each the same as through lua_call, and none past the last
+    local snaps sdiff
+    read -r _ snaps _ sdiff < <(grep '^snaps ' "$T/$label.err") || true
+    [ "${sdiff:-x}" = 0 ] || fail "$label: $sdiff of $snaps snapshots differ from tracesnap through lua_call"
+    [ "${snaps:-0}" -ge "$min_rows" ] || fail "$label: only ${snaps:-none} snapshots compared"
+    echo "$label: $snaps snapshots read straight the same as through lua_call"
 }
 check stress 500 100 "$T/check.lua" "$R/bench/luajit/stress.lua" 100 2 2
 check hot 3 1 "$T/check.lua" hot.lua 2
@@ -75,4 +86,5 @@ check errors 3 1 "$T/check.lua" errors.lua
 check jdump 3 1 -jdump=b "$T/check.lua" hot.lua 2
 echo "ok: every recorded bytecode's line read from its frame is the one funcinfo gives, and"
 echo "    the records that repeat the line before them change no trace's rows, and an IR"
-echo "    count probed from the gap seen before is the count, traceir called straight or not"
+echo "    count probed from the gap seen before is the count, traceir called straight or not,"
+echo "    and each snapshot read straight is the one lua_call gives"
