@@ -201,23 +201,23 @@ static void on_start(lua_State *L, struct state *st)
     st->nloc = 1;
     if (A.type(L, 3) != LUA_TFUNCTION)
         return;
-    jh__lj_func_cache(L, 3, st->lines);
-    int c = A.gettop(L);
-    struct lines *ls = jh__lj_lines_of(L, c);
-    if (st->lines) {
-        A.rawgeti(L, c, C_SOURCE);
-        if (A.type(L, -1) == LUA_TSTRING) {
-            st->rec_tr = tr;
-            st->nrec = 0;
-            st->ni = 0;
-            st->files[0] = A.tolstring(L, -1, NULL);
-            st->nfiles = 1;
-            A.pushvalue(L, -1);
-            A.rawseti(L, UPV(2), E_FILE0);
-            st->gen++;                   /* files[] anew: the recent functions' fi too */
-            st->prev_lines = NULL;
-        }
+    /* the start's function among the recent ones, as the records' are (funcs.c) */
+    struct recent *fr = jh__lj_recent_of(L, st, 3);
+    if (!fr)
+        return;
+    struct lines *ls = fr->lines;
+    if (st->lines && fr->src) {
+        st->rec_tr = tr;
+        st->nrec = 0;
+        st->ni = 0;
+        st->files[0] = fr->src;
+        st->nfiles = 1;
+        A.rawgeti(L, UPV(2), E_RECENT + NRECENT + (int)(fr - st->recent));
+        A.rawgeti(L, -1, C_SOURCE);      /* the same string, held while files[] names it */
+        A.rawseti(L, UPV(2), E_FILE0);
         A.settop(L, -2);
+        st->gen++;                       /* files[] anew: the recent functions' fi too */
+        st->prev_lines = NULL;
     }
     /* A line not seen yet: where "record" events follow, the first one at pc (the
      * trace records its start first) reads it from the executing frame (on_rec), as it
@@ -235,21 +235,16 @@ static void on_start(lua_State *L, struct state *st)
     } else {
         st->line0 = jh__lj_line_at(L, st, 3, ls, pc, 0);
     }
-    A.rawgeti(L, c, C_PREFIX);
-    if (A.type(L, -1) == LUA_TSTRING) {
-        A.rawgeti(L, c, C_NOLINE);
-        size_t len, at = 0;
-        const char *prefix = A.tolstring(L, -2, &len);
-        put(st->loc, sizeof st->loc, &at, prefix, len);
+    if (fr->prefix) {
+        size_t at = 0;
+        put(st->loc, sizeof st->loc, &at, fr->prefix, fr->nprefix);
         st->nloc = at;
-        if (A.type(L, -1) == LUA_TNIL) {
+        if (!fr->noline) {
             st->loc_line = 1;
             if (!st->line_later)
                 start_line(st, st->line0);
         }
-        A.settop(L, -2);
     }
-    A.settop(L, c - 1);
 }
 
 /* Trace tr's IR count now, from ni on (less than ni: ni): the least count >= ni at which
@@ -306,17 +301,19 @@ static void on_rec(lua_State *L, struct state *st)
     /* numbers from LuaJIT (lua_type not asked: 2 calls an event); not one, 0: no trace */
     uint32_t tr = (uint32_t)A.tointeger(L, 1);
     int32_t pc = (int32_t)A.tointeger(L, 3);
-    if (!tr || tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
+    if (!tr || tr != st->rec_tr || pc < 0)
         return;
+    /* (the stack as LuaJIT gave it: recent_of, file_index and line_at leave it so) */
     int base = A.gettop(L);
     struct recent *fr = jh__lj_recent_of(L, st, 2);
+    if (!fr)
+        return;
     if (fr->gen != st->gen) {
         fr->fi = jh__lj_file_index(L, st, fr->src);
         fr->gen = st->gen;
     }
     st->last_fi = fr->fi;
     int32_t line = jh__lj_line_at(L, st, 2, fr->lines, pc, 1);
-    A.settop(L, base);
     if (st->line_later && pc == st->start_pc && fr->lines == st->start_lines) {
         start_line(st, line);            /* the trace's start (on_start) */
         st->n.start_lines++;

@@ -21,7 +21,7 @@
 extern struct jh_lua_api jh__lj_api;
 #define A jh__lj_api
 
-#define NRECENT 4                        /* functions recorded lately, known in C */
+#define NRECENT 8                        /* functions recorded lately, known in C */
 
 /* The environment, upvalue 2 of every closure: integer keys, read per event. */
 enum { E_TRACEIR = 1, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
@@ -89,7 +89,10 @@ struct state {
      * them makes no call into Lua: its lines, its source file (interned), the index of
      * that file in files[] for the trace recorded when it was found (gen) */
     struct recent { const void *fn; struct lines *lines; const char *src; int32_t fi;
-                    uint32_t gen; } recent[NRECENT];
+                    uint32_t gen;
+                    const char *prefix;  /* C_PREFIX (NULL: none), C_NOLINE: on_start's */
+                    size_t nprefix;
+                    int noline; } recent[NRECENT];
     uint32_t nextrecent, gen;            /* gen: one more at each trace recorded */
     struct lines *prev_lines;            /* the record kept last: its function's lines */
     int32_t prev_pc;                     /* (NULL when that function left recent[]), pc */

@@ -166,13 +166,16 @@ int32_t jh__lj_line_at(lua_State *L, struct state *st, int idx, struct lines *ls
     return line;
 }
 
-/* The function at idx among the recent ones, made so (its cache read) if it is not. */
+/* The function at idx among the recent ones, made so (its cache read) if it is not; NULL
+ * where idx is not a function. */
 struct recent *jh__lj_recent_of(lua_State *L, struct state *st, int idx)
 {
     const void *f = A.topointer(L, idx);
     for (uint32_t i = 0; i < NRECENT; i++)
         if (st->recent[i].fn == f && f)
             return &st->recent[i];
+    if (A.type(L, idx) != LUA_TFUNCTION)  /* (only functions are ever made recent) */
+        return NULL;
     uint32_t i = st->nextrecent;
     st->nextrecent = (i + 1) % NRECENT;
     struct recent *r = &st->recent[i];
@@ -182,6 +185,11 @@ struct recent *jh__lj_recent_of(lua_State *L, struct state *st, int idx)
     int c = A.gettop(L);
     A.rawgeti(L, c, C_SOURCE);
     r->src = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, NULL) : NULL;
+    A.rawgeti(L, c, C_PREFIX);
+    r->nprefix = 0;
+    r->prefix = A.type(L, -1) == LUA_TSTRING ? A.tolstring(L, -1, &r->nprefix) : NULL;
+    A.rawgeti(L, c, C_NOLINE);
+    r->noline = A.type(L, -1) != LUA_TNIL;
     A.settop(L, c);
     r->lines = jh__lj_lines_of(L, c);
     r->fn = f;
