@@ -541,13 +541,11 @@ static int chain(lua_State *L, const struct state *st, int event)
     if (!st || !(st->theirs & (1u << event)))
         return 0;
     int n = A.gettop(L);
-    A.rawgeti(L, UPV(2), E_THEIRS);
-    field(L, n + 1, event);
+    A.rawgeti(L, UPV(2), E_THEIRS_TRACE + (event - E_K_TRACE));
     if (A.type(L, -1) != LUA_TFUNCTION) {
         A.settop(L, n);
         return 0;
     }
-    A.remove(L, -2);
     for (int i = 1; i <= n; i++)
         A.pushvalue(L, i);
     A.call(L, n, 0);

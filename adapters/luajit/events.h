@@ -28,6 +28,8 @@ enum { E_TRACEIR = 1, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
        E_VMFRAME, E_CACHE,
        E_START,                          /* the trace's start function, while line_later */
        E_GATHER,                         /* the stop's reader of jit.util (gather.c) */
+       /* theirs[event] for "trace" and "record" as theirs_changed() last found them */
+       E_THEIRS_TRACE, E_THEIRS_RECORD,
        /* recent[i]'s function at E_RECENT + i, its cache at E_RECENT + NRECENT + i: held,
         * so no other function takes its address while it is there */
        E_RECENT, E_RECENT_END = E_RECENT + 2 * NRECENT - 1,

@@ -92,7 +92,7 @@ static int live(lua_State *L)
 }
 
 /* theirs() after each change of the theirs table: which events have a handler of the
- * script's to call after ours (chain() looks only then) */
+ * script's to call after ours, and which (chain() calls it from E_THEIRS_<event>) */
 static int theirs(lua_State *L)
 {
     struct state *st = A.touserdata(L, UPV(1));
@@ -101,9 +101,13 @@ static int theirs(lua_State *L)
     for (int e = E_K_TRACE; e <= E_K_RECORD; e++) {
         A.rawgeti(L, UPV(2), e);
         A.rawget(L, -2);
-        if (A.type(L, -1) == LUA_TFUNCTION)
+        if (A.type(L, -1) == LUA_TFUNCTION) {
             st->theirs |= 1u << e;
-        A.settop(L, -2);
+        } else {
+            A.settop(L, -2);
+            A.pushnil(L);
+        }
+        A.rawseti(L, UPV(2), E_THEIRS_TRACE + (e - E_K_TRACE));
     }
     A.settop(L, -2);
     return 0;
