@@ -213,9 +213,7 @@ static void on_start(lua_State *L, struct state *st)
         st->files[0] = fr->src;
         st->nfiles = 1;
         A.rawgeti(L, UPV(2), E_RECENT + NRECENT + (int)(fr - st->recent));
-        A.rawgeti(L, -1, C_SOURCE);      /* the same string, held while files[] names it */
-        A.rawseti(L, UPV(2), E_FILE0);
-        A.settop(L, -2);
+        A.rawseti(L, UPV(2), E_FILE0);   /* its cache, where the name is: held */
         st->gen++;                       /* files[] anew: the recent functions' fi too */
         st->prev_lines = NULL;
     }
@@ -235,11 +233,11 @@ static void on_start(lua_State *L, struct state *st)
     } else {
         st->line0 = jh__lj_line_at(L, st, 3, ls, pc, 0);
     }
-    if (fr->prefix) {
+    if (ls && ls->prefix) {
         size_t at = 0;
-        put(st->loc, sizeof st->loc, &at, fr->prefix, fr->nprefix);
+        put(st->loc, sizeof st->loc, &at, lines_prefix(ls), ls->nprefix);
         st->nloc = at;
-        if (!fr->noline) {
+        if (!ls->noline) {
             st->loc_line = 1;
             if (!st->line_later)
                 start_line(st, st->line0);
@@ -309,7 +307,7 @@ static void on_rec(lua_State *L, struct state *st)
     if (!fr)
         return;
     if (fr->gen != st->gen) {
-        fr->fi = jh__lj_file_index(L, st, fr->src);
+        fr->fi = jh__lj_file_index(L, st, fr);
         fr->gen = st->gen;
     }
     st->last_fi = fr->fi;

@@ -15,6 +15,7 @@
 #define LUA_TSTRING 4
 #define LUA_TTABLE 5
 #define LUA_TFUNCTION 6
+#define LUA_TUSERDATA 7
 #define UPV(i) (-10002 - (i))            /* lua_upvalueindex (lua.h: LUA_GLOBALSINDEX - i) */
 
 /* Lua's C API (jh_luajit_api; open.c) */
@@ -40,20 +41,29 @@ enum { E_TRACEIR = 1, E_TRACEMC, E_TRACESNAP, E_EXITSTUB, E_FUNCINFO, E_THEIRS,
        /* the recording trace's file names, files[k] at E_FILE0 + k: anchored here, not
         * only by the weak cache, while files[] points at them */
        E_FILE0 };
-/* A function's cache (E_CACHE[func], weak keys), a table of: */
-enum { C_SOURCE = -1,                    /* its source file name, false: none */
-       C_PREFIX = -2,                    /* -jv's location less ":line" (funcinfo's loc) */
-       C_NOLINE = -3,                    /* true: the location takes no line (builtin) */
-       C_LINES = -4 };                   /* a userdata, struct lines: each bytecode's line */
-/* A function's lines in C, read by the "record" handler without a call into Lua: a full
- * userdata, which LuaJIT never moves, anchored by the cache. */
-struct lines { uint32_t n; int32_t line[]; };   /* line[pc], -1: not known yet */
-/* After line[n], where "record" events are handled (state's lines): gap[pc], n bytes,
- * the IR made from the record kept at pc to the next one kept, when last seen
- * (GAP_UNKNOWN: never); the count's probes start there (events.c). */
+/* A function's cache (E_CACHE[func], weak keys): a full userdata, which LuaJIT never moves,
+ * read by the handlers without a call into Lua (funcs.c). After line[n], where "record"
+ * events are handled (state's lines): gap[pc], n bytes, the IR made from the record kept
+ * at pc to the next one kept, when last seen (GAP_UNKNOWN: never); the count's probes
+ * start there (events.c). Then the names, each ended by a NUL. */
+struct lines { uint32_t n;               /* bytecode positions */
+               uint32_t src, prefix;     /* where its source file's name and -jv's location
+                                          * less ":line" (funcinfo's loc) are, from the
+                                          * start; 0: none */
+               uint32_t nprefix;
+               int noline;               /* the location takes no line (builtin) */
+               int32_t line[]; };        /* line[pc], -1: not known yet */
 #define GAP_UNKNOWN 0xff
 #define LINES_SIZE(n, gaps) (sizeof(struct lines) + (sizeof(int32_t) + !!(gaps)) * (size_t)(n))
 static inline uint8_t *lines_gap(struct lines *ls) { return (uint8_t *)(ls->line + ls->n); }
+static inline const char *lines_src(const struct lines *ls)
+{
+    return ls->src ? (const char *)ls + ls->src : NULL;
+}
+static inline const char *lines_prefix(const struct lines *ls)
+{
+    return ls->prefix ? (const char *)ls + ls->prefix : NULL;
+}
 
 #define LOC_LEN 96                       /* -jv's location, as funcinfo's loc (short) */
 #define NAME_LEN 128
@@ -91,10 +101,7 @@ struct state {
      * them makes no call into Lua: its lines, its source file (interned), the index of
      * that file in files[] for the trace recorded when it was found (gen) */
     struct recent { const void *fn; struct lines *lines; const char *src; int32_t fi;
-                    uint32_t gen;
-                    const char *prefix;  /* C_PREFIX (NULL: none), C_NOLINE: on_start's */
-                    size_t nprefix;
-                    int noline; } recent[NRECENT];
+                    uint32_t gen; } recent[NRECENT];
     uint32_t nextrecent, gen;            /* gen: one more at each trace recorded */
     struct lines *prev_lines;            /* the record kept last: its function's lines */
     int32_t prev_pc;                     /* (NULL when that function left recent[]), pc */
@@ -146,12 +153,11 @@ static inline int call(lua_State *L, int nargs, int nres)
 
 /* funcs.c: a function's cache (made on its first use, pushed), its lines, the line of one
  * of its bytecodes, the recent functions, a source file's index in the trace's files[] */
-void jh__lj_func_cache(lua_State *L, int idx, int gaps);
-struct lines *jh__lj_lines_of(lua_State *L, int c);
+struct lines *jh__lj_func_cache(lua_State *L, int idx, int gaps, int hold);
 int32_t jh__lj_line_at(lua_State *L, struct state *st, int idx, struct lines *ls, int32_t pc,
                        int rec);
 struct recent *jh__lj_recent_of(lua_State *L, struct state *st, int idx);
-int32_t jh__lj_file_index(lua_State *L, struct state *st, const char *src);
+int32_t jh__lj_file_index(lua_State *L, struct state *st, const struct recent *r);
 
 /* The handlers (events.c): lua_CFunctions with upvalues state, env. */
 int jh__lj_on_trace(lua_State *L);
