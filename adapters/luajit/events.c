@@ -253,7 +253,7 @@ static void on_start(lua_State *L, struct state *st)
  *
  * Each probe calls traceir's own C function straight (direct: st->cf[E_TRACEIR], which
  * lua_tocfunction gave), with the handler's stack as its arguments: (tr, k) at 1 and 2,
- * as lua_call would give them, its answers pushed after them (5, or none). The handler's
+ * as lua_call would give them, its answers over them and after them (5, or none). The handler's
  * own arguments are gone then (the caller keeps them where a handler of the script's gets
  * them next). lua_call of it cost ~330 instructions a probe of ~500 (docs/cost.md);
  * traceir is LuaJIT's C (lib_jit.c), reads only its two arguments, allocates nothing, and
@@ -289,7 +289,9 @@ static int32_t ir_count(lua_State *L, struct state *st, uint32_t tr, int base, i
             hi = k - 1;
         k = lo + 1;
     }
-    A.settop(L, direct ? 0 : base);
+    if (!direct)                         /* (direct: the stack is left as the last probe
+                                          * made it; the handler reads it no more) */
+        A.settop(L, base);
     return lo;
 }
 
@@ -311,7 +313,9 @@ static void on_rec(lua_State *L, struct state *st)
         fr->gen = st->gen;
     }
     st->last_fi = fr->fi;
-    int32_t line = jh__lj_line_at(L, st, 2, fr->lines, pc, 1);
+    const struct lines *ls = fr->lines;  /* (a line seen before: no call) */
+    int32_t line = ls && (uint32_t)pc < ls->n && ls->line[pc] >= 0 ? ls->line[pc]
+                 : jh__lj_line_at(L, st, 2, fr->lines, pc, 1);
     if (st->line_later && pc == st->start_pc && fr->lines == st->start_lines) {
         start_line(st, line);            /* the trace's start (on_start) */
         st->n.start_lines++;

@@ -102,7 +102,7 @@ struct state {
      * that file in files[] for the trace recorded when it was found (gen) */
     struct recent { const void *fn; struct lines *lines; const char *src; int32_t fi;
                     uint32_t gen; } recent[NRECENT];
-    uint32_t nextrecent, gen;            /* gen: one more at each trace recorded */
+    uint32_t nextrecent, lastrecent, gen;   /* gen: one more at each trace recorded */
     struct lines *prev_lines;            /* the record kept last: its function's lines */
     int32_t prev_pc;                     /* (NULL when that function left recent[]), pc */
     char loc[LOC_LEN];

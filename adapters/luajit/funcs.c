@@ -167,13 +167,18 @@ int32_t jh__lj_line_at(lua_State *L, struct state *st, int idx, struct lines *ls
 struct recent *jh__lj_recent_of(lua_State *L, struct state *st, int idx)
 {
     const void *f = A.topointer(L, idx);
+    if (st->recent[st->lastrecent].fn == f && f)   /* (mostly the one the event before had) */
+        return &st->recent[st->lastrecent];
     for (uint32_t i = 0; i < NRECENT; i++)
-        if (st->recent[i].fn == f && f)
+        if (st->recent[i].fn == f && f) {
+            st->lastrecent = i;
             return &st->recent[i];
+        }
     if (A.type(L, idx) != LUA_TFUNCTION)  /* (only functions are ever made recent) */
         return NULL;
     uint32_t i = st->nextrecent;
     st->nextrecent = (i + 1) % NRECENT;
+    st->lastrecent = i;
     struct recent *r = &st->recent[i];
     if (r->lines && r->lines == st->prev_lines)
         st->prev_lines = NULL;           /* no longer held: not written to again */
