@@ -132,6 +132,8 @@ int jh__lj_gather(lua_State *L)
         /* the string is a copy of the code at addr: read there, where it stays (the
          * string is the collector's once this returns) */
         s->got.addr = (uint64_t)A.tonumber(L, -2);
+        if (!s->got.addr && size)
+            return 0;
         s->got.mcode = (const uint8_t *)(uintptr_t)s->got.addr;
         s->got.size = (uint32_t)size;
         s->got.loop = A.type(L, -1) == LUA_TNUMBER ? (uint32_t)A.tointeger(L, -1) : 0;
