@@ -303,8 +303,6 @@ static void on_rec(lua_State *L, struct state *st)
     int32_t pc = (int32_t)A.tointeger(L, 3);
     if (!tr || tr != st->rec_tr || pc < 0)
         return;
-    /* (the stack as LuaJIT gave it: recent_of, file_index and line_at leave it so) */
-    int base = A.gettop(L);
     struct recent *fr = jh__lj_recent_of(L, st, 2);
     if (!fr)
         return;
@@ -331,6 +329,8 @@ static void on_rec(lua_State *L, struct state *st)
         if (!st->verify)
             return;
     }
+    /* (the stack as LuaJIT gave it: recent_of, file_index and line_at leave it so) */
+    int base = A.gettop(L);
     struct lines *pl = st->prev_lines;
     uint8_t *gap = pl && (uint32_t)st->prev_pc < pl->n ? &lines_gap(pl)[st->prev_pc] : NULL;
     /* with st->verify, the count probed one by one from the last, through lua_call (before
