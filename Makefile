@@ -36,7 +36,7 @@ LIB_SRC  := $(filter-out %_win.c,$(sort $(wildcard src/base/*.c src/fmt/*.c src/
 # The LuaJIT adapter's C half (adapters/luajit/trace.h): its event handlers, which LuaJIT
 # would run with the JIT off as Lua, and the derivation of each trace's lines and frame.
 LUAJIT_SRC := adapters/luajit/trace.c adapters/luajit/events.c adapters/luajit/funcs.c \
-              adapters/luajit/open.c
+              adapters/luajit/open.c adapters/luajit/gather.c
 LIB_SRC  += $(LUAJIT_SRC)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB_A    := $(BUILD)/libjitherald.a

@@ -8,10 +8,11 @@
  * seen before makes no call into Lua but lua_topointer), traceir ~2 times per recorded
  * bytecode whose line differs from the one before (the IR count there, probed from the
  * gap that span made when last recorded; a bytecode on the same line is not kept), and
- * at the stop tracemc and a tracesnap per snapshot and one more (their count is the
- * exits'; traceinfo's table costs more than that), then trace.c's derivation and one
- * jh_code_add. Every call into LuaJIT's API costs ~20-40 instructions, lua_call of a
- * jit.util function ~350, a table it makes ~600 more (docs/cost.md).
+ * at the stop one lua_pcall of gather.c's reader, which calls tracemc, a tracesnap per
+ * snapshot and one more (their count is the exits'; traceinfo's table costs more than
+ * that) and traceexitstub straight, then trace.c's derivation and one jh_code_add. Every
+ * call into LuaJIT's API costs ~20-40 instructions, lua_call of a jit.util function ~350,
+ * a table it makes ~600 more (docs/cost.md).
  *
  *     start   the trace's number, where it starts (its name) and its parent exit
  *     record  per bytecode recorded: its line and file, and the IR count where they change
@@ -111,14 +112,12 @@ static uint64_t patched_span(struct live *p, size_t *len)
     return p->addr + lo;
 }
 
-/* Exit stub group g's base (x86: LuaJIT's shared groups of stubs_per), announced when new
- * or moved; 0 when there is none. */
-static uint64_t group_base(lua_State *L, struct state *st, uint32_t g)
+/* Exit stub group g at base (x86: LuaJIT's shared groups of stubs_per, gather.c reads
+ * where), announced when new or moved. */
+static void group_seen(struct state *st, uint32_t g, uint64_t base)
 {
-    double b = num1(L, E_EXITSTUB, (double)g * st->stubs_per, 0, 0);
-    uint64_t base = b >= 65536 ? (uint64_t)b : 0;   /* an absent group reads as small */
     if (!base || g >= MAX_GROUPS || !st->group_size)
-        return base;
+        return;
     struct group *gr = &st->groups[g];
     if (gr->addr != base) {
         if (gr->announced) {
@@ -139,7 +138,6 @@ static uint64_t group_base(lua_State *L, struct state *st, uint32_t g)
         }
         st->n.groups++;
     }
-    return base;
 }
 
 static void log_event(struct state *st, const char *name, uint32_t tr, const char *what)
@@ -203,23 +201,21 @@ static void on_start(lua_State *L, struct state *st)
     st->nloc = 1;
     if (A.type(L, 3) != LUA_TFUNCTION)
         return;
-    jh__lj_func_cache(L, 3, st->lines);
-    int c = A.gettop(L);
-    struct lines *ls = jh__lj_lines_of(L, c);
-    if (st->lines) {
-        A.rawgeti(L, c, C_SOURCE);
-        if (A.type(L, -1) == LUA_TSTRING) {
-            st->rec_tr = tr;
-            st->nrec = 0;
-            st->ni = 0;
-            st->files[0] = A.tolstring(L, -1, NULL);
-            st->nfiles = 1;
-            A.pushvalue(L, -1);
-            A.rawseti(L, UPV(2), E_FILE0);
-            st->gen++;                   /* files[] anew: the recent functions' fi too */
-            st->prev_lines = NULL;
-        }
-        A.settop(L, -2);
+    /* the start's function among the recent ones, as the records' are (funcs.c) */
+    struct recent *fr = jh__lj_recent_of(L, st, 3);
+    if (!fr)
+        return;
+    struct lines *ls = fr->lines;
+    if (st->lines && fr->src) {
+        st->rec_tr = tr;
+        st->nrec = 0;
+        st->ni = 0;
+        st->files[0] = fr->src;
+        st->nfiles = 1;
+        A.rawgeti(L, UPV(2), E_RECENT + NRECENT + (int)(fr - st->recent));
+        A.rawseti(L, UPV(2), E_FILE0);   /* its cache, where the name is: held */
+        st->gen++;                       /* files[] anew: the recent functions' fi too */
+        st->prev_lines = NULL;
     }
     /* A line not seen yet: where "record" events follow, the first one at pc (the
      * trace records its start first) reads it from the executing frame (on_rec), as it
@@ -237,21 +233,16 @@ static void on_start(lua_State *L, struct state *st)
     } else {
         st->line0 = jh__lj_line_at(L, st, 3, ls, pc, 0);
     }
-    A.rawgeti(L, c, C_PREFIX);
-    if (A.type(L, -1) == LUA_TSTRING) {
-        A.rawgeti(L, c, C_NOLINE);
-        size_t len, at = 0;
-        const char *prefix = A.tolstring(L, -2, &len);
-        put(st->loc, sizeof st->loc, &at, prefix, len);
+    if (ls && ls->prefix) {
+        size_t at = 0;
+        put(st->loc, sizeof st->loc, &at, lines_prefix(ls), ls->nprefix);
         st->nloc = at;
-        if (A.type(L, -1) == LUA_TNIL) {
+        if (!ls->noline) {
             st->loc_line = 1;
             if (!st->line_later)
                 start_line(st, st->line0);
         }
-        A.settop(L, -2);
     }
-    A.settop(L, c - 1);
 }
 
 /* Trace tr's IR count now, from ni on (less than ni: ni): the least count >= ni at which
@@ -260,9 +251,9 @@ static void on_start(lua_State *L, struct state *st)
  * made as much again, 1 where none): side traces record the same code again and again;
  * 2.6 -> 2.1 probes a kept record on bench/luajit/stress.lua.
  *
- * Each probe calls traceir's own C function straight (direct: st->traceir, which
+ * Each probe calls traceir's own C function straight (direct: st->cf[E_TRACEIR], which
  * lua_tocfunction gave), with the handler's stack as its arguments: (tr, k) at 1 and 2,
- * as lua_call would give them, its answers pushed after them (5, or none). The handler's
+ * as lua_call would give them, its answers over them and after them (5, or none). The handler's
  * own arguments are gone then (the caller keeps them where a handler of the script's gets
  * them next). lua_call of it cost ~330 instructions a probe of ~500 (docs/cost.md);
  * traceir is LuaJIT's C (lib_jit.c), reads only its two arguments, allocates nothing, and
@@ -281,7 +272,7 @@ static int32_t ir_count(lua_State *L, struct state *st, uint32_t tr, int base, i
             A.settop(L, 0);
             A.pushnumber(L, tr);
             A.pushnumber(L, k);
-            answered = st->traceir(L) > 0;
+            answered = st->cf[E_TRACEIR](L) > 0;
             st->n.direct++;
         } else {
             A.pushvalue(L, base + 1);
@@ -298,7 +289,9 @@ static int32_t ir_count(lua_State *L, struct state *st, uint32_t tr, int base, i
             hi = k - 1;
         k = lo + 1;
     }
-    A.settop(L, direct ? 0 : base);
+    if (!direct)                         /* (direct: the stack is left as the last probe
+                                          * made it; the handler reads it no more) */
+        A.settop(L, base);
     return lo;
 }
 
@@ -308,17 +301,19 @@ static void on_rec(lua_State *L, struct state *st)
     /* numbers from LuaJIT (lua_type not asked: 2 calls an event); not one, 0: no trace */
     uint32_t tr = (uint32_t)A.tointeger(L, 1);
     int32_t pc = (int32_t)A.tointeger(L, 3);
-    if (!tr || tr != st->rec_tr || pc < 0 || A.type(L, 2) != LUA_TFUNCTION)
+    if (!tr || tr != st->rec_tr || pc < 0)
         return;
-    int base = A.gettop(L);
     struct recent *fr = jh__lj_recent_of(L, st, 2);
+    if (!fr)
+        return;
     if (fr->gen != st->gen) {
-        fr->fi = jh__lj_file_index(L, st, fr->src);
+        fr->fi = jh__lj_file_index(L, st, fr);
         fr->gen = st->gen;
     }
     st->last_fi = fr->fi;
-    int32_t line = jh__lj_line_at(L, st, 2, fr->lines, pc, 1);
-    A.settop(L, base);
+    const struct lines *ls = fr->lines;  /* (a line seen before: no call) */
+    int32_t line = ls && (uint32_t)pc < ls->n && ls->line[pc] >= 0 ? ls->line[pc]
+                 : jh__lj_line_at(L, st, 2, fr->lines, pc, 1);
     if (st->line_later && pc == st->start_pc && fr->lines == st->start_lines) {
         start_line(st, line);            /* the trace's start (on_start) */
         st->n.start_lines++;
@@ -334,6 +329,8 @@ static void on_rec(lua_State *L, struct state *st)
         if (!st->verify)
             return;
     }
+    /* (the stack as LuaJIT gave it: recent_of, file_index and line_at leave it so) */
+    int base = A.gettop(L);
     struct lines *pl = st->prev_lines;
     uint8_t *gap = pl && (uint32_t)st->prev_pc < pl->n ? &lines_gap(pl)[st->prev_pc] : NULL;
     /* with st->verify, the count probed one by one from the last, through lua_call (before
@@ -341,7 +338,7 @@ static void on_rec(lua_State *L, struct state *st)
     int32_t plain = st->verify ? ir_count(L, st, tr, base, st->ni, GAP_UNKNOWN, 0) : 0;
     /* traceir called straight, unless a handler of the script's gets this event's
      * arguments after ours (chain) */
-    int direct = st->traceir && !(st->theirs & (1u << E_K_RECORD));
+    int direct = st->cf[E_TRACEIR] && !(st->theirs & (1u << E_K_RECORD));
     int32_t ni = ir_count(L, st, tr, base, st->ni, gap ? *gap : GAP_UNKNOWN, direct);
     st->n.guessed += gap && *gap != GAP_UNKNOWN;
     if (st->verify) {
@@ -371,59 +368,6 @@ static void on_rec(lua_State *L, struct state *st)
     st->rec[st->nrec++] = (struct jh_lj_rec){ ni, line, st->last_fi };
 }
 
-/* Room for n snapshots in st->snap and st->slots. */
-static int grow_snap(struct state *st, uint32_t n)
-{
-    if (n <= st->capsnap)
-        return 0;
-    uint32_t cap = st->capsnap ? st->capsnap : 64;
-    while (cap < n)
-        cap *= 2;
-    int32_t *s = realloc(st->snap, sizeof *s * cap);
-    if (s)
-        st->snap = s;
-    int32_t *f = s ? realloc(st->slots, sizeof *f * cap) : NULL;
-    if (f)
-        st->slots = f;
-    if (!s || !f)
-        return -ENOMEM;
-    st->capsnap = cap;
-    return 0;
-}
-
-/* Trace tr's snapshots, each one's IR position and frame size in st->snap and st->slots,
- * from tracesnap (a table each): how many it has, which is traceinfo's nexit (LuaJIT's
- * nsnap: tracesnap answers below it), found without traceinfo's table of 6 fields; -1
- * where a call failed or memory ran out (those read are kept). */
-static int64_t read_snaps(lua_State *L, struct state *st, uint32_t tr)
-{
-    int base = A.gettop(L);
-    int64_t n = 0;
-    fn(L, E_TRACESNAP);
-    for (;; n++) {
-        if (grow_snap(st, (uint32_t)n + 1) < 0) {
-            n = -1;
-            break;
-        }
-        A.pushvalue(L, base + 1);
-        A.pushnumber(L, tr);
-        A.pushnumber(L, (double)n);
-        if (call(L, 2, 1) < 0) {
-            n = -1;
-            break;
-        }
-        if (A.type(L, -1) != LUA_TTABLE)
-            break;
-        A.rawgeti(L, -1, 0);
-        A.rawgeti(L, -2, 1);
-        st->snap[n] = (int32_t)A.tointeger(L, -2);
-        st->slots[n] = (int32_t)A.tointeger(L, -1);
-        A.settop(L, base + 1);
-    }
-    A.settop(L, base);
-    return n;
-}
-
 /* With st->verify: t's rows from every record, as on_rec keeps them then, against those
  * from the records it keeps otherwise (none that repeats the line and file before it). */
 static void verify_rows(struct state *st, const struct jh_lj_trace *t)
@@ -448,26 +392,6 @@ static void verify_rows(struct state *st, const struct jh_lj_trace *t)
     }
 }
 
-/* Without the snapshots read: how many of x86's exit stub groups (per exits each) trace
- * tr's exits reach, from tracesnap at each group's first exit past the first group (a nil
- * answer makes no table); the first group is always looked at (announced if it exists). */
-static uint32_t groups_reached(lua_State *L, uint32_t tr, uint32_t per)
-{
-    uint32_t g = 1;
-    for (; g < MAX_GROUPS; g++) {
-        fn(L, E_TRACESNAP);
-        A.pushnumber(L, tr);
-        A.pushnumber(L, (double)g * per);
-        if (call(L, 2, 1) < 0)
-            break;
-        int t = A.type(L, -1);
-        A.settop(L, -2);
-        if (t != LUA_TTABLE)
-            break;
-    }
-    return g;
-}
-
 /* stop(tr): announce it */
 static void on_stop(lua_State *L, struct state *st)
 {
@@ -483,35 +407,36 @@ static void on_stop(lua_State *L, struct state *st)
         start_line(st, jh__lj_line_at(L, st, base + 1, st->start_lines, st->start_pc, 0));
         A.settop(L, base);
     }
-    fn(L, E_TRACEMC);                    /* mcode, addr, loop */
+    /* jit.util's answers, in one lua_pcall (gather.c); with lines, the snapshots, whose
+     * count is nexit; where reading them failed, the trace gets its start line only, and
+     * its stub groups are found without them */
+    memset(&st->got, 0, sizeof st->got);
+    st->got.nsnap = -1;
+    st->got.snaps = lines && st->arch;
+    A.rawgeti(L, UPV(2), E_GATHER);
     A.pushnumber(L, tr);
-    if (call(L, 1, 3) < 0)
-        return;
-    if (A.type(L, -3) != LUA_TSTRING || A.type(L, -2) != LUA_TNUMBER) {
-        A.settop(L, base);
-        return;
+    if (call(L, 1, 0) < 0 && st->got.have && st->got.snaps && st->got.nsnap < 0) {
+        st->got.snaps = 0;
+        st->got.nbase = 0;
+        A.rawgeti(L, UPV(2), E_GATHER);
+        A.pushnumber(L, tr);
+        call(L, 1, 0);
     }
-    size_t size = 0;
-    const uint8_t *mcode = (const uint8_t *)A.tolstring(L, -3, &size);
-    uint64_t addr = (uint64_t)A.tonumber(L, -2);
-    uint32_t loop = A.type(L, -1) == LUA_TNUMBER ? (uint32_t)A.tointeger(L, -1) : 0;
-    /* with lines, the snapshots, whose count is nexit (traceinfo's, a table of 6 fields
-     * at ~2,700 instructions, is not read); where that failed, the trace gets its start
-     * line only */
-    int64_t nsnap = lines && st->arch ? read_snaps(L, st, tr) : -1;
+    A.settop(L, base);
+    if (!st->got.have)
+        return;
+    const uint8_t *mcode = st->got.mcode;
+    size_t size = st->got.size;
+    uint64_t addr = st->got.addr;
+    uint32_t loop = st->got.loop;
+    int64_t nsnap = st->got.nsnap;
     uint32_t nexit = nsnap > 0 ? (uint32_t)nsnap : 0;
     /* where the exit stubs are: x86's shared groups (announced here), arm64's per trace */
-    uint64_t bases[MAX_GROUPS];
-    uint32_t nbase = 0, per = st->stubs_per ? st->stubs_per : 1;
-    if (st->arch == JH_LJ_ARM64) {
-        double b = nexit ? num1(L, E_EXITSTUB, tr, 1, 0) : -1;
-        bases[nbase++] = b > 0 ? (uint64_t)b : 0;
-        per = nexit ? nexit : 1;
-    } else if (st->arch == JH_LJ_X86) {
-        uint32_t ngroup = nsnap >= 0 ? (nexit + per - 1) / per : groups_reached(L, tr, per);
-        for (uint32_t g = 0; g < ngroup && g < MAX_GROUPS; g++)
-            bases[nbase++] = group_base(L, st, g);
-    }
+    const uint64_t *bases = st->got.base;
+    uint32_t nbase = st->got.nbase, per = st->got.per;
+    if (st->arch == JH_LJ_X86)
+        for (uint32_t g = 0; g < nbase; g++)
+            group_seen(st, g, bases[g]);
     if (!st->frame_tried && addr) {
         st->frame_tried = 1;
         fn(L, E_VMFRAME);
@@ -560,7 +485,6 @@ static void on_stop(lua_State *L, struct state *st)
     uint8_t *copy = rc >= 0 && size ? malloc(size) : NULL;
     if (copy)
         memcpy(copy, mcode, size);      /* what its patches are compared with */
-    A.settop(L, base);                   /* mcode no longer needed */
     struct live *l = live_at(st, tr);
     if (rc < 0) {
         st->n.failed++;
@@ -619,13 +543,11 @@ static int chain(lua_State *L, const struct state *st, int event)
     if (!st || !(st->theirs & (1u << event)))
         return 0;
     int n = A.gettop(L);
-    A.rawgeti(L, UPV(2), E_THEIRS);
-    field(L, n + 1, event);
+    A.rawgeti(L, UPV(2), E_THEIRS_TRACE + (event - E_K_TRACE));
     if (A.type(L, -1) != LUA_TFUNCTION) {
         A.settop(L, n);
         return 0;
     }
-    A.remove(L, -2);
     for (int i = 1; i <= n; i++)
         A.pushvalue(L, i);
     A.call(L, n, 0);

@@ -62,6 +62,8 @@ static int stats(lua_State *L)
     setnum(L, "ir_counts_differ", (double)st->n.counts_differ);
     setnum(L, "ir_probes_direct", (double)st->n.direct);
     setnum(L, "start_lines_recorded", (double)st->n.start_lines);
+    setnum(L, "snaps_checked", (double)st->n.snaps_checked);
+    setnum(L, "snaps_differ", (double)st->n.snaps_differ);
     return 1;
 }
 
@@ -90,7 +92,7 @@ static int live(lua_State *L)
 }
 
 /* theirs() after each change of the theirs table: which events have a handler of the
- * script's to call after ours (chain() looks only then) */
+ * script's to call after ours, and which (chain() calls it from E_THEIRS_<event>) */
 static int theirs(lua_State *L)
 {
     struct state *st = A.touserdata(L, UPV(1));
@@ -99,9 +101,13 @@ static int theirs(lua_State *L)
     for (int e = E_K_TRACE; e <= E_K_RECORD; e++) {
         A.rawgeti(L, UPV(2), e);
         A.rawget(L, -2);
-        if (A.type(L, -1) == LUA_TFUNCTION)
+        if (A.type(L, -1) == LUA_TFUNCTION) {
             st->theirs |= 1u << e;
-        A.settop(L, -2);
+        } else {
+            A.settop(L, -2);
+            A.pushnil(L);
+        }
+        A.rawseti(L, UPV(2), E_THEIRS_TRACE + (e - E_K_TRACE));
     }
     A.settop(L, -2);
     return 0;
@@ -182,17 +188,23 @@ int jh_luajit_open(lua_State *L)
         A.getfield(L, 2, keys[i]);
         A.rawseti(L, env, i);
     }
-    /* jit.util.traceir's own C function (lua_tocfunction: NULL for one written in Lua),
-     * which the "record" handler calls straight (events.c, ir_count) */
+    /* jit.util's own C functions (lua_tocfunction: NULL for one written in Lua), which the
+     * handlers call straight (events.c: ir_count, gather) */
     A.getfield(L, 2, "tocfunction");
     if (A.type(L, -1) == LUA_TNUMBER) {
         jh_lua_cfn (*tocf)(lua_State *, int) =
             (jh_lua_cfn (*)(lua_State *, int))(uintptr_t)A.tonumber(L, -1);
-        A.rawgeti(L, env, E_TRACEIR);
-        st->traceir = tocf(L, -1);
-        A.settop(L, -2);
+        for (int i = E_TRACEIR; i <= E_EXITSTUB; i++) {
+            A.rawgeti(L, env, i);
+            st->cf[i] = A.type(L, -1) == LUA_TFUNCTION ? tocf(L, -1) : NULL;
+            A.settop(L, -2);
+        }
     }
     A.settop(L, -2);
+    A.pushvalue(L, ud);                  /* the stop's reader, called protected */
+    A.pushvalue(L, env);
+    A.pushcclosure(L, jh__lj_gather, 2);
+    A.rawseti(L, env, E_GATHER);
     A.createtable(L, 0, 0);              /* E_CACHE, weak keys: functions come and go */
     A.createtable(L, 0, 1);
     A.pushstring(L, "k");

@@ -13,6 +13,10 @@
 
 #include "trace.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 struct branch { uint32_t off, end, exit; };
 
 /* The exit whose stub target is, or -1. */
@@ -39,11 +43,22 @@ static int32_t s32(const uint8_t *p)
 }
 
 /* The first offset from i on whose byte is 0x0f or 0xe9 (a jcc rel32's or a jmp rel32's
- * first), size if none: eight bytes at a time, where a byte at a time was ~5 instructions
- * a byte of every trace's code (most of derive_lines). */
+ * first), size if none: sixteen bytes at a time with SSE2 (x86-64's baseline), else
+ * eight, where a byte at a time was ~5 instructions a byte of every trace's code (most of
+ * derive_lines). It is called ~17 times a trace (0x0f begins many other instructions):
+ * ~54 instructions a call eight bytes at a time, ~30 sixteen (bench/luajit stress.lua). */
 static uint32_t next_jump(const uint8_t *mc, uint32_t i, uint32_t size)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if defined(__SSE2__)
+    const __m128i a = _mm_set1_epi8(0x0f), b = _mm_set1_epi8((char)0xe9);
+    for (; i + 16 <= size; i += 16) {
+        __m128i w = _mm_loadu_si128((const __m128i *)(const void *)(mc + i));
+        unsigned z = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(w, a),
+                                                              _mm_cmpeq_epi8(w, b)));
+        if (z)
+            return i + (uint32_t)__builtin_ctz(z);
+    }
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
     for (; i + 8 <= size; i += 8) {
         uint64_t w, a, b;

@@ -7,7 +7,9 @@
 #     has one TRACE_ line per trace it saw;
 #   - -jv given before or after `-l jitherald` still prints every trace, and every trace it
 #     prints is in the perf map under the same location; -jdump (which attaches "trace",
-#     "record" and "texit") still prints recorded bytecode and IR.
+#     "record" and "texit") still prints recorded bytecode and IR;
+#   - a "trace" handler the script replaces with another, then detaches, gets no event
+#     after (the adapter keeps the one to call: open.c, theirs).
 . "$(dirname "$0")/lib.sh"
 luajit_adapter
 S=$R/bench/luajit/stress.lua
@@ -51,4 +53,27 @@ grep -q '^---- TRACE 1 start' "$T/jdump.out" || fail "-jdump printed no trace: $
 grep -Eq '^0[0-9]{3}  (FORL|ADDVN|MODVN|GGET)' "$T/jdump.out" || fail "-jdump printed no recorded bytecode"
 grep -q '^---- TRACE 1 IR' "$T/jdump.out" || fail "-jdump printed no IR"
 grep -q ' TRACE_1 stress1:5$' "$(map jdump)" || fail "-jdump: trace 1 not named: $(cat "$(map jdump)")"
-echo "ok: $n traces ($side side, $flushes flushes) seen by the script and named; -jv and -jdump work beside"
+
+# 4. the script's handler replaced, then detached: each event goes to the one attached then
+cat >"$T/swap.lua" <<'LUA'
+local a, b = 0, 0
+local function A(what) if what == "stop" then a = a + 1 end end
+local function B(what) if what == "stop" then b = b + 1 end end
+local function hot(k)                    -- a new function, so new traces, each phase
+  local f = load("return function(n) local s = 0 for i = 1, n do s = s + i % " .. k ..
+                 " end return s end")()
+  return f(100000)
+end
+jit.attach(A, "trace"); hot(3); hot(5)
+local a1 = a
+jit.attach(B, "trace"); hot(7); hot(11)
+local a2, b2 = a, b
+jit.attach(B); hot(13); hot(17)
+print(a1, a2, b2, a, b)
+LUA
+LJARGS=(-l jitherald "$T/swap.lua"); run swap JITHERALD=perfmap
+read -r a1 a2 b2 a b < "$T/swap.out" || true
+[ "${a1:-0}" -gt 0 ] && [ "$a2" = "$a1" ] && [ "${b2:-0}" -gt 0 ] && [ "$a" = "$a2" ] &&
+    [ "$b" = "$b2" ] || fail "handlers replaced and detached: A saw $a1, $a2, $a; B saw $b2, $b"
+echo "ok: $n traces ($side side, $flushes flushes) seen by the script and named; -jv and -jdump work beside;"
+echo "    a handler the script replaces or detaches gets no event after"

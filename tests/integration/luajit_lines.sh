@@ -7,7 +7,9 @@
 # workload (roots, side traces, calls into a helper, flushes), on hot.lua (a side trace
 # calling into C through the FFI) and on errors.lua (errors raised through traces), with
 # -jdump's own record handler beside the adapter's in one of them. The IR counts' probes
-# call traceir's C function straight (not through lua_call), but beside -jdump's handler.
+# call traceir's C function straight (not through lua_call), but beside -jdump's handler;
+# the stop's snapshots come from tracesnap's C function called straight, each checked
+# against the same call through lua_call, and a snapshot read that fails loses no trace.
 . "$(dirname "$0")/lib.sh"
 luajit_adapter
 cd "$LUAJIT_SCRIPTS" || fail "no $LUAJIT_SCRIPTS"
@@ -26,6 +28,8 @@ io.stderr:write(string.format("starts %s\n", tostring(s.start_lines_recorded)))
 io.stderr:write(string.format("counts %s differ %s guessed %s direct %s\n",
                               tostring(s.ir_counts_checked), tostring(s.ir_counts_differ),
                               tostring(s.ir_counts_guessed), tostring(s.ir_probes_direct)))
+io.stderr:write(string.format("snaps %s differ %s\n", tostring(s.snaps_checked),
+                              tostring(s.snaps_differ)))
 LUA
 check() { # label min_checked min_rows luajit-args...
     local label=$1 min=$2 min_rows=$3; shift 3
@@ -68,11 +72,43 @@ check() { # label min_checked min_rows luajit-args...
         [ "${direct:-0}" -gt 0 ] || fail "$label: no probe called traceir straight ($counts counts)"
     fi
     echo "$label: ${direct} probes called traceir's C function straight"
+    # the stop reads the snapshots in one protected call, tracesnap's C function called
+    # straight (gather.c): each the same as through lua_call, and none past the last
+    local snaps sdiff
+    read -r _ snaps _ sdiff < <(grep '^snaps ' "$T/$label.err") || true
+    [ "${sdiff:-x}" = 0 ] || fail "$label: $sdiff of $snaps snapshots differ from tracesnap through lua_call"
+    [ "${snaps:-0}" -ge "$min_rows" ] || fail "$label: only ${snaps:-none} snapshots compared"
+    echo "$label: $snaps snapshots read straight the same as through lua_call"
 }
 check stress 500 100 "$T/check.lua" "$R/bench/luajit/stress.lua" 100 2 2
 check hot 3 1 "$T/check.lua" hot.lua 2
 check errors 3 1 "$T/check.lua" errors.lua
 check jdump 3 1 -jdump=b "$T/check.lua" hot.lua 2
+# a snapshot read that fails (here a tracesnap that raises, through lua_call: an error as
+# an out-of-memory one in its table would be) loses no trace: each is announced with its
+# start line, and the exit stub groups are found without the snapshots
+cat >"$T/snapfail.lua" <<'LUA'
+local ju = require("jit.util")
+local tracesnap = ju.tracesnap
+ju.tracesnap = function(tr, n) if n == 1 then error("no snapshot 1") end return tracesnap(tr, n) end
+local jh = require("jitherald")
+local stops = 0
+jit.attach(function(what) if what == "stop" then stops = stops + 1 end end, "trace")
+arg[0] = "hot.lua"; arg[1] = "2"
+dofile("hot.lua")
+local groups = 0
+for _, r in ipairs(jh.live()) do if r.name:match("^LuaJIT exit stubs") then groups = groups + 1 end end
+io.stderr:write(string.format("snapfail stops %d traces %d failed %d groups %d\n", stops,
+                              jh.stats().traces, jh.stats().failed, groups))
+LUA
+JITHERALD=gdb,auditlog JITHERALD_DIR=$T/d timeout 60 luajit "$T/snapfail.lua" >"$T/snapfail.out" 2>"$T/snapfail.err" ||
+    fail "snapfail: $(tail -5 "$T/snapfail.err")"
+read -r _ _ stops _ traces _ failed _ groups < <(grep '^snapfail ' "$T/snapfail.err") || true
+[ "${stops:-0}" -gt 0 ] && [ "$traces" = "$stops" ] && [ "$failed" = 0 ] && [ "${groups:-0}" -gt 0 ] ||
+    fail "snapfail: $(cat "$T/snapfail.err")"
+echo "snapfail: $traces of $stops traces announced, $groups exit stub groups, tracesnap failing"
 echo "ok: every recorded bytecode's line read from its frame is the one funcinfo gives, and"
 echo "    the records that repeat the line before them change no trace's rows, and an IR"
-echo "    count probed from the gap seen before is the count, traceir called straight or not"
+echo "    count probed from the gap seen before is the count, traceir called straight or not,"
+echo "    and each snapshot read straight is the one lua_call gives; a snapshot read that"
+echo "    fails loses no trace"
