@@ -149,10 +149,10 @@ void jh__elfg_code(struct jh__elfg *g, uint64_t addr, const void *p, size_t len)
     build_note(g);
 }
 
-/* The sorted FDEs (neh of them). */
+/* The sorted FDEs (neh of them; no offset added to a NULL index before the first). */
 static struct jh__cfi_index *eh_idx(const struct jh__elfg *g)
 {
-    return g->ehidx + g->eh0;
+    return g->eh0 ? g->ehidx + g->eh0 : g->ehidx;
 }
 
 /* Where an FDE for code at pc goes in the sorted table. */
