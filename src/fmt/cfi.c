@@ -592,6 +592,9 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
         return 0;
     struct out w = { b, 0, NULL };
     size_t at = b->len;
+    /* raw mode where the record's size can be bounded: elfmap writes one per add, and the
+     * checked writes, a capacity test per byte, were most of it (issue 30) */
+    raw_begin(&w, at, fde_bound(a, f));
     o32(&w, 0);
     o32(&w, (uint32_t)cie_off);
     o64(&w, f->start);
@@ -599,8 +602,8 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
     put_fde_insns(&w, a, f);
     while (w.n % 8)
         o8(&w, JH__CFA_nop);
-    if (!b->err)
-        jh__buf_set_u32(b, at, (uint32_t)(w.n - 4));
+    olength(&w, 0, at);
+    raw_end(&w, at);
     return b->err ? b->err : 1;
 }
 
@@ -620,13 +623,18 @@ int jh__cfi_eh_frame_grow(struct jh__buf *b, const struct jh__arch *arch, size_t
     struct out w = { b, 0, NULL };
     if (old == SIZE_MAX) {
         cie_off[k.b_key] = b->len;
+        raw_begin(&w, base, CIE_BOUND);
         put_cie(&w, &o, k);
+        raw_end(&w, base);
     }
     size_t at = b->len;
-    if (at - cie_off[k.b_key] + 4 > UINT32_MAX)
+    if (at - cie_off[k.b_key] + 4 > UINT32_MAX) {
         b->err = b->err ? b->err : -E2BIG;
-    else
+    } else {
+        raw_begin(&w, base, fde_bound(a, f));     /* (as jh__cfi_debug_frame_fde) */
         put_fde(&w, &o, f, (uint32_t)(at + 4 - cie_off[k.b_key]), 0);
+        raw_end(&w, base);
+    }
     if (b->err) {
         int err = b->err;
         b->err = 0;

@@ -122,8 +122,9 @@ struct jh__elfg {
     struct jh__buf frame, symtab, strtab, aranges;
     struct jh__buf eh, ehdr;    /* .eh_frame; .eh_frame_hdr as last built (its length always
                                    12 + 8 * neh) */
-    struct jh__cfi_index *ehidx;    /* the FDEs of .eh_frame, ascending pc */
-    size_t neh, capeh;
+    struct jh__cfi_index *ehidx;    /* the FDEs of .eh_frame, ascending pc: neh of them
+                                   from ehidx[eh0] on, room on both sides (elf_grow.c) */
+    size_t neh, capeh, eh0;
     size_t eh_cie[2];           /* fmt/cfi.h, jh__cfi_eh_frame_grow */
     size_t ehdr_from;           /* .eh_frame_hdr entries from this one on need building
                                    (SIZE_MAX: none) */

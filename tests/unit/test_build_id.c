@@ -106,6 +106,29 @@ int main(void)
         jh__bid_final(&id, 0x555500001000ull, 4096, got);
         CHECK(!differ(got, want));
     }
+    /* the id is three XXH64s of the five words stored little-endian (seeds P1, 2 P1,
+     * 3 P1), each most significant byte first: jh__bid_final unrolls that hash */
+    {
+        uint64_t x = 0x9e3779b97f4a7c15ull;
+        for (int i = 0; i < 2000; i++) {
+            uint64_t w[5];
+            for (int k = 0; k < 5; k++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                w[k] = i < 5 && k == i ? 0 : x;         /* (a zero word too) */
+            }
+            uint8_t le[40], want[24], got[JH__BUILD_ID_SIZE];
+            for (int k = 0; k < 40; k++)
+                le[k] = (uint8_t)(w[k / 8] >> (8 * (k % 8)));
+            for (int k = 0; k < 3; k++) {
+                uint64_t v = jh__hash64(le, sizeof le, 0x9E3779B185EBCA87ull * (uint64_t)(k + 1));
+                for (int b = 0; b < 8; b++)
+                    want[8 * k + b] = (uint8_t)(v >> (56 - 8 * b));
+            }
+            struct jh__bid id = { w[0], w[1], w[2] };
+            jh__bid_final(&id, w[3], w[4], got);
+            CHECK(!differ(got, want));
+        }
+    }
     /* the same for two functions' descriptions (every field kind, a name longer than the
      * serializer's 256-byte buffer), and jh__bid_func as its two steps (the gdb channel
      * keeps each function's hash between images) */

@@ -391,6 +391,41 @@ int main(void)
     jh__elfg_free(&g);
     close(fd);
 
+    /* the table's index keeps room on both sides (elf_grow.c, eh_reserve): functions
+     * added top-down (LuaJIT: each trace below the others), then bottom-up above them,
+     * then into the middle, each past the room it had, stay sorted */
+    for (int dir = 0; dir < 2; dir++) {
+        snprintf(path, sizeof path, "%s/%s.elf", tmpdir, dir ? "up" : "down");
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+        CHECK_EQ(jh__elfg_init(&g, &s), 0);
+        CHECK_EQ(pwrite(fd, code, sizeof code, PG), (ssize_t)sizeof code);
+        static bool added[750];
+        memset(added, 0, sizeof added);
+        int seq[600], ns = 0;
+        for (int i = 0; i < 300; i++)            /* 300..599 down from the top, or up */
+            seq[ns++] = dir ? 300 + i : 599 - i;
+        for (int i = 0; i < 150; i++)            /* then past them: 600.. above, ..149 below */
+            seq[ns++] = dir ? 149 - i : 600 + i;
+        for (int i = 150; i < 300; i += 3)       /* and some in between */
+            seq[ns++] = i;
+        for (int i = 0; i < ns; i++) {
+            CHECK_EQ(jh__elfg_add(&g, &f[seq[i]]), 0);
+            added[seq[i]] = true;
+        }
+        sync_file(&g, fd);
+        same_as_built_whole(&g, fd);
+        nin = 0;
+        for (int i = 0; i < 750; i++) {
+            if (added[i]) {
+                pcs[nin] = f[i].start;
+                sizes[nin++] = f[i].size;
+            }
+        }
+        eh_table(path, pcs, sizes, nin, g.chunk[9].off);
+        jh__elfg_free(&g);
+        close(fd);
+    }
+
     /* without .eh_frame (spec.no_eh_frame): .debug_frame only, no PT_GNU_EH_FRAME */
     snprintf(path, sizeof path, "%s/no_eh.elf", tmpdir);
     fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
