@@ -438,7 +438,7 @@ static int al_open(const struct jh__chan_env *env, void **state)
 }
 
 const struct jh__channel_ops jh__auditlog_ops = {
-    .name = "auditlog", .bit = JH_AUDITLOG, .open = al_open, .add = al_add,
+    .name = "auditlog", .bit = JH_AUDITLOG, .slotless = true, .open = al_open, .add = al_add,
     .remove = al_remove, .move = al_move, .patched = al_patched, .forked = al_forked,
     .fork_prepare = al_fork_prepare, .fork_release = al_fork_release, .close = al_close,
     .log_memory = al_log_memory, .log_event = al_log_event,

@@ -115,6 +115,9 @@ static inline struct jh__entry *jh__view_find(const struct jh__chan_env *env, ui
 struct jh__channel_ops {
     const char *name;           /* as in $JITHERALD */
     unsigned bit;               /* JH_PERFMAP ... */
+    /* Keeps nothing in the entries' slot[] (jh__chan_env.slot): closing it walks no entry
+     * to clear its slot (~100 instructions an entry: node's audit log at exit). */
+    bool slotless;
     /* NULL: the channel is not built for this platform, having no consumer there (on
      * Windows: channels/absent_win.c); the core never opens it, jh_channels() never shows
      * it, and asking for it by name is reported. */

@@ -147,6 +147,6 @@ static void perfmap_close(void *state)
 }
 
 const struct jh__channel_ops jh__perfmap_ops = {
-    .name = "perfmap", .bit = JH_PERFMAP, .open = perfmap_open, .add = perfmap_add,
+    .name = "perfmap", .bit = JH_PERFMAP, .slotless = true, .open = perfmap_open, .add = perfmap_add,
     .move = perfmap_move, .forked = perfmap_forked, .close = perfmap_close,
 };

@@ -63,8 +63,9 @@ static void chan_close(jh_ctx *ctx, int i)
 {
     ctx->chan[i].ops->close(ctx->chan[i].state);
     ctx->chan[i].state = NULL;
-    for (struct jh__node *n = jh__reg_ceil(&ctx->reg, 0); n; n = jh__reg_next(&ctx->reg, n))
-        jh__entry_of(n)->slot[i] = NULL;
+    if (!ctx->chan[i].ops->slotless)
+        for (struct jh__node *n = jh__reg_ceil(&ctx->reg, 0); n; n = jh__reg_next(&ctx->reg, n))
+            jh__entry_of(n)->slot[i] = NULL;
 }
 
 /* A channel failed: say so once, switch it off, carry on without it. Lock held. A channel
