@@ -130,8 +130,9 @@ static int grow(struct al_state *st, uint64_t need)
  * after its seq_cst reservation) takes the lock once before its stores. Either the
  * preparer saw the reservation, or the writer sees zero_from and waits out the write.
  */
-static void zero_ahead(struct al_state *st, uint64_t to)
+static int zero_ahead(struct al_state *st, uint64_t to)
 {
+    int err = 0;
     atomic_store(&st->zero_from, 0);
     uint64_t tail = atomic_load(&st->tail);
     uint64_t at = (tail + 4095) & ~(uint64_t)4095;
@@ -140,11 +141,12 @@ static void zero_ahead(struct al_state *st, uint64_t to)
     if (at < to) {
         atomic_store(&st->zero_from, at);
         int fd = jh__kfd_get(&st->fd, st->path, O_RDWR);
-        if (fd >= 0)            /* short of to: the populate does the rest the slow way */
-            jh__pwrite_zeros(fd, at, to, &at);
+        /* short of to: the populate does the rest the slow way */
+        err = fd < 0 ? fd : jh__pwrite_zeros(fd, at, to, &at);
         st->zeroed = at;
     }
     atomic_store(&st->zero_from, UINT64_MAX);
+    return err;
 }
 
 /*
@@ -152,14 +154,20 @@ static void zero_ahead(struct al_state *st, uint64_t to)
  * another writer prepares or grows the file already; the next frame past the mark asks
  * again). Every signal is blocked while this thread holds grow_lock here: a handler that
  * logs could otherwise meet zero_from set by its own thread and wait for the lock it holds.
+ * The file-size guard goes around that block: under a file-size limit our fallocate or
+ * pwritev raises SIGXFSZ, which the block only holds pending, and the guard takes it back
+ * after the mask is restored instead of letting it kill the VM.
  */
 static void prepare_ahead(struct al_state *st)
 {
+    struct jh__fsize_guard g;
+    jh__fsize_guard_begin(&g);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     grow_held++;
     uint64_t from = 0, target = 0;
+    int err = 0;
     if (jh__trylock(&st->grow_lock)) {
         atomic_store_explicit(&st->ahead_mark, UINT64_MAX, memory_order_relaxed);
         uint64_t tail = atomic_load_explicit(&st->tail, memory_order_relaxed);
@@ -173,11 +181,13 @@ static void prepare_ahead(struct al_state *st)
             from = st->ahead_populated;
         uint64_t alloc_to = chunk_end(st, target);
         /* an error: the writers meet it themselves (grow), and no more is prepared */
-        if (alloc_to <= atomic_load_explicit(&st->file_size, memory_order_relaxed) ||
-            allocate(st, atomic_load_explicit(&st->file_size, memory_order_relaxed), alloc_to) == 0) {
+        uint64_t size = atomic_load_explicit(&st->file_size, memory_order_relaxed);
+        if (alloc_to > size)
+            err = allocate(st, size, alloc_to);
+        if (!err) {
             grown(st, alloc_to);
             if (from < target)
-                zero_ahead(st, target);
+                err = zero_ahead(st, target);
             st->ahead_populated = target > st->ahead_populated ? target : st->ahead_populated;
             atomic_store_explicit(&st->ahead_mark, target < st->limit ? target - ahead / 2 : UINT64_MAX,
                                   memory_order_relaxed);
@@ -188,6 +198,7 @@ static void prepare_ahead(struct al_state *st)
     }
     grow_held--;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    jh__fsize_guard_end(&g, err);
 #ifdef MADV_POPULATE_WRITE
     /* outside the lock: a writer past file_size grows meanwhile; a second populate of the
      * same pages by another writer finds them mapped */
