@@ -652,7 +652,10 @@ struct jh_attr {
  * interrupts any thread, one inside a jitherald call included: they never wait for a
  * jitherald lock that thread may hold. A record that would have to (the thread was growing
  * the log file, or is in fork(), or is restarting a fork child's log) is dropped and
- * counted in the log's close record.
+ * counted in the log's close record. The call whose record passes the end of what the log's
+ * file has ready (every 64-256 KiB of records) prepares the next stretch itself, in the
+ * handler too: fallocate, a pwritev of zeros and MADV_POPULATE_WRITE, 64-256 µs, every
+ * signal blocked for the first two.
  */
 JH_API int jh_log_memory(jh_ctx *ctx, const void *addr, size_t size, const char *type_hint);
 

@@ -162,7 +162,7 @@ static void opened(const char *path, int fd, FILE *f, bool trunc, bool append)
     jhp_inside++;
     jhp_lock();
     /* The contexts now, not at the first announcement: opening them (the audit log's file,
-     * its helper thread: ~10 ms in node) must not delay code that is about to run. */
+     * the debugger interface, the unwinder) must not delay code that is about to run. */
     jhp_open();
     struct jhp_stream *s = jhp_stream_get(k, path);
     if (s) {

@@ -399,6 +399,8 @@ static void al_close(void *state)
 {
     struct al_state *st = state;
     if (atomic_load(&st->gen) == jh__fork_generation() && st->map) {
+        /* nothing more prepared for the close record: the trim takes it back at once */
+        atomic_store(&st->ahead_mark, UINT64_MAX);
         put_close_record(st);
         jh__al_file_trim(st);
     }

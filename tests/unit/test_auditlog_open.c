@@ -71,7 +71,7 @@ static void test_no_read_around(void)
                   "is in memory (run it with TMPDIR on a disk)");
         return;
     }
-    /* without the helper: nothing but the header's own store touches the file */
+    /* nothing prepared ahead: nothing but the header's own store touches the file */
     setenv("JITHERALD_AUDITLOG_HELPER", "0", 1);
     unsetenv("JITHERALD_DIR");
     unsetenv("JITHERALD");
