@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,10 +75,28 @@ static void grown(struct al_state *st, uint64_t to)
         atomic_store_explicit(&st->file_size, to, memory_order_release);
 }
 
+/* The calls made under grow_lock (open, fallocate, pwritev, a diagnostic's write) are
+ * cancellation points: a VM thread cancelled there (pthread_cancel) would die holding the
+ * lock, and every later writer past zero_from, and fork, would wait for it for good. The
+ * cancellation is acted on at the thread's next cancellation point instead. */
+static int no_cancel(void)
+{
+    int old = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    return old;
+}
+
+static void cancel_back(int old)
+{
+    int was;
+    pthread_setcancelstate(old, &was);
+}
+
 /* A writer ran past what was allocated (no preparation, or another writer's is under way): grow it. */
 static int grow(struct al_state *st, uint64_t need)
 {
     int err = 0;
+    int cs = no_cancel();
     jh__al_grow_lock(st);
     uint64_t size = atomic_load_explicit(&st->file_size, memory_order_relaxed);
     if (need > size) {
@@ -92,6 +111,7 @@ static int grow(struct al_state *st, uint64_t need)
         }
     }
     jh__al_grow_unlock(st);
+    cancel_back(cs);
     return err;
 }
 
@@ -165,6 +185,7 @@ static void prepare_ahead(struct al_state *st)
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    int cs = no_cancel();
     grow_held++;
     uint64_t from = 0, target = 0;
     int err = 0;
@@ -197,6 +218,7 @@ static void prepare_ahead(struct al_state *st)
         jh__unlock(&st->grow_lock);
     }
     grow_held--;
+    cancel_back(cs);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     jh__fsize_guard_end(&g, err);
 #ifdef MADV_POPULATE_WRITE

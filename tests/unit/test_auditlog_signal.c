@@ -7,7 +7,9 @@
  * thread holds: it is dropped and counted, the thread carries on, and the log reads back
  * whole (the reader `jitherald log` uses). A signal raised while a writer prepares the file
  * ahead (this program's pwritev, the zeros, raises it there) is held until the preparation
- * is over: its records are all kept.
+ * is over: its records are all kept. And a thread cancelled (pthread_cancel) at one of those
+ * calls, a cancellation point, while it holds the lock: it is cancelled at its next
+ * cancellation point instead, outside, and the others log on.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -36,6 +38,18 @@ static struct seen *seen;
 static jh_ctx *ctx;
 static _Thread_local int raise_in_grow;
 static _Thread_local int raise_in_prepare;
+static _Thread_local int cancel_here;   /* the library's next fallocate or pwritev cancels */
+
+/* The thread asks for its own cancellation inside the library's call, and reaches a
+ * cancellation point there, as a cancel from another thread would be acted on. */
+static void cancel_now(void)
+{
+    if (cancel_here) {
+        cancel_here = 0;
+        pthread_cancel(pthread_self());
+        pthread_testcancel();
+    }
+}
 static volatile sig_atomic_t in_handler, in_fallocate, in_fork, in_prepare, raised_in_prepare;
 
 static struct { uint32_t n; char what[12]; } small = { 0, "handler" };
@@ -75,6 +89,7 @@ static void on_usr1(int sig)
 /* The library's fallocate: the signal arrives while the writer grows the file. */
 int fallocate(int fd, int mode, off_t off, off_t len)
 {
+    cancel_now();
     if (raise_in_grow && !in_handler) {
         seen->grows++;
         in_fallocate = 1;
@@ -90,6 +105,7 @@ ssize_t pwritev(int fd, const struct iovec *iov, int iovcnt, off_t off)
     static ssize_t (*real)(int, const struct iovec *, int, off_t);
     if (!real)
         real = (ssize_t(*)(int, const struct iovec *, int, off_t))dlsym(RTLD_NEXT, "pwritev");
+    cancel_now();
     if (raise_in_prepare && !in_handler) {
         seen->prepares++;
         in_prepare = raised_in_prepare = 1;
@@ -284,6 +300,50 @@ static void test_in_prepare(void)
     jhr_al_free(&lf);
 }
 
+/* A logging thread cancelled inside the grow lock: growing the file (ahead off: every
+ * growth is the writer's, its fallocate) or preparing ahead (its pwritev). */
+static void *cancelled_logger(void *arg)
+{
+    cancel_here = 1;
+    for (;;) {
+        jh_log_memory(ctx, blob, 4000, arg);
+        pthread_testcancel();
+    }
+    return NULL;
+}
+
+static bool cancel_ahead;
+static void cancel_body(void)
+{
+    open_child_ctx("cancel", cancel_ahead);
+    pthread_t t;
+    if (pthread_create(&t, NULL, cancelled_logger, "cancelled") != 0)
+        _exit(4);
+    void *res = NULL;
+    pthread_join(t, &res);
+    if (res != PTHREAD_CANCELED)
+        _exit(5);
+    for (int i = 0; i < 1000; i++)      /* 4 MB: past where the thread was cancelled */
+        seen->bad_returns += jh_log_memory(ctx, blob, 4000, "after") != 0;
+    jh_close(ctx);
+}
+
+static void test_cancelled(bool ahead)
+{
+    memset(seen, 0, sizeof *seen);
+    cancel_ahead = ahead;
+    pid_t pid = run_child(cancel_body);         /* fails if the child hangs */
+    CHECK_EQ(seen->bad_returns, 0);
+    struct jhr_al lf;
+    if (read_log("cancel", pid, &lf) != 0)
+        return;
+    size_t after = 0;
+    for (size_t i = 0; i < lf.nmems; i++)
+        after += lf.mems[i].hint && !strcmp(lf.mems[i].hint, "after");
+    CHECK_EQ(after, 1000);
+    jhr_al_free(&lf);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/jh-test-alsig.XXXXXX");
@@ -295,6 +355,8 @@ int main(void)
     test_in_grow();
     test_in_fork();
     test_in_prepare();
+    test_cancelled(false);
+    test_cancelled(true);
     rm_tree(dir);
     return check_done();
 }
