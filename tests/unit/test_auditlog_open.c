@@ -59,18 +59,28 @@ static long resident(const char *path, size_t pages)
     return n;
 }
 
+/* Can part count the file's pages in memory? Not under qemu-user, whose madvise ignores
+ * advice (MADV_RANDOM: read-around fills pages), nor on tmpfs, where every allocated page
+ * is in memory. Says why it skips. */
+static bool pages_countable(const char *part)
+{
+    static char why[256];
+    struct statfs fs;
+    if (getenv("JH_QEMU_USER"))
+        snprintf(why, sizeof why, "%s: qemu-user does not pass MADV_RANDOM to the kernel", part);
+    else if (statfs(dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC_)
+        snprintf(why, sizeof why, "%s: the test directory is tmpfs, where every allocated page "
+                 "is in memory (run it with TMPDIR on a disk)", part);
+    else
+        return true;
+    SKIP_PART(why);
+    return false;
+}
+
 static void test_no_read_around(void)
 {
-    if (getenv("JH_QEMU_USER")) {   /* its madvise ignores advice (MADV_RANDOM) */
-        SKIP_PART("no_read_around: qemu-user does not pass MADV_RANDOM to the kernel");
+    if (!pages_countable("no_read_around"))
         return;
-    }
-    struct statfs fs;
-    if (statfs(dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC_) {
-        SKIP_PART("no_read_around: the test directory is tmpfs, where every allocated page "
-                  "is in memory (run it with TMPDIR on a disk)");
-        return;
-    }
     /* nothing prepared ahead: nothing but the header's own store touches the file */
     setenv("JITHERALD_AUDITLOG_HELPER", "0", 1);
     unsetenv("JITHERALD_DIR");
@@ -145,16 +155,8 @@ static long pages_ahead(const char *engine, bool ahead)
 
 static void test_prepared_ahead(void)
 {
-    if (getenv("JH_QEMU_USER")) {   /* MADV_RANDOM ignored: read-around fills pages too */
-        SKIP_PART("prepared_ahead: qemu-user does not pass MADV_RANDOM to the kernel");
+    if (!pages_countable("prepared_ahead"))
         return;
-    }
-    struct statfs fs;
-    if (statfs(dir, &fs) == 0 && fs.f_type == TMPFS_MAGIC_) {
-        SKIP_PART("prepared_ahead: the test directory is tmpfs, where every allocated page "
-                  "is in memory (run it with TMPDIR on a disk)");
-        return;
-    }
     long on = pages_ahead("ahead", true), off = pages_ahead("noahead", false);
     if (on < 8 || off > 1)
         fprintf(stderr, "pages in memory past the records: %ld prepared, %ld without\n", on, off);
