@@ -122,7 +122,7 @@ static int allocate(int fd, uint64_t from, uint64_t to)
  * no fallocate (~25 us of ext4 journal each, five a LuaJIT window: the metadata's chunks
  * at its first mapping, whose synced sections' tails are holes, and each growth); only
  * the first page's, which also tells a file system that cannot allocate ahead (ramfs,
- * whose SEEK_HOLE sees no holes). 0 or a negative errno.
+ * whose SEEK_HOLE sees no holes), once per device (jh__em_wmap). 0 or a negative errno.
  */
 static int fill_holes(int fd, uint64_t from, uint64_t to)
 {
