@@ -45,4 +45,5 @@ flushes=$(grep -Eo 'flushes [0-9]+' "$T/out" | grep -Eo '[0-9]+')
 [ "$asks" -le 1 ] || fail "$asks first-page fallocates for $((flushes + 1)) windows (one per device)"
 [ "$punches" -eq 0 ] || fail "$punches chunks punched out of the images for $traces traces (none)"
 grep -q '^BAD\|warning: elfmap: cannot' "$T/out" && fail "$(cat "$T/out")"
-echo "ok: $traces traces, $((flushes + 1)) windows: $stats statx/fstat, $writes pwrite, $grows allocations ($asks of a first page), $punches punches"
+echo "ok: $traces traces, $((flushes + 1)) windows: $stats statx/fstat, $writes pwrite," \
+    "$grows allocations ($asks of a first page), $punches punches"
