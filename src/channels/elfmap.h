@@ -165,6 +165,11 @@ struct elfmap {
     uint64_t swaps, fallbacks, unswaps;
     uint64_t room[JH__ELFG_NGROW];  /* how big the last window retired ended (jh__elfg_room):
                                    the room a window's first image starts with */
+    bool wdev_ok;               /* the file system of device wdev rewrites a page in place
+                                   and allocates ahead: a file of it passed elfmap_write.c's
+                                   fstatfs and first-page fallocate (later windows' files
+                                   there skip both) */
+    dev_t wdev;
     struct rw_arena *arenas;
     size_t narenas, caparenas;
 };

@@ -122,7 +122,7 @@ static int allocate(int fd, uint64_t from, uint64_t to)
  * no fallocate (~25 us of ext4 journal each, five a LuaJIT window: the metadata's chunks
  * at its first mapping, whose synced sections' tails are holes, and each growth); only
  * the first page's, which also tells a file system that cannot allocate ahead (ramfs,
- * whose SEEK_HOLE sees no holes). 0 or a negative errno.
+ * whose SEEK_HOLE sees no holes), once per device (jh__em_wmap). 0 or a negative errno.
  */
 static int fill_holes(int fd, uint64_t from, uint64_t to)
 {
@@ -263,11 +263,27 @@ int jh__em_wmap(struct elfmap *m, struct region *r, int fd, const char *path)
     if ((fd = jh__em_fd(m, r, fd)) < 0)
         return fd;
     bool whole = !r->wmap;          /* (else only the new chunks: the rest is allocated) */
-    if (whole && !in_place(fd)) {
-        r->wmap_off = true;
-        return 1;
+    int err = 0;
+    /* What the file system can do is asked once per device: whether it rewrites a page in
+     * place and allocates ahead is the file system's, the same for every file elfmap
+     * creates there (ext4 gives each new file extents, or none of them). A window's file
+     * after the first skips the fstatfs and the fallocate (~20 us of ext4 journal, once a
+     * LuaJIT window: docs/cost.md, "a ninth round"); its first page needs no allocation
+     * of its own (the headers were written there with pwrite before it was ever mapped:
+     * publish's sync), and a full disk is then the zeros' write error below, as it is at
+     * any growth. Only a success is kept: a file system that cannot is asked again (ramfs
+     * says EOPNOTSUPP each time, and pwrite stays). */
+    if (whole && !(m->wdev_ok && m->wdev == r->fd.dev)) {
+        if (!in_place(fd)) {
+            r->wmap_off = true;
+            return 1;
+        }
+        err = allocate(fd, 0, m->page);
+        if (!err && r->fd.fd >= 0) {
+            m->wdev = r->fd.dev;
+            m->wdev_ok = true;
+        }
     }
-    int err = whole ? allocate(fd, 0, m->page) : 0;
     /* Growing, the file is allocated and mapped ahead: as much again as its metadata has,
      * up to EM_AHEAD (a section outgrowing its chunk grows in place or moves, to a chunk
      * twice its size), so that a LuaJIT image's dozen growths, an mmap and a write of
