@@ -387,12 +387,13 @@ static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
     char *nm = held_names + held_used;
     memcpy(nm, name, name_len + 1);
     /* the symbol derived once here, not once per context it goes to (tools/lib/symbol.h) */
-    const char *sym = jhr_symbol(nm + name_len + 1, JHR_SYMBOL_MAX(name_len), name);
+    size_t sym_len;
+    const char *sym = jhr_symbol_n(nm + name_len + 1, name, &sym_len);   /* (room: above) */
     *h = (struct jh_code){ .sz = sizeof *h, .name = nm, .symbol = sym,
                            .start = (const void *)(uintptr_t)f->start, .size = f->size };
     held_from[nheld] = f->from;
     frame_of(h, held_cfi[nheld]);
-    held_used += name_len + 1 + (sym ? strlen(sym) + 1 : 0);
+    held_used += name_len + 1 + (sym ? sym_len + 1 : 0);
     nheld++;
     spans(f->start, f->size);
     unsigned k = said_slot(f->start);
