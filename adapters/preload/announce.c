@@ -401,12 +401,16 @@ static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
     return true;
 }
 
-/* f is the last held function said again (by the other file, or by name). */
-static bool held_again(const struct jhp_fn *f, const char *name)
+/* f is the last held function said again (by the other file, or by name: its first n
+ * bytes, which hold no NUL). Asked before the name is copied out: the jitdump's repeat of
+ * each of node's 2,182 builtins needs no copy. */
+static bool held_again(const struct jhp_fn *f, size_t n)
 {
     const struct jh_code *last = nheld ? &held[nheld - 1] : NULL;
     return last && !f->nlines && !f->eh_frame_len && (uint64_t)(uintptr_t)last->start == f->start &&
-           last->size == f->size && (held_from[nheld - 1] != f->from || !strcmp(last->name, name));
+           last->size == f->size &&
+           (held_from[nheld - 1] != f->from ||
+            (!strncmp(last->name, f->name, n) && !last->name[n]));
 }
 
 void jhp_flush_all(void)
@@ -425,14 +429,14 @@ void jhp_announce(const struct jhp_fn *f)
         return;
     char name[1024];
     size_t n = f->name_len < sizeof name - 1 ? f->name_len : sizeof name - 1;
-    memcpy(name, f->name, n);
-    name[n] = 0;                /* a name is any bytes but NUL: V8 and Erlang write some */
-    if (held_again(f, name)) {
+    if (held_again(f, n)) {
         /* (the last held function, in a loaded object's text: it still is, nothing unmaps
          * one before its batch goes; no lookup, no key opened) */
         jhp_st.same++;
         return;
     }
+    memcpy(name, f->name, n);
+    name[n] = 0;                /* a name is any bytes but NUL: V8 and Erlang write some */
     uint32_t keys = jhp_pkeys_open();
     uint64_t olo = 0, ohi = 0;
     bool loaded = object_of(f->start, &olo, &ohi);
