@@ -491,7 +491,8 @@ JH_API int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id);
  * NULL) receives each code's identifier, as jh_code_add's *id, or 0 for a code refused
  * (0 is never an identifier); rc (if not NULL) each code's result, as jh_code_add would
  * return it. Returns how many were added, or -EINVAL (ctx NULL, codes NULL with n > 0,
- * n > INT_MAX). Thread-safe.
+ * n > INT_MAX). The library's copies of up to 64 consecutive descriptions share one
+ * allocation, freed when the last of them is removed. Thread-safe.
  */
 JH_API int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_t *ids,
                             int *rc);

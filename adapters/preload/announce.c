@@ -387,12 +387,13 @@ static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
     char *nm = held_names + held_used;
     memcpy(nm, name, name_len + 1);
     /* the symbol derived once here, not once per context it goes to (tools/lib/symbol.h) */
-    const char *sym = jhr_symbol(nm + name_len + 1, JHR_SYMBOL_MAX(name_len), name);
+    size_t sym_len;
+    const char *sym = jhr_symbol_n(nm + name_len + 1, name, &sym_len);   /* (room: above) */
     *h = (struct jh_code){ .sz = sizeof *h, .name = nm, .symbol = sym,
                            .start = (const void *)(uintptr_t)f->start, .size = f->size };
     held_from[nheld] = f->from;
     frame_of(h, held_cfi[nheld]);
-    held_used += name_len + 1 + (sym ? strlen(sym) + 1 : 0);
+    held_used += name_len + 1 + (sym ? sym_len + 1 : 0);
     nheld++;
     spans(f->start, f->size);
     unsigned k = said_slot(f->start);
@@ -400,12 +401,16 @@ static bool hold(const struct jhp_fn *f, const char *name, size_t name_len)
     return true;
 }
 
-/* f is the last held function said again (by the other file, or by name). */
-static bool held_again(const struct jhp_fn *f, const char *name)
+/* f is the last held function said again (by the other file, or by name: its first n
+ * bytes, which hold no NUL). Asked before the name is copied out: the jitdump's repeat of
+ * each of node's 2,182 builtins needs no copy. */
+static bool held_again(const struct jhp_fn *f, size_t n)
 {
     const struct jh_code *last = nheld ? &held[nheld - 1] : NULL;
     return last && !f->nlines && !f->eh_frame_len && (uint64_t)(uintptr_t)last->start == f->start &&
-           last->size == f->size && (held_from[nheld - 1] != f->from || !strcmp(last->name, name));
+           last->size == f->size &&
+           (held_from[nheld - 1] != f->from ||
+            (!strncmp(last->name, f->name, n) && !last->name[n]));
 }
 
 void jhp_flush_all(void)
@@ -424,14 +429,14 @@ void jhp_announce(const struct jhp_fn *f)
         return;
     char name[1024];
     size_t n = f->name_len < sizeof name - 1 ? f->name_len : sizeof name - 1;
-    memcpy(name, f->name, n);
-    name[n] = 0;                /* a name is any bytes but NUL: V8 and Erlang write some */
-    if (held_again(f, name)) {
+    if (held_again(f, n)) {
         /* (the last held function, in a loaded object's text: it still is, nothing unmaps
          * one before its batch goes; no lookup, no key opened) */
         jhp_st.same++;
         return;
     }
+    memcpy(name, f->name, n);
+    name[n] = 0;                /* a name is any bytes but NUL: V8 and Erlang write some */
     uint32_t keys = jhp_pkeys_open();
     uint64_t olo = 0, ohi = 0;
     bool loaded = object_of(f->start, &olo, &ohi);

@@ -185,7 +185,7 @@ void jhp_stream_reset(struct jhp_stream *s);
  * is exactly "START SIZE NAME\n" (lowercase hex), the name inside it. */
 struct jhp_map_line {
     uint64_t start, size;
-    const char *name;
+    const char *name;           /* name_len bytes, none of them NUL (%s ends at the first) */
     size_t name_len;
     const char *text;
     size_t n;

@@ -130,8 +130,8 @@ static size_t map_lines(const uint8_t *data, size_t end)
  * itself (writes.c), and parsing the text back for the numbers it was printed from cost
  * ~450 instructions a line (issue 30). What the reader refuses (tools/lib/perfmap_read.c:
  * an empty name, a CR or NUL in it, a range that wraps; size 0 skipped) is refused the
- * same; a name with a newline (two lines of text) goes to the reader. test_run_stream
- * compares the two ways. */
+ * same (a NUL cannot be there: the name ends at its first, as glibc prints it); a name with
+ * a newline (two lines of text) goes to the reader. test_run_stream compares the two ways. */
 bool jhp_stream_map_line(struct jhp_stream *s, const struct jhp_map_line *l)
 {
     if (s->kind != JHP_MAP || s->len || s->skip_line || memchr(l->name, '\n', l->name_len))
@@ -139,8 +139,8 @@ bool jhp_stream_map_line(struct jhp_stream *s, const struct jhp_map_line *l)
     JHP_KEEP_ERRNO;                     /* the announcement */
     if (!jhp_stream_heard(s, l->n))
         jhp_heard_something();
-    if (!l->name_len || memchr(l->name, '\r', l->name_len) || memchr(l->name, 0, l->name_len) ||
-        l->start + l->size < l->start) {
+    /* (no NUL in the name: jhp_format_map_line measured it with strnlen, as glibc prints) */
+    if (!l->name_len || memchr(l->name, '\r', l->name_len) || l->start + l->size < l->start) {
         jhp_st.malformed++;
         return true;
     }

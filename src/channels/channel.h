@@ -40,6 +40,8 @@ struct jh__entry {
     struct jh__func fn;
     struct jh__node node;       /* node.start/size mirror fn.start/size; node.id the id */
     void *slot[JH__NCHAN];
+    struct jh__entry_block *block;  /* the block it shares with others of its batch, freed
+                                       with the last of them (core/describe.c), or NULL */
 };
 
 /* jh__bid_func_hash(&e->fn), hashed once for every channel whose images carry a build-id

@@ -350,44 +350,6 @@ void jh_close(jh_ctx *ctx)
 }
 
 /* ---- the calls ------------------------------------------------------------------------- */
-/* A description refused: -EINVAL, and which field and why to the JIT's callback (or
- * stderr with JITHERALD_DEBUG=1), at info: the return value already says it failed. name:
- * the function's, when the struct could be read that far. */
-static int refused(jh_ctx *ctx, const char *name, const char *why)
-{
-    jh__diag(&ctx->cfg.diag, JH_LOG_INFO, "jh_code_add%s%.80s%s: -EINVAL: %s",
-             name ? "(\"" : "", name ? name : "", name ? "\")" : "", why);
-    return -EINVAL;
-}
-
-/* code read (an older or newer caller's, field by field) and lowered (its .eh_frame
- * translated once, here) into *tmp and cfi: the description to add, or NULL (*err says why). */
-static const struct jh_code *prepare(jh_ctx *ctx, const struct jh_code *code, struct jh_code *tmp,
-                                     struct jh__buf *cfi, char *why, size_t whylen, int *err)
-{
-    const struct jh_code *c = code;
-    if (code->sz != sizeof *code) {
-        if (jh__code_read(tmp, code, why, whylen) < 0) {    /* the name, if that far */
-            *err = refused(ctx, code->sz > sizeof *code ? code->name : NULL, why);
-            return NULL;
-        }
-        c = tmp;
-    }
-    if (c->unwind == JH_UNWIND_EH_FRAME) {
-        if (c != tmp)
-            *tmp = *code, c = tmp;
-        int lerr = jh__code_lower(tmp, cfi, why, whylen);
-        if (lerr) {
-            *err = lerr == -ENOMEM ? lerr
-                                   : refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
-            return NULL;
-        }
-    }
-    if ((*err = jh__code_validate(c, why, whylen)))
-        *err = refused(ctx, c->name && c->name[0] ? c->name : NULL, why);
-    return *err ? NULL : c;
-}
-
 /* Nothing live, nothing retained: an id, no copy, no lock. */
 static bool unkept(jh_ctx *ctx, uint64_t *id)
 {
@@ -403,12 +365,9 @@ static bool unkept(jh_ctx *ctx, uint64_t *id)
     return true;
 }
 
-/* c (prepared) into the registry and every live channel; the context lock held. */
-static int add_locked(jh_ctx *ctx, const struct jh_code *c, uint64_t *id)
+/* e (a new entry) into the registry and every live channel; the context lock held. */
+static int add_entry_locked(jh_ctx *ctx, struct jh__entry *e, uint64_t *id)
 {
-    struct jh__entry *e = jh__entry_new(&ctx->strings, c);
-    if (!e)
-        return -ENOMEM;
     e->node.id = atomic_fetch_add_explicit(&ctx->next_id, 1, memory_order_relaxed);
     int err = jh__reg_insert(&ctx->reg, &e->node);
     if (err) {
@@ -440,6 +399,13 @@ static int add_locked(jh_ctx *ctx, const struct jh_code *c, uint64_t *id)
     return 0;
 }
 
+/* c (prepared) into the registry and every live channel; the context lock held. */
+static int add_locked(jh_ctx *ctx, const struct jh_code *c, uint64_t *id)
+{
+    struct jh__entry *e = jh__entry_new(&ctx->strings, c);
+    return e ? add_entry_locked(ctx, e, id) : -ENOMEM;
+}
+
 int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
 {
     if (!ctx || !code)
@@ -448,7 +414,8 @@ int jh_code_add(jh_ctx *ctx, const struct jh_code *code, uint64_t *id)
     struct jh__buf cfi = { 0 };
     char why[320];
     int err;
-    const struct jh_code *c = prepare(ctx, code, &tmp, &cfi, why, sizeof why, &err);
+    const struct jh_code *c = jh__code_prepare(&ctx->cfg.diag, code, &tmp, &cfi, why,
+                                               sizeof why, &err);
     if (c && !unkept(ctx, id)) {
         jh__ctx_lock(ctx);
         err = add_locked(ctx, c, id);
@@ -468,6 +435,44 @@ static void batch_hooks(jh_ctx *ctx, bool begin, const char *what)
     }
 }
 
+/* A description prepare() takes as it is (no older struct to read, no .eh_frame to lower). */
+static bool plain(const struct jh_code *c)
+{
+    return c->sz == sizeof *c && c->unwind != JH_UNWIND_EH_FRAME;
+}
+
+/* The plain descriptions at codes[0..n) (n >= 1, codes[0] plain), up to JH__ENTRY_GROUP of
+ * them, validated and added with their entries in one block (describe.c; a batch's ~200
+ * instructions of malloc an entry, issue 30), in order, each refused one reported as
+ * prepare() would; the context lock held. Returns how many of codes were taken. */
+static size_t add_group_locked(jh_ctx *ctx, const struct jh_code *codes, size_t n,
+                               uint64_t *ids, int *rc, int *added)
+{
+    const struct jh_code *ok[JH__ENTRY_GROUP];
+    size_t at[JH__ENTRY_GROUP], nok = 0, k = 0;
+    for (; k < n && k < JH__ENTRY_GROUP && plain(&codes[k]); k++) {
+        char why[320];
+        int err;
+        if (ids)
+            ids[k] = 0;
+        if (jh__code_prepare(&ctx->cfg.diag, &codes[k], NULL, NULL, why, sizeof why, &err)) {
+            ok[nok] = &codes[k], at[nok++] = k;
+        } else if (rc) {
+            rc[k] = err;
+        }
+    }
+    struct jh__entry *e[JH__ENTRY_GROUP];
+    bool block = nok > 1 && jh__entries_new(&ctx->strings, ok, nok, e);
+    for (size_t j = 0; j < nok; j++) {
+        uint64_t *id = ids ? &ids[at[j]] : NULL;
+        int err = block ? add_entry_locked(ctx, e[j], id) : add_locked(ctx, ok[j], id);
+        *added += !err;
+        if (rc)
+            rc[at[j]] = err;
+    }
+    return k;
+}
+
 int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_t *ids,
                      int *rc)
 {
@@ -476,6 +481,11 @@ int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_
     int added = 0;
     bool locked = false;
     for (size_t i = 0; i < n; i++) {
+        if (locked && plain(&codes[i])) {   /* (stored: a group from here) */
+            i += add_group_locked(ctx, &codes[i], n - i, ids ? &ids[i] : NULL,
+                                  rc ? &rc[i] : NULL, &added) - 1;
+            continue;
+        }
         struct jh_code tmp;
         struct jh__buf cfi = { 0 };
         char why[320];
@@ -483,7 +493,8 @@ int jh_code_add_many(jh_ctx *ctx, const struct jh_code *codes, size_t n, uint64_
         uint64_t *id = ids ? &ids[i] : NULL;
         if (id)
             *id = 0;                                /* never an id: refused */
-        const struct jh_code *c = prepare(ctx, &codes[i], &tmp, &cfi, why, sizeof why, &err);
+        const struct jh_code *c = jh__code_prepare(&ctx->cfg.diag, &codes[i], &tmp, &cfi, why,
+                                                   sizeof why, &err);
         if (c && !locked && !unkept(ctx, id)) {
             jh__ctx_lock(ctx);
             batch_hooks(ctx, true, "announcing code");

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -382,6 +383,44 @@ void jh__strings_free(struct jh__strings *s)
     memset(s, 0, sizeof *s);
 }
 
+/* ---- what jh_code_add takes ---------------------------------------------------------- */
+/* A description refused: -EINVAL, and which field and why to the JIT's callback (or
+ * stderr with JITHERALD_DEBUG=1), at info: the return value already says it failed. name:
+ * the function's, when the struct could be read that far. */
+static int refused(const struct jh__diag *diag, const char *name, const char *why)
+{
+    jh__diag(diag, JH_LOG_INFO, "jh_code_add%s%.80s%s: -EINVAL: %s",
+             name ? "(\"" : "", name ? name : "", name ? "\")" : "", why);
+    return -EINVAL;
+}
+
+const struct jh_code *jh__code_prepare(const struct jh__diag *diag, const struct jh_code *code,
+                                      struct jh_code *tmp, struct jh__buf *cfi, char *why,
+                                      size_t whylen, int *err)
+{
+    const struct jh_code *c = code;
+    if (code->sz != sizeof *code) {
+        if (jh__code_read(tmp, code, why, whylen) < 0) {    /* the name, if that far */
+            *err = refused(diag, code->sz > sizeof *code ? code->name : NULL, why);
+            return NULL;
+        }
+        c = tmp;
+    }
+    if (c->unwind == JH_UNWIND_EH_FRAME) {
+        if (c != tmp)
+            *tmp = *code, c = tmp;
+        int lerr = jh__code_lower(tmp, cfi, why, whylen);
+        if (lerr) {
+            *err = lerr == -ENOMEM ? lerr
+                                   : refused(diag, c->name && c->name[0] ? c->name : NULL, why);
+            return NULL;
+        }
+    }
+    if ((*err = jh__code_validate(c, why, whylen)))
+        *err = refused(diag, c->name && c->name[0] ? c->name : NULL, why);
+    return *err ? NULL : c;
+}
+
 /* ---- entries -------------------------------------------------------------------------- */
 /*
  * One block holds an entry and everything it copies from the JIT's description (name,
@@ -389,8 +428,24 @@ void jh__strings_free(struct jh__strings *s)
  * (callgrind, a LuaJIT trace with every channel: ~1,900 instructions of malloc and free
  * went to an entry's pieces). Nothing of an entry changes after it is made but its start.
  */
+/* Entries made together (jh_code_add_many: node's 2,182 builtins at start) share one block:
+ * one malloc per JH__ENTRY_GROUP, not one each (~200 instructions an entry, issue 30). A
+ * block lives while any of its entries does: at most JH__ENTRY_GROUP - 1 entries' room kept
+ * for one that stays. Entries are freed under their context's lock or after it (jh_code_
+ * remove): the count is atomic. */
+struct jh__entry_block {
+    atomic_size_t live;
+};
+#define BLOCK_ALIGN _Alignof(max_align_t)     /* malloc's: what an entry's block has */
+
 void jh__entry_free(struct jh__entry *e)
 {
+    if (e && e->block) {
+        struct jh__entry_block *b = e->block;
+        if (atomic_fetch_sub_explicit(&b->live, 1, memory_order_acq_rel) == 1)
+            free(b);
+        return;
+    }
     free(e);
 }
 
@@ -495,15 +550,11 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c, char *block,
     return -EINVAL;
 }
 
-struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c)
+/* The entry for c in block (p: its plan), or NULL (ENOMEM: a file name not interned). */
+static struct jh__entry *fill_entry(struct jh__strings *s, const struct jh_code *c,
+                                    const struct entry_plan *pp, char *block)
 {
-    struct entry_plan p;
-    size_t size;
-    if (!plan_entry(c, &p, &size))
-        return NULL;
-    char *block = malloc(size);
-    if (!block)
-        return NULL;
+    const struct entry_plan p = *pp;
     struct jh__entry *e = memset(block, 0, sizeof *e);
     struct jh__func *f = &e->fn;
     f->start = (uintptr_t)c->start;
@@ -519,19 +570,61 @@ struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c)
         f->symbol = memcpy(block + p.symbol, c->symbol, p.symbol_len);
     }
     if (copy_unwind(f, c, block, &p))
-        goto fail;
+        return NULL;
     if (c->nfiles) {
         const char **files = (const char **)(void *)(block + p.files);
         for (uint32_t i = 0; i < c->nfiles; i++)
             if (!(files[i] = jh__intern(s, c->files[i])))
-                goto fail;
+                return NULL;
         f->files = files;
         f->nfiles = c->nfiles;
     }
     f->lines = put_array(block, p.lines, c->lines, c->nlines, sizeof *c->lines);
     f->nlines = c->nlines;
     return e;
-fail:
-    jh__entry_free(e);
-    return NULL;
+}
+
+struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c)
+{
+    struct entry_plan p;
+    size_t size;
+    if (!plan_entry(c, &p, &size))
+        return NULL;
+    char *block = malloc(size);
+    if (!block)
+        return NULL;
+    struct jh__entry *e = fill_entry(s, c, &p, block);
+    if (!e)
+        free(block);
+    return e;
+}
+
+bool jh__entries_new(struct jh__strings *s, const struct jh_code *const *c, size_t n,
+                     struct jh__entry **out)
+{
+    struct entry_plan p[JH__ENTRY_GROUP];
+    size_t at[JH__ENTRY_GROUP], end = (sizeof(struct jh__entry_block) + BLOCK_ALIGN - 1) &
+                                      ~(size_t)(BLOCK_ALIGN - 1);
+    if (!n || n > JH__ENTRY_GROUP)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        size_t size;
+        if (!plan_entry(c[i], &p[i], &size) || size > SIZE_MAX / 2 - end)
+            return false;
+        at[i] = end;
+        end = (end + size + BLOCK_ALIGN - 1) & ~(size_t)(BLOCK_ALIGN - 1);
+    }
+    char *mem = malloc(end);
+    if (!mem)
+        return false;
+    struct jh__entry_block *b = (struct jh__entry_block *)(void *)mem;
+    for (size_t i = 0; i < n; i++) {
+        if (!(out[i] = fill_entry(s, c[i], &p[i], mem + at[i]))) {
+            free(mem);
+            return false;
+        }
+        out[i]->block = b;
+    }
+    atomic_init(&b->live, n);
+    return true;
 }

@@ -6,6 +6,7 @@
 #ifndef JH__CORE_DESCRIBE_H
 #define JH__CORE_DESCRIBE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/buf.h"
@@ -28,6 +29,16 @@ int jh__code_validate(const struct jh_code *c, char *why, size_t len);
  * where c has none. Other kinds: nothing to do. 0, -EINVAL (why says why), -ENOMEM. */
 int jh__code_lower(struct jh_code *c, struct jh__buf *cfi, char *why, size_t len);
 
+/* code read (an older or newer caller's, field by field), lowered (its .eh_frame translated
+ * once, into *tmp and cfi) and validated: the description to add, or NULL, *err saying why
+ * (-EINVAL: which field and why also to diag, at info: the return value already says it
+ * failed; -ENOMEM). tmp and cfi are not used for a description of this struct's size
+ * without JH_UNWIND_EH_FRAME. */
+struct jh__diag;
+const struct jh_code *jh__code_prepare(const struct jh__diag *diag, const struct jh_code *code,
+                                      struct jh_code *tmp, struct jh__buf *cfi, char *why,
+                                      size_t whylen, int *err);
+
 /* Interned strings, owned by a context. */
 struct jh__strings {
     char **slot;
@@ -38,6 +49,12 @@ void jh__strings_free(struct jh__strings *s);
 
 /* A new entry holding a copy of c (validated), or NULL on ENOMEM. */
 struct jh__entry *jh__entry_new(struct jh__strings *s, const struct jh_code *c);
+/* Entries for c[0..n) (validated; n <= JH__ENTRY_GROUP) in one allocation, into out[0..n):
+ * true; false (nothing made, ENOMEM) otherwise. Each is freed with jh__entry_free, from any
+ * thread; the block goes with the last of them. */
+#define JH__ENTRY_GROUP 64
+bool jh__entries_new(struct jh__strings *s, const struct jh_code *const *c, size_t n,
+                     struct jh__entry **out);
 void jh__entry_free(struct jh__entry *e);
 
 #endif

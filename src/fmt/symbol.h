@@ -18,4 +18,9 @@ bool jh__symbol_is_safe(const char *name);
  * its length without the NUL, which is at most strlen(name) + 1. */
 size_t jh__symbol_from_name(char *out, size_t cap, const char *name);
 
+/* The same where out has room for the longest symbol (strlen(name) + 2 bytes): its length;
+ * *changed (if not NULL) whether it differs from name, which is exactly when name is not
+ * a symbol already (!jh__symbol_is_safe): found on the one walk that derives it. */
+size_t jh__symbol_derive(char *out, const char *name, bool *changed);
+
 #endif

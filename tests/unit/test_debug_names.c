@@ -30,6 +30,13 @@ static void expect_sym(const char *name, const char *want)
     CHECK_EQ(n, strlen(want));
     CHECK(n <= strlen(name) + 1);
     CHECK_EQ(jh__symbol_is_safe(out), 1);
+    /* the unbounded derivation: the same symbol, and "changed" exactly for a name that is
+     * not a symbol already */
+    char roomy[130];
+    bool changed = jh__symbol_is_safe(name);    /* (the wrong answer, unless derived) */
+    CHECK_EQ(jh__symbol_derive(roomy, name, &changed), n);
+    CHECK_STR(roomy, want);
+    CHECK_EQ(changed, !jh__symbol_is_safe(name));
     /* with just the room the core gives (strlen + 2: the unbounded path) and with less (the
      * bounded one): the same symbol, cut to the room */
     for (size_t cap = 0; cap <= strlen(name) + 2; cap++) {

@@ -182,6 +182,61 @@ static void check_func_packed(void)
         CHECK(sizeof f <= sum + 8);     /* ILP32: 64-bit fields may leave a hole or two */
 }
 
+/* Entries made together (jh__entries_new, jh_code_add_many's): each the copy jh__entry_new
+ * makes, all in one block, which stays while any of them lives (freed in any order; ASan
+ * says whether one was read after its block went). */
+static void check_group(struct jh__strings *s)
+{
+    char f0[] = "a.js";
+    const char *files[] = { f0 };
+    struct jh_line lines[] = { { 0, 1, 0, 0 }, { 8, 2, 0, 0 } };
+    uint8_t cfi[] = { 0x07, 0x10 };
+    char n0[] = "Builtin:ArrayPrototypePush", n1[] = "JS:*f a.js:1", n2[] = "safe_name";
+    struct jh_code c[3] = {
+        { .sz = sizeof c[0], .name = n0, .start = (void *)0x40000, .size = 64,
+          .unwind = JH_UNWIND_CFI, .cfi = cfi, .cfi_len = sizeof cfi },
+        { .sz = sizeof c[1], .name = n1, .start = (void *)0x40040, .size = 32,
+          .files = files, .nfiles = 1, .lines = lines, .nlines = 2 },
+        { .sz = sizeof c[2], .name = n2, .start = (void *)0x40060, .size = 16,
+          .unwind = JH_UNWIND_FRAME_POINTER, .fp_push_end = 1, .fp_set_end = 4 },
+    };
+    const struct jh_code *cp[3] = { &c[0], &c[1], &c[2] };
+    struct jh__entry *one[3], *g[3];
+    for (int i = 0; i < 3; i++)
+        one[i] = jh__entry_new(s, &c[i]);
+    CHECK(jh__entries_new(s, cp, 3, g));
+    CHECK(!jh__entries_new(s, cp, 0, g));
+    poison(n0, sizeof n0), poison(n1, sizeof n1), poison(n2, sizeof n2);
+    poison(cfi, sizeof cfi), poison(lines, sizeof lines), poison(f0, sizeof f0);
+    CHECK(g[0]->block != NULL && g[1]->block == g[0]->block && g[2]->block == g[0]->block);
+    CHECK(one[0]->block == NULL);
+    for (int i = 0; i < 3; i++) {
+        CHECK_STR(g[i]->fn.name, one[i]->fn.name);
+        CHECK((g[i]->fn.symbol == NULL) == (one[i]->fn.symbol == NULL));
+        if (g[i]->fn.symbol && one[i]->fn.symbol)
+            CHECK_STR(g[i]->fn.symbol, one[i]->fn.symbol);
+        CHECK(g[i]->fn.start == one[i]->fn.start && g[i]->fn.size == one[i]->fn.size);
+        CHECK(g[i]->node.start == one[i]->node.start && g[i]->node.size == one[i]->node.size);
+        CHECK_EQ(g[i]->fn.unwind, one[i]->fn.unwind);
+        CHECK_EQ(g[i]->fn.cfi_len, one[i]->fn.cfi_len);
+        CHECK(!g[i]->fn.cfi_len || !memcmp(g[i]->fn.cfi, one[i]->fn.cfi, g[i]->fn.cfi_len));
+        CHECK_EQ(g[i]->fn.nlines, one[i]->fn.nlines);
+        CHECK(!g[i]->fn.nlines ||
+              !memcmp(g[i]->fn.lines, one[i]->fn.lines, g[i]->fn.nlines * sizeof *lines));
+        CHECK_EQ(g[i]->fn.nfiles, one[i]->fn.nfiles);
+        CHECK(!g[i]->fn.nfiles || g[i]->fn.files[0] == one[i]->fn.files[0]);   /* interned */
+        CHECK_EQ(g[i]->fn.fp_set_end, one[i]->fn.fp_set_end);
+        CHECK((uintptr_t)g[i] % _Alignof(struct jh__entry) == 0);
+        jh__entry_free(one[i]);
+    }
+    /* the middle one first, then the first: the last still whole */
+    jh__entry_free(g[1]);
+    jh__entry_free(g[0]);
+    CHECK_STR(g[2]->fn.name, "safe_name");
+    CHECK_EQ(g[2]->fn.fp_set_end, 4);
+    jh__entry_free(g[2]);
+}
+
 int main(void)
 {
     check_func_packed();
@@ -189,6 +244,7 @@ int main(void)
     check_frameless(&s);
     check_fp_and_cfi(&s);
     check_bid(&s);
+    check_group(&s);
     jh__strings_free(&s);
     jh__entry_free(NULL);
     return check_done();

@@ -50,6 +50,14 @@ int main(void)
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
         const char *got = jhr_symbol(out, sizeof out, edge[i]);
         CHECK((got == NULL) == jh__symbol_is_safe(edge[i]));
+        /* the same with the room known, and the symbol's length */
+        char out_n[64];
+        size_t len_n = 99;
+        const char *got_n = jhr_symbol_n(out_n, edge[i], &len_n);
+        CHECK((got_n == NULL) == (got == NULL));
+        CHECK_EQ(len_n, got ? strlen(got) : 0);
+        if (got && got_n)
+            CHECK_STR(got_n, got);
         if (got) {
             char want[64];
             jh__symbol_from_name(want, sizeof want, edge[i]);

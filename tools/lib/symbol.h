@@ -20,5 +20,8 @@
  * derives for name: returns out, or NULL when the name is a symbol already (jh_code.symbol
  * NULL then, as the library's own default) or cap is too small. */
 const char *jhr_symbol(char *out, size_t cap, const char *name);
+/* The same where out has JHR_SYMBOL_MAX(strlen(name)) bytes, known by the caller: the
+ * symbol's length (without its NUL) in *sym_len, 0 when NULL is returned. */
+const char *jhr_symbol_n(char *out, const char *name, size_t *sym_len);
 
 #endif
