@@ -66,10 +66,29 @@ static bool cie_same(struct cie_key a, struct cie_key b)
     return a.personality == b.personality && a.lsda == b.lsda && a.b_key == b.b_key;
 }
 
+/* Written into a local array in raw mode, then copied out in one piece: byte by byte
+ * through the sink's checks it was ~420 instructions a CIE, and each LuaJIT trace takes
+ * three (gdb's image, jitdump's unwinding record, the unwind channel's run; issue 30).
+ * CIE_BOUND: at least the bytes a CIE takes (every uleb/sleb 10 bytes). */
+#define CIE_BOUND 128
+static void put_cie_raw(struct out *w, const struct jh__cfi_opts *o, struct cie_key k);
+
 static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key k)
 {
+    uint8_t tmp[CIE_BOUND];
+    struct out t = { NULL, 0, tmp };
+    put_cie_raw(&t, o, k);
+    if (w->raw)
+        memcpy(w->raw + w->n, tmp, t.n);
+    else if (w->b)
+        jh__buf_put(w->b, tmp, t.n);
+    w->n += t.n;
+}
+
+static void put_cie_raw(struct out *w, const struct jh__cfi_opts *o, struct cie_key k)
+{
     const struct jh__arch *a = arch_or_host(o->arch);
-    size_t at = w->b ? w->b->len : 0, n0 = w->n;
+    size_t at = 0, n0 = w->n;
     for (int i = 0; i < 8; i++)
         o8(w, 0);                               /* length (patched below), CIE id 0 */
     o8(w, 1);                                   /* version */
@@ -299,9 +318,8 @@ static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh
     olength(w, n0, at);
 }
 
-/* At least the bytes put_cie or put_fde writes (every uleb/sleb 10 bytes, every advance
- * 5), or 0 when put_fde splices arm64's signing state in (written checked). */
-#define CIE_BOUND 128
+/* At least the bytes put_fde writes (every uleb/sleb 10 bytes, every advance 5), or 0
+ * when put_fde splices arm64's signing state in (written checked). */
 static size_t fde_bound(const struct jh__arch *a, const struct jh__func *f)
 {
     if (f->nra_signed && a->pac && f->unwind != JH_UNWIND_CFI)
