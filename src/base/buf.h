@@ -77,7 +77,8 @@ static inline void jh__le32(uint8_t *x, uint32_t v)
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     __builtin_memcpy(x, &v, 4);
 #else
-    x[0] = (uint8_t)v, x[1] = (uint8_t)(v >> 8), x[2] = (uint8_t)(v >> 16), x[3] = (uint8_t)(v >> 24);
+    for (int i = 0; i < 4; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
 #endif
 }
 
