@@ -25,15 +25,18 @@ static const struct jh__arch *arch_or_host(const struct jh__arch *a)
 
 /* What both flavours of CIE say after their augmentation string: the factors, the return
  * address column (a ubyte in version 1), [augmentation data: .eh_frame only], then the
- * rules at a function's first instruction. */
-static void cie_factors(struct out *w, const struct jh__arch *a)
+ * rules at a function's first instruction. Inline: put_cie's sink on its stack then never
+ * escapes, and its cursor stays in a register where each byte stored reloaded it. */
+static inline __attribute__((always_inline)) void cie_factors(struct out *w,
+                                                              const struct jh__arch *a)
 {
     ouleb(w, a->code_align);
     osleb(w, a->data_align);
     o8(w, a->ra);
 }
 
-static void cie_rules(struct out *w, const struct jh__arch *a)
+static inline __attribute__((always_inline)) void cie_rules(struct out *w,
+                                                            const struct jh__arch *a)
 {
     o8(w, JH__CFA_def_cfa);
     ouleb(w, a->sp);
@@ -66,10 +69,29 @@ static bool cie_same(struct cie_key a, struct cie_key b)
     return a.personality == b.personality && a.lsda == b.lsda && a.b_key == b.b_key;
 }
 
+/* Written into a local array in raw mode, then copied out in one piece: byte by byte
+ * through the sink's checks it was ~420 instructions a CIE, and each LuaJIT trace takes
+ * three (gdb's image, jitdump's unwinding record, the unwind channel's run; issue 30).
+ * CIE_BOUND: at least the bytes a CIE takes (every uleb/sleb 10 bytes). */
+#define CIE_BOUND 128
+static void put_cie_raw(struct out *w, const struct jh__cfi_opts *o, struct cie_key k);
+
 static void put_cie(struct out *w, const struct jh__cfi_opts *o, struct cie_key k)
 {
+    uint8_t tmp[CIE_BOUND];
+    struct out t = { NULL, 0, tmp };
+    put_cie_raw(&t, o, k);
+    if (w->raw)
+        memcpy(w->raw + w->n, tmp, t.n);
+    else if (w->b)
+        jh__buf_put(w->b, tmp, t.n);
+    w->n += t.n;
+}
+
+static void put_cie_raw(struct out *w, const struct jh__cfi_opts *o, struct cie_key k)
+{
     const struct jh__arch *a = arch_or_host(o->arch);
-    size_t at = w->b ? w->b->len : 0, n0 = w->n;
+    size_t at = 0, n0 = w->n;
     for (int i = 0; i < 8; i++)
         o8(w, 0);                               /* length (patched below), CIE id 0 */
     o8(w, 1);                                   /* version */
@@ -174,7 +196,8 @@ static void body_rules(struct out *w, const struct jh__arch *a)
         osaved(w, a, a->ra, a->frame_ra);
 }
 
-static void put_frame_pointer(struct out *w, const struct jh__arch *a, const struct jh__func *f)
+static inline __attribute__((always_inline)) void put_frame_pointer(
+    struct out *w, const struct jh__arch *a, const struct jh__func *f)
 {
     oadvance(w, f->fp_push_end);
     o8(w, JH__CFA_def_cfa_offset);
@@ -207,7 +230,8 @@ static void put_frame_pointer(struct out *w, const struct jh__arch *a, const str
 
 /* JH_UNWIND_FRAMELESS: the CFA offset (when it is not the CIE's), the saved registers, then
  * each step. */
-static void put_frameless(struct out *w, const struct jh__arch *a, const struct jh__func *f)
+static inline __attribute__((always_inline)) void put_frameless(
+    struct out *w, const struct jh__arch *a, const struct jh__func *f)
 {
     if (f->cfa_offset != a->entry_cfa) {
         o8(w, JH__CFA_def_cfa_offset);
@@ -224,7 +248,8 @@ static void put_frameless(struct out *w, const struct jh__arch *a, const struct 
     }
 }
 
-static void put_kind(struct out *w, const struct jh__arch *a, const struct jh__func *f)
+static inline __attribute__((always_inline)) void put_kind(
+    struct out *w, const struct jh__arch *a, const struct jh__func *f)
 {
     switch (f->unwind) {
     case JH_UNWIND_CFI:
@@ -280,8 +305,10 @@ int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const stru
 
 /* length, CIE pointer, pc_begin, pc_range, augmentation data (the LSDA, if its CIE says
  * so), instructions, padding */
-static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
-                    uint32_t cie_ptr, uint64_t pc_field)
+static inline __attribute__((always_inline)) void put_fde_to(struct out *w,
+                                                             const struct jh__cfi_opts *o,
+                                                             const struct jh__func *f,
+                                                             uint32_t cie_ptr, uint64_t pc_field)
 {
     size_t at = w->b ? w->b->len : 0, n0 = w->n;
     struct cie_key k = cie_key_of(o, f);
@@ -299,9 +326,26 @@ static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh
     olength(w, n0, at);
 }
 
-/* At least the bytes put_cie or put_fde writes (every uleb/sleb 10 bytes, every advance
- * 5), or 0 when put_fde splices arm64's signing state in (written checked). */
-#define CIE_BOUND 128
+/* In raw mode (room reserved, no arm64 signing state spliced in) through a sink of its own
+ * on the stack: the encoder's sink is reached through a pointer that escapes, so each byte
+ * stored (which may alias it) reloaded its cursor; put_fde_to is inline, and this one's
+ * cursor stays in registers where the compiler sees all its uses. The same bytes either
+ * way. (With put_fde_insns forced inline too it was slower: its arm64 splice's buffers.) */
+static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
+                    uint32_t cie_ptr, uint64_t pc_field)
+{
+    if (w->raw && (!f->nra_signed || !arch_or_host(o->arch)->pac ||
+                   f->unwind == JH_UNWIND_CFI)) {
+        struct out t = { NULL, 0, w->raw + w->n };
+        put_fde_to(&t, o, f, cie_ptr, pc_field);
+        w->n += t.n;
+        return;
+    }
+    put_fde_to(w, o, f, cie_ptr, pc_field);
+}
+
+/* At least the bytes put_fde writes (every uleb/sleb 10 bytes, every advance 5), or 0
+ * when put_fde splices arm64's signing state in (written checked). */
 static size_t fde_bound(const struct jh__arch *a, const struct jh__func *f)
 {
     if (f->nra_signed && a->pac && f->unwind != JH_UNWIND_CFI)

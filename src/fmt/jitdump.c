@@ -49,19 +49,41 @@ bool jh__jd_unwind_fits(uint64_t start, uint64_t code_size, uint64_t mapped_size
     return !next_start || next_start <= start || next_start - start >= reach;
 }
 
+/* A row: address, line, column 0, the file's name with its NUL (nfile bytes). */
+static void debug_row(struct jh__buf *b, uint64_t addr, uint32_t line, const char *file,
+                      size_t nfile)
+{
+    if (jh__buf_room(b, 16 + nfile))
+        return;
+    uint8_t *q = b->p + b->len;
+    jh__le64(q, addr);
+    jh__le32(q + 8, line);
+    jh__le32(q + 12, 0);
+    memcpy(q + 16, file, nfile);
+    b->len += 16 + nfile;
+}
+
 static void debug_info(struct jh__buf *b, const struct jh__func *f, uint64_t ts)
 {
     size_t at = b->len;
     prefix(b, JH__JD_CODE_DEBUG_INFO, ts);
     jh__buf_u64(b, f->start);
     jh__buf_u64(b, (uint64_t)f->nlines + 1);
+    /* each row's file name measured once for a run of rows in the same file (one file
+     * for most functions): a row is one reservation and four stores */
+    uint32_t last = UINT32_MAX;
+    const char *file = "?";
+    size_t nfile = 2;
     for (uint32_t i = 0; i <= f->nlines; i++) {
         const struct jh_line *l = &f->lines[i < f->nlines ? i : f->nlines - 1];
-        jh__buf_u64(b, f->start + (i < f->nlines ? l->offset : f->size));
-        jh__buf_u32(b, l->line);
-        jh__buf_u32(b, 0);
-        const char *file = jh__func_file(f, l);
-        jh__buf_str(b, file[0] ? file : "?");
+        if (l->file != last || i == 0) {
+            last = l->file;
+            file = jh__func_file(f, l);
+            if (!file[0])
+                file = "?";
+            nfile = strlen(file) + 1;
+        }
+        debug_row(b, f->start + (i < f->nlines ? l->offset : f->size), l->line, file, nfile);
     }
     finish(b, at, 0);
 }
