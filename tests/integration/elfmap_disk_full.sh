@@ -46,16 +46,21 @@ if [ "$(id -u)" = 0 ]; then
     # LuaJIT's code lies near its binary, where no arena fits below it: the mapping then
     # lies above the window (elfmap_write.c, map_above), the other path to check
     if command -v luajit >/dev/null; then
+        # stress.lua with FLUSHES flushes on a KB KiB tmpfs at $T/DIR, its output in
+        # $T/OUT.out and .err; it must exit 0 whatever the disk does
+        lj_tmpfs() { # DIR OUT KB FLUSHES
+            mkdir "$T/$1"
+            mount -t tmpfs -o size=${3}k,mode=700 tmpfs "$T/$1" || fail "cannot mount a tmpfs"
+            at_exit "umount $T/$1"
+            local rc=0
+            JITHERALD_LIB=$B/libjitherald.so.0 LUA_PATH="$R/adapters/luajit/?.lua;;" \
+                JITHERALD_DIR=$T/$1 luajit -ljitherald "$R/bench/luajit/stress.lua" 100 1 "$4" count \
+                >"$T/$2.out" 2>"$T/$2.err" || rc=$?
+            [ $rc = 0 ] || { tail -5 "$T/$2.err"; fail "luajit on $3 KiB, $4 flushes: exited $rc"; }
+        }
         full=0
         for kb in 128 192 256; do
-            mkdir "$T/l$kb"
-            mount -t tmpfs -o size=${kb}k,mode=700 tmpfs "$T/l$kb" || fail "cannot mount a tmpfs"
-            at_exit "umount $T/l$kb"
-            rc=0
-            JITHERALD_LIB=$B/libjitherald.so.0 LUA_PATH="$R/adapters/luajit/?.lua;;" \
-                JITHERALD_DIR=$T/l$kb luajit -ljitherald "$R/bench/luajit/stress.lua" 100 1 1 count \
-                >"$T/lj$kb.out" 2>"$T/lj$kb.err" || rc=$?
-            [ $rc = 0 ] || { tail -5 "$T/lj$kb.err"; fail "luajit on ${kb} KiB: exited $rc"; }
+            lj_tmpfs "l$kb" "lj$kb" "$kb" 1
             full=$((full + $(reported "lj$kb" "No space left")))
             echo "ok: LuaJIT on a ${kb} KiB tmpfs: unharmed"
         done
@@ -64,14 +69,7 @@ if [ "$(id -u)" = 0 ]; then
         # once (the first page's fallocate: elfmap_write.c, jh__em_wmap), and the disk fills
         # in the zeros that allocate the later file's metadata
         for kb in 448 640; do
-            mkdir "$T/w$kb"
-            mount -t tmpfs -o size=${kb}k,mode=700 tmpfs "$T/w$kb" || fail "cannot mount a tmpfs"
-            at_exit "umount $T/w$kb"
-            rc=0
-            JITHERALD_LIB=$B/libjitherald.so.0 LUA_PATH="$R/adapters/luajit/?.lua;;" \
-                JITHERALD_DIR=$T/w$kb luajit -ljitherald "$R/bench/luajit/stress.lua" 100 1 4 count \
-                >"$T/lw$kb.out" 2>"$T/lw$kb.err" || rc=$?
-            [ $rc = 0 ] || { tail -5 "$T/lw$kb.err"; fail "luajit on ${kb} KiB, 4 flushes: exited $rc"; }
+            lj_tmpfs "w$kb" "lw$kb" "$kb" 4
             [ "$(reported "lw$kb" "No space left")" = 1 ] || fail "lw$kb: the disk never filled"
             files=$(find "$T/w$kb" -name 'jit-*.elf' | wc -l)
             [ "$files" -ge 2 ] || fail "lw$kb: the disk filled at the first window's file ($files)"
