@@ -36,8 +36,12 @@
  *     per-process files (perf map, jitdump, audit log) are started afresh under the child's
  *     pid and re-announce the code that is live; in-memory registrations (debugger, unwinder)
  *     are inherited as they are; the child's other threads wait for that (a jh_log_* from a
- *     signal handler on the very thread doing it is dropped). A child that only calls exec()
- *     pays nothing.
+ *     signal handler on the very thread doing it is dropped). When the child's first call
+ *     is a jh_log_*, which may come from a signal handler, only the audit log restarts
+ *     there, async-signal-safely (system calls, no allocation, no thread; the live code's
+ *     bytes copied rather than recorded by reference); the control socket and the other
+ *     files start at the child's first other call. A child that only calls exec() pays
+ *     nothing.
  *   - Windows x64 (make win64; docs/windows.md): the same API, with the channels Windows has
  *     consumers for, JH_UNWIND and JH_AUDITLOG; the others are never live there.
  */
@@ -653,7 +657,9 @@ struct jh_attr {
  * interrupts any thread, one inside a jitherald call included: they never wait for a
  * jitherald lock that thread may hold. A record that would have to (the thread was growing
  * the log file, or is in fork(), or is restarting a fork child's log) is dropped and
- * counted in the log's close record. The call whose record passes the end of what the log's
+ * counted in the log's close record. They leave errno as they found it. A fork child's
+ * first jh_log_* starts the child's log in the handler too, without allocating (see
+ * fork() above). The call whose record passes the end of what the log's
  * file has ready (every 64-256 KiB of records) prepares the next stretch itself, in the
  * handler too: fallocate, a pwritev of zeros and MADV_POPULATE_WRITE, 64-256 µs, every
  * signal blocked for the first two.

@@ -300,7 +300,7 @@ struct engine_seq {
 static struct { unsigned gen; struct engine_seq *list; } seq;
 JH__LOCK_DEFINE(static, seq_lock, "auditlog names")
 
-static unsigned next_seq(const char *engine)
+static unsigned next_seq(const char *engine, bool no_alloc)
 {
     jh__lock(&seq_lock);
     if (seq.gen != jh__fork_generation()) {
@@ -311,7 +311,7 @@ static unsigned next_seq(const char *engine)
     struct engine_seq *e = seq.list;
     while (e && strcmp(e->name, engine))
         e = e->next;
-    if (!e && (e = calloc(1, sizeof *e))) {
+    if (!e && !no_alloc && (e = calloc(1, sizeof *e))) {
         snprintf(e->name, sizeof e->name, "%s", engine);
         e->next = seq.list;
         seq.list = e;
@@ -321,8 +321,31 @@ static unsigned next_seq(const char *engine)
     return n;
 }
 
-/* Create the log and map it, header first. Lock held (or in open). */
-static int start_file(struct al_state *st, pid_t parent)
+/* Append s to the path being built at *n (false when it does not fit). No stdio: a fork
+ * child's restart may run in a signal handler. */
+static bool path_cat(char *path, size_t *n, const char *s)
+{
+    size_t k = strlen(s);
+    if (k >= JH__AL_PATH_MAX - *n)
+        return false;
+    memcpy(path + *n, s, k + 1);
+    *n += k;
+    return true;
+}
+
+static bool path_num(char *path, size_t *n, unsigned long v)
+{
+    char d[24], *q = d + sizeof d;
+    *--q = 0;
+    do
+        *--q = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    return path_cat(path, n, q);
+}
+
+/* Create the log and map it, header first. Lock held (or in open). With in_handler, only
+ * what a signal handler may do (al_forked_lockfree): no allocation, no stdio. */
+static int start_file(struct al_state *st, pid_t parent, bool in_handler)
 {
     const char *dir;
     int err = jh__chan_dir(st->env, &dir);
@@ -336,12 +359,15 @@ static int start_file(struct al_state *st, pid_t parent)
                     c == '-' || c == '_' || c == '.' ? c : '_';
     }
     engine[k] = 0;
-    unsigned n = next_seq(engine);
-    char path[PATH_MAX], num[16] = "";
-    if (n)
-        snprintf(num, sizeof num, "-%u", n);
-    if (snprintf(path, sizeof path, "%s/%s-%d%s.jhlog", dir, engine, (int)getpid(), num) >=
-        (int)sizeof path)
+    unsigned n = next_seq(engine, in_handler);
+    char path[JH__AL_PATH_MAX];
+    size_t len = 0;
+    path[0] = 0;
+    if (!path_cat(path, &len, dir) || !path_cat(path, &len, "/") ||
+        !path_cat(path, &len, engine) || !path_cat(path, &len, "-") ||
+        !path_num(path, &len, (unsigned long)getpid()) ||
+        (n && (!path_cat(path, &len, "-") || !path_num(path, &len, n))) ||
+        !path_cat(path, &len, ".jhlog"))
         return -ENAMETOOLONG;
     if ((err = jh__al_file_open(st, path)) < 0)
         return err;
@@ -361,26 +387,35 @@ static void put_close_record(struct al_state *st)
 
 /* In a fork child, first call (the core calls it under the lock): the inherited mapping is
  * the parent's file (shared!); drop it without writing, start <engine>-<childpid>.jhlog and
- * record the code that is live. */
-static int al_forked(void *state)
+ * record the code that is live. in_handler: the first call is a jh_log_*, perhaps a signal
+ * handler's that interrupted malloc or the loader: system calls and memory the state holds
+ * only (the path in st, the header in the scratch buffer's room kept at open, code bytes
+ * copied rather than looked up in the loaded objects by reference). */
+static int restart(struct al_state *st, bool in_handler)
 {
-    struct al_state *st = state;
     pid_t parent = jh__parent_pid();
     jh__al_file_close(st);
     atomic_store(&st->gen, jh__fork_generation());
-    int err = start_file(st, parent);
+    int err = start_file(st, parent, in_handler);
     if (err < 0) {
         jh__diag(st->env->diag, JH_LOG_ERROR, "auditlog: no log in fork child: %s",
                  jh__file_error(err));
         return 0;               /* records are dropped; the lock-free entry points stay safe */
     }
+    bool refs = st->refs;
+    if (in_handler)
+        st->refs = false;
     /* Code the JIT freed before telling us (jh_code_remove may come after the unmap) has
      * no bytes to log any more. */
     for (struct jh__entry *e = jh__view_ceil(st->env, 0); e; e = jh__view_next(st->env, e))
         if (jh__mem_readable((const void *)e->node.start, e->node.size))
             al_add(st, e);
+    st->refs = refs;
     return 0;
 }
+
+static int al_forked(void *state) { return restart(state, false); }
+static int al_forked_lockfree(void *state) { return restart(state, true); }
 
 static void al_fork_prepare(void *state)
 {
@@ -430,10 +465,16 @@ static int al_open(const struct jh__chan_env *env, void **state)
     jh__al_ring_init(st);
     atomic_store(&st->ahead_mark, UINT64_MAX);
     atomic_store(&st->gen, jh__fork_generation());
-    int err = start_file(st, 0);
+    int err = start_file(st, 0, false);
     if (err < 0) {
         al_close(st);
         return err;
+    }
+    /* room for a fork child's header (its parent's pid more), which a signal handler may
+     * write (al_forked_lockfree): no allocation there */
+    if (jh__buf_reserve(&st->scratch, 64) < 0) {
+        al_close(st);
+        return -ENOMEM;
     }
     *state = st;
     return 0;
@@ -442,6 +483,7 @@ static int al_open(const struct jh__chan_env *env, void **state)
 const struct jh__channel_ops jh__auditlog_ops = {
     .name = "auditlog", .bit = JH_AUDITLOG, .slotless = true, .open = al_open, .add = al_add,
     .remove = al_remove, .move = al_move, .patched = al_patched, .forked = al_forked,
+    .forked_lockfree = al_forked_lockfree,
     .fork_prepare = al_fork_prepare, .fork_release = al_fork_release, .close = al_close,
     .log_memory = al_log_memory, .log_event = al_log_event,
 };

@@ -22,6 +22,8 @@
 #define AL_CHUNK (1u << 20)         /* file growth step */
 #define AL_MIN_LIMIT (64u << 10)
 
+#define JH__AL_PATH_MAX 4096    /* the log's path, with its terminating NUL */
+
 struct al_state {
     /* Read by every record, written rarely. */
     const struct jh__chan_env *env;
@@ -49,7 +51,8 @@ struct al_state {
     uint64_t zeroed;                /* zeros have been written up to here */
     uint64_t ahead_populated;       /* the mapping has been populated up to here */
 #endif
-    char *path;
+    /* Held, not allocated: a fork child's restart may run in a signal handler (al_forked_lockfree). */
+    char path[JH__AL_PATH_MAX];
     bool refs;                      /* record code in loaded objects' files by reference */
     struct al_objs *objs;           /* auditlog_ref.c: the objects met so far */
     struct jh__buf scratch;         /* the header and close records, under the context lock */

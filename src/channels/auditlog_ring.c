@@ -283,9 +283,10 @@ int jh__al_put_buf(struct al_state *st, const struct jh__buf *b, uint64_t cap)
 
 int jh__al_file_open(struct al_state *st, const char *path)
 {
-    st->path = strdup(path);
-    if (!st->path)
-        return -ENOMEM;
+    size_t n = strlen(path);
+    if (n >= sizeof st->path)
+        return -ENAMETOOLONG;
+    memcpy(st->path, path, n + 1);
     int fd = jh__kfd_keep(&st->fd, jh__open_private(path, O_RDWR | O_CREAT, JH__OPEN_TRUNCATE));
     if (fd < 0) {
         jh__diag(st->env->diag, JH_LOG_ERROR, "auditlog: %s: %s%s", path, jh__file_error(fd),
@@ -345,6 +346,5 @@ void jh__al_file_close(struct al_state *st)
         munmap(st->map, st->limit);
     jh__kfd_close(&st->fd);
     st->map = NULL;
-    free(st->path);
-    st->path = NULL;
+    st->path[0] = 0;
 }

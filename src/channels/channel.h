@@ -138,6 +138,13 @@ struct jh__channel_ops {
     /* In a fork child, at the first call: restart per-process state (files named by pid,
      * the code that is live announced again). NULL: nothing to do. */
     int  (*forked)(void *state);
+    /* A channel with lock-free entry points (log_memory, log_event), in a fork child whose
+     * first call is one of them: restart what they need, as `forked` would, in a way that
+     * is async-signal-safe (the call may come from a signal handler that interrupted
+     * malloc, stdio or the loader): system calls and memory the state already holds, no
+     * allocation, no thread. `forked` is then not called for this generation. The lock is
+     * held. NULL: `forked` is called there. */
+    int  (*forked_lockfree)(void *state);
     /* Around fork() (from the one atfork handler, core/fork.c): take the channel's own
      * locks, and release them on both sides. NULL: it has none. */
     void (*fork_prepare)(void *state);

@@ -28,16 +28,6 @@ static const struct jh__channel_ops *const channel_table[JH__NCHAN] = { JH__CHAN
 
 const char *jh_version(void) { return JH_VERSION_STRING; }
 
-static bool chan_live(const jh_ctx *ctx, int i)
-{
-    return atomic_load_explicit(&ctx->live, memory_order_relaxed) & channel_table[i]->bit;
-}
-
-static bool lockfree(const struct jh__channel_ops *ops)
-{
-    return ops->log_memory || ops->log_event;
-}
-
 /* Why a channel failed or could not start, for the diagnostic: a file most of the time
  * (its directory, its file), so in words about files (jh__file_error: -ENOENT is "No such
  * file or directory", not jh_strerror's "no such code registered", which is about the
@@ -71,63 +61,23 @@ static void chan_close(jh_ctx *ctx, int i)
 /* A channel failed: say so once, switch it off, carry on without it. Lock held. A channel
  * with lock-free entry points is closed only by jh_close: a jh_log_* call that saw it live
  * an instant ago may still be using its state. */
-static void channel_failed(jh_ctx *ctx, int i, const char *what, int err)
+void jh__channel_failed(jh_ctx *ctx, int i, const char *what, int err)
 {
     const struct jh__channel_ops *ops = ctx->chan[i].ops;
     jh__diag(&ctx->cfg.diag, JH_LOG_ERROR, "%s: %s failed: %s%s; channel switched off, others "
              "carry on", ops->name, what, why(err), fix(ops, err));
     atomic_fetch_and(&ctx->live, ~ops->bit);
-    if (lockfree(ops))
+    if (jh__chan_lockfree(ops))
         return;
     chan_close(ctx, i);
 }
 
-/* In a fork child's first call: per-process state starts afresh. Lock held. */
-static void check_fork(jh_ctx *ctx)
-{
-    unsigned gen = jh__fork_generation();
-    if (atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) == gen)
-        return;
-    jh__control_start(ctx);                 /* the child's own socket */
-    for (int i = 0; i < JH__NCHAN; i++) {
-        if (!chan_live(ctx, i) || !ctx->chan[i].ops->forked)
-            continue;
-        int err = ctx->chan[i].ops->forked(ctx->chan[i].state);
-        ctx->chan[i].gen = gen;
-        if (err < 0)
-            channel_failed(ctx, i, "restart after fork", err);
-    }
-    /* Only now, release: the lock-free entry points (lockfree_state) pass without the lock
-     * once they see it, and must then find the restarted state (the audit log: the child's
-     * file mapped), never the parent's mapping being dropped. */
-    atomic_store_explicit(&ctx->fork_gen, gen, memory_order_release);
-}
-
-/* This thread is taking a context's lock to restart it in a fork child, or to wait for
- * that: a signal handler that interrupts it there must not wait on the lock too. */
-static _Thread_local volatile bool in_restart;     /* (volatile: a signal handler reads it) */
-
-void jh__ctx_lock(jh_ctx *ctx)
-{
-    if (JH__UNLIKELY(atomic_load_explicit(&ctx->fork_gen, memory_order_relaxed) !=
-                     jh__fork_generation())) {
-        bool was = in_restart;
-        in_restart = true;
-        jh__lock(&ctx->lock);
-        check_fork(ctx);
-        in_restart = was;
-        return;
-    }
-    jh__lock(&ctx->lock);
-    check_fork(ctx);
-}
-
 #define EACH_LIVE(ctx, i, hook)                                                    \
     for (int i = 0; i < JH__NCHAN; i++)                                            \
-        if (chan_live(ctx, i) && ctx->chan[i].ops->hook)
+        if (jh__chan_live(ctx, i) && ctx->chan[i].ops->hook)
 #define EACH_LIVE_REVERSE(ctx, i, hook)                                            \
     for (int i = JH__NCHAN - 1; i >= 0; i--)                                       \
-        if (chan_live(ctx, i) && ctx->chan[i].ops->hook)
+        if (jh__chan_live(ctx, i) && ctx->chan[i].ops->hook)
 
 /* ---- open and close ---------------------------------------------------------------------- */
 static void ctx_free(jh_ctx *ctx)
@@ -187,6 +137,7 @@ int jh_open(jh_ctx **out, const struct jh_options *opts)
     atomic_init(&ctx->next_id, 1);
     atomic_init(&ctx->unstored_from, UINT64_MAX);
     atomic_init(&ctx->fork_gen, jh__fork_generation());
+    atomic_init(&ctx->lf_gen, jh__fork_generation());
     ctx->dir = (struct jh__dir){ .path = ctx->cfg.dir, .err = 1 };
     for (int i = 0; i < JH__NCHAN; i++)
         ctx->chan[i].ops = channel_table[i];
@@ -229,7 +180,7 @@ static int chan_on(jh_ctx *ctx, int i)
         /* kept through a fork while off: the parent's files */
         int err = ops->forked(st);
         if (err < 0) {
-            channel_failed(ctx, i, "restart after fork", err);
+            jh__channel_failed(ctx, i, "restart after fork", err);
             return err;
         }
         ctx->chan[i].gen = jh__fork_generation();
@@ -253,14 +204,14 @@ static int chan_on(jh_ctx *ctx, int i)
     if (err >= 0 && berr < 0)
         err = berr;
     if (err < 0) {
-        channel_failed(ctx, i, "announcing the code live at switch-on", err);
+        jh__channel_failed(ctx, i, "announcing the code live at switch-on", err);
         return err;
     }
     if (ops->rundown)
         ops->rundown(st, false);
     err = ops->flush ? ops->flush(st) : 0;         /* debuggers hear it now */
     if (err < 0) {
-        channel_failed(ctx, i, "flushing", err);
+        jh__channel_failed(ctx, i, "flushing", err);
         return err;
     }
     atomic_fetch_or_explicit(&ctx->live, ops->bit, memory_order_release);
@@ -272,7 +223,7 @@ static void chan_off(jh_ctx *ctx, int i)
 {
     const struct jh__channel_ops *ops = channel_table[i];
     atomic_fetch_and(&ctx->live, ~ops->bit);
-    if (lockfree(ops))          /* jh_log_* may be in it: kept until jh_close */
+    if (jh__chan_lockfree(ops))          /* jh_log_* may be in it: kept until jh_close */
         return;
     if (ops->off)
         ops->off(ctx->chan[i].state);
@@ -299,7 +250,7 @@ int jh_channels_set(jh_ctx *ctx, unsigned channels)
             chan_off(ctx, i);
     int first_err = 0;
     for (int i = 0; i < JH__NCHAN; i++) {
-        if (!(channels & channel_table[i]->bit) || chan_live(ctx, i))
+        if (!(channels & channel_table[i]->bit) || jh__chan_live(ctx, i))
             continue;
         /* the process has ended its record (a `jitherald attach --on auditlog` arriving
          * during exit): a new log would never get its `close` */
@@ -392,7 +343,7 @@ static int add_entry_locked(jh_ctx *ctx, struct jh__entry *e, uint64_t *id)
         int i = __builtin_ctz(todo);
         int cerr = ctx->chan[i].ops->add(ctx->chan[i].state, e);
         if (cerr < 0)
-            channel_failed(ctx, i, "announcing code", cerr);
+            jh__channel_failed(ctx, i, "announcing code", cerr);
     }
     if (id)
         *id = e->node.id;
@@ -431,7 +382,7 @@ static void batch_hooks(jh_ctx *ctx, bool begin, const char *what)
     EACH_LIVE(ctx, i, batch) {
         int cerr = ctx->chan[i].ops->batch(ctx->chan[i].state, begin);
         if (cerr < 0)
-            channel_failed(ctx, i, what, cerr);
+            jh__channel_failed(ctx, i, what, cerr);
     }
 }
 
@@ -538,7 +489,7 @@ int jh_code_remove(jh_ctx *ctx, uint64_t id)
             EACH_LIVE_REVERSE(ctx, i, remove) {
                 int cerr = ctx->chan[i].ops->remove(ctx->chan[i].state, e);
                 if (cerr < 0)
-                    channel_failed(ctx, i, "removing code", cerr);
+                    jh__channel_failed(ctx, i, "removing code", cerr);
             }
             jh__reg_erase(&ctx->reg, &e->node);
         }
@@ -577,7 +528,7 @@ int jh_code_remove_range(jh_ctx *ctx, const void *start, size_t len)
         EACH_LIVE_REVERSE(ctx, i, remove) {
             int cerr = ctx->chan[i].ops->remove(ctx->chan[i].state, e);
             if (cerr < 0)
-                channel_failed(ctx, i, "removing code", cerr);
+                jh__channel_failed(ctx, i, "removing code", cerr);
         }
         jh__reg_erase(&ctx->reg, node);
         jh__entry_free(e);
@@ -612,7 +563,7 @@ int jh_code_move(jh_ctx *ctx, uint64_t id, const void *new_start)
         EACH_LIVE(ctx, i, move) {
             int cerr = ctx->chan[i].ops->move(ctx->chan[i].state, e, from);
             if (cerr < 0)
-                channel_failed(ctx, i, "moving code", cerr);
+                jh__channel_failed(ctx, i, "moving code", cerr);
         }
     }
     jh__ctx_unlock(ctx);
@@ -634,7 +585,7 @@ int jh_code_patched(jh_ctx *ctx, const void *addr, size_t len)
         EACH_LIVE(ctx, i, patched) {
             int cerr = ctx->chan[i].ops->patched(ctx->chan[i].state, e, (uintptr_t)addr, len);
             if (cerr < 0)
-                channel_failed(ctx, i, "refreshing patched code", cerr);
+                jh__channel_failed(ctx, i, "refreshing patched code", cerr);
         }
     }
     jh__ctx_unlock(ctx);
@@ -651,49 +602,8 @@ int jh_flush(jh_ctx *ctx)
     EACH_LIVE(ctx, i, flush) {
         int cerr = ctx->chan[i].ops->flush(ctx->chan[i].state);
         if (cerr < 0)
-            channel_failed(ctx, i, "flushing", cerr);
+            jh__channel_failed(ctx, i, "flushing", cerr);
     }
     jh__ctx_unlock(ctx);
     return 0;
-}
-
-/* ---- the audit log's lock-free entry points ---------------------------------------------- */
-static void *lockfree_state(jh_ctx *ctx, int i)
-{
-    /* acquire: pairs with jh_open's fetch_or, so the state stored before it is seen */
-    if (!(atomic_load_explicit(&ctx->live, memory_order_acquire) & channel_table[i]->bit))
-        return NULL;
-    /* A fork child's first call restarts per-process state under the lock, once. */
-    if (JH__UNLIKELY(atomic_load_explicit(&ctx->fork_gen, memory_order_acquire) !=
-                     jh__fork_generation())) {
-        /* a signal handler (a profiler's, a crash handler logging the fault) on a thread
-         * that holds the lock for the restart or waits for it: the record is dropped
-         * rather than the thread hung */
-        if (in_restart)
-            return NULL;
-        jh__ctx_lock(ctx);
-        jh__ctx_unlock(ctx);
-        if (!chan_live(ctx, i))
-            return NULL;
-    }
-    return ctx->chan[i].state;
-}
-
-int jh_log_memory(jh_ctx *ctx, const void *addr, size_t size, const char *type_hint)
-{
-    if (!ctx || (!addr && size))
-        return -EINVAL;
-    void *st = lockfree_state(ctx, JH__CH_AUDITLOG);
-    return st ? ctx->chan[JH__CH_AUDITLOG].ops->log_memory(st, addr, size, type_hint) : 0;
-}
-
-int jh_log_event(jh_ctx *ctx, const char *name, const struct jh_attr *attrs, size_t nattrs)
-{
-    if (!ctx || !name || (nattrs && !attrs))
-        return -EINVAL;
-    for (size_t i = 0; i < nattrs; i++)
-        if (!attrs[i].key || (unsigned)attrs[i].kind > JH_ATTR_ADDR)
-            return -EINVAL;
-    void *st = lockfree_state(ctx, JH__CH_AUDITLOG);
-    return st ? ctx->chan[JH__CH_AUDITLOG].ops->log_event(st, name, attrs, nattrs) : 0;
 }

@@ -40,6 +40,8 @@ struct jh_ctx {
     _Atomic bool retain;        /* store entries with no channel live (standby, or since a
                                    jh_channels_set) */
     _Atomic unsigned fork_gen;  /* jh__fork_gen when per-process state was last restarted */
+    _Atomic unsigned lf_gen;    /* the same for the lock-free channels' state alone: a fork
+                                   child's jh_log_* restarts only that (lockfree_state) */
     struct jh__config cfg;
     struct jh__dir dir;
     struct jh__strings strings;
@@ -53,6 +55,19 @@ void jh__ctx_list_remove(jh_ctx *ctx);
  * closed says so: jh_channels_set returns -ESHUTDOWN). */
 void jh__ctx_each(void (*fn)(jh_ctx *ctx, void *arg), void *arg);
 void jh__fork_install(void);
+
+/* Channel i is live now (read without the lock). */
+static inline bool jh__chan_live(const jh_ctx *ctx, int i)
+{
+    return atomic_load_explicit(&ctx->live, memory_order_relaxed) & ctx->chan[i].ops->bit;
+}
+/* A channel with lock-free entry points (jh_log_*): kept open until jh_close. */
+static inline bool jh__chan_lockfree(const struct jh__channel_ops *ops)
+{
+    return ops->log_memory || ops->log_event;
+}
+/* Channel i failed doing what: said once, switched off (closed unless lock-free). Lock held. */
+void jh__channel_failed(jh_ctx *ctx, int i, const char *what, int err);
 
 /* Take the context lock; in a fork child's first call, restart per-process state first. */
 void jh__ctx_lock(jh_ctx *ctx);

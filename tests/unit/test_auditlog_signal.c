@@ -9,9 +9,14 @@
  * ahead (this program's pwritev, the zeros, raises it there) is held until the preparation
  * is over: its records are all kept. And a thread cancelled (pthread_cancel) at one of those
  * calls, a cancellation point, while it holds the lock: it is cancelled at its next
- * cancellation point instead, outside, and the others log on.
+ * cancellation point instead, outside, and the others log on. And a fork child whose first
+ * jitherald call is a signal handler's jh_log_event: the child's log starts there without
+ * a single allocation or thread (this program's malloc family and pthread_create count
+ * them), holds the event and the code that was live, and the other channels' files start
+ * at the child's next call.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <pthread.h>
@@ -33,6 +38,7 @@ static char dir[256];
 /* What the child saw, for the parent: in a shared mapping. */
 struct seen {
     int in_grow, outside, in_fork, grows, prepares, in_prepare, after_prepare, bad_returns;
+    int allocs, threads, errno_kept, dump_early, grandchild;
 };
 static struct seen *seen;
 static jh_ctx *ctx;
@@ -84,6 +90,50 @@ static void on_usr1(int sig)
         seen->bad_returns += jh_log_memory(ctx, &small, sizeof small, "small") != 0;
     }
     in_handler = 0;
+}
+
+/* What a signal handler's call allocates or starts, while watched. Under a sanitizer its
+ * runtime owns malloc and nothing is counted (the rest of the test runs the same). */
+static volatile sig_atomic_t watch_alloc;
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+extern void __libc_free(void *);
+static void alloc_seen(void)
+{
+    if (watch_alloc && seen)
+        seen->allocs++;
+}
+void *malloc(size_t n) { alloc_seen(); return __libc_malloc(n); }
+void *calloc(size_t n, size_t k) { alloc_seen(); return __libc_calloc(n, k); }
+void *realloc(void *p, size_t n) { alloc_seen(); return __libc_realloc(p, n); }
+void *memalign(size_t a, size_t n) { alloc_seen(); return __libc_memalign(a, n); }
+void *aligned_alloc(size_t a, size_t n) { alloc_seen(); return __libc_memalign(a, n); }
+int posix_memalign(void **p, size_t a, size_t n)
+{
+    alloc_seen();
+    *p = __libc_memalign(a, n);
+    return *p ? 0 : ENOMEM;
+}
+void free(void *p)
+{
+    if (p)
+        alloc_seen();
+    __libc_free(p);
+}
+#endif
+
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+    static int (*real)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    if (watch_alloc && seen)
+        seen->threads++;
+    if (!real)
+        real = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))
+            dlsym(RTLD_NEXT, "pthread_create");
+    return real(t, a, fn, arg);
 }
 
 /* The library's fallocate: the signal arrives while the writer grows the file. */
@@ -344,6 +394,117 @@ static void test_cancelled(bool ahead)
     jhr_al_free(&lf);
 }
 
+/* ---- a fork child's first call, a signal handler's ---- */
+
+static char dump_path[600];    /* the child's jitdump */
+
+static void on_usr2(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    watch_alloc = 1;
+    errno = EXDEV;
+    struct jh_attr a = { "what", JH_ATTR_STR, { .s = "first" } };
+    seen->bad_returns += jh_log_event(ctx, "handler", &a, 1) != 0;
+    seen->errno_kept = errno == EXDEV;
+    watch_alloc = 0;
+    /* the child's jitdump waits for its next call: only the audit log restarts here */
+    seen->dump_early = access(dump_path, F_OK) == 0;
+    errno = saved;
+}
+
+static void forked_first_body(void)
+{
+    unsetenv("JITHERALD");
+    unsetenv("JITHERALD_DIR");
+    unsetenv("JITHERALD_ATTACH");
+    setenv("JITHERALD_AUDITLOG_HELPER", "1", 1);
+    /* standby: attachable, the control socket's thread started in each process; not
+     * under TSan (die_after_fork) nor qemu-user (its own assertion), where a fork child
+     * of a threaded process cannot start a thread (test_forked_first_in_handler says so) */
+#ifdef __SANITIZE_THREAD__
+    const bool attachable = false;
+#else
+    const bool attachable = !getenv("JH_QEMU_USER");
+#endif
+    struct jh_options o = { .sz = sizeof o, .channels = JH_AUDITLOG | JH_JITDUMP, .dir = dir,
+                            .engine = "forkfirst", .auditlog_limit = 64 << 20,
+                            .flags = attachable ? JH_OPT_STANDBY : 0 };
+    if (jh_open(&ctx, &o) != 0 || jh_channels(ctx) != (JH_AUDITLOG | JH_JITDUMP))
+        _exit(2);
+    static const uint8_t fn[] = { 0x55, 0x48, 0x89, 0xe5, 0x5d, 0xc3 };
+    uint8_t *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (code == MAP_FAILED)
+        _exit(3);
+    memcpy(code, fn, sizeof fn);
+    memcpy(code + 64, fn, sizeof fn);
+    struct jh_code c = { .sz = sizeof c, .name = "before_fork", .start = code, .size = sizeof fn };
+    uint64_t id;
+    if (jh_code_add(ctx, &c, &id) != 0)
+        _exit(4);
+    pid_t pid = fork();
+    if (pid == 0) {
+        snprintf(dump_path, sizeof dump_path, "%s/jit-%d.dump", dir, (int)getpid());
+        struct sigaction sa = { .sa_handler = on_usr2 };
+        sigaction(SIGUSR2, &sa, NULL);
+        raise(SIGUSR2);
+        /* the child's first other call: the rest restarts */
+        c.name = "in_child";
+        c.start = code + 64;
+        if (jh_code_add(ctx, &c, &id) != 0)
+            _exit(5);
+        char sock[600];
+        snprintf(sock, sizeof sock, "%s/attach-%d.sock", dir, (int)getpid());
+        if (access(dump_path, F_OK) != 0 || (attachable && access(sock, F_OK) != 0))
+            _exit(6);
+        jh_close(ctx);
+        _exit(0);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        _exit(7);
+    seen->grandchild = pid;
+    jh_close(ctx);
+    _exit(WEXITSTATUS(status));
+}
+
+static void test_forked_first_in_handler(void)
+{
+    memset(seen, 0, sizeof *seen);
+    run_child(forked_first_body);
+#ifdef __SANITIZE_THREAD__
+    SKIP_PART("forked_first: the child's attach socket (a thread a fork child of a threaded "
+              "process starts, which TSan refuses)");
+#else
+    if (getenv("JH_QEMU_USER"))
+        SKIP_PART("forked_first: the child's attach socket (a thread a fork child of a "
+                  "threaded process starts, which qemu-user asserts on)");
+#endif
+    CHECK_EQ(seen->bad_returns, 0);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    CHECK_EQ(seen->allocs, 0);
+#endif
+    CHECK_EQ(seen->threads, 0);
+    CHECK(seen->errno_kept);
+    CHECK(!seen->dump_early);
+    struct jhr_al lf;
+    if (!seen->grandchild || read_log("forkfirst", (pid_t)seen->grandchild, &lf) != 0)
+        return;
+    CHECK(lf.parent_pid != 0);
+    CHECK_EQ(count_events(&lf, "first"), 1);
+    CHECK_EQ(lf.dropped, 0);
+    bool before = false, after = false;
+    for (size_t i = 0; i < lf.nfns; i++) {
+        before |= !strcmp(lf.fns[i].name, "before_fork") && lf.fns[i].code &&
+                  lf.fns[i].code[0] == 0x55;
+        after |= !strcmp(lf.fns[i].name, "in_child");
+    }
+    CHECK(before);                  /* the live code, bytes and all, in the child's log */
+    CHECK(after);
+    jhr_al_free(&lf);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/jh-test-alsig.XXXXXX");
@@ -357,6 +518,7 @@ int main(void)
     test_in_prepare();
     test_cancelled(false);
     test_cancelled(true);
+    test_forked_first_in_handler();
     rm_tree(dir);
     return check_done();
 }
