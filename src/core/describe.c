@@ -563,11 +563,17 @@ static struct jh__entry *fill_entry(struct jh__strings *s, const struct jh_code 
     e->node.size = c->size;
     f->prologue_end = c->prologue_end;
     f->name = memcpy(block + p.name, c->name, p.name_len);
+    if (p.name_len - 1 <= UINT32_MAX)
+        f->name_len = (uint32_t)(p.name_len - 1);
     if (p.derive_symbol) {
-        jh__symbol_from_name(block + p.symbol, p.symbol_len, c->name);
+        size_t n = jh__symbol_from_name(block + p.symbol, p.symbol_len, c->name);
         f->symbol = block + p.symbol;
+        if (n < p.symbol_len && n <= UINT32_MAX)      /* (always: room for the longest) */
+            f->symbol_len = (uint32_t)n;
     } else if (c->symbol) {
         f->symbol = memcpy(block + p.symbol, c->symbol, p.symbol_len);
+        if (p.symbol_len - 1 <= UINT32_MAX)
+            f->symbol_len = (uint32_t)(p.symbol_len - 1);
     }
     if (copy_unwind(f, c, block, &p))
         return NULL;

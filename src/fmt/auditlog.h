@@ -98,6 +98,7 @@
 /* Code that is, byte for byte, part of a file with a build-id: recorded by reference. */
 struct jh__al_ref {
     const char *path;
+    size_t path_len;                /* strlen(path), or 0: measured by the encoder */
     const uint8_t *build_id;
     uint32_t build_id_len;          /* 1..64 */
     uint64_t offset;                /* of the code's first byte in the file */

@@ -166,8 +166,11 @@ uint64_t jh__bid_func_hash(const struct jh__func *f)
     u64(&s, f->start);
     u64(&s, f->size);
     u64(&s, f->unwind);
-    str(&s, f->name);
-    str(&s, f->symbol && strcmp(f->symbol, f->name) ? f->symbol : NULL);
+    put(&s, f->name, jh__func_name_len(f) + 1);
+    if (jh__func_symbol_differs(f))
+        put(&s, f->symbol, jh__func_symbol_len(f) + 1);
+    else
+        u64(&s, 0xffffffffffffffffull);
     u64(&s, f->nfiles);
     for (uint32_t i = 0; i < f->nfiles; i++)
         str(&s, f->files[i]);
