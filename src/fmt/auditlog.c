@@ -249,6 +249,23 @@ size_t jh__al_code_add_size(uint64_t ts, uint32_t tid, uint64_t id, const struct
     return s;
 }
 
+/* The keys of a code_add (at most 26 of at most 14 bytes, each with a 1-byte string header)
+ * and their numbers and headers (at most 9 bytes each), with room to spare. */
+#define CODE_ADD_FIXED 1024
+
+size_t jh__al_code_add_bound(const struct jh__func *f, const struct jh__al_ref *ref)
+{
+    if (f->nfiles)
+        return SIZE_MAX;
+    /* a row or a pair: an array header and at most four numbers of 5 bytes (u32) */
+    uint64_t s = CODE_ADD_FIXED + (uint64_t)fname_len(f) +
+                 (f->symbol ? (uint64_t)fsymbol_len(f) : 0) + 21 * (uint64_t)f->nlines +
+                 11 * ((uint64_t)f->nepilogues + f->ncfa_steps + f->nsaved_regs + f->nra_signed) +
+                 (f->unwind == JH_UNWIND_CFI ? (uint64_t)f->cfi_len : 0);
+    s += ref ? (uint64_t)ref_path_len(ref) + ref->build_id_len : f->size;
+    return s > SIZE_MAX / 2 ? SIZE_MAX : (size_t)s;
+}
+
 uint8_t *jh__al_put_code_add(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,
                              const struct jh__func *f, const struct jh__al_ref *ref)
 {
