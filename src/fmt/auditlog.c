@@ -249,6 +249,21 @@ size_t jh__al_code_add_size(uint64_t ts, uint32_t tid, uint64_t id, const struct
     return s;
 }
 
+/* jh__al_put_head(p, nkeys, "code_add", 8, ts, tid), its constant bytes in one copy
+ * (~40 instructions a record less: node's 2,182 builtins at start, issue 30). */
+static inline uint8_t *code_add_head(uint8_t *p, uint32_t nkeys, uint64_t ts, uint32_t tid)
+{
+    static const char type_time[] = "\xa4" JH__AL_K_TYPE "\xa8" "code_add" "\xa4" JH__AL_K_TIME;
+    static const char thread[] = "\xa6" JH__AL_K_THREAD;
+    _Static_assert(sizeof JH__AL_K_TYPE == 5 && sizeof JH__AL_K_TIME == 5 &&
+                   sizeof JH__AL_K_THREAD == 7, "the keys' fixstr headers above");
+    p = jh__mp_put_map(p, nkeys);
+    memcpy(p, type_time, sizeof type_time - 1);
+    p = jh__mp_put_uint(p + sizeof type_time - 1, ts);
+    memcpy(p, thread, sizeof thread - 1);
+    return jh__mp_put_uint(p + sizeof thread - 1, tid);
+}
+
 /* The keys of a code_add (at most 26 of at most 14 bytes, each with a 1-byte string header)
  * and their numbers and headers (at most 9 bytes each), with room to spare. */
 #define CODE_ADD_FIXED 1024
@@ -269,7 +284,7 @@ size_t jh__al_code_add_bound(const struct jh__func *f, const struct jh__al_ref *
 uint8_t *jh__al_put_code_add(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,
                              const struct jh__func *f, const struct jh__al_ref *ref)
 {
-    p = jh__al_put_head(p, code_add_keys(f, ref), "code_add", sizeof "code_add" - 1, ts, tid);
+    p = code_add_head(p, code_add_keys(f, ref), ts, tid);
     p = PUT_KEY(p, JH__AL_K_ID);
     p = jh__mp_put_uint(p, id);
     p = PUT_KEY(p, JH__AL_K_NAME);

@@ -107,9 +107,28 @@ static void check_bound_tight(void)
     }
 }
 
+/* A code_add's head (its map header, type, time and thread) is jh__al_put_head's, for
+ * times and threads of every width. */
+static void check_code_add_head(void)
+{
+    static const uint8_t code1[1] = { 0xc3 };
+    struct jh__func f = { .start = (uintptr_t)code1, .size = 1, .name = "n" };
+    const uint64_t ts[] = { 0, 127, 128, 0xffff, 0x10000, UINT32_MAX, UINT64_MAX };
+    const uint32_t tid[] = { 0, 127, 255, 256, UINT32_MAX };
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        for (size_t k = 0; k < sizeof tid / sizeof tid[0]; k++) {
+            uint8_t a[256], b[256];
+            size_t n = (size_t)(jh__al_put_code_add(a, ts[i], tid[k], 7, &f, NULL) - a);
+            CHECK(n <= sizeof a && (a[0] & 0xf0) == 0x80);
+            size_t h = (size_t)(jh__al_put_head(b, a[0] & 0x0fu, "code_add", 8, ts[i], tid[k]) - b);
+            CHECK(h < n && !memcmp(a, b, h));
+        }
+}
+
 int main(void)
 {
     check_bound_tight();
+    check_code_add_head();
     for (int i = 0; i < 3; i++)
         memset(text[i], 'a' + i, sizeof text[i] - 1);
     for (size_t i = 0; i < sizeof code; i++)
