@@ -484,8 +484,6 @@ static int cmp_func(const void *a, const void *b)
  * against what was written): the dry run cost as much as the encoding (a third of
  * jitdump's time per function, issue 30). test_cfi compares jh__cfi_eh_frame_size with the
  * bytes written. */
-#define SEEN_SHAPES 4
-
 static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset f, size_t n,
                     struct jh__cfi_index *idx)
 {
@@ -545,11 +543,7 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
     }
     const struct jh__func *prev = NULL;        /* the last FDE encoded, in raw mode */
     size_t prev_k = 0, prev_at = 0;
-    /* The last few shapes encoded, for a run that comes back to one after another (node's
-     * builtins: a quarter of their FDEs were encoded again, ~220 instructions each, where
-     * a copy is ~60; issue 30). Copies are the same bytes wherever their source lies. */
-    struct { const struct jh__func *fn; size_t k, at, len; } seen[SEEN_SHAPES];
-    size_t nseen = 0;
+    struct jh__cfi_seen seen = { .n = 0 };      /* the last few before it (cfi_reuse.c) */
     for (size_t i = 0; i < nf && !b->err; i++) {
         const struct jh__func *fn = sorted[i];
         size_t at = w.n, k = 0;
@@ -573,29 +567,18 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
         raw_begin(&w, base, fde_bound(arch, fn));
         uint32_t cie_ptr = (uint32_t)(at + 4 - cie_at[k]);
         size_t from = SIZE_MAX, len = 0;
-        if (w.raw && !key.lsda) {
-            if (prev && k == prev_k && jh__cfi_same_insns(prev, fn)) {
-                from = prev_at, len = at - prev_at;
-            } else {
-                for (size_t j = 0; j < nseen && j < SEEN_SHAPES; j++)
-                    if (seen[j].k == k && seen[j].fn != prev &&
-                        jh__cfi_same_insns(seen[j].fn, fn)) {
-                        from = seen[j].at, len = seen[j].len;
-                        prev = seen[j].fn, prev_k = k;
-                        break;
-                    }
-            }
-        }
+        if (w.raw && !key.lsda && prev && k == prev_k && jh__cfi_same_insns(prev, fn))
+            from = prev_at, len = at - prev_at;
+        else if (w.raw && !key.lsda && (prev = jh__cfi_seen_find(&seen, prev, k, fn, &from, &len)))
+            prev_k = k;
         if (from != SIZE_MAX) {
             jh__cfi_copy_fde(&w, o, fn, from, len, cie_ptr, pc_field);  /* cfi_reuse.c */
         } else {
             put_fde(&w, o, fn, cie_ptr, pc_field);
             prev = w.raw ? fn : NULL;       /* (checked writes: perhaps a spliced one) */
             prev_k = k;
-            if (prev && !key.lsda) {
-                size_t j = nseen++ % SEEN_SHAPES;
-                seen[j].fn = fn, seen[j].k = k, seen[j].at = at, seen[j].len = w.n - at;
-            }
+            if (prev && !key.lsda)
+                jh__cfi_seen_add(&seen, fn, k, at, w.n - at);
         }
         prev_at = at;
         raw_end(&w, base);
