@@ -202,6 +202,19 @@ static int al_add(void *state, struct jh__entry *e)
         st->refs && jh__al_code_ref(st, e->fn.start, e->fn.size, &ref) ? &ref : NULL;
     uint64_t now = jh__now_ns();
     uint32_t tid = jh__thread_id();
+    /* A small record (node's builtins by reference: ~150 bytes) is encoded here first and
+     * copied into its frame: sizing it beforehand was a second pass over it (~200
+     * instructions a builtin, issue 30). The same bytes either way. */
+    uint8_t small[2048];
+    if (jh__al_code_add_bound(&e->fn, r) <= sizeof small) {
+        size_t n = (size_t)(jh__al_put_code_add(small, now, tid, e->node.id, &e->fn, r) - small);
+        uint8_t *f = frame(st, n);
+        if (f) {
+            memcpy(f + JH__AL_FRAME_HDR, small, n);
+            done(st, f, f + JH__AL_FRAME_HDR + n, n);
+        }
+        return 0;
+    }
     size_t n = jh__al_code_add_size(now, tid, e->node.id, &e->fn, r);
     uint8_t *f = frame(st, n);
     if (f)

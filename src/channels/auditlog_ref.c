@@ -50,6 +50,7 @@ struct al_obj {
     size_t map_len;
     uint64_t off;                   /* file offset of lo */
     char *path;
+    size_t path_len;
     uint8_t id[JH__AL_BUILD_ID_MAX];
     uint32_t idlen;
 };
@@ -129,6 +130,7 @@ static void take(struct al_obj *o, const struct seg_find *f)
         void *m = mmap(NULL, mlen, PROT_READ, MAP_PRIVATE, fd, (off_t)moff);
         if (m != MAP_FAILED && (o->path = strdup(path))) {
             o->map = m, o->map_len = mlen;
+            o->path_len = strlen(o->path);
             o->file = (const uint8_t *)m + (f->off - moff);
         } else if (m != MAP_FAILED) {
             munmap(m, mlen);
@@ -168,6 +170,7 @@ bool jh__al_code_ref(struct al_state *st, uint64_t start, uint64_t size, struct 
     if (!o || !o->file || memcmp((const void *)(uintptr_t)start, o->file + (start - o->lo), size))
         return false;
     ref->path = o->path;
+    ref->path_len = o->path_len;
     ref->build_id = o->id;
     ref->build_id_len = o->idlen;
     ref->offset = o->off + (start - o->lo);

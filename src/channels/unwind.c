@@ -134,17 +134,19 @@ static struct uw_memo {
     uint8_t *run;               /* a copy of the run last encoded for this shape */
 } memo[64];
 
-/* f's shape as a memo key: false for a description the memo does not keep. */
-static bool memo_key(const struct jh__func *f, uint8_t key[64], size_t *len)
+/* f's shape as a memo key (*key: f's own CFI bytes, or buf): false for a description the
+ * memo does not keep. */
+static bool memo_key(const struct jh__func *f, uint8_t buf[8], const uint8_t **key, size_t *len)
 {
     if (f->unwind == JH_UNWIND_CFI && f->cfi_len <= 64) {
-        memcpy(key, f->cfi, f->cfi_len);
+        *key = f->cfi_len ? f->cfi : buf;     /* (never NULL for memcmp) */
         *len = f->cfi_len;
         return true;
     }
     if (f->unwind == JH_UNWIND_FRAME_POINTER && !f->nepilogues && !f->nra_signed) {
-        memcpy(key, &f->fp_push_end, 4);
-        memcpy(key + 4, &f->fp_set_end, 4);
+        memcpy(buf, &f->fp_push_end, 4);
+        memcpy(buf + 4, &f->fp_set_end, 4);
+        *key = buf;
         *len = 8;
         return true;
     }
@@ -166,12 +168,13 @@ static bool memo_same(const struct uw_memo *m, const struct jh__func *f, const u
 #define MEMO_WAYS 4
 static struct uw_memo *memo_last;   /* the slot last found: a batch's functions run in shapes */
 
-static struct uw_memo *memo_slot(const struct jh__func *f, uint8_t key[64], size_t *len,
-                                 bool *same)
+static struct uw_memo *memo_slot(const struct jh__func *f, uint8_t buf[8], const uint8_t **kp,
+                                 size_t *len, bool *same)
 {
     *same = false;
-    if (!memo_key(f, key, len))
+    if (!memo_key(f, buf, kp, len))
         return NULL;
+    const uint8_t *key = *kp;
     if (memo_last && memo_same(memo_last, f, key, *len)) {
         *same = true;
         return memo_last;
@@ -210,9 +213,10 @@ static int fn_encode(struct uw_fn *u, const struct jh__func *f, struct jh__buf *
     if (f->unwind == JH_UNWIND_NONE)    /* no FDE: what the encoder says for it, sooner */
         return f->size && f->start + (f->size - 1) >= f->start ? 0 : -EINVAL;
     bool same;
-    uint8_t key[64];
+    uint8_t buf[8];
+    const uint8_t *key = NULL;
     size_t key_len = 0;
-    struct uw_memo *m = memo_slot(f, key, &key_len, &same);
+    struct uw_memo *m = memo_slot(f, buf, &key, &key_len, &same);
     if (same && f->size >= m->min_size && f->start + (f->size - 1) >= f->start) {
         uint8_t *run = fdes ? take(fdes, m->fde_len) : malloc(m->run_len);
         if (!run)
@@ -269,6 +273,7 @@ void jh__uw_fn_free(struct uw_fn *u)
         free(u->run);
         free(u);
     } else if (!--u->block->refs) {
+        free(u->block->bytes);
         free(u->block);
     }
 }
@@ -414,11 +419,15 @@ static int add_held(struct uw_ctx *c)
         }
         size_t head = (sizeof(struct uw_block) + _Alignof(struct uw_fn) - 1) /
                       _Alignof(struct uw_fn) * _Alignof(struct uw_fn);
-        struct uw_block *blk = k ? malloc(head + k * sizeof *tmp + c->fdes.len) : NULL;
+        struct uw_block *blk = k ? malloc(head + k * sizeof *tmp) : NULL;
         if (blk) {
             struct uw_fn *us = (struct uw_fn *)(void *)((char *)blk + head);
-            uint8_t *bytes = (uint8_t *)(us + k);
-            memcpy(bytes, c->fdes.p, c->fdes.len);
+            uint8_t *bytes = c->fdes.p;         /* taken over: the next batch starts anew */
+            uint8_t *fit = realloc(bytes, c->fdes.len);
+            if (fit)
+                bytes = fit;                    /* (what it grew beyond them given back) */
+            c->fdes = (struct jh__buf){ 0 };
+            blk->bytes = bytes;
             blk->refs = k;
             for (size_t j = 0; j < k; j++) {
                 us[j] = tmp[j];

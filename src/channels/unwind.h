@@ -53,11 +53,13 @@ struct uw_chunk {
 #define CHUNK_SIZE ((size_t)4 << 20)
 #define NCHUNK 8
 
-/* A batch's functions and their FDE bytes in one allocation (unwind.c: add_held), freed
- * with the last of them: node's 2,182 builtins were two allocations each (a fifth of the
- * unwind channel's batch, issue 30). */
+/* A batch's functions in one allocation and their FDE bytes in another, the buffer they
+ * were encoded into (unwind.c: add_held), freed with the last of them: node's 2,182
+ * builtins were two allocations each (a fifth of the unwind channel's batch, issue 30),
+ * and their ~70 KB of FDEs were then copied once more into the block. */
 struct uw_block {
     size_t refs;
+    uint8_t *bytes;
 };
 
 /* One function with an FDE. */

@@ -554,7 +554,6 @@ static int copy_unwind(struct jh__func *f, const struct jh_code *c, char *block,
 static struct jh__entry *fill_entry(struct jh__strings *s, const struct jh_code *c,
                                     const struct entry_plan *pp, char *block)
 {
-    const struct entry_plan p = *pp;
     struct jh__entry *e = memset(block, 0, sizeof *e);
     struct jh__func *f = &e->fn;
     f->start = (uintptr_t)c->start;
@@ -562,24 +561,30 @@ static struct jh__entry *fill_entry(struct jh__strings *s, const struct jh_code 
     e->node.start = (uintptr_t)c->start;
     e->node.size = c->size;
     f->prologue_end = c->prologue_end;
-    f->name = memcpy(block + p.name, c->name, p.name_len);
-    if (p.derive_symbol) {
-        jh__symbol_from_name(block + p.symbol, p.symbol_len, c->name);
-        f->symbol = block + p.symbol;
+    f->name = memcpy(block + pp->name, c->name, pp->name_len);
+    if (pp->name_len - 1 <= UINT32_MAX)
+        f->name_len = (uint32_t)(pp->name_len - 1);
+    if (pp->derive_symbol) {
+        size_t n = jh__symbol_from_name(block + pp->symbol, pp->symbol_len, c->name);
+        f->symbol = block + pp->symbol;
+        if (n < pp->symbol_len && n <= UINT32_MAX)      /* (always: room for the longest) */
+            f->symbol_len = (uint32_t)n;
     } else if (c->symbol) {
-        f->symbol = memcpy(block + p.symbol, c->symbol, p.symbol_len);
+        f->symbol = memcpy(block + pp->symbol, c->symbol, pp->symbol_len);
+        if (pp->symbol_len - 1 <= UINT32_MAX)
+            f->symbol_len = (uint32_t)(pp->symbol_len - 1);
     }
-    if (copy_unwind(f, c, block, &p))
+    if (copy_unwind(f, c, block, pp))
         return NULL;
     if (c->nfiles) {
-        const char **files = (const char **)(void *)(block + p.files);
+        const char **files = (const char **)(void *)(block + pp->files);
         for (uint32_t i = 0; i < c->nfiles; i++)
             if (!(files[i] = jh__intern(s, c->files[i])))
                 return NULL;
         f->files = files;
         f->nfiles = c->nfiles;
     }
-    f->lines = put_array(block, p.lines, c->lines, c->nlines, sizeof *c->lines);
+    f->lines = put_array(block, pp->lines, c->lines, c->nlines, sizeof *c->lines);
     f->nlines = c->nlines;
     return e;
 }

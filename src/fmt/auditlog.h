@@ -98,6 +98,7 @@
 /* Code that is, byte for byte, part of a file with a build-id: recorded by reference. */
 struct jh__al_ref {
     const char *path;
+    size_t path_len;                /* strlen(path), or 0: measured by the encoder */
     const uint8_t *build_id;
     uint32_t build_id_len;          /* 1..64 */
     uint64_t offset;                /* of the code's first byte in the file */
@@ -113,6 +114,11 @@ size_t jh__al_code_add_size(uint64_t ts, uint32_t tid, uint64_t id, const struct
                             const struct jh__al_ref *ref);
 uint8_t *jh__al_put_code_add(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,
                              const struct jh__func *f, const struct jh__al_ref *ref);
+/* At least jh__al_code_add_size(), found without measuring the record: a bound on its keys
+ * and numbers plus the variable parts' lengths; SIZE_MAX when f names source files (a
+ * bound would need their lengths). A caller with that much room encodes the record there
+ * first and learns its size from the end it returns: one pass instead of two. */
+size_t jh__al_code_add_bound(const struct jh__func *f, const struct jh__al_ref *ref);
 size_t jh__al_code_remove_size(uint64_t ts, uint32_t tid, uint64_t id, uint64_t start,
                                uint64_t size);
 uint8_t *jh__al_put_code_remove(uint8_t *p, uint64_t ts, uint32_t tid, uint64_t id,

@@ -5,6 +5,7 @@
 #include "fmt/build_id.h"
 
 #include <elf.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "fmt/func.h"
@@ -158,16 +159,89 @@ void jh__bid_func(struct jh__bid *id, const struct jh__func *f)
     add(id, f->bid_hash ? f->bid_hash : jh__bid_func_hash(f));
 }
 
+/* v stored little-endian at p: the next byte. */
+static inline uint8_t *le64(uint8_t *p, uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof v);
+    return p + 8;
+}
+
+/* jh__bid_func_hash of a description whose serialization is shorter than the buffer and
+ * names no source file (node's builtins, most LuaJIT traces): the same bytes written with
+ * no room check per field, then one hash (the general path checked room ~20 times a
+ * function: ~100 of its ~450 instructions for a builtin, issue 30). false: not such a one. */
+static bool func_hash_small(const struct jh__func *f, uint64_t *out)
+{
+    bool sym = jh__func_symbol_differs(f);
+    size_t nl = jh__func_name_len(f), sl = sym ? jh__func_symbol_len(f) : 0;
+    size_t cfi = f->cfi ? f->cfi_len : 0;
+    if (f->nfiles || nl > 255 || sl > 255 || cfi > 255 || f->nlines > 16 || f->ncfa_steps > 32 ||
+        f->nsaved_regs > 32 || f->nepilogues > 32)
+        return false;
+    size_t total = 13 * 8 + nl + 1 + (sym ? sl + 1 : 8) + 16 * (size_t)f->nlines + cfi +
+                   8 * ((size_t)f->ncfa_steps + f->nsaved_regs + f->nepilogues);
+    if (total >= 256)
+        return false;
+    uint8_t b[256], *p = b;
+    p = le64(p, f->start);
+    p = le64(p, f->size);
+    p = le64(p, f->unwind);
+    memcpy(p, f->name, nl + 1);
+    p += nl + 1;
+    if (sym) {
+        memcpy(p, f->symbol, sl + 1);
+        p += sl + 1;
+    } else {
+        p = le64(p, 0xffffffffffffffffull);
+    }
+    p = le64(p, 0);                                     /* nfiles */
+    p = le64(p, f->nlines);
+    for (uint32_t i = 0; i < f->nlines; i++) {
+        const struct jh_line *l = &f->lines[i];
+        p = le64(p, (uint64_t)l->offset << 32 | l->line);
+        p = le64(p, (uint64_t)l->column << 32 | l->file);
+    }
+    p = le64(p, (uint64_t)f->fp_push_end << 32 | f->fp_set_end);
+    p = le64(p, f->prologue_end);
+    p = le64(p, cfi);
+    if (cfi) {
+        memcpy(p, f->cfi, cfi);
+        p += cfi;
+    }
+    p = le64(p, (uint64_t)f->cfa_offset << 32 | f->ncfa_steps);
+    for (uint32_t i = 0; i < f->ncfa_steps; i++)
+        p = le64(p, (uint64_t)f->cfa_steps[i].offset << 32 | f->cfa_steps[i].cfa_offset);
+    p = le64(p, f->nsaved_regs);
+    for (uint32_t i = 0; i < f->nsaved_regs; i++)
+        p = le64(p, (uint64_t)f->saved_regs[i].reg << 32 | (uint32_t)f->saved_regs[i].cfa_offset);
+    p = le64(p, f->nepilogues);
+    for (uint32_t i = 0; i < f->nepilogues; i++)
+        p = le64(p, (uint64_t)f->epilogues[i].start << 32 | f->epilogues[i].end);
+    p = le64(p, f->personality);
+    p = le64(p, f->lsda);
+    *out = jh__hash64(b, (size_t)(p - b), 1);
+    return true;
+}
+
 uint64_t jh__bid_func_hash(const struct jh__func *f)
 {
+    uint64_t h;
+    if (func_hash_small(f, &h))
+        return h;
     struct ser s;               /* not zeroed: a 256-byte memset a function (issue 30) */
     s.h = 1;
     s.n = 0;
     u64(&s, f->start);
     u64(&s, f->size);
     u64(&s, f->unwind);
-    str(&s, f->name);
-    str(&s, f->symbol && strcmp(f->symbol, f->name) ? f->symbol : NULL);
+    put(&s, f->name, jh__func_name_len(f) + 1);
+    if (jh__func_symbol_differs(f))
+        put(&s, f->symbol, jh__func_symbol_len(f) + 1);
+    else
+        u64(&s, 0xffffffffffffffffull);
     u64(&s, f->nfiles);
     for (uint32_t i = 0; i < f->nfiles; i++)
         str(&s, f->files[i]);

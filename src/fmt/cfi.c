@@ -543,6 +543,7 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
     }
     const struct jh__func *prev = NULL;        /* the last FDE encoded, in raw mode */
     size_t prev_k = 0, prev_at = 0;
+    struct jh__cfi_seen seen = { .n = 0 };      /* the last few before it (cfi_reuse.c) */
     for (size_t i = 0; i < nf && !b->err; i++) {
         const struct jh__func *fn = sorted[i];
         size_t at = w.n, k = 0;
@@ -565,12 +566,19 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
         }
         raw_begin(&w, base, fde_bound(arch, fn));
         uint32_t cie_ptr = (uint32_t)(at + 4 - cie_at[k]);
-        if (w.raw && prev && k == prev_k && !key.lsda && jh__cfi_same_insns(prev, fn)) {
-            jh__cfi_copy_fde(&w, o, fn, prev_at, at - prev_at, cie_ptr, pc_field);  /* cfi_reuse.c */
+        size_t from = SIZE_MAX, len = 0;
+        if (w.raw && !key.lsda && prev && k == prev_k && jh__cfi_same_insns(prev, fn))
+            from = prev_at, len = at - prev_at;
+        else if (w.raw && !key.lsda && (prev = jh__cfi_seen_find(&seen, prev, k, fn, &from, &len)))
+            prev_k = k;
+        if (from != SIZE_MAX) {
+            jh__cfi_copy_fde(&w, o, fn, from, len, cie_ptr, pc_field);  /* cfi_reuse.c */
         } else {
             put_fde(&w, o, fn, cie_ptr, pc_field);
             prev = w.raw ? fn : NULL;       /* (checked writes: perhaps a spliced one) */
             prev_k = k;
+            if (prev && !key.lsda)
+                jh__cfi_seen_add(&seen, fn, k, at, w.n - at);
         }
         prev_at = at;
         raw_end(&w, base);

@@ -133,4 +133,36 @@ bool jh__cfi_same_insns(const struct jh__func *p, const struct jh__func *f);
 void jh__cfi_copy_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
                       size_t from, size_t len, uint32_t cie_ptr, uint64_t pc_field);
 
+/* The last few FDEs encoded (not copied) in raw mode, for a run that comes back to a shape
+ * a few functions after leaving it (node's builtins: a quarter of their FDEs were encoded
+ * again, ~220 instructions each, where a copy is ~60; issue 30). A copy is the same bytes
+ * wherever its source lies. */
+#define JH__CFI_SEEN 4
+struct jh__cfi_seen {
+    struct { const struct jh__func *fn; size_t k, at, len; } v[JH__CFI_SEEN];
+    size_t n;
+};
+/* One with f's instructions and CIE k (other than skip, already tried): its function, and
+ * *from and *len, its offset and length; NULL if none. (Inline: asked of most FDEs.) */
+static inline const struct jh__func *jh__cfi_seen_find(const struct jh__cfi_seen *s,
+                                                       const struct jh__func *skip, size_t k,
+                                                       const struct jh__func *f, size_t *from,
+                                                       size_t *len)
+{
+    for (size_t j = 0; j < s->n && j < JH__CFI_SEEN; j++)
+        if (s->v[j].k == k && s->v[j].fn != skip && jh__cfi_same_insns(s->v[j].fn, f)) {
+            *from = s->v[j].at, *len = s->v[j].len;
+            return s->v[j].fn;
+        }
+    return NULL;
+}
+
+/* f's FDE, encoded with CIE k at offset at, len bytes. */
+static inline void jh__cfi_seen_add(struct jh__cfi_seen *s, const struct jh__func *f, size_t k,
+                                    size_t at, size_t len)
+{
+    size_t j = s->n++ % JH__CFI_SEEN;
+    s->v[j].fn = f, s->v[j].k = k, s->v[j].at = at, s->v[j].len = len;
+}
+
 #endif

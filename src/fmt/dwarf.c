@@ -177,14 +177,19 @@ static const uint8_t abbrev_tab[] = {
     0
 };
 
-static uint32_t put_str(struct jh__buf *str, const char *s)
+/* s and its NUL, n = strlen(s), at the end of str: its offset. */
+static uint32_t put_strn(struct jh__buf *str, const char *s, size_t n)
 {
     uint32_t off = (uint32_t)str->len;
-    size_t n = strlen(s) + 1;
-    uint8_t *q = room(str, n);
+    uint8_t *q = room(str, n + 1);
     if (q)
-        memcpy(q, s, n);
+        memcpy(q, s, n + 1);
     return off;
+}
+
+static uint32_t put_str(struct jh__buf *str, const char *s)
+{
+    return put_strn(str, s, strlen(s));
 }
 
 /* A length known only at the end, at offset at (written before: in bounds). */
@@ -460,7 +465,7 @@ static void info_unit(struct jh__dwarf *d, const struct item *items, size_t n,
                     decl_file = (uint32_t)k + 1;
         }
         wuleb_r(b, decl_file ? AB_SUB_DECL : AB_SUB);
-        wle_r(b, put_str(&d->str, e->name), 4);
+        wle_r(b, put_strn(&d->str, e->name, jh__func_name_len(e)), 4);
         if (decl_file) {
             wuleb_r(b, decl_file);
             wuleb_r(b, e->lines[0].line);
@@ -500,7 +505,7 @@ static void noline_unit(struct jh__dwarf *d, const struct item *items, size_t n)
     for (size_t i = 0; i < n; i++) {
         const struct jh__func *e = items[i].e;
         wuleb_r(b, AB_SUB);
-        wle_r(b, put_str(&d->str, e->name), 4);
+        wle_r(b, put_strn(&d->str, e->name, jh__func_name_len(e)), 4);
         wle_r(b, e->start, 8);
         wle_r(b, e->size, 8);
         wuleb_r(b, 1);
@@ -513,7 +518,7 @@ static void noline_unit(struct jh__dwarf *d, const struct item *items, size_t n)
 /* Does a function with no file need a unit to be shown by its name? */
 static bool needs_name(const struct jh__func *e)
 {
-    return !unit_file(e) && (e->symbol ? strcmp(e->symbol, e->name) != 0 :
+    return !unit_file(e) && (e->symbol ? jh__func_symbol_differs(e) :
                              !jh__symbol_is_safe(e->name));
 }
 

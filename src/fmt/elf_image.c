@@ -234,7 +234,9 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         want_eh = eh_size != 0;
     }
     for (size_t i = 0; i < s->nfns; i++) {
-        size_t len = strlen(sym_name(s, s->fns[i]));
+        const struct jh__func *f = s->fns[i];
+        size_t len = s->flags & JH__ELF_SYMBOLS ? jh__func_symbol_or_name_len(f) :
+                                                  jh__func_name_len(f);
         if (len >= UINT32_MAX - strtab_size) {
             err = -E2BIG;
             goto fail;

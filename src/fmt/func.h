@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "jitherald.h"
 
@@ -19,7 +20,7 @@ struct jh__func {
     const char *const *files;   /* nfiles names, referred to by lines[].file */
     const struct jh_line *lines;/* sorted by offset, offsets < size */
     uint32_t nfiles, nlines;
-    /* (the 32-bit fields in pairs: no padding, 168 bytes on LP64 instead of 184, in every
+    /* (the 32-bit fields in pairs: no padding, 176 bytes on LP64 instead of 192, in every
      * entry the core keeps: node's 2,200 builtins are kept by two contexts under `-c all`) */
     enum jh_unwind_kind unwind;
     uint32_t fp_push_end, fp_set_end;   /* JH_UNWIND_FRAME_POINTER */
@@ -41,6 +42,11 @@ struct jh__func {
      * channel that needs it computes it, jh__entry_bid; a move forgets it); 0: not known,
      * computed at each use. Whoever changes a field of a description clears it. */
     uint64_t bid_hash;
+    /* strlen(name) and strlen(symbol) when known (the core's entries, which measure both
+     * once as they copy them); 0: not known, measured at each use (jh__func_name_len). Five
+     * encoders measured each builtin's name and symbol again: ~170 instructions a builtin
+     * at node's start (issue 30). Whoever changes the name or symbol clears them. */
+    uint32_t name_len, symbol_len;
 };
 
 /* The file name of line row l (a "?" for a bad index, which validation never lets in). */
@@ -49,10 +55,48 @@ static inline const char *jh__func_file(const struct jh__func *f, const struct j
     return l->file < f->nfiles && f->files[l->file] ? f->files[l->file] : "?";
 }
 
+/* strlen(f->name), from name_len when known. */
+static inline size_t jh__func_name_len(const struct jh__func *f)
+{
+    return f->name_len ? f->name_len : strlen(f->name);
+}
+
+/* strlen(f->symbol) for a function that has one, from symbol_len when known. */
+static inline size_t jh__func_symbol_len(const struct jh__func *f)
+{
+    return f->symbol_len ? f->symbol_len : strlen(f->symbol);
+}
+
+/* Whether f has a symbol that differs from its name (what symbol tables and DWARF spell
+ * apart): compared by length first. */
+static inline int jh__func_symbol_differs(const struct jh__func *f)
+{
+    if (!f->symbol)
+        return 0;
+    if (!f->name_len || !f->symbol_len)
+        return strcmp(f->symbol, f->name) != 0;
+    if (f->name_len != f->symbol_len)
+        return 1;
+    if (f->name_len >= 8) {     /* "Builtin:X" and "Builtin_X": told apart without a call */
+        uint64_t a, b;
+        memcpy(&a, f->name, sizeof a);
+        memcpy(&b, f->symbol, sizeof b);
+        if (a != b)
+            return 1;
+    }
+    return memcmp(f->symbol, f->name, f->name_len) != 0;
+}
+
 /* The name for symbol tables and debuggers' `break`. */
 static inline const char *jh__func_symbol(const struct jh__func *f)
 {
     return f->symbol ? f->symbol : f->name;
+}
+
+/* strlen(jh__func_symbol(f)). */
+static inline size_t jh__func_symbol_or_name_len(const struct jh__func *f)
+{
+    return f->symbol ? jh__func_symbol_len(f) : jh__func_name_len(f);
 }
 
 #endif

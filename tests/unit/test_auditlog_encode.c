@@ -82,8 +82,53 @@ static uint8_t *put_span(uint8_t *p, const void *arg)
     }
 }
 
+/* The bound at its tightest: every key a code_add can hold, one-byte strings and one of
+ * each array, every number at its widest, for each unwind kind, by reference or not. */
+static void check_bound_tight(void)
+{
+    static const struct jh_epilogue ep[1] = { { UINT32_MAX, UINT32_MAX } };
+    static const struct jh_cfa_step st[1] = { { UINT32_MAX, UINT32_MAX } };
+    static const struct jh_saved_reg sr[1] = { { UINT32_MAX, INT32_MIN } };
+    static const struct jh_range rs[1] = { { UINT32_MAX, UINT32_MAX } };
+    static const uint8_t cfi[1] = { 0 }, bid[1] = { 1 };
+    for (int k = 0; k < 8; k++) {
+        struct jh__func f = { .start = UINT64_MAX - 1, .size = 1, .name = "n", .symbol = "s",
+            .unwind = (enum jh_unwind_kind)(k % 4), .fp_push_end = UINT32_MAX,
+            .fp_set_end = UINT32_MAX, .nepilogues = 1, .epilogues = ep, .cfi = cfi,
+            .cfi_len = 1, .prologue_end = UINT32_MAX, .cfa_offset = UINT32_MAX,
+            .ncfa_steps = 1, .cfa_steps = st, .nsaved_regs = 1, .saved_regs = sr,
+            .personality = UINT64_MAX, .lsda = UINT64_MAX, .nra_signed = 1, .ra_signed = rs,
+            .ra_key = UINT32_MAX };
+        struct jh__al_ref ref = { .path = "/", .build_id = bid, .build_id_len = 1,
+                                  .offset = UINT64_MAX };
+        const struct jh__al_ref *r = k & 4 ? &ref : NULL;
+        CHECK(jh__al_code_add_bound(&f, r) >=
+              jh__al_code_add_size(UINT64_MAX, UINT32_MAX, UINT64_MAX, &f, r));
+    }
+}
+
+/* A code_add's head (its map header, type, time and thread) is jh__al_put_head's, for
+ * times and threads of every width. */
+static void check_code_add_head(void)
+{
+    static const uint8_t code1[1] = { 0xc3 };
+    struct jh__func f = { .start = (uintptr_t)code1, .size = 1, .name = "n" };
+    const uint64_t ts[] = { 0, 127, 128, 0xffff, 0x10000, UINT32_MAX, UINT64_MAX };
+    const uint32_t tid[] = { 0, 127, 255, 256, UINT32_MAX };
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        for (size_t k = 0; k < sizeof tid / sizeof tid[0]; k++) {
+            uint8_t a[256], b[256];
+            size_t n = (size_t)(jh__al_put_code_add(a, ts[i], tid[k], 7, &f, NULL) - a);
+            CHECK(n <= sizeof a && (a[0] & 0xf0) == 0x80);
+            size_t h = (size_t)(jh__al_put_head(b, a[0] & 0x0fu, "code_add", 8, ts[i], tid[k]) - b);
+            CHECK(h < n && !memcmp(a, b, h));
+        }
+}
+
 int main(void)
 {
+    check_bound_tight();
+    check_code_add_head();
     for (int i = 0; i < 3; i++)
         memset(text[i], 'a' + i, sizeof text[i] - 1);
     for (size_t i = 0; i < sizeof code; i++)
@@ -158,6 +203,19 @@ int main(void)
         struct add a = { edges[(size_t)i % NEDGES], id, (uint32_t)edges[(size_t)i % 8], f,
                          i % 4 == 2 && f->files[0][0] ? &ref : NULL };
         place(jh__al_code_add_size(a.ts, a.tid, a.id, f, a.ref), put_add, &a);
+        /* the channel's bound for encoding a record before its frame (every record of
+         * these at the largest numbers, without source files, by reference and not, with
+         * and without lengths known): never below the record's size */
+        CHECK_EQ(jh__al_code_add_bound(f, a.ref), SIZE_MAX);
+        struct jh__func g = *f;
+        g.nfiles = 0, g.files = NULL;
+        for (int k = 0; k < 4; k++) {
+            g.name_len = k & 1 ? (uint32_t)strlen(g.name) : 0;
+            g.symbol_len = k & 1 && g.symbol ? (uint32_t)strlen(g.symbol) : 0;
+            const struct jh__al_ref *r = k & 2 ? &ref : NULL;
+            CHECK(jh__al_code_add_bound(&g, r) >=
+                  jh__al_code_add_size(UINT64_MAX, UINT32_MAX, UINT64_MAX, &g, r));
+        }
     }
     /* then one move, patch or removal of each of the first 30 */
     for (int i = 0; i < 30; i++) {

@@ -89,6 +89,147 @@ static int differ(const uint8_t *a, const uint8_t *b)
     return memcmp(a, b, JH__BUILD_ID_SIZE) != 0;
 }
 
+
+/* A description's hash as build_id.h defines it, written out plainly: its fields
+ * serialized in order (numbers as 8 bytes little-endian, strings with their NUL, a symbol
+ * equal to the name or none as the word ~0), hashed 256 bytes at a time, each XXH64 seeded
+ * with the one before (the first with 1). jh__bid_func_hash takes shortcuts (known
+ * lengths, a small description written without room checks): it must give this. */
+struct ref_ser {
+    uint8_t b[8192];
+    size_t n;
+};
+
+static void ref_put(struct ref_ser *r, const void *p, size_t len)
+{
+    if (r->n + len <= sizeof r->b)
+        memcpy(r->b + r->n, p, len);
+    r->n += len;
+}
+
+static void ref_u64(struct ref_ser *r, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    ref_put(r, b, 8);
+}
+
+static void ref_str(struct ref_ser *r, const char *p)
+{
+    if (p)
+        ref_put(r, p, strlen(p) + 1);
+    else
+        ref_u64(r, ~0ull);
+}
+
+static uint64_t ref_func_hash(const struct jh__func *f)
+{
+    static struct ref_ser r;
+    r.n = 0;
+    ref_u64(&r, f->start);
+    ref_u64(&r, f->size);
+    ref_u64(&r, f->unwind);
+    ref_str(&r, f->name);
+    ref_str(&r, f->symbol && strcmp(f->symbol, f->name) ? f->symbol : NULL);
+    ref_u64(&r, f->nfiles);
+    for (uint32_t i = 0; i < f->nfiles; i++)
+        ref_str(&r, f->files[i]);
+    ref_u64(&r, f->nlines);
+    for (uint32_t i = 0; i < f->nlines; i++) {
+        ref_u64(&r, (uint64_t)f->lines[i].offset << 32 | f->lines[i].line);
+        ref_u64(&r, (uint64_t)f->lines[i].column << 32 | f->lines[i].file);
+    }
+    ref_u64(&r, (uint64_t)f->fp_push_end << 32 | f->fp_set_end);
+    ref_u64(&r, f->prologue_end);
+    ref_u64(&r, f->cfi ? f->cfi_len : 0);
+    if (f->cfi)
+        ref_put(&r, f->cfi, f->cfi_len);
+    ref_u64(&r, (uint64_t)f->cfa_offset << 32 | f->ncfa_steps);
+    for (uint32_t i = 0; i < f->ncfa_steps; i++)
+        ref_u64(&r, (uint64_t)f->cfa_steps[i].offset << 32 | f->cfa_steps[i].cfa_offset);
+    ref_u64(&r, f->nsaved_regs);
+    for (uint32_t i = 0; i < f->nsaved_regs; i++)
+        ref_u64(&r, (uint64_t)f->saved_regs[i].reg << 32 | (uint32_t)f->saved_regs[i].cfa_offset);
+    ref_u64(&r, f->nepilogues);
+    for (uint32_t i = 0; i < f->nepilogues; i++)
+        ref_u64(&r, (uint64_t)f->epilogues[i].start << 32 | f->epilogues[i].end);
+    ref_u64(&r, f->personality);
+    ref_u64(&r, f->lsda);
+    CHECK(r.n <= sizeof r.b);
+    uint64_t h = 1;
+    size_t at = 0;
+    for (; r.n - at >= 256; at += 256)
+        h = jh__hash64(r.b + at, 256, h);
+    return jh__hash64(r.b + at, r.n - at, h);
+}
+
+/* Descriptions of every size around the serializer's 256 bytes (names and symbols of 1 to
+ * 300 bytes, CFI, lines, steps, registers, epilogues, files or none), with their lengths
+ * known or not, hashed both ways. */
+static void check_func_hash(void)
+{
+    static char name[301], symbol[301];
+    static uint8_t cfi[64];
+    static const char *fl[] = { "a.lua", "b.lua" };
+    static struct jh_line ln[20];
+    static struct jh_cfa_step st[4];
+    static struct jh_saved_reg sr[4];
+    static struct jh_epilogue ep[4];
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    for (int i = 0; i < 20; i++)
+        ln[i] = (struct jh_line){ .offset = (uint32_t)i * 3, .line = (uint32_t)i + 1,
+                                  .column = (uint32_t)i % 3, .file = (uint32_t)i % 2 };
+    for (int i = 0; i < 4; i++) {
+        st[i] = (struct jh_cfa_step){ (uint32_t)i + 1, 16 * (uint32_t)i };
+        sr[i] = (struct jh_saved_reg){ (uint32_t)i + 3, -8 * (i + 1) };
+        ep[i] = (struct jh_epilogue){ (uint32_t)i * 10, (uint32_t)i * 10 + 2 };
+    }
+    for (int i = 0; i < (int)sizeof cfi; i++)
+        cfi[i] = (uint8_t)(i * 7 + 1);
+    for (int round = 0; round < 6000; round++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t nl = 1 + (size_t)(x % 300), sl = 1 + (size_t)((x >> 9) % 300);
+        if (round < 600)
+            nl = 1 + (size_t)round % 150, sl = nl;
+        memset(name, 'a' + (int)(x >> 20) % 26, nl);
+        name[nl] = 0;
+        int symk = (int)(x >> 30) % 4;      /* none, the name itself, a copy, another */
+        memcpy(symbol, name, nl + 1);
+        if (symk == 3) {
+            memset(symbol, 'B', sl);
+            symbol[sl] = 0;
+            if (round % 5 == 0)             /* the same length, one byte apart */
+                memcpy(symbol, name, nl + 1), symbol[nl / 2] ^= 1;
+        }
+        struct jh__func f = { .start = x & 0xffffffffffffull, .size = 1 + (x >> 40) % 5000,
+                              .name = name, .symbol = symk == 0 ? NULL : symk == 1 ? name : symbol,
+                              .prologue_end = (uint32_t)(x >> 50) % 7 };
+        int kind = (int)(x >> 33) % 4;
+        if (kind == 0) {
+            f.unwind = JH_UNWIND_FRAME_POINTER, f.fp_push_end = 1, f.fp_set_end = 4;
+            f.nepilogues = (uint32_t)(x >> 36) % 5, f.epilogues = ep;
+        } else if (kind == 1) {
+            f.unwind = JH_UNWIND_CFI, f.cfi = cfi, f.cfi_len = (size_t)(x >> 36) % 65;
+        } else if (kind == 2) {
+            f.unwind = JH_UNWIND_FRAMELESS, f.cfa_offset = 24;
+            f.ncfa_steps = (uint32_t)(x >> 36) % 5, f.cfa_steps = st;
+            f.nsaved_regs = (uint32_t)(x >> 39) % 5, f.saved_regs = sr;
+        }
+        if ((x >> 42) % 3 == 0)
+            f.nlines = (uint32_t)(x >> 44) % 20, f.lines = ln;
+        if ((x >> 46) % 4 == 0)
+            f.nfiles = 2, f.files = fl;
+        if ((x >> 48) % 2 == 0)
+            f.personality = 0x1234, f.lsda = x >> 51;
+        uint64_t want = ref_func_hash(&f);
+        CHECK(jh__bid_func_hash(&f) == want);
+        f.name_len = (uint32_t)strlen(f.name);
+        f.symbol_len = f.symbol ? (uint32_t)strlen(f.symbol) : 0;
+        CHECK(jh__bid_func_hash(&f) == want);
+    }
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir))
@@ -96,6 +237,7 @@ int main(void)
     /* the published XXH64 test vectors */
     CHECK(jh__hash64("", 0, 0) == 0xef46db3751d8e999ull);
     CHECK(jh__hash64("abc", 3, 0) == 0x44bc2cf5ad770999ull);
+    check_func_hash();
     /* the id of given sums and layout, as every version since the id exists computes it:
      * an audit log's images rebuilt by a later CLI (to-elf) keep the ids they had live */
     {

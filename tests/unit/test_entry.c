@@ -28,6 +28,23 @@ static void poison(void *p, size_t n)
     memset(p, 0xa5, n);
 }
 
+/* The lengths an entry keeps are its strings' (the encoders write that many bytes of the
+ * name and the symbol instead of measuring them: a wrong one is a wrong record, symbol or
+ * build-id), and whether the symbol differs from the name is told right. */
+static void check_lengths(const struct jh__func *f)
+{
+    CHECK_EQ(f->name_len, strlen(f->name));
+    CHECK_EQ(jh__func_name_len(f), strlen(f->name));
+    if (f->symbol) {
+        CHECK_EQ(f->symbol_len, strlen(f->symbol));
+        CHECK_EQ(jh__func_symbol_differs(f), strcmp(f->symbol, f->name) != 0);
+    } else {
+        CHECK_EQ(f->symbol_len, 0);
+        CHECK_EQ(jh__func_symbol_differs(f), 0);
+    }
+    CHECK_EQ(jh__func_symbol_or_name_len(f), strlen(jh__func_symbol(f)));
+}
+
 static void check_frameless(struct jh__strings *s)
 {
     char name[] = "lua:fib line 12", symbol[] = "TRACE_7";
@@ -61,6 +78,7 @@ static void check_frameless(struct jh__strings *s)
     CHECK_EQ(f->prologue_end, 4);
     CHECK_STR(f->name, "lua:fib line 12");
     CHECK_STR(f->symbol, "TRACE_7");
+    check_lengths(f);
     CHECK_EQ(f->nfiles, 2);
     CHECK_STR(f->files[0], "fib.lua");
     CHECK_STR(f->files[1], "lib.lua");
@@ -164,7 +182,8 @@ static void check_bid(struct jh__strings *s)
 
 /* Every entry the core keeps carries a jh__func (node's 2,200 builtins under `jitherald run
  * -c all`: kept twice, ~4,800 entries at start), so it holds no padding: the sum of its
- * members' sizes is its size (168 bytes on LP64; 184 while its 32-bit fields stood alone). */
+ * members' sizes is its size (176 bytes on LP64 with the names' lengths; 184 while its
+ * 32-bit fields stood alone). */
 static void check_func_packed(void)
 {
     struct jh__func f;
@@ -175,7 +194,8 @@ static void check_func_packed(void)
                  sizeof f.prologue_end + sizeof f.cfa_offset + sizeof f.ncfa_steps +
                  sizeof f.nsaved_regs + sizeof f.cfa_steps + sizeof f.saved_regs +
                  sizeof f.personality + sizeof f.lsda + sizeof f.nra_signed + sizeof f.ra_key +
-                 sizeof f.ra_signed + sizeof f.bid_hash;
+                 sizeof f.ra_signed + sizeof f.bid_hash + sizeof f.name_len +
+                 sizeof f.symbol_len;
     if (sizeof(void *) == 8)
         CHECK_EQ(sizeof f, sum);
     else
@@ -212,6 +232,8 @@ static void check_group(struct jh__strings *s)
     CHECK(one[0]->block == NULL);
     for (int i = 0; i < 3; i++) {
         CHECK_STR(g[i]->fn.name, one[i]->fn.name);
+        check_lengths(&g[i]->fn);
+        check_lengths(&one[i]->fn);
         CHECK((g[i]->fn.symbol == NULL) == (one[i]->fn.symbol == NULL));
         if (g[i]->fn.symbol && one[i]->fn.symbol)
             CHECK_STR(g[i]->fn.symbol, one[i]->fn.symbol);
@@ -237,6 +259,33 @@ static void check_group(struct jh__strings *s)
     jh__entry_free(g[2]);
 }
 
+/* Each way an entry gets its symbol: given (equal to the name, differing by one byte, of
+ * another length), derived from a name that is not one, none for a name that is. */
+static void check_symbols(struct jh__strings *s)
+{
+    static const char *const pairs[][2] = {
+        { "fib", "fib" }, { "fib", "fob" }, { "fib", "fib_1" }, { "Builtin:Abort", NULL },
+        { "9 lives", NULL }, { "  x  ", NULL }, { "safe_name", NULL }, { "x", "y" },
+        { "Builtin:Abort", "Builtin_Abort" }, { "Builtin_Abort", "Builtin_Abort" },
+        { "Builtin_Abort", "Builtin_Abore" }, { "12345678", "12345678" },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        struct jh_code c = { .sz = sizeof c, .name = pairs[i][0], .symbol = pairs[i][1],
+                             .start = (void *)0x10000, .size = 16 };
+        struct jh__entry *e = jh__entry_new(s, &c);
+        const struct jh_code *cp = &c;
+        struct jh__entry *g = NULL;
+        CHECK(e != NULL);
+        CHECK(jh__entries_new(s, &cp, 1, &g));
+        if (e)
+            check_lengths(&e->fn);
+        if (g)
+            check_lengths(&g->fn);
+        jh__entry_free(e);
+        jh__entry_free(g);
+    }
+}
+
 int main(void)
 {
     check_func_packed();
@@ -245,6 +294,7 @@ int main(void)
     check_fp_and_cfi(&s);
     check_bid(&s);
     check_group(&s);
+    check_symbols(&s);
     jh__strings_free(&s);
     jh__entry_free(NULL);
     return check_done();
