@@ -572,11 +572,12 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
         }
         raw_begin(&w, base, jh__cfi_fde_bound(arch, fn));
         uint32_t cie_ptr = (uint32_t)(at + 4 - cie_at[k]);
-        if (w.raw && prev && k == prev_k && !key.lsda && jh__cfi_same_insns(prev, fn)) {
+        bool plain = !fn->nra_signed || !arch->pac || fn->unwind == JH_UNWIND_CFI;
+        if (w.raw && plain && prev && k == prev_k && !key.lsda && jh__cfi_same_insns(prev, fn)) {
             jh__cfi_copy_fde(&w, o, fn, prev_at, at - prev_at, cie_ptr, pc_field);  /* cfi_reuse.c */
         } else {
             put_fde(&w, o, fn, cie_ptr, pc_field);
-            prev = w.raw ? fn : NULL;       /* (checked writes: perhaps a spliced one) */
+            prev = w.raw && plain ? fn : NULL;  /* (a spliced one: raw from its memo only) */
             prev_k = k;
         }
         prev_at = at;

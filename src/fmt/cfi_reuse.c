@@ -15,8 +15,9 @@
 #include "fmt/cfi_out.h"
 #include "fmt/func.h"
 
-/* Does put_fde_insns write the same bytes for f as for p, both on its plain path (no arm64
- * signing state spliced in: the caller's raw mode says so)? */
+/* Does jh__cfi_put_insns write the same bytes for f as for p, both on its plain path (no
+ * arm64 signing state spliced in, which raw mode alone no longer says: a memo's FDE is raw
+ * with it; eh_frame checks)? */
 bool jh__cfi_same_insns(const struct jh__func *p, const struct jh__func *f)
 {
     if (p->unwind != f->unwind)
