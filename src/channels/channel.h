@@ -28,6 +28,7 @@
 #include "base/files.h"
 #include "base/registry.h"
 #include "fmt/build_id.h"
+#include "fmt/cfi.h"
 #include "fmt/func.h"
 #include "jitherald.h"
 
@@ -52,6 +53,17 @@ static inline uint64_t jh__entry_bid(struct jh__entry *e)
     if (!e->fn.bid_hash)
         e->fn.bid_hash = jh__bid_func_hash(&e->fn);
     return e->fn.bid_hash;
+}
+
+/* e's FDE instructions encoded once (jh__cfi_memo) for every channel that writes e's
+ * .eh_frame after this (gdb, unwind, jitdump, elfmap: four encodings of each LuaJIT trace);
+ * called from the channels' one-function paths (a batch's functions go through the
+ * encoders' own reuse of the FDE before: cfi_reuse.c). Without them (no memory) every
+ * encoder encodes as before. Under the context lock, as every hook. */
+static inline void jh__entry_insns(struct jh__entry *e)
+{
+    if (!e->fn.insns && e->fn.unwind != JH_UNWIND_NONE)
+        (void)jh__cfi_memo(&e->fn);
 }
 
 static inline struct jh__entry *jh__entry_of(const struct jh__node *n)

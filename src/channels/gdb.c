@@ -179,10 +179,10 @@ static int build(struct gdb_state *st, struct jh__gdb_image **out, struct jh__en
 {
     if (JH__VEC_RESERVE(st->funcs, st->funcs_cap, n) || JH__VEC_RESERVE(st->bids, st->bids_cap, n))
         return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        st->funcs[i] = &fns[i]->fn;
-        st->bids[i] = jh__entry_bid(fns[i]);
-    }
+    for (size_t i = 0; i < n; i++)
+        st->funcs[i] = &fns[i]->fn, st->bids[i] = jh__entry_bid(fns[i]);
+    if (n == 1)         /* (gdb_add's: encoded once for every channel, and for its merges) */
+        jh__entry_insns(fns[0]);
     return jh__gdb_image_build(out, st->funcs, n, gap_empty, st, &st->scratch, st->bids);
 }
 

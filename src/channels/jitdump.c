@@ -357,6 +357,7 @@ static int encode(struct jitdump *jd, struct jh__entry *e, bool again, struct jh
         atomic_fetch_add_explicit(&jd_reused, 1, memory_order_relaxed);
         return b->err;
     }
+    jh__entry_insns(e);         /* (encoded once for every channel) */
     int err = jh__jd_function(b, &e->fn, JH__ARCH_HOST, pid, tid, 0, 0, nx, u);
     if (err || !k)
         return err;

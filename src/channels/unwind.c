@@ -488,6 +488,7 @@ static int add_one(struct uw_ctx *c, struct jh__entry *e)
         return -ENOMEM;
     u->start = e->node.start;
     u->end = e->node.start + e->node.size;
+    jh__entry_insns(e);         /* (encoded once for every channel) */
     jh__lock(&jh__uw_lock);
     int n = jh__uw_fn_encode(u, &e->fn);
     int err = n < 0 ? n : 0;

@@ -440,6 +440,8 @@ struct jh__entry_block {
 
 void jh__entry_free(struct jh__entry *e)
 {
+    if (e)
+        free((void *)e->fn.insns);      /* (jh__entry_insns) */
     if (e && e->block) {
         struct jh__entry_block *b = e->block;
         if (atomic_fetch_sub_explicit(&b->live, 1, memory_order_acq_rel) == 1)

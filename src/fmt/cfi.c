@@ -159,6 +159,8 @@ static int func_ok_checked(const struct jh__arch *a, const struct jh__func *f, b
 {
     if (f->size == 0 || f->start + (f->size - 1) < f->start)
         return 0;
+    if (jh__cfi_memo_for(a, f))
+        return 1;
     switch (f->unwind) {
     case JH_UNWIND_NONE:
         return 1;
@@ -174,7 +176,7 @@ static int func_ok_checked(const struct jh__arch *a, const struct jh__func *f, b
     return 0;
 }
 
-static int func_ok(const struct jh__arch *a, const struct jh__func *f)
+int jh__cfi_func_ok(const struct jh__arch *a, const struct jh__func *f)
 {
     return func_ok_checked(a, f, false);
 }
@@ -253,8 +255,7 @@ static inline __attribute__((always_inline)) void put_kind(
 {
     switch (f->unwind) {
     case JH_UNWIND_CFI:
-        for (size_t i = 0; i < f->cfi_len; i++)
-            o8(w, f->cfi[i]);
+        oput(w, f->cfi, f->cfi_len);
         break;
     case JH_UNWIND_FRAME_POINTER:
         put_frame_pointer(w, a, f);
@@ -270,8 +271,12 @@ static inline __attribute__((always_inline)) void put_kind(
 
 /* The kind's instructions, with arm64's return-address signing state spliced in where
  * the function says (cfi_pac.c). */
-static void put_fde_insns(struct out *w, const struct jh__arch *a, const struct jh__func *f)
+void jh__cfi_put_insns(struct out *w, const struct jh__arch *a, const struct jh__func *f)
 {
+    if (jh__cfi_memo_for(a, f)) {
+        oput(w, f->insns->b, f->insns->len);
+        return;
+    }
     if (!f->nra_signed || !a->pac || f->unwind == JH_UNWIND_CFI) {
         put_kind(w, a, f);
         return;
@@ -291,11 +296,11 @@ static void put_fde_insns(struct out *w, const struct jh__arch *a, const struct 
 int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const struct jh__func *f)
 {
     const struct jh__arch *a = arch_or_host(arch);
-    if (!b || !f || !func_ok(a, f))
+    if (!b || !f || !jh__cfi_func_ok(a, f))
         return -EINVAL;
     struct out w = { b, 0, NULL };
     size_t at = b->len;
-    put_fde_insns(&w, a, f);
+    jh__cfi_put_insns(&w, a, f);
     if (b->err) {
         b->len = at;
         return b->err;
@@ -320,7 +325,7 @@ static inline __attribute__((always_inline)) void put_fde_to(struct out *w,
     } else {
         o8(w, 0);
     }
-    put_fde_insns(w, arch_or_host(o->arch), f);
+    jh__cfi_put_insns(w, arch_or_host(o->arch), f);
     while ((w->n - n0) % 8)
         o8(w, JH__CFA_nop);
     olength(w, n0, at);
@@ -334,8 +339,8 @@ static inline __attribute__((always_inline)) void put_fde_to(struct out *w,
 static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh__func *f,
                     uint32_t cie_ptr, uint64_t pc_field)
 {
-    if (w->raw && (!f->nra_signed || !arch_or_host(o->arch)->pac ||
-                   f->unwind == JH_UNWIND_CFI)) {
+    const struct jh__arch *a = arch_or_host(o->arch);
+    if (w->raw && (jh__cfi_memo_for(a, f) || !f->nra_signed || !a->pac || f->unwind == JH_UNWIND_CFI)) {
         struct out t = { NULL, 0, w->raw + w->n };
         put_fde_to(&t, o, f, cie_ptr, pc_field);
         w->n += t.n;
@@ -346,8 +351,10 @@ static void put_fde(struct out *w, const struct jh__cfi_opts *o, const struct jh
 
 /* At least the bytes put_fde writes (every uleb/sleb 10 bytes, every advance 5), or 0
  * when put_fde splices arm64's signing state in (written checked). */
-static size_t fde_bound(const struct jh__arch *a, const struct jh__func *f)
+size_t jh__cfi_fde_bound(const struct jh__arch *a, const struct jh__func *f)
 {
+    if (jh__cfi_memo_for(a, f))
+        return 4 + 4 + 16 + 1 + 8 + f->insns->len + 7;
     if (f->nra_signed && a->pac && f->unwind != JH_UNWIND_CFI)
         return 0;
     size_t insns = f->unwind == JH_UNWIND_CFI ? f->cfi_len
@@ -355,22 +362,6 @@ static size_t fde_bound(const struct jh__arch *a, const struct jh__func *f)
         : f->unwind == JH_UNWIND_FRAMELESS ? 11 + 21 * (size_t)f->nsaved_regs + 16 * (size_t)f->ncfa_steps
         : 0;
     return 4 + 4 + 16 + 1 + 8 + insns + 7;
-}
-
-/* Raw mode for the next record of at most bound bytes (0: checked), the run starting at
- * base in the buffer; raw_end brings b->len up to what was written. */
-static void raw_begin(struct out *w, size_t base, size_t bound)
-{
-    w->raw = NULL;
-    if (bound && !jh__buf_room(w->b, base + w->n + bound - w->b->len))
-        w->raw = w->b->p + base;
-}
-
-static void raw_end(struct out *w, size_t base)
-{
-    if (w->raw)
-        w->b->len = base + w->n;
-    w->raw = NULL;
 }
 
 static size_t fde_size(const struct jh__cfi_opts *o, const struct jh__func *f)
@@ -443,7 +434,7 @@ static size_t frame_size(const struct jh__cfi_opts *o, struct fset f, size_t n)
     size_t sz = 4;
     for (size_t i = 0; i < n; i++) {
         const struct jh__func *fn = fat(f, i);
-        if (!fn || !func_ok(arch_or_host(o->arch), fn))
+        if (!fn || !jh__cfi_func_ok(arch_or_host(o->arch), fn))
             return 0;
         if (fn->unwind != JH_UNWIND_NONE)
             sz += fde_size(o, fn);
@@ -564,18 +555,20 @@ static int eh_frame(struct jh__buf *b, const struct jh__cfi_opts *o, struct fset
             }
             pc_field = (uint32_t)rel;
         }
-        raw_begin(&w, base, fde_bound(arch, fn));
+        raw_begin(&w, base, jh__cfi_fde_bound(arch, fn));
         uint32_t cie_ptr = (uint32_t)(at + 4 - cie_at[k]);
+        bool plain = !fn->nra_signed || !arch->pac || fn->unwind == JH_UNWIND_CFI;
         size_t from = SIZE_MAX, len = 0;
-        if (w.raw && !key.lsda && prev && k == prev_k && jh__cfi_same_insns(prev, fn))
+        if (w.raw && plain && !key.lsda && prev && k == prev_k && jh__cfi_same_insns(prev, fn))
             from = prev_at, len = at - prev_at;
-        else if (w.raw && !key.lsda && (prev = jh__cfi_seen_find(&seen, prev, k, fn, &from, &len)))
+        else if (w.raw && plain && !key.lsda &&
+                 (prev = jh__cfi_seen_find(&seen, prev, k, fn, &from, &len)))
             prev_k = k;
         if (from != SIZE_MAX) {
             jh__cfi_copy_fde(&w, o, fn, from, len, cie_ptr, pc_field);  /* cfi_reuse.c */
         } else {
             put_fde(&w, o, fn, cie_ptr, pc_field);
-            prev = w.raw ? fn : NULL;       /* (checked writes: perhaps a spliced one) */
+            prev = w.raw && plain ? fn : NULL;  /* (a spliced one: raw from its memo only) */
             prev_k = k;
             if (prev && !key.lsda)
                 jh__cfi_seen_add(&seen, fn, k, at, w.n - at);
@@ -638,7 +631,7 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
                             const struct jh__func *f)
 {
     const struct jh__arch *a = arch_or_host(arch);
-    if (!b || !f || !func_ok(a, f) || cie_off > UINT32_MAX)
+    if (!b || !f || !jh__cfi_func_ok(a, f) || cie_off > UINT32_MAX)
         return -EINVAL;
     if (f->unwind == JH_UNWIND_NONE)
         return 0;
@@ -646,12 +639,12 @@ int jh__cfi_debug_frame_fde(struct jh__buf *b, const struct jh__arch *arch, uint
     size_t at = b->len;
     /* raw mode where the record's size can be bounded: elfmap writes one per add, and the
      * checked writes, a capacity test per byte, were most of it (issue 30) */
-    raw_begin(&w, at, fde_bound(a, f));
+    raw_begin(&w, at, jh__cfi_fde_bound(a, f));
     o32(&w, 0);
     o32(&w, (uint32_t)cie_off);
     o64(&w, f->start);
     o64(&w, f->size);
-    put_fde_insns(&w, a, f);
+    jh__cfi_put_insns(&w, a, f);
     while (w.n % 8)
         o8(&w, JH__CFA_nop);
     olength(&w, 0, at);
@@ -665,7 +658,7 @@ int jh__cfi_eh_frame_grow(struct jh__buf *b, const struct jh__arch *arch, size_t
                           const struct jh__func *f, size_t *fde_off)
 {
     const struct jh__arch *a = arch_or_host(arch);
-    if (!b || !f || !func_ok(a, f))
+    if (!b || !f || !jh__cfi_func_ok(a, f))
         return -EINVAL;
     if (f->unwind == JH_UNWIND_NONE)
         return 0;
@@ -683,7 +676,7 @@ int jh__cfi_eh_frame_grow(struct jh__buf *b, const struct jh__arch *arch, size_t
     if (at - cie_off[k.b_key] + 4 > UINT32_MAX) {
         b->err = b->err ? b->err : -E2BIG;
     } else {
-        raw_begin(&w, base, fde_bound(a, f));     /* (as jh__cfi_debug_frame_fde) */
+        raw_begin(&w, base, jh__cfi_fde_bound(a, f));     /* (as jh__cfi_debug_frame_fde) */
         put_fde(&w, &o, f, (uint32_t)(at + 4 - cie_off[k.b_key]), 0);
         raw_end(&w, base);
     }

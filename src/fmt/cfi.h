@@ -129,6 +129,11 @@ int jh__cfi_eh_frame_p(struct jh__buf *b, const struct jh__cfi_opts *o,
  * one's bytes. 0, or -EINVAL for a bad description (nothing appended), -ENOMEM. */
 int jh__cfi_fde_insns(struct jh__buf *b, const struct jh__arch *arch, const struct jh__func *f);
 
+/* f's FDE instructions for the host, encoded once into f->insns (fmt/func.h), which every
+ * encoder above copies from then on; f->insns is the caller's to free. 0 (also when they
+ * are there already, or f has none), -EINVAL (a bad description: nothing made), -ENOMEM. */
+int jh__cfi_memo(struct jh__func *f);
+
 /* cfi_pac.c: the FDE instructions [in, in+n) (valid ones) with f's arm64 return-address
  * signing ranges (f->ra_signed) spliced in as DW_CFA_AARCH64_negate_ra_state toggles,
  * appended to out. */

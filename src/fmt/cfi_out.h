@@ -26,6 +26,22 @@ struct out {
     uint8_t *raw;               /* raw mode: where byte 0 of the count goes; else NULL */
 };
 
+/* Raw mode for the next record of at most bound bytes (0: checked), the run starting at
+ * base in the buffer; raw_end brings b->len up to what was written. */
+static inline void raw_begin(struct out *w, size_t base, size_t bound)
+{
+    w->raw = NULL;
+    if (bound && !jh__buf_room(w->b, base + w->n + bound - w->b->len))
+        w->raw = w->b->p + base;
+}
+
+static inline void raw_end(struct out *w, size_t base)
+{
+    if (w->raw)
+        w->b->len = base + w->n;
+    w->raw = NULL;
+}
+
 static inline void o8(struct out *o, uint8_t v)
 {
     if (o->raw)
@@ -46,6 +62,16 @@ static inline void ole(struct out *o, uint64_t v, size_t len)
     else if (o->b)
         jh__buf_put(o->b, &v, len);
     o->n += len;
+}
+
+/* n bytes as they are (a CFI program, instructions encoded before) */
+static inline void oput(struct out *o, const uint8_t *p, size_t n)
+{
+    if (o->raw)
+        __builtin_memcpy(o->raw + o->n, p, n);
+    else if (o->b)
+        jh__buf_put(o->b, p, n);
+    o->n += n;
 }
 
 static inline void o32(struct out *o, uint32_t v) { ole(o, v, 4); }
@@ -125,6 +151,19 @@ static inline void ofde_head(struct out *w, const struct jh__cfi_opts *o, const 
         o32(w, (uint32_t)pc_field);
         o32(w, (uint32_t)f->size);
     }
+}
+
+/* cfi.c: is f's description valid for a; f's FDE instructions for a; the most bytes the FDE
+ * takes (0: arm64's signing state spliced in, written checked). */
+int jh__cfi_func_ok(const struct jh__arch *a, const struct jh__func *f);
+void jh__cfi_put_insns(struct out *w, const struct jh__arch *a, const struct jh__func *f);
+size_t jh__cfi_fde_bound(const struct jh__arch *a, const struct jh__func *f);
+
+/* f's instructions encoded once already, for a (jh__cfi_memo, cfi_reuse.c): copied, not
+ * encoded again, and their description not checked again (it passed when they were made). */
+static inline bool jh__cfi_memo_for(const struct jh__arch *a, const struct jh__func *f)
+{
+    return f->insns && a == JH__ARCH_HOST;
 }
 
 /* cfi_reuse.c: whether p's FDE instructions are f's too; f's FDE as a copy of the len bytes

@@ -4,16 +4,20 @@
  * the instructions of the one before, issue 30). Such an FDE is the one before it with its
  * CIE pointer and addresses patched: a copy instead of an encoding (~270 instructions an
  * FDE). test_cfi_reuse checks every FDE of runs of near-identical shapes against
- * jh__cfi_fde_insns.
+ * jh__cfi_fde_insns. And a function's instructions encoded once for all the runs it goes
+ * into (jh__cfi_memo).
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fmt/cfi.h"
 #include "fmt/cfi_out.h"
 #include "fmt/func.h"
 
-/* Does put_fde_insns write the same bytes for f as for p, both on its plain path (no arm64
- * signing state spliced in: the caller's raw mode says so)? */
+/* Does jh__cfi_put_insns write the same bytes for f as for p, both on its plain path (no
+ * arm64 signing state spliced in, which raw mode alone no longer says: a memo's FDE is raw
+ * with it; eh_frame checks)? */
 bool jh__cfi_same_insns(const struct jh__func *p, const struct jh__func *f)
 {
     if (p->unwind != f->unwind)
@@ -63,4 +67,36 @@ void jh__cfi_copy_fde(struct out *w, const struct jh__cfi_opts *o, const struct 
     w->n += 4;
     ofde_head(w, o, f, cie_ptr, pc_field);
     w->n = n + len;
+}
+
+int jh__cfi_memo(struct jh__func *f)
+{
+    const struct jh__arch *a = JH__ARCH_HOST;
+    if (f->insns || f->unwind == JH_UNWIND_NONE)
+        return 0;
+    if (!jh__cfi_func_ok(a, f))
+        return -EINVAL;
+    struct jh__insns *m;
+    size_t bound = jh__cfi_fde_bound(a, f);
+    if (bound) {                /* raw, into the memo itself (the FDE's bound: a few bytes over) */
+        if (!(m = malloc(sizeof *m + bound)))
+            return -ENOMEM;
+        struct out t = { NULL, 0, m->b };
+        jh__cfi_put_insns(&t, a, f);
+        m->len = (uint32_t)t.n;
+    } else {                    /* arm64's signing state spliced in: checked writes */
+        struct jh__buf b = { 0 };
+        struct out t = { &b, 0, NULL };
+        jh__cfi_put_insns(&t, a, f);
+        m = b.err ? NULL : malloc(sizeof *m + b.len);
+        if (m) {
+            memcpy(m->b, b.p, b.len);
+            m->len = (uint32_t)b.len;
+        }
+        jh__buf_free(&b);
+        if (!m)
+            return -ENOMEM;
+    }
+    f->insns = m;
+    return 0;
 }

@@ -167,7 +167,7 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
 
 int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout)
 {
-    struct jh__elf_scratch own = { 0 }, *sc = s && s->scratch ? s->scratch : &own;
+    struct jh__elf_scratch own, *sc = s && s->scratch ? s->scratch : &own;
     struct jh__dwarf *dw = &sc->dw;
     struct jh__buf *ehb = &sc->eh;  /* absolute pointers: encoded once, before the layout */
     int eh_n = 0;
@@ -186,6 +186,8 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
 
     if ((err = check_spec(s, &text_lo, &text_size)))
         return err;
+    if (sc == &own)             /* (the gdb channel's every image brings its own) */
+        memset(&own, 0, sizeof own);
     if (out->err)
         return out->err;
     ehb->len = 0;
@@ -246,8 +248,7 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     }
 
     /* ---- the section table (.text runs take indices 1..nruns), then the layout ---- */
-    memset(sec, 0, sizeof sec);
-    sec[S_NULL].on = true;
+    sec[S_NULL] = (struct sec){ .on = true };  /* (every slot is assigned below) */
     sec[S_TEXT] = (struct sec){ .on = true, .type = copy ? SHT_PROGBITS : SHT_NOBITS,
         .flags = SHF_ALLOC | SHF_EXECINSTR, .addr = text_lo, .size = text_size,
         .align = copy ? 16 : 1, .bytes = copy ? s->text_bytes : NULL };
@@ -257,9 +258,9 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         .flags = SHF_ALLOC | SHF_WRITE, .size = 16, .align = 8 };
     struct { int i; struct jh__buf *b; } dws[] = { { S_INFO, &dw->info }, { S_ABBREV, &dw->abbrev },
         { S_LINE, &dw->line }, { S_STR, &dw->str }, { S_RANGES, &dw->ranges } };
-    for (size_t k = 0; dwarf && k < sizeof dws / sizeof dws[0]; k++)
-        if (dws[k].b->len)
-            sec[dws[k].i] = (struct sec){ .on = true, .type = SHT_PROGBITS, .align = 1,
+    for (size_t k = 0; k < sizeof dws / sizeof dws[0]; k++)
+        sec[dws[k].i] = !dwarf || !dws[k].b->len ? (struct sec){ .on = false } :
+                        (struct sec){ .on = true, .type = SHT_PROGBITS, .align = 1,
                 .size = dws[k].b->len, .bytes = dws[k].b->p,
                 .entsize = dws[k].i == S_STR ? 1 : 0,
                 .flags = dws[k].i == S_STR ? SHF_MERGE | SHF_STRINGS : 0 };
@@ -447,12 +448,11 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
     for (int i = 0; i < S_MAX; i++) {
         if (!sec[i].on)
             continue;
-        Elf64_Shdr sh = { 0 };
         if (i == S_NULL) {
-            jh__buf_put(out, &sh, sizeof sh);
+            jh__buf_zeros(out, sizeof(Elf64_Shdr));
             continue;
         }
-        sh = (Elf64_Shdr){ .sh_name = sec[i].name, .sh_type = sec[i].type,
+        Elf64_Shdr sh = (Elf64_Shdr){ .sh_name = sec[i].name, .sh_type = sec[i].type,
             .sh_flags = sec[i].flags, .sh_addr = sec[i].addr,
             .sh_offset = sec[i].off, .sh_size = sec[i].size, .sh_link = sec[i].link,
             .sh_info = sec[i].info, .sh_addralign = sec[i].align,

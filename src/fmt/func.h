@@ -14,13 +14,19 @@
 
 #include "jitherald.h"
 
+/* A function's FDE instructions, encoded once (jh__func.insns). */
+struct jh__insns {
+    uint32_t len;
+    uint8_t b[];
+};
+
 struct jh__func {
     uint64_t start, size;       /* size > 0 */
     const char *name;
     const char *const *files;   /* nfiles names, referred to by lines[].file */
     const struct jh_line *lines;/* sorted by offset, offsets < size */
     uint32_t nfiles, nlines;
-    /* (the 32-bit fields in pairs: no padding, 176 bytes on LP64 instead of 192, in every
+    /* (the 32-bit fields in pairs: no padding, 184 bytes on LP64 instead of 200, in every
      * entry the core keeps: node's 2,200 builtins are kept by two contexts under `-c all`) */
     enum jh_unwind_kind unwind;
     uint32_t fp_push_end, fp_set_end;   /* JH_UNWIND_FRAME_POINTER */
@@ -47,6 +53,14 @@ struct jh__func {
      * encoders measured each builtin's name and symbol again: ~170 instructions a builtin
      * at node's start (issue 30). Whoever changes the name or symbol clears them. */
     uint32_t name_len, symbol_len;
+    /* The FDE instructions the unwind fields encode to for the host (jh__cfi_fde_insns's
+     * bytes, arm64's signing state spliced in), once an encoder has made them: the core's
+     * entries, jh__entry_insns (channels/channel.h), which jh__entry_free frees. Every
+     * .eh_frame encoder copies them then, where each LuaJIT trace's instructions were
+     * encoded once by each of gdb's images, the unwind channel and jitdump (issue 30).
+     * They do not depend on start (a move keeps them); NULL: encoded at each use. Whoever
+     * changes an unwind field frees and clears them. */
+    const struct jh__insns *insns;
 };
 
 /* The file name of line row l (a "?" for a bad index, which validation never lets in). */

@@ -7,6 +7,9 @@
  * with and without personalities: every FDE is read back and its CIE pointer, addresses,
  * LSDA and instructions (jh__cfi_fde_insns, which encodes one function alone) checked, and
  * the run's length against the dry run's (jh__cfi_eh_frame_size, which copies nothing).
+ * Then again with the instructions of some functions encoded once beforehand
+ * (jh__cfi_memo, what the core's entries carry): every encoder writes the same bytes as
+ * without them, for the host, and ignores them for the other architecture.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -163,6 +166,64 @@ static void check_run(const struct jh__buf *b, const struct jh__cfi_opts *o,
     CHECK_EQ(k, (size_t)nfde);
 }
 
+static bool same(const struct jh__buf *a, const struct jh__buf *b)
+{
+    return a->len == b->len && !a->err && !b->err && (!a->len || !memcmp(a->p, b->p, a->len));
+}
+
+/* f[i] alone through every encoder that takes one function, into out[0..5). */
+static void each_encoder(const struct jh__arch *arch, const struct jh__func *f, struct jh__buf *out)
+{
+    size_t cie_off[2] = { SIZE_MAX, SIZE_MAX }, hdr = 0, fde_off = 0;
+    struct jh__cfi_opts abs = { .arch = arch, .ptr = JH__CFI_ABS, .personality = true };
+    CHECK(jh__cfi_fde_insns(&out[0], arch, f) == 0 || f->unwind == JH_UNWIND_NONE);
+    CHECK(jh__cfi_eh_frame(&out[1], &abs, f, 1, NULL) >= 0);
+    CHECK(jh__cfi_perf_unwinding(&out[2], f, 0x80, arch, &hdr) >= 0);
+    CHECK(jh__cfi_debug_frame_fde(&out[3], arch, 0, f) >= 0);
+    CHECK(jh__cfi_eh_frame_grow(&out[4], arch, cie_off, f, &fde_off) >= 0);
+}
+
+/* The run b (of f) and each function alone, encoded again with memos for some of f. */
+static void with_memos(struct jh__func *f, const struct jh__func *const *fp,
+                       struct jh__cfi_opts *o, const struct jh__buf *b, int nfde)
+{
+    static struct jh__buf alone[N][5];
+    for (size_t i = 0; i < N; i += 7)
+        each_encoder(o->arch, &f[i], alone[i]);
+    size_t made = 0;
+    for (size_t i = 0; i < N; i++)
+        if (rnd(3) && f[i].unwind != JH_UNWIND_NONE) {
+            CHECK_EQ(jh__cfi_memo(&f[i]), 0);
+            made += f[i].insns != NULL;
+            CHECK_EQ(jh__cfi_memo(&f[i]), 0);           /* made once */
+        }
+    CHECK(made > N / 3);
+    struct jh__buf m = { 0 }, m2 = { 0 };
+    o->size = 0;
+    CHECK_EQ(jh__cfi_eh_frame(&m, o, f, N, NULL), nfde);
+    CHECK(same(&m, b));
+    o->size = jh__cfi_eh_frame_size_p(o, fp, N);
+    CHECK_EQ(jh__cfi_eh_frame_p(&m2, o, fp, N, NULL), nfde);
+    CHECK(same(&m2, b));
+    int differ = 0;
+    for (size_t i = 0; i < N; i += 7) {
+        struct jh__buf again[5] = { { 0 } };
+        each_encoder(o->arch, &f[i], again);
+        for (int k = 0; k < 5; k++) {
+            differ += !same(&again[k], &alone[i][k]);
+            jh__buf_free(&again[k]);
+            jh__buf_free(&alone[i][k]);
+        }
+    }
+    CHECK_EQ(differ, 0);
+    for (size_t i = 0; i < N; i++) {
+        free((void *)f[i].insns);
+        f[i].insns = NULL;
+    }
+    jh__buf_free(&m);
+    jh__buf_free(&m2);
+}
+
 /* pool: each function takes one of a few shapes at random (a run coming back to a shape
  * seen a few FDEs before: copied from there), not mostly the one before. */
 static void one(const struct jh__arch *arch, int ptr, bool personality, uint32_t seed, int pool)
@@ -209,6 +270,7 @@ static void one(const struct jh__arch *arch, int ptr, bool personality, uint32_t
     o.size = jh__cfi_eh_frame_size_p(&o, fp, N);
     CHECK_EQ(jh__cfi_eh_frame_p(&b2, &o, fp, N, NULL), nfde);
     CHECK(b2.len == b.len && !memcmp(b2.p, b.p, b.len));
+    with_memos(f, fp, &o, &b, nfde);
     jh__buf_free(&b);
     jh__buf_free(&b2);
 }

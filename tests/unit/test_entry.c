@@ -182,8 +182,8 @@ static void check_bid(struct jh__strings *s)
 
 /* Every entry the core keeps carries a jh__func (node's 2,200 builtins under `jitherald run
  * -c all`: kept twice, ~4,800 entries at start), so it holds no padding: the sum of its
- * members' sizes is its size (176 bytes on LP64 with the names' lengths; 184 while its
- * 32-bit fields stood alone). */
+ * members' sizes is its size (184 bytes on LP64 with the names' lengths and the FDE
+ * instructions' memo; 200 while its 32-bit fields stood alone). */
 static void check_func_packed(void)
 {
     struct jh__func f;
@@ -195,7 +195,7 @@ static void check_func_packed(void)
                  sizeof f.nsaved_regs + sizeof f.cfa_steps + sizeof f.saved_regs +
                  sizeof f.personality + sizeof f.lsda + sizeof f.nra_signed + sizeof f.ra_key +
                  sizeof f.ra_signed + sizeof f.bid_hash + sizeof f.name_len +
-                 sizeof f.symbol_len;
+                 sizeof f.symbol_len + sizeof f.insns;
     if (sizeof(void *) == 8)
         CHECK_EQ(sizeof f, sum);
     else
