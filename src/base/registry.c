@@ -184,10 +184,10 @@ static int tree_insert(struct jh__registry *r, struct jh__node *e)
      * (node's 2,182 builtins, twice: 565 instructions an insert before). */
     struct jh__node **path[MAX_DEPTH], **link = &r->root, *below = NULL, *above = NULL;
     size_t d = 0;
+    if (r->root && r->root->height >= MAX_DEPTH)
+        return -ENOMEM;         /* (the path is at most the root's height: checked once) */
     while (*link) {
         struct jh__node *t = *link;
-        if (d == MAX_DEPTH)
-            return -ENOMEM;
         path[d++] = link;
         if (e->start < t->start)
             above = t, link = &t->left;
@@ -206,12 +206,20 @@ static int tree_insert(struct jh__registry *r, struct jh__node *e)
         below->next = e;
     if (above)
         above->prev = e;
+    /* Back up: a height that does not change ends the walk; a node out of balance is
+     * rotated back to the height it had before the insert, which ends it too. Only the
+     * heights on the way are computed (balance() per level was a third of an insert). */
     while (d--) {
-        struct jh__node **l = path[d];
-        int h = (*l)->height;
-        *l = balance(*l);
-        if ((*l)->height == h)
-            break;              /* (after a rotation too: the height it had before) */
+        struct jh__node **l = path[d], *t = *l;
+        int hl = height(t->left), hr = height(t->right);
+        if (hl - hr > 1 || hr - hl > 1) {
+            *l = balance(t);
+            break;
+        }
+        int h = 1 + (hl > hr ? hl : hr);
+        if (h == t->height)
+            break;
+        t->height = h;
     }
     return 0;
 }
