@@ -379,9 +379,39 @@ static bool code_only(const struct jhp_stream *s, size_t n)
     return id == JH__JD_CODE_LOAD && n <= code_size && memchr(s->buf + name, 0, s->len - name);
 }
 
+/* Do the n bytes the VM just wrote end an UNWINDING_INFO that buf begins with, one with no
+ * .eh_frame in it (V8's before each LOAD without unwinding info: a bare .eh_frame_hdr,
+ * node's 2,194 at its start), its fixed part in buf already? Then what reading it would do
+ * is done: the next LOAD gets no .eh_frame (keep_eh_frame), buf waits for the next prefix;
+ * the record is neither copied nor read (~350 instructions a record, issue 30). Anything
+ * else in it (an .eh_frame, sizes the reader refuses) goes the usual way. */
+static bool empty_unwind(struct jhp_stream *s, size_t n)
+{
+    const size_t fixed = JH__JD_UNWIND_FIXED;
+    if (!s->have_hdr || !s->want || s->len + n != s->want || s->len < fixed)
+        return false;
+    uint32_t id;
+    uint64_t us, hs;
+    memcpy(&id, s->buf, 4);
+    memcpy(&us, s->buf + JH__JD_PREFIX_SIZE, 8);
+    memcpy(&hs, s->buf + JH__JD_PREFIX_SIZE + 8, 8);
+    if (s->hdr.swap)
+        id = __builtin_bswap32(id), us = __builtin_bswap64(us), hs = __builtin_bswap64(hs);
+    /* (the reader: unwinding_size within the data, eh_frame_hdr_size within that) */
+    if (id != JH__JD_CODE_UNWINDING_INFO || us != hs || us > s->want - fixed)
+        return false;
+    s->unw_len = 0;
+    s->len = 0;
+    wait_for(s, JH__JD_PREFIX_SIZE);
+    s->at_prefix = s->want != 0;
+    return true;
+}
+
 static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
 {
     if (s->broken)
+        return;
+    if (empty_unwind(s, n))
         return;
     if (code_only(s, n)) {
         s->len += n;                    /* (room: cap >= want, wait_for and prefix_read) */
