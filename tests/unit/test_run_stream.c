@@ -97,10 +97,11 @@ static size_t put(uint8_t *b, size_t at, uint64_t v, int w)
 }
 
 /* UNWINDING_INFO with unwinding_size us and eh_frame_hdr_size hs over data bytes, then a
- * LOAD of "f<i>" at start; the pieces each record is written in (V8's: the fixed part, the
+ * LOAD of "f<i>" saying code_size (its 8 bytes of code: read without the reader when it
+ * comes in pieces, stream.c's load_alone); the pieces each record is written in (V8's: the fixed part, the
  * rest, a LOAD's name's NUL alone) end at cuts[]. */
 static size_t dump_pair(uint8_t *b, size_t len, uint64_t us, uint64_t hs, uint32_t data,
-                        unsigned i, size_t *cuts, size_t *nc)
+                        unsigned i, uint64_t code_size, size_t *cuts, size_t *nc)
 {
     uint32_t total = 16 + 24 + data;
     size_t at = put(b, len, 4, 4);
@@ -124,7 +125,7 @@ static size_t dump_pair(uint8_t *b, size_t len, uint64_t us, uint64_t hs, uint32
     at = put(b, at, 1, 4);
     at = put(b, at, 0x10000 + i * 0x100, 8);
     at = put(b, at, 0x10000 + i * 0x100, 8);
-    at = put(b, at, 8, 8);
+    at = put(b, at, code_size, 8);     /* (8 bytes of code follow the name) */
     at = put(b, at, i, 8);
     cuts[(*nc)++] = at;
     memcpy(b + at, name, (size_t)nl - 1);
@@ -164,14 +165,16 @@ static void dump_ways(void)
     len = put(b, len, 0, 8);
     len = put(b, len, 0, 8);
     cuts[nc++] = len;
-    len = dump_pair(b, len, 20, 20, 24, 0, cuts, &nc);      /* V8's: none */
-    len = dump_pair(b, len, 44, 20, 48, 1, cuts, &nc);      /* an .eh_frame of 24 bytes */
-    len = dump_pair(b, len, 0, 0, 0, 2, cuts, &nc);         /* nothing at all */
-    len = dump_pair(b, len, 10, 20, 24, 3, cuts, &nc);      /* header larger: refused */
-    len = dump_pair(b, len, 30, 30, 24, 4, cuts, &nc);      /* more than its data: refused */
-    len = dump_pair(b, len, 24, 24, 24, 5, cuts, &nc);      /* exactly its data */
-    len = dump_pair(b, len, 32, 20, 40, 6, cuts, &nc);      /* another .eh_frame */
-    len = dump_pair(b, len, 20, 20, 24, 7, cuts, &nc);      /* none: the last one's is gone */
+    len = dump_pair(b, len, 20, 20, 24, 0, 8, cuts, &nc);      /* V8's: none */
+    len = dump_pair(b, len, 44, 20, 48, 1, 8, cuts, &nc);      /* an .eh_frame of 24 bytes */
+    len = dump_pair(b, len, 0, 0, 0, 2, 8, cuts, &nc);         /* nothing at all */
+    len = dump_pair(b, len, 10, 20, 24, 3, 8, cuts, &nc);      /* header larger: refused */
+    len = dump_pair(b, len, 30, 30, 24, 4, 8, cuts, &nc);      /* more than its data: refused */
+    len = dump_pair(b, len, 24, 24, 24, 5, 8, cuts, &nc);      /* exactly its data */
+    len = dump_pair(b, len, 32, 20, 40, 6, 8, cuts, &nc);      /* another .eh_frame */
+    len = dump_pair(b, len, 20, 20, 24, 7, 8, cuts, &nc);      /* none: the last one's is gone */
+    len = dump_pair(b, len, 20, 20, 24, 8, 9, cuts, &nc);      /* code past the record: refused */
+    len = dump_pair(b, len, 44, 20, 48, 9, 4, cuts, &nc);      /* code inside: the LOAD's own */
     struct seen whole, pieces, bytes;
     dump_fed(&whole, b, len, NULL, 0, len);
     dump_fed(&pieces, b, len, cuts, nc, 0);
@@ -179,7 +182,9 @@ static void dump_ways(void)
     CHECK(strstr(whole.said, "10100+8 f1 eh_frame 24 11|") != NULL);
     CHECK(strstr(whole.said, "10600+8 f6 eh_frame 12 16|") != NULL);
     CHECK(strstr(whole.said, "10700+8 f7|") != NULL);
-    CHECK_EQ(whole.malformed, 2);
+    CHECK(strstr(whole.said, "f8") == NULL);
+    CHECK(strstr(whole.said, "10900+4 f9 eh_frame 24 19|") != NULL);
+    CHECK_EQ(whole.malformed, 3);
     CHECK(!strcmp(whole.said, pieces.said) && !strcmp(whole.said, bytes.said));
     CHECK_EQ(pieces.malformed, whole.malformed);
     CHECK_EQ(bytes.malformed, whole.malformed);
