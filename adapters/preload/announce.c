@@ -102,11 +102,16 @@ bool jhp_maybe_code(uint64_t start, uint64_t len)
 
 static void spans(uint64_t start, uint64_t size)
 {
+    /* the chunk added last (+ 1; the set only grows): node's builtins come ~30 to a chunk,
+     * in address order, and each looked its chunk up in the set again (issue 30) */
+    static uint64_t last_added;
     uint64_t c0 = start >> CHUNK_SHIFT, c1 = (start + size - 1) >> CHUNK_SHIFT;
     if (c1 - c0 >= CHUNK_ASK)
         atomic_store(&chunks_full, true);   /* (a function of 4 MiB: the contexts say) */
+    if (c0 == c1 && c0 + 1 == last_added)
+        c0++;                               /* (in the set already) */
     for (uint64_t c = c0; c <= c1 && !atomic_load(&chunks_full); c++)
-        chunk_add(c);
+        chunk_add(c), last_added = c + 1;
     if (start < atomic_load(&code_lo))
         atomic_store(&code_lo, start);
     if (start + size > atomic_load(&code_hi))

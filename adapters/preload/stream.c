@@ -365,7 +365,7 @@ static void dump_records(struct jhp_stream *s)
  * reader finds the name by that NUL, the code by counting back from the record's end).
  * V8 writes each LOAD's code in one fwrite that ends the record: node's 1.26 MB of
  * builtins at its start, copied for nothing. */
-static bool code_only(const struct jhp_stream *s, size_t n)
+static bool code_only(const struct jhp_stream *s, size_t n, const uint8_t **nul)
 {
     const size_t name = JH__JD_LOAD_FIXED;
     if (!s->have_hdr || !s->want || s->len + n != s->want || s->len <= name)
@@ -376,15 +376,76 @@ static bool code_only(const struct jhp_stream *s, size_t n)
     memcpy(&code_size, s->buf + 40, 8);
     if (s->hdr.swap)
         id = __builtin_bswap32(id), code_size = __builtin_bswap64(code_size);
-    return id == JH__JD_CODE_LOAD && n <= code_size && memchr(s->buf + name, 0, s->len - name);
+    return id == JH__JD_CODE_LOAD && n <= code_size &&
+           (*nul = memchr(s->buf + name, 0, s->len - name));
+}
+
+/* The LOAD code_only found complete (nul: its name's NUL), with no DEBUG_INFO nor .eh_frame
+ * waiting for it (V8's builtins: node's 2,204 LOADs at its start): announced from its
+ * fields as the reader reads them, without the reader's pass over the buffer (~200
+ * instructions a record, issue 30); true. false, and nothing done, for a code_size the
+ * reader refuses (more than the record holds after the name): read the usual way. */
+static bool load_alone(struct jhp_stream *s, const uint8_t *nul)
+{
+    const uint8_t *name = s->buf + JH__JD_LOAD_FIXED;
+    size_t name_len = (size_t)(nul - name);
+    uint64_t addr, size;
+    memcpy(&addr, s->buf + 32, 8);
+    memcpy(&size, s->buf + 40, 8);
+    if (s->hdr.swap)
+        addr = __builtin_bswap64(addr), size = __builtin_bswap64(size);
+    if (size > s->want - JH__JD_LOAD_FIXED - name_len - 1)
+        return false;
+    jhp_st.dump_loads++;
+    struct jhp_fn f = { .name = (const char *)name, .name_len = name_len, .start = addr,
+                        .size = size, .from = JHP_DUMP };
+    jhp_announce(&f);
+    s->dbg_len = s->unw_len = 0;        /* (as dump_load leaves them) */
+    s->len = 0;
+    wait_for(s, JH__JD_PREFIX_SIZE);
+    s->at_prefix = s->want != 0;
+    return true;
+}
+
+/* Do the n bytes the VM just wrote end an UNWINDING_INFO that buf begins with, one with no
+ * .eh_frame in it (V8's before each LOAD without unwinding info: a bare .eh_frame_hdr,
+ * node's 2,194 at its start), its fixed part in buf already? Then what reading it would do
+ * is done: the next LOAD gets no .eh_frame (keep_eh_frame), buf waits for the next prefix;
+ * the record is neither copied nor read (~350 instructions a record, issue 30). Anything
+ * else in it (an .eh_frame, sizes the reader refuses) goes the usual way. */
+static bool empty_unwind(struct jhp_stream *s, size_t n)
+{
+    const size_t fixed = JH__JD_UNWIND_FIXED;
+    if (!s->have_hdr || !s->want || s->len + n != s->want || s->len < fixed)
+        return false;
+    uint32_t id;
+    uint64_t us, hs;
+    memcpy(&id, s->buf, 4);
+    memcpy(&us, s->buf + JH__JD_PREFIX_SIZE, 8);
+    memcpy(&hs, s->buf + JH__JD_PREFIX_SIZE + 8, 8);
+    if (s->hdr.swap)
+        id = __builtin_bswap32(id), us = __builtin_bswap64(us), hs = __builtin_bswap64(hs);
+    /* (the reader: unwinding_size within the data, eh_frame_hdr_size within that) */
+    if (id != JH__JD_CODE_UNWINDING_INFO || us != hs || us > s->want - fixed)
+        return false;
+    s->unw_len = 0;
+    s->len = 0;
+    wait_for(s, JH__JD_PREFIX_SIZE);
+    s->at_prefix = s->want != 0;
+    return true;
 }
 
 static void dump_feed(struct jhp_stream *s, const uint8_t *p, size_t n)
 {
     if (s->broken)
         return;
-    if (code_only(s, n)) {
+    if (empty_unwind(s, n))
+        return;
+    const uint8_t *nul;
+    if (code_only(s, n, &nul)) {
         s->len += n;                    /* (room: cap >= want, wait_for and prefix_read) */
+        if (!s->dbg_len && !s->unw_len && load_alone(s, nul))
+            return;
         dump_records(s);
         return;
     }

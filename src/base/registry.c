@@ -184,15 +184,23 @@ static int tree_insert(struct jh__registry *r, struct jh__node *e)
      * (node's 2,182 builtins, twice: 565 instructions an insert before). */
     struct jh__node **path[MAX_DEPTH], **link = &r->root, *below = NULL, *above = NULL;
     size_t d = 0;
-    while (*link) {
-        struct jh__node *t = *link;
-        if (d == MAX_DEPTH)
-            return -ENOMEM;
-        path[d++] = link;
-        if (e->start < t->start)
-            above = t, link = &t->left;
-        else
-            below = t, link = &t->right;
+    if (r->root && r->root->height >= MAX_DEPTH)
+        return -ENOMEM;         /* (the path is at most the root's height: checked once) */
+    if (r->last && e->start > r->last->start) {
+        below = r->last;        /* past every node: its place is below the right spine's end */
+        while (*link) {
+            path[d++] = link;
+            link = &(*link)->right;
+        }
+    } else {
+        while (*link) {
+            struct jh__node *t = *link;
+            path[d++] = link;
+            if (e->start < t->start)
+                above = t, link = &t->left;
+            else
+                below = t, link = &t->right;
+        }
     }
     if ((below && below->start + (below->size - 1) >= e->start) ||
         (above && above->start <= e->start + (e->size - 1)))
@@ -206,18 +214,30 @@ static int tree_insert(struct jh__registry *r, struct jh__node *e)
         below->next = e;
     if (above)
         above->prev = e;
+    else
+        r->last = e;
+    /* Back up: a height that does not change ends the walk; a node out of balance is
+     * rotated back to the height it had before the insert, which ends it too. Only the
+     * heights on the way are computed (balance() per level was a third of an insert). */
     while (d--) {
-        struct jh__node **l = path[d];
-        int h = (*l)->height;
-        *l = balance(*l);
-        if ((*l)->height == h)
-            break;              /* (after a rotation too: the height it had before) */
+        struct jh__node **l = path[d], *t = *l;
+        int hl = height(t->left), hr = height(t->right);
+        if (hl - hr > 1 || hr - hl > 1) {
+            *l = balance(t);
+            break;
+        }
+        int h = 1 + (hl > hr ? hl : hr);
+        if (h == t->height)
+            break;
+        t->height = h;
     }
     return 0;
 }
 
-static void unthread(struct jh__node *e)
+static void unthread(struct jh__registry *r, struct jh__node *e)
 {
+    if (r->last == e)
+        r->last = e->prev;
     if (e->prev)
         e->prev->next = e->next;
     if (e->next)
@@ -257,7 +277,7 @@ int jh__reg_insert(struct jh__registry *r, struct jh__node *e)
     struct jh__node **slot = id_slot_new(r, e->id);
     if (!slot) {
         r->root = erase(r->root, e);
-        unthread(e);
+        unthread(r, e);
         return -ENOMEM;
     }
     /* The extra slot at the end of each chunk counts its live entries. */
@@ -271,7 +291,7 @@ int jh__reg_insert(struct jh__registry *r, struct jh__node *e)
 void jh__reg_erase(struct jh__registry *r, struct jh__node *e)
 {
     r->root = erase(r->root, e);
-    unthread(e);
+    unthread(r, e);
     r->count--;
     uint64_t chunk = e->id / JH__ID_CHUNK;
     struct jh__node **c = r->idtab[chunk];
@@ -288,7 +308,7 @@ void jh__reg_erase(struct jh__registry *r, struct jh__node *e)
 void jh__reg_rekey(struct jh__registry *r, struct jh__node *e, uintptr_t new_start)
 {
     r->root = erase(r->root, e);
-    unthread(e);
+    unthread(r, e);
     e->start = new_start;
     tree_insert(r, e);          /* (no overlap: checked; nor too deep: it was in the tree) */
 }
@@ -301,5 +321,6 @@ void jh__reg_fini(struct jh__registry *r)
     r->idtab = NULL;
     r->idtab_chunks = 0;
     r->root = NULL;
+    r->last = NULL;
     r->count = 0;
 }

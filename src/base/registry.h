@@ -24,6 +24,9 @@ struct jh__node {
 
 struct jh__registry {
     struct jh__node *root;
+    struct jh__node *last;      /* the node that starts highest (an insert past it walks the
+                                   right spine without a compare: code comes in address
+                                   order, node's 2,182 builtins at start) */
     size_t count;
     struct jh__node ***idtab;   /* id -> node, in chunks of JH__ID_CHUNK (+1 live count) */
     size_t idtab_chunks;

@@ -61,6 +61,24 @@ static size_t from_name_cut(char *out, size_t cap, const char *name)
  * and copied whole, with no bound check per byte (node names 2,200 builtins at start,
  * "Builtin:ArrayPrototypePush": a copy per byte cost ~15 instructions a byte, issue 30).
  * Same output as the bounded encoder. */
+/* The first byte at or after p that is not a word byte (the NUL at the latest), four bytes
+ * a step: a byte is read only after the one before it was a word byte, so never past the
+ * NUL (~1 instruction a byte less than a byte a step: node's 2,182 builtins' names of ~35
+ * bytes, issue 30). */
+static const unsigned char *word_end(const unsigned char *p)
+{
+    for (;; p += 4) {
+        if (!word(p[0]))
+            return p;
+        if (!word(p[1]))
+            return p + 1;
+        if (!word(p[2]))
+            return p + 2;
+        if (!word(p[3]))
+            return p + 3;
+    }
+}
+
 size_t jh__symbol_derive(char *out, const char *name, bool *changed)
 {
     const unsigned char *p = (const unsigned char *)name;
@@ -72,8 +90,7 @@ size_t jh__symbol_derive(char *out, const char *name, bool *changed)
         *o++ = '_', ch = true;
     for (;;) {
         const unsigned char *w = p;
-        while (word(*p))
-            p++;
+        p = word_end(p);
         memcpy(o, w, (size_t)(p - w));
         o += p - w;
         if (!*p)

@@ -68,6 +68,11 @@ int main(void)
                 n++;
             }
             CHECK_EQ(n, live);
+            /* the last node, which inserts past it start from, is the walk's last */
+            struct jh__node *hi = r.root;
+            while (hi && hi->right)
+                hi = hi->right;
+            CHECK(r.last == hi);
             for (size_t k = 0; k < SLOTS; k += 7) {
                 uintptr_t a = 0x100000 + k * 64 + rnd() % 64;
                 struct jh__node *f = jh__reg_find(&r, a);
@@ -104,6 +109,11 @@ int main(void)
         CHECK_EQ(jh__reg_insert(&r, &up[i]), 0);
     }
     depth(r.root);
+    CHECK(r.last == &up[UP - 1]);
+    /* past the last node's start but inside it: refused on the spine's walk too */
+    struct jh__node in_last = { .id = next_id++, .start = up[UP - 1].start + 1, .size = 8 };
+    CHECK_EQ(jh__reg_insert(&r, &in_last), JH_EOVERLAP);
+    CHECK(r.last == &up[UP - 1] && jh__reg_next(&r, &up[UP - 1]) == NULL);
     up[UP] = (struct jh__node){ .id = next_id++, .start = UINTPTR_MAX - 63, .size = 64 };
     CHECK_EQ(jh__reg_insert(&r, &up[UP]), 0);
     up[UP + 1] = (struct jh__node){ .id = next_id++, .start = UINTPTR_MAX - 127, .size = 65 };
@@ -116,6 +126,7 @@ int main(void)
         if (i != UP + 1)
             jh__reg_erase(&r, &up[i]);
     CHECK_EQ(r.count, 0);
+    CHECK(r.last == NULL);
     free(up);
 
     /* One million entries: depth stays logarithmic. */

@@ -84,6 +84,15 @@ int main(void)
     CHECK(both(512, "%d %i %u %ld %lu", INT_MIN, INT_MAX, UINT_MAX, LONG_MIN, ULONG_MAX) > 0);
     CHECK(both(512, "%hd %hu %hhd %hhu %hx %hhx", -1, 70000, 200, 300, 0x12345, 0x1ff) > 0);
     CHECK(both(512, "%x %X %x", 0u, 0xabcdefu, 0x80000000u) > 0);
+    /* every count of hex digits, odd and even (lowercase is printed two digits a step),
+     * and every byte value in each place */
+    for (unsigned k = 0; k < 64; k++) {
+        unsigned long top = 1ul << k;
+        CHECK(both(512, "%lx %lx %lx|", top, top - 1, top | 0x0f0e0d0c0b0a0908ul >> (63 - k)) > 0);
+        CHECK(line(512, "%lx %x %.*s\n", top - 1, (unsigned)top, 1, "n") > 0);
+    }
+    for (unsigned long b = 0; b < 256; b++)
+        CHECK(both(512, "%lx %lx %x %X", b, b << 48 | b << 8 | 0x10, (unsigned)b, (unsigned)b << 4) > 0);
     CHECK(both(512, "%c%c%%%s%.3s%.0s|", 'a', 0xe9, "", "abcdef", "gone") > 0);
     CHECK(both(512, "%.*s|%.10s", -1, "negative precision: all of it", "short") > 0);
     CHECK(both(512, "plain text, no conversion\n") > 0);
