@@ -662,7 +662,9 @@ struct jh_attr {
  * fork() above). The call whose record passes the end of what the log's
  * file has ready (every 64-256 KiB of records) prepares the next stretch itself, in the
  * handler too: fallocate, a pwritev of zeros and MADV_POPULATE_WRITE, 64-256 µs, every
- * signal blocked for the first two.
+ * signal blocked for the first two. Their stack is small enough for a crash handler's
+ * alternate stack of SIGSTKSZ: a fork child's first call, the deepest, takes under 2 KiB on
+ * x86-64 and arm64 (at most 3 KiB is tested, on an alternate stack with a guard page).
  */
 JH_API int jh_log_memory(jh_ctx *ctx, const void *addr, size_t size, const char *type_hint);
 

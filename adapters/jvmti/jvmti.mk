@@ -47,7 +47,7 @@ $(BUILD)/pic/adapters/jvmti/%.o: adapters/jvmti/%.c $(wildcard adapters/jvmti/*.
 # itself.
 $(JHJ_SO): $(JHJ_OBJ) $(LIB_SO) adapters/jvmti/jvmti.mk
 	$(call msg,LD,$@)
-	$(Q)$(CC) -shared -Wl,-z,defs -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(JHJ_OBJ) \
+	$(Q)$(CC) -shared -Wl,-z,defs $(SO_LDFLAGS) $(LDFLAGS) -o $@ $(JHJ_OBJ) \
 	    -L$(BUILD) -ljitherald -Wl,-rpath,'$$ORIGIN' $(LIBS)
 
 check-exports-jvmti: $(JVMTI_ADAPTER)

@@ -44,7 +44,7 @@ $(JHL_A): $(JHL_OBJ)
 $(JHL_SO): $(JHL_OBJ) adapters/llvm/jitherald-llvm.map adapters/llvm/llvm.mk $(LIB_SO)
 	$(call msg,LD,$@)
 	$(Q)$(CXX) -shared -Wl,-soname,$(JHL_SONAME) -Wl,--version-script,adapters/llvm/jitherald-llvm.map \
-	    -Wl,-z,defs -Wl,-z,noexecstack $(LDFLAGS) -o $@ $(JHL_OBJ) -L$(BUILD) -ljitherald \
+	    -Wl,-z,defs $(SO_LDFLAGS) $(LDFLAGS) -o $@ $(JHL_OBJ) -L$(BUILD) -ljitherald \
 	    -Wl,-rpath,'$$ORIGIN' $(LLVM_LINK) $(LIBS)
 	$(Q)ln -sf $(JHL_SONAME) $(BUILD)/libjitherald-llvm.so
 

@@ -10,6 +10,7 @@
 
 #define JH__HIDDEN __attribute__((visibility("hidden")))
 #define JH__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define JH__NOINLINE __attribute__((noinline))
 
 /* The struct containing member m, from a pointer to m. */
 #define JH__CONTAINER_OF(p, type, m) ((type *)(void *)((char *)(p) - offsetof(type, m)))

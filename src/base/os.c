@@ -80,20 +80,46 @@ static bool mapped(const void *p, size_t n)
     return true;
 }
 
+/* Readable is decided per page: one byte of each page in the range is read, up to PROBES
+ * pages a call. Not the whole range through a page-sized buffer: a fork child's audit-log
+ * restart calls this in a signal handler, perhaps on a small alternate stack, and copying
+ * a builtin's megabyte only to throw it away was the bulk of the call. */
+#define PROBES 32
 bool jh__mem_readable(const void *p, size_t n)
 {
-    char buf[4096];
-    for (size_t done = 0; done < n;) {
-        size_t len = n - done < sizeof buf ? n - done : sizeof buf;
-        struct iovec local = { buf, len }, remote = { (char *)p + done, len };
-        ssize_t r = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+    if (!n)
+        return true;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p, last = a + n - 1;
+    if (last < a)
+        return false;
+    char sink[PROBES];
+    struct iovec local = { sink, 0 }, remote[PROBES];
+    while (true) {
+        unsigned k = 0;
+        for (uintptr_t at = a; k < PROBES; k++) {
+            remote[k] = (struct iovec){ (void *)at, 1 };
+            uintptr_t next = (at | (page - 1)) + 1;     /* the next page's first byte */
+            if (next == 0 || next > last) {
+                k++;
+                break;
+            }
+            at = next;
+        }
+        local.iov_len = k;
+        ssize_t r = process_vm_readv(getpid(), &local, 1, remote, k, 0);
         if (r < 0 && errno == EFAULT)
             return false;
-        if (r <= 0)
-            return mapped((const char *)p + done, n - done);
-        done += (size_t)r;
+        if (r < 0)      /* no process_vm_readv here (qemu-user, seccomp): ask mincore */
+            return mapped((const void *)a, last - a + 1);
+        if ((size_t)r < k)
+            return false;   /* the page of probe r is not readable */
+        uintptr_t end = (uintptr_t)remote[k - 1].iov_base;
+        uintptr_t next = (end | (page - 1)) + 1;
+        if (next == 0 || next > last)
+            return true;
+        a = next;
     }
-    return true;
 }
 
 const void *jh__find_fde(const void *pc)

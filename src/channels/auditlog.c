@@ -194,31 +194,45 @@ static int al_log_event(void *state, const char *name, const struct jh_attr *att
 /* ---- code records: under the context lock ------------------------------------------- */
 
 /* Each encoded straight into its frame: sized, reserved, written. */
+static void add_sized(struct al_state *st, const struct jh__entry *e, const struct jh__al_ref *r)
+{
+    uint64_t now = jh__now_ns();
+    uint32_t tid = jh__thread_id();
+    size_t n = jh__al_code_add_size(now, tid, e->node.id, &e->fn, r);
+    uint8_t *f = frame(st, n);
+    if (f)
+        done(st, f, jh__al_put_code_add(f + JH__AL_FRAME_HDR, now, tid, e->node.id, &e->fn, r), n);
+}
+
+/* A small record (node's builtins by reference: ~150 bytes) is encoded on the stack first
+ * and copied into its frame: sizing it beforehand was a second pass over it (~200
+ * instructions a builtin, issue 30). The same bytes either way. Not inlined: its buffer
+ * stays off the stack of a fork child's restart in a signal handler, which takes
+ * add_sized. */
+static JH__NOINLINE bool add_small(struct al_state *st, const struct jh__entry *e,
+                                   const struct jh__al_ref *r)
+{
+    uint8_t small[2048];
+    if (jh__al_code_add_bound(&e->fn, r) > sizeof small)
+        return false;
+    size_t n = (size_t)(jh__al_put_code_add(small, jh__now_ns(), jh__thread_id(), e->node.id,
+                                            &e->fn, r) - small);
+    uint8_t *f = frame(st, n);
+    if (f) {
+        memcpy(f + JH__AL_FRAME_HDR, small, n);
+        done(st, f, f + JH__AL_FRAME_HDR + n, n);
+    }
+    return true;
+}
+
 static int al_add(void *state, struct jh__entry *e)
 {
     struct al_state *st = state;
     struct jh__al_ref ref;
     const struct jh__al_ref *r =
         st->refs && jh__al_code_ref(st, e->fn.start, e->fn.size, &ref) ? &ref : NULL;
-    uint64_t now = jh__now_ns();
-    uint32_t tid = jh__thread_id();
-    /* A small record (node's builtins by reference: ~150 bytes) is encoded here first and
-     * copied into its frame: sizing it beforehand was a second pass over it (~200
-     * instructions a builtin, issue 30). The same bytes either way. */
-    uint8_t small[2048];
-    if (jh__al_code_add_bound(&e->fn, r) <= sizeof small) {
-        size_t n = (size_t)(jh__al_put_code_add(small, now, tid, e->node.id, &e->fn, r) - small);
-        uint8_t *f = frame(st, n);
-        if (f) {
-            memcpy(f + JH__AL_FRAME_HDR, small, n);
-            done(st, f, f + JH__AL_FRAME_HDR + n, n);
-        }
-        return 0;
-    }
-    size_t n = jh__al_code_add_size(now, tid, e->node.id, &e->fn, r);
-    uint8_t *f = frame(st, n);
-    if (f)
-        done(st, f, jh__al_put_code_add(f + JH__AL_FRAME_HDR, now, tid, e->node.id, &e->fn, r), n);
+    if (!add_small(st, e, r))
+        add_sized(st, e, r);
     return 0;
 }
 
@@ -275,8 +289,6 @@ static struct jh__buf *scratch(struct al_state *st)
 
 static void put_header(struct al_state *st, pid_t parent)
 {
-    char exe[PATH_MAX];
-    jh__exe_path(exe, sizeof exe);
     struct jh__buf *b = scratch(st);
     uint64_t pac_mask = jh__arch_host_pac_mask();
     jh__al_head(b, 15 + (parent > 0) + (pac_mask != 0), "header", jh__now_ns(), jh__thread_id());
@@ -287,7 +299,7 @@ static void put_header(struct al_state *st, pid_t parent)
     if (parent > 0)
         jh__mp_kuint(b, JH__AL_K_PARENT_PID, (uint64_t)parent);
     jh__mp_kstr(b, JH__AL_K_ENGINE, st->env->engine);
-    jh__mp_kstr(b, JH__AL_K_EXE, exe);
+    jh__mp_kstr(b, JH__AL_K_EXE, st->exe);
     jh__mp_kstr(b, JH__AL_K_ARCH, JH__ARCH_HOST->log_name);
     if (pac_mask)
         jh__mp_kuint(b, JH__AL_K_PAC_MASK, pac_mask);
@@ -334,8 +346,9 @@ static unsigned next_seq(const char *engine, bool no_alloc)
     return n;
 }
 
-/* Append s to the path being built at *n (false when it does not fit). No stdio: a fork
- * child's restart may run in a signal handler. */
+/* Append s to the path being built at *n (false when it does not fit). No stdio and no
+ * PATH_MAX buffer on the stack: a fork child's restart may run in a signal handler, on an
+ * alternate stack of a few KiB (test_auditlog_signal measures it). */
 static bool path_cat(char *path, size_t *n, const char *s)
 {
     size_t k = strlen(s);
@@ -373,16 +386,18 @@ static int start_file(struct al_state *st, pid_t parent, bool in_handler)
     }
     engine[k] = 0;
     unsigned n = next_seq(engine, in_handler);
-    char path[JH__AL_PATH_MAX];
+    char *path = st->path;      /* built in place: no second PATH_MAX on the stack */
     size_t len = 0;
     path[0] = 0;
     if (!path_cat(path, &len, dir) || !path_cat(path, &len, "/") ||
         !path_cat(path, &len, engine) || !path_cat(path, &len, "-") ||
         !path_num(path, &len, (unsigned long)getpid()) ||
         (n && (!path_cat(path, &len, "-") || !path_num(path, &len, n))) ||
-        !path_cat(path, &len, ".jhlog"))
+        !path_cat(path, &len, ".jhlog")) {
+        path[0] = 0;
         return -ENAMETOOLONG;
-    if ((err = jh__al_file_open(st, path)) < 0)
+    }
+    if ((err = jh__al_file_open(st)) < 0)
         return err;
     put_header(st, parent);
     jh__diag(st->env->diag, JH_LOG_INFO, "auditlog: writing %s", st->path);
@@ -415,15 +430,17 @@ static int restart(struct al_state *st, bool in_handler)
                  jh__file_error(err));
         return 0;               /* records are dropped; the lock-free entry points stay safe */
     }
-    bool refs = st->refs;
-    if (in_handler)
-        st->refs = false;
     /* Code the JIT freed before telling us (jh_code_remove may come after the unmap) has
-     * no bytes to log any more. */
-    for (struct jh__entry *e = jh__view_ceil(st->env, 0); e; e = jh__view_next(st->env, e))
-        if (jh__mem_readable((const void *)e->node.start, e->node.size))
+     * no bytes to log any more. In a handler, no reference (its lookup may allocate) and
+     * no record built on the stack first. */
+    for (struct jh__entry *e = jh__view_ceil(st->env, 0); e; e = jh__view_next(st->env, e)) {
+        if (!jh__mem_readable((const void *)e->node.start, e->node.size))
+            continue;
+        if (in_handler)
+            add_sized(st, e, NULL);
+        else
             al_add(st, e);
-    st->refs = refs;
+    }
     return 0;
 }
 
@@ -454,6 +471,7 @@ static void al_close(void *state)
     }
     jh__al_file_close(st);
     jh__buf_free(&st->scratch);
+    free(st->exe);
     jh__al_refs_free(st);
     jh__lock_fini(&st->grow_lock);
     jh__aligned_free(st);
@@ -478,6 +496,14 @@ static int al_open(const struct jh__chan_env *env, void **state)
     jh__al_ring_init(st);
     atomic_store(&st->ahead_mark, UINT64_MAX);
     atomic_store(&st->gen, jh__fork_generation());
+    /* every header names the executable; a fork child's (perhaps in a signal handler)
+     * cannot read the link then with no PATH_MAX buffer on its stack, nor allocate */
+    char exe[PATH_MAX];
+    jh__exe_path(exe, sizeof exe);
+    if (!(st->exe = strdup(exe))) {
+        al_close(st);
+        return -ENOMEM;
+    }
     int err = start_file(st, 0, false);
     if (err < 0) {
         al_close(st);

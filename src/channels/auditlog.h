@@ -53,6 +53,7 @@ struct al_state {
 #endif
     /* Held, not allocated: a fork child's restart may run in a signal handler (al_forked_lockfree). */
     char path[JH__AL_PATH_MAX];
+    char *exe;                      /* the executable's path, for every header (read at open) */
     bool refs;                      /* record code in loaded objects' files by reference */
     struct al_objs *objs;           /* auditlog_ref.c: the objects met so far */
     struct jh__buf scratch;         /* the header and close records, under the context lock */
@@ -74,9 +75,9 @@ void jh__al_refs_free(struct al_state *st);
 /* ---- auditlog_ring.c (auditlog_ring_win.c) ---- */
 /* The ring's own state in st, set up at open. */
 void jh__al_ring_init(struct al_state *st);
-/* Create path (checked: ours, regular, single link; then emptied) and map `limit` bytes of
- * it shared. 0 or a negative errno (st->fd and st->map stay unset). */
-int jh__al_file_open(struct al_state *st, const char *path);
+/* Create st->path (checked: ours, regular, single link; then emptied) and map `limit`
+ * bytes of it shared. 0 or a negative errno (st->fd and st->map stay unset). */
+int jh__al_file_open(struct al_state *st);
 /* Unmap the file and trim it to what was written: the zeros allocated ahead exist only
  * while the process runs (or after it crashed, where readers stop). No record after it. */
 void jh__al_file_trim(struct al_state *st);

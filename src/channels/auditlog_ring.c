@@ -281,12 +281,9 @@ int jh__al_put_buf(struct al_state *st, const struct jh__buf *b, uint64_t cap)
     return 0;
 }
 
-int jh__al_file_open(struct al_state *st, const char *path)
+int jh__al_file_open(struct al_state *st)
 {
-    size_t n = strlen(path);
-    if (n >= sizeof st->path)
-        return -ENAMETOOLONG;
-    memcpy(st->path, path, n + 1);
+    const char *path = st->path;
     int fd = jh__kfd_keep(&st->fd, jh__open_private(path, O_RDWR | O_CREAT, JH__OPEN_TRUNCATE));
     if (fd < 0) {
         jh__diag(st->env->diag, JH_LOG_ERROR, "auditlog: %s: %s%s", path, jh__file_error(fd),

@@ -39,6 +39,7 @@ static char dir[256];
 struct seen {
     int in_grow, outside, in_fork, grows, prepares, in_prepare, after_prepare, bad_returns;
     int allocs, threads, errno_kept, dump_early, grandchild;
+    size_t handler_stack;       /* bytes of the alternate stack the first call used */
 };
 static struct seen *seen;
 static jh_ctx *ctx;
@@ -398,9 +399,45 @@ static void test_cancelled(bool ahead)
 
 static char dump_path[600];    /* the child's jitdump */
 
+/* The handler runs on an alternate stack of ALT_STACK bytes above a guard page, painted
+ * first, as a crash handler's would be (SIGSTKSZ is 8 KiB in glibc's static definition,
+ * and the kernel's signal frame takes 1-3 KiB of it on x86-64 with AVX): the restart must
+ * fit, and its depth below the handler's own frame is measured. */
+#define ALT_STACK (16 << 10)
+#define HANDLER_STACK_MAX 3072
+#define ALT_PAINT 0xa5
+static uint8_t *alt_lo;
+static volatile uintptr_t handler_sp;
+
+static void alt_stack_setup(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *m = mmap(NULL, page + ALT_STACK, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED || mprotect(m, page, PROT_NONE) != 0)
+        _exit(8);
+    alt_lo = m + page;
+    memset(alt_lo, ALT_PAINT, ALT_STACK);
+    stack_t ss = { .ss_sp = alt_lo, .ss_size = ALT_STACK };
+    if (sigaltstack(&ss, NULL) != 0)
+        _exit(9);
+}
+
+/* How deep the handler's callees went below its frame: the lowest byte no longer paint. */
+static size_t alt_stack_depth(void)
+{
+    size_t lo = 0;
+    while (lo < ALT_STACK && alt_lo[lo] == ALT_PAINT)
+        lo++;
+    uintptr_t low = (uintptr_t)(alt_lo + lo);
+    return handler_sp > low ? handler_sp - low : 0;
+}
+
 static void on_usr2(int sig)
 {
     (void)sig;
+    char here;
+    handler_sp = (uintptr_t)&here;
     int saved = errno;
     watch_alloc = 1;
     errno = EXDEV;
@@ -446,9 +483,11 @@ static void forked_first_body(void)
     pid_t pid = fork();
     if (pid == 0) {
         snprintf(dump_path, sizeof dump_path, "%s/jit-%d.dump", dir, (int)getpid());
-        struct sigaction sa = { .sa_handler = on_usr2 };
+        alt_stack_setup();
+        struct sigaction sa = { .sa_handler = on_usr2, .sa_flags = SA_ONSTACK };
         sigaction(SIGUSR2, &sa, NULL);
         raise(SIGUSR2);
+        seen->handler_stack = alt_stack_depth();
         /* the child's first other call: the rest restarts */
         c.name = "in_child";
         c.start = code + 64;
@@ -487,6 +526,14 @@ static void test_forked_first_in_handler(void)
 #endif
     CHECK_EQ(seen->threads, 0);
     CHECK(seen->errno_kept);
+    fprintf(stderr, "forked_first: the restart used %zu bytes of the handler's stack\n",
+            seen->handler_stack);
+    /* a crash handler's alternate stack of SIGSTKSZ (8 KiB) keeps room for the kernel's
+     * frame (1-3 KiB) and the handler's own; sanitizers' frames are bigger by design */
+    CHECK(seen->handler_stack > 0);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    CHECK(seen->handler_stack <= HANDLER_STACK_MAX);
+#endif
     CHECK(!seen->dump_early);
     struct jhr_al lf;
     if (!seen->grandchild || read_log("forkfirst", (pid_t)seen->grandchild, &lf) != 0)
