@@ -52,7 +52,15 @@ void __jit_debug_register_code(void);
  * Allocated per registration, freed only after its unregister call has returned. */
 struct jh__gdb_image {
     struct jit_code_entry ce;
+    /* 0; or the bytes are a mapping of this size at symfile_addr, the image's own (the
+     * growing image's, gdb_grow.c), unmapped with it */
+    size_t map_len;
 };
+
+/* An image built by appending to a buffer whose len starts at JH__GDB_HEAD (room for the
+ * entry, in the same allocation): the buffer's block becomes the image. */
+#define JH__GDB_HEAD ((sizeof(struct jh__gdb_image) + 7) / 8 * 8)
+struct jh__gdb_image *jh__gdb_image_of(struct jh__buf *b);
 
 /* 0, -ENOMEM, or the image builder's error. fns sorted by start, not overlapping. A gap of
  * at most JH__GDB_JOIN_GAP bytes between two of them is covered by one .text section when

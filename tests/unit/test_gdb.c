@@ -297,7 +297,7 @@ static size_t image_id_at(uintptr_t addr, uint8_t id[64])
         const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
         const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff), *note = NULL;
         bool one = false;
-        for (int i = 0; i < eh->e_shnum; i++) {
+        for (size_t i = 0; i < elf_shnum(eh); i++) {
             const Elf64_Sym *sym = (const Elf64_Sym *)(p + sh[i].sh_offset);
             if (sh[i].sh_type == SHT_SYMTAB)
                 one = sh[i].sh_size == 2 * sizeof *sym && sym[1].st_value == addr;

@@ -1,0 +1,182 @@
+/*
+ * gdb_grow.c — the gdb channel's growing image (gdb_state.h): while no debugger listens,
+ * each function added in immediate mode is appended to one image, registered once, that a
+ * debugger attaching later finds whole at any instant (fmt/elf_grow_mem.h) — instead of a
+ * one-function image per add, merged 64 to one and again 16 to one on their way to a full
+ * image: ~8,100 + ~2,500 instructions a LuaJIT trace, a fifth of the library's cost (issue
+ * 30), for images nothing read unless a debugger came.
+ *
+ * Its life:
+ *   - started by the first add with no debugger; registered once it holds that function;
+ *   - each add: appended, the list entry's symfile_size raised, e_shoff switched (one store);
+ *   - full (cap functions, JH__ELFM_RUNS .text sections, or its reserve): frozen, i.e. a
+ *     compact copy registered in its place, an ordinary full image from then on;
+ *   - a debugger listening after an add (it may have read the image before the add, and
+ *     reads an entry once): frozen the same way, so it reads the copy; then the channel's
+ *     ordinary policy while it listens (gdb.c);
+ *   - its last function removed (the adapter replacing a perf-map line's function by the
+ *     jitdump's description of it): undone in place; any other removal or move: frozen as
+ *     it stands (no copy) and handled as in any image (gdb.c: lazily rebuilt).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "base/vec.h"
+#include "channels/gdb_state.h"
+#include "fmt/arch.h"
+
+/* Address space reserved per growing image (MAP_NORESERVE: pages cost only once written).
+ * A full image of 1,024 LuaJIT traces or node functions takes well under 2 MiB. */
+#define RESERVE ((size_t)64 << 20)
+
+struct jh__gdb_grow {
+    struct jh__elfm m;
+    struct jh__gdb_image *pub;  /* its list entry; owns the mapping */
+    bool listed;
+    size_t fns_cap;
+};
+
+#define SLOT(st, e) ((e)->slot[(st)->env->slot])
+
+static int grow_start(struct gdb_state *st)
+{
+    void *base = mmap(NULL, RESERVE, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED)
+        return -ENOMEM;
+    struct jh__gdb_grow *gm = calloc(1, sizeof *gm);
+    struct jh__gdb_image *pub = calloc(1, sizeof *pub);
+    struct img *im = calloc(1, sizeof *im);
+    if (!gm || !pub || !im || jh__elfm_init(&gm->m, base, RESERVE, JH__ARCH_HOST, true)) {
+        free(gm);
+        free(pub);
+        free(im);
+        munmap(base, RESERVE);
+        return -ENOMEM;
+    }
+    pub->ce.symfile_addr = base;
+    pub->map_len = RESERVE;
+    gm->pub = pub;
+    im->pub = pub;
+    im->cls = -1;
+    st->grow = im, st->gm = gm;
+    return 0;
+}
+
+/* The image and its builder gone (its pub unregistered and unmapped, if drop). */
+static void grow_end(struct gdb_state *st, bool drop)
+{
+    struct jh__gdb_grow *gm = st->gm;
+    if (drop) {
+        if (gm->listed)
+            jh__gdb_publish(NULL, &gm->pub, 1);
+        else
+            jh__gdb_image_free(gm->pub);
+        free(st->grow->fns);
+        free(st->grow);
+    }
+    free(gm);
+    st->grow = NULL, st->gm = NULL;
+}
+
+int jh__gdb_grow_freeze(struct gdb_state *st, bool copy)
+{
+    struct img *im = st->grow;
+    if (!im)
+        return 0;
+    if (copy) {
+        struct jh__buf b = { .len = JH__GDB_HEAD };
+        int err = jh__elfm_copy(&st->gm->m, &b);
+        if (err) {
+            free(b.p);
+            return err;
+        }
+        im->pub = jh__gdb_image_of(&b);
+        jh__gdb_publish(im->pub, &st->gm->pub, 1);  /* the copy first: never in no image */
+    }
+    grow_end(st, false);
+    jh__gdb_sort(im->fns, im->n);
+    jh__gdb_class_link(st, im);
+    return copy ? jh__gdb_maybe_merge(st, im->cls) : 0;
+}
+
+/* e's neighbours in the growing image, when e may share a .text section with them: the
+ * next code below (above) e is theirs, and the gap no more than elf_image's join gap (as
+ * gdb.c's gap_empty: nothing else is in it, e being next to them). */
+static void joins(const struct gdb_state *st, const struct jh__entry *e, bool *jp, bool *jn)
+{
+    const struct jh__entry *p = jh__entry_of(jh__reg_prev(st->env->reg, &e->node));
+    const struct jh__entry *n = jh__view_next(st->env, e);
+    *jp = p && SLOT(st, p) == st->grow &&
+          e->node.start - (p->node.start + p->node.size) <= JH__GDB_JOIN_GAP;
+    *jn = n && SLOT(st, n) == st->grow &&
+          n->node.start - (e->node.start + e->node.size) <= JH__GDB_JOIN_GAP;
+}
+
+int jh__gdb_grow_add(struct gdb_state *st, struct jh__entry *e)
+{
+    int err;
+    bool full = false;
+    for (int tries = 0;; tries++) {
+        if (st->grow && (full || st->grow->n >= st->cap)) {
+            if ((err = jh__gdb_grow_freeze(st, true)))
+                return err;
+            SLOT(st, e) = NULL;     /* the frozen image is another: may it span e? */
+            if ((err = jh__gdb_unjoin(st, e)))
+                return err;
+        }
+        if (!st->grow && grow_start(st))
+            return 1;
+        struct img *im = st->grow;
+        if (JH__VEC_RESERVE(im->fns, st->gm->fns_cap, im->n + 1))
+            return -ENOMEM;
+        bool jp, jn;
+        joins(st, e, &jp, &jn);
+        jh__entry_insns(e);     /* encoded once for every channel (gdb.c's build) */
+        err = jh__elfm_add(&st->gm->m, &e->fn, jh__entry_bid(e), jp, jn);
+        if (!err)
+            break;
+        if ((err != -ENOSPC && err != -E2BIG) || !im->n || tries)
+            return 1;           /* an image of its own says what is wrong, if anything */
+        full = true;            /* frozen above, e into a new image */
+    }
+    struct img *im = st->grow;
+    struct jh__gdb_grow *gm = st->gm;
+    __atomic_store_n(&gm->pub->ce.symfile_size, (uint64_t)jh__elfm_size(&gm->m),
+                     __ATOMIC_RELEASE);
+    jh__elfm_flip(&gm->m);
+    im->fns[im->n++] = e;
+    SLOT(st, e) = im;
+    if (!gm->listed) {
+        jh__gdb_publish(gm->pub, NULL, 0);
+        gm->listed = true;
+    }
+    /* A debugger that came meanwhile read the entry once, maybe before e was in: it reads
+     * a copy now, before e can run. */
+    return jh__gdb_listening() ? jh__gdb_grow_freeze(st, true) : 0;
+}
+
+bool jh__gdb_grow_pop(struct gdb_state *st, struct jh__entry *e)
+{
+    struct img *im = st->grow;
+    if (!im || !im->n || im->fns[im->n - 1] != e || jh__elfm_pop(&st->gm->m))
+        return false;
+    jh__elfm_flip(&st->gm->m);
+    im->n--;
+    SLOT(st, e) = NULL;
+    if (!im->n)
+        grow_end(st, true);
+    else if (jh__gdb_listening())
+        (void)jh__gdb_grow_freeze(st, true);    /* (no memory: it names e a while longer) */
+    return true;
+}
+
+void jh__gdb_grow_close(struct gdb_state *st)
+{
+    if (!st->grow)
+        return;
+    for (size_t i = 0; i < st->grow->n; i++)
+        SLOT(st, st->grow->fns[i]) = NULL;
+    grow_end(st, true);
+}
