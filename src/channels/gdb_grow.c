@@ -27,8 +27,9 @@
 #include "fmt/arch.h"
 
 /* Address space reserved per growing image (MAP_NORESERVE: pages cost only once written).
- * A full image of 1,024 LuaJIT traces or node functions takes well under 2 MiB. */
-#define RESERVE ((size_t)64 << 20)
+ * A full image of 1,024 LuaJIT traces with their per-guard lines takes ~1 MiB, twice that
+ * with the chunks its sections outgrew; one that fills this is frozen as it is. */
+#define RESERVE ((size_t)16 << 20)
 
 struct jh__gdb_grow {
     struct jh__elfm m;
@@ -85,6 +86,10 @@ int jh__gdb_grow_freeze(struct gdb_state *st, bool copy)
     struct img *im = st->grow;
     if (!im)
         return 0;
+    if (!im->n) {               /* (started, its first function refused) */
+        grow_end(st, true);
+        return 0;
+    }
     if (copy) {
         struct jh__buf b = { .len = JH__GDB_HEAD };
         int err = jh__elfm_copy(&st->gm->m, &b);

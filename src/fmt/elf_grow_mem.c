@@ -18,6 +18,7 @@
 enum { I_EH = 1, I_INFO, I_ABBREV, I_LINE, I_STR, I_RANGES, I_SYMTAB, I_STRTAB, I_NOTE,
        I_SHSTRTAB, I_TEXT };
 #define NSEC_MAX (I_TEXT + JH__ELFM_RUNS)
+_Static_assert(NSEC_MAX == JH__ELFM_NSEC, "the section count");
 #define TABLE_SIZE (NSEC_MAX * sizeof(Elf64_Shdr))
 
 static const char shstrtab[] = "\0.eh_frame\0.debug_info\0.debug_abbrev\0.debug_line\0"
@@ -57,6 +58,8 @@ int jh__elfm_init(struct jh__elfm *g, void *base, size_t reserve, const struct j
     g->arch = arch ? arch : JH__ARCH_HOST;
     g->symbols = symbols;
     g->cur = -1;
+    g->table_stale = true;
+    g->run_dirty = -1;
     g->eh_cie[0] = g->eh_cie[1] = SIZE_MAX;
     g->tail = sizeof(Elf64_Ehdr);
     g->shstr_off = take(g, sizeof shstrtab);
@@ -93,6 +96,15 @@ int jh__elfm_init(struct jh__elfm *g, void *base, size_t reserve, const struct j
     struct jh__dwarf_opts dopts = { 0 };
     int err = jh__dwarf_begin(&g->dw, &dopts);
     return err == -ENOBUFS ? -ENOSPC : err;
+}
+
+static void run_entry(const struct jh__elfm *g, Elf64_Shdr *sh, size_t r)
+{
+    sh[I_TEXT + r] = r >= g->nruns ? (Elf64_Shdr){ 0 } :
+        (Elf64_Shdr){ .sh_name = sec_name[I_TEXT], .sh_type = SHT_NOBITS,
+                      .sh_flags = SHF_ALLOC | SHF_EXECINSTR, .sh_addr = g->run[r].lo,
+                      .sh_offset = sizeof(Elf64_Ehdr), .sh_size = g->run[r].hi - g->run[r].lo,
+                      .sh_addralign = 1 };
 }
 
 /* The sections as the debugger will see them, into a table at dst: the growing ones at
@@ -133,10 +145,7 @@ static void write_table(const struct jh__elfm *g, uint8_t *dst, const uint8_t *i
                                    .sh_offset = shstr, .sh_size = sizeof shstrtab,
                                    .sh_addralign = 1 };
     for (size_t r = 0; r < g->nruns; r++)
-        sh[I_TEXT + r] = (Elf64_Shdr){ .sh_name = sec_name[I_TEXT], .sh_type = SHT_NOBITS,
-            .sh_flags = SHF_ALLOC | SHF_EXECINSTR, .sh_addr = g->run[r].lo,
-            .sh_offset = sizeof(Elf64_Ehdr), .sh_size = g->run[r].hi - g->run[r].lo,
-            .sh_addralign = 1 };
+        run_entry(g, sh, r);
     memcpy(dst, sh, clear * sizeof sh[0]);
 }
 
@@ -147,15 +156,35 @@ static void write_note(const struct jh__elfm *g, uint8_t *dst)
     jh__bid_note(dst, id);
 }
 
-/* Step 2: the next note and table, in the areas the current table does not use. */
+/* Step 2: the next note and table, in the areas the current table does not use. The table
+ * is g->table brought up to date: what an append changes (the sections' sizes, the note's
+ * place, one run) field by field, the rest only when a chunk moved or a section appeared or
+ * went (a table built whole was ~700 instructions an append, a LuaJIT trace's). */
 static void prepare(struct jh__elfm *g)
 {
     int next = g->cur == 0;
-    size_t off[JH__ELFM_NGROW];
-    for (int k = 0; k < JH__ELFM_NGROW; k++)
-        off[k] = (size_t)(gbuf(g, k)->p - g->base);
+    Elf64_Shdr *sh = (Elf64_Shdr *)(void *)g->table;
     write_note(g, g->base + g->note_off[next]);
-    write_table(g, g->base + g->table_off[next], g->base, off, g->note_off[next], g->shstr_off);
+    for (int k = 0; k < JH__ELFM_NGROW && !g->table_stale; k++) {
+        const struct jh__buf *b = gbuf(g, k);
+        Elf64_Shdr *s = &sh[I_EH + k];
+        if (!b->len != (s->sh_type == SHT_NULL) || (b->len && s->sh_offset != (size_t)(b->p - g->base)))
+            g->table_stale = true;
+        s->sh_size = b->len;
+    }
+    if (g->table_stale) {
+        size_t off[JH__ELFM_NGROW];
+        for (int k = 0; k < JH__ELFM_NGROW; k++)
+            off[k] = (size_t)(gbuf(g, k)->p - g->base);
+        write_table(g, (uint8_t *)sh, g->base, off, g->note_off[next], g->shstr_off);
+        g->table_stale = false;
+    } else if (g->run_dirty >= 0) {
+        run_entry(g, sh, (size_t)g->run_dirty);
+    }
+    g->run_dirty = -1;
+    sh[I_NOTE].sh_offset = g->note_off[next];
+    uint32_t n = I_TEXT + (uint32_t)g->nruns, clear = n + 2 < NSEC_MAX ? n + 2 : NSEC_MAX;
+    memcpy(g->base + g->table_off[next], sh, clear * sizeof *sh);
 }
 
 void jh__elfm_flip(struct jh__elfm *g)
@@ -206,6 +235,7 @@ static int place_run(struct jh__elfm *g, const struct jh__func *f, bool join_pre
     }
     int r = join_prev && below >= 0 ? below : join_next && above >= 0 ? above : -1;
     if (r >= 0) {
+        g->run_dirty = r;
         g->undo.run = r;
         g->undo.was = g->run[r];
         if (lo < g->run[r].lo)
@@ -217,6 +247,7 @@ static int place_run(struct jh__elfm *g, const struct jh__func *f, bool join_pre
     if (g->nruns == JH__ELFM_RUNS)
         return -1;
     g->run[g->nruns] = (struct jh__elfm_run){ lo, hi };
+    g->run_dirty = (int)g->nruns;
     return (int)g->nruns++;
 }
 
@@ -277,6 +308,7 @@ int jh__elfm_add(struct jh__elfm *g, const struct jh__func *f, uint64_t fn_bid,
         if (g->undo.run >= 0)
             g->run[g->undo.run] = g->undo.was;
         g->nruns = g->undo.nruns;
+        g->run_dirty = -1;
         return err;
     }
     if (!g->nfns++ || f->start < g->lo)
@@ -299,6 +331,7 @@ int jh__elfm_pop(struct jh__elfm *g)
     g->eh_cie[0] = g->undo.eh_cie[0], g->eh_cie[1] = g->undo.eh_cie[1];
     if (g->undo.run >= 0)
         g->run[g->undo.run] = g->undo.was;
+    g->run_dirty = g->undo.run >= 0 ? g->undo.run : g->nruns > g->undo.nruns ? (int)g->undo.nruns : -1;
     g->nruns = g->undo.nruns;
     g->lo = g->undo.lo, g->hi = g->undo.hi, g->bid = g->undo.bid;
     g->nfns--;

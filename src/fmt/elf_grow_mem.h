@@ -53,6 +53,8 @@ struct jh__func;
 #define JH__ELFM_RUNS 64
 /* The growing sections: .eh_frame, the five DWARF ones, .symtab, .strtab. */
 enum { JH__ELFM_NGROW = 8 };
+/* Section headers: null, the growing ones, the note, .shstrtab, the runs. */
+#define JH__ELFM_NSEC (JH__ELFM_NGROW + 3 + JH__ELFM_RUNS)
 
 struct jh__elfm_run {
     uint64_t lo, hi;
@@ -73,6 +75,11 @@ struct jh__elfm {
     size_t nruns;
     size_t shstr_off, note_off[2], table_off[2];
     int cur;                    /* the table e_shoff names (-1: none yet) */
+    /* The next table as it stands, kept up to date field by field (an append changes a few
+     * sizes and one run): copied whole into the area a flip switches to. Elf64_Shdr[]. */
+    uint64_t table[JH__ELFM_NSEC * 8];
+    bool table_stale;           /* built whole at the next prepare (a chunk moved...) */
+    int run_dirty;              /* the run entry the last change touched (-1: none) */
     struct {                    /* what the last append changed (jh__elfm_pop) */
         bool ok;
         size_t len[JH__ELFM_NGROW], eh_cie[2], nruns;

@@ -165,6 +165,13 @@ static void compare_fresh(const uint8_t *img, size_t size, int n)
                                  .flags = JH__ELF_NO_PHDRS | JH__ELF_SYMBOLS };
     struct jh__buf b = { 0 };
     CHECK_EQ(jh__elf_image(&b, &spec, NULL), 0);
+    struct view *a = malloc(sizeof *a), *z = malloc(sizeof *z);
+    read_view(img, size, a);
+    read_view(b.p, b.len, z);   /* the same symbols and build-id as the builder's */
+    CHECK(a->ok && z->ok && a->nsym == z->nsym && !memcmp(a->sym, z->sym, sizeof a->sym));
+    CHECK(a->idlen == JH__BUILD_ID_SIZE && z->idlen == a->idlen && !memcmp(a->id, z->id, a->idlen));
+    free(a);
+    free(z);
     f = fopen(fresh, "wb");
     CHECK(f && fwrite(b.p, 1, b.len, f) == b.len);
     if (f)
