@@ -7,6 +7,7 @@
 
 #include <elf.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,11 +29,15 @@ static const char shstrtab[] = "\0.eh_frame\0.debug_info\0.debug_abbrev\0.debug_
 static const uint32_t sec_name[I_TEXT + 1] = { 0, 1, 11, 23, 37, 49, 60, 74, 82, 90, 109, 119 };
 
 /* The growing sections' buffers, in a fixed order (JH__ELFM_NGROW). */
-static struct jh__buf *gbuf(struct jh__elfm *g, int k)
+static const size_t gbuf_at[JH__ELFM_NGROW] = {
+    offsetof(struct jh__elfm, eh), offsetof(struct jh__elfm, dw.info),
+    offsetof(struct jh__elfm, dw.abbrev), offsetof(struct jh__elfm, dw.line),
+    offsetof(struct jh__elfm, dw.str), offsetof(struct jh__elfm, dw.ranges),
+    offsetof(struct jh__elfm, sym), offsetof(struct jh__elfm, str) };
+
+static inline struct jh__buf *gbuf(struct jh__elfm *g, int k)
 {
-    struct jh__buf *all[JH__ELFM_NGROW] = { &g->eh, &g->dw.info, &g->dw.abbrev, &g->dw.line,
-                                            &g->dw.str, &g->dw.ranges, &g->sym, &g->str };
-    return all[k];
+    return (struct jh__buf *)(void *)((char *)g + gbuf_at[k]);
 }
 
 static size_t align8(size_t v) { return (v + 7) & ~(size_t)7; }
