@@ -29,12 +29,14 @@
  *     removed or moved. Live images stay below FANOUT per class + n/cap (n/(4 cap) while
  *     a debugger listens, below); one-function images merge by SINGLE_FANOUT, so that
  *     each function is encoded fewer times and a debugger stops fewer times.
- *   - default, immediate: jh_code_add registers a one-function image before it returns,
- *     so a debugger attached now sees the function before it can run (pending
- *     breakpoints hit) and one attaching later finds it in the list. The merge registers
- *     the new image before unregistering the old ones: never a moment where a function is
- *     in no image. Cost: ~2 debugger stops per function while a debugger listens; a few
- *     microseconds of image building when none does. A jh_code_add_many: one image.
+ *   - default, immediate: while a debugger listens, jh_code_add registers a one-function
+ *     image before it returns, so the debugger sees the function before it can run
+ *     (pending breakpoints hit). The merge registers the new image before unregistering
+ *     the old ones: never a moment where a function is in no image. ~2 stops a function.
+ *     While none listens, the function is appended to one growing image instead
+ *     (gdb_grow.c), complete at every instant, so a debugger attaching later finds it
+ *     in the list: it becomes an ordinary full image at cap functions, or when a
+ *     debugger comes. A jh_code_add_many: one image.
  *   - deferred (gdb_batch | JH_GDB_DEFER, or JITHERALD_GDB_DEFER=1): new code is
  *     collected and registered as one image at jh_flush() or when `cap` functions are
  *     pending; the JIT calls jh_flush() before running new code. One stop per image: 100k
@@ -513,8 +515,11 @@ int jh__gdb_unjoin(struct gdb_state *st, const struct jh__entry *e)
 static int gdb_add(void *state, struct jh__entry *e)
 {
     struct gdb_state *st = state;
-    bool listening = jh__gdb_listening(), grow = !st->defer && !st->batch && !listening;
+    /* (inside a batch nothing is appended: the growing image is whole for a debugger that
+     * came meanwhile, and it is frozen at the next add outside one) */
+    bool grow = !st->defer && !st->batch, listening = grow && jh__gdb_listening();
     int err = st->grow && listening ? jh__gdb_grow_freeze(st, true) : 0;
+    grow = grow && !listening;
     SLOT(st, e) = grow ? st->grow : NULL;   /* (unjoin: e joins the growing image) */
     if (!err)
         err = jh__gdb_unjoin(st, e);
