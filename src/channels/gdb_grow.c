@@ -33,8 +33,9 @@
 
 struct jh__gdb_grow {
     struct jh__elfm m;
-    struct jh__gdb_image *pub;  /* its list entry; owns the mapping */
-    bool listed;
+    void *map;                  /* its reserve */
+    struct jh__gdb_image *ent[2];   /* the list entries of the image's two views */
+    int listed;                 /* the view listed (-1: none yet) */
     size_t fns_cap;
 };
 
@@ -47,38 +48,69 @@ static int grow_start(struct gdb_state *st)
     if (base == MAP_FAILED)
         return -ENOMEM;
     struct jh__gdb_grow *gm = calloc(1, sizeof *gm);
-    struct jh__gdb_image *pub = calloc(1, sizeof *pub);
     struct img *im = calloc(1, sizeof *im);
-    if (!gm || !pub || !im || jh__elfm_init(&gm->m, base, RESERVE, JH__ARCH_HOST, true)) {
+    if (gm) {
+        gm->ent[0] = calloc(1, sizeof *gm->ent[0]);
+        gm->ent[1] = calloc(1, sizeof *gm->ent[1]);
+    }
+    if (!gm || !im || !gm->ent[0] || !gm->ent[1] ||
+        jh__elfm_init(&gm->m, base, RESERVE, JH__ARCH_HOST, true)) {
+        if (gm)
+            free(gm->ent[0]), free(gm->ent[1]);
         free(gm);
-        free(pub);
         free(im);
         munmap(base, RESERVE);
         return -ENOMEM;
     }
-    pub->ce.symfile_addr = base;
-    pub->map_len = RESERVE;
-    gm->pub = pub;
-    im->pub = pub;
+    gm->map = base;
+    gm->listed = -1;
+    for (int v = 0; v < 2; v++)
+        gm->ent[v]->ce.symfile_addr = (const char *)jh__elfm_view(&gm->m, v);
     im->cls = -1;
     st->grow = im, st->gm = gm;
     return 0;
 }
 
-/* The image and its builder gone (its pub unregistered and unmapped, if drop). */
+/* The builder gone; with drop the image too (unregistered, unmapped). Else the listed
+ * view's entry stays, the image's pub, owning the mapping (a copy replaced it, or it is
+ * frozen as it stands). */
 static void grow_end(struct gdb_state *st, bool drop)
 {
     struct jh__gdb_grow *gm = st->gm;
+    int v = gm->listed;
     if (drop) {
-        if (gm->listed)
-            jh__gdb_publish(NULL, &gm->pub, 1);
-        else
-            jh__gdb_image_free(gm->pub);
+        if (v >= 0) {
+            jh__gdb_publish(NULL, &gm->ent[v], 1);
+            free(gm->ent[1 - v]);
+        } else {
+            free(gm->ent[0]);
+            free(gm->ent[1]);
+        }
+        munmap(gm->map, RESERVE);
         free(st->grow->fns);
         free(st->grow);
+    } else {
+        gm->ent[v]->map = gm->map, gm->ent[v]->map_len = RESERVE;
+        free(gm->ent[1 - v]);
     }
     free(gm);
     st->grow = NULL, st->gm = NULL;
+}
+
+/* The view jh__elfm_add or _pop just wrote becomes the listed one: listed first, then the
+ * other unlisted (a debugger that listens reads it at that stop). */
+static void grow_publish(struct gdb_state *st)
+{
+    struct jh__gdb_grow *gm = st->gm;
+    int v = jh__elfm_next(&gm->m);
+    gm->ent[v]->ce.symfile_size = jh__elfm_size(&gm->m, v);
+    jh__elfm_flip(&gm->m);
+    if (gm->listed < 0)
+        jh__gdb_publish(gm->ent[v], NULL, 0);
+    else
+        jh__gdb_republish(&gm->ent[v]->ce, &gm->ent[gm->listed]->ce);
+    gm->listed = v;
+    st->grow->pub = gm->ent[v];
 }
 
 int jh__gdb_grow_freeze(struct gdb_state *st, bool copy)
@@ -91,16 +123,24 @@ int jh__gdb_grow_freeze(struct gdb_state *st, bool copy)
         return 0;
     }
     if (copy) {
+        struct jh__gdb_grow *gm = st->gm;
         struct jh__buf b = { .len = JH__GDB_HEAD };
-        int err = jh__elfm_copy(&st->gm->m, &b);
+        int err = jh__elfm_copy(&gm->m, &b);
         if (err) {
             free(b.p);
             return err;
         }
         im->pub = jh__gdb_image_of(&b);
-        jh__gdb_publish(im->pub, &st->gm->pub, 1);  /* the copy first: never in no image */
+        struct jh__gdb_image *old = gm->ent[gm->listed];
+        gm->ent[gm->listed] = NULL;
+        jh__gdb_publish(im->pub, &old, 1);     /* the copy first: never in no image */
+        free(gm->ent[1 - gm->listed]);
+        munmap(gm->map, RESERVE);
+        free(gm);
+        st->grow = NULL, st->gm = NULL;
+    } else {
+        grow_end(st, false);
     }
-    grow_end(st, false);
     jh__gdb_sort(im->fns, im->n);
     jh__gdb_class_link(st, im);
     return copy ? jh__gdb_maybe_merge(st, im->cls) : 0;
@@ -147,16 +187,9 @@ int jh__gdb_grow_add(struct gdb_state *st, struct jh__entry *e)
         full = true;            /* frozen above, e into a new image */
     }
     struct img *im = st->grow;
-    struct jh__gdb_grow *gm = st->gm;
-    __atomic_store_n(&gm->pub->ce.symfile_size, (uint64_t)jh__elfm_size(&gm->m),
-                     __ATOMIC_RELEASE);
-    jh__elfm_flip(&gm->m);
     im->fns[im->n++] = e;
     SLOT(st, e) = im;
-    if (!gm->listed) {
-        jh__gdb_publish(gm->pub, NULL, 0);
-        gm->listed = true;
-    }
+    grow_publish(st);
     /* A debugger that came meanwhile read the entry once, maybe before e was in: it reads
      * a copy now, before e can run. */
     return jh__gdb_listening() ? jh__gdb_grow_freeze(st, true) : 0;
@@ -165,15 +198,20 @@ int jh__gdb_grow_add(struct gdb_state *st, struct jh__entry *e)
 bool jh__gdb_grow_pop(struct gdb_state *st, struct jh__entry *e)
 {
     struct img *im = st->grow;
-    if (!im || !im->n || im->fns[im->n - 1] != e || jh__elfm_pop(&st->gm->m))
+    if (!im || !im->n || im->fns[im->n - 1] != e)
         return false;
-    jh__elfm_flip(&st->gm->m);
+    if (im->n == 1) {
+        SLOT(st, e) = NULL;
+        grow_end(st, true);
+        return true;
+    }
+    if (jh__elfm_pop(&st->gm->m))
+        return false;
     im->n--;
     SLOT(st, e) = NULL;
-    if (!im->n)
-        grow_end(st, true);
-    else if (jh__gdb_listening())
-        (void)jh__gdb_grow_freeze(st, true);    /* (no memory: it names e a while longer) */
+    grow_publish(st);
+    if (jh__gdb_listening())
+        (void)jh__gdb_grow_freeze(st, true);    /* (no memory: the next add tries again) */
     return true;
 }
 

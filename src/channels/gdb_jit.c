@@ -201,8 +201,8 @@ void jh__gdb_warn_shadowed(const struct jh__diag *d)
 
 void jh__gdb_image_free(struct jh__gdb_image *im)
 {
-    if (im && im->map_len)
-        munmap((void *)(uintptr_t)im->ce.symfile_addr, im->map_len);
+    if (im && im->map)
+        munmap(im->map, im->map_len);
     free(im);
 }
 
@@ -257,6 +257,18 @@ void jh__gdb_publish(struct jh__gdb_image *add, struct jh__gdb_image *const *dro
     jh__unlock(&list_lock);
     for (size_t i = 0; i < ndrop; i++)
         jh__gdb_image_free(drop[i]);
+}
+
+void jh__gdb_republish(struct jit_code_entry *add, struct jit_code_entry *drop)
+{
+    jh__lock(&list_lock);
+    check_debugger_locked();
+    list_add(add);
+    list_remove(drop);
+    check_foreign();
+    jh__gdb_descriptor.relevant_entry = NULL;
+    jh__gdb_descriptor.action_flag = JIT_NOACTION;
+    jh__unlock(&list_lock);
 }
 
 /* A ready-made object: its entry only; the bytes are the caller's. */

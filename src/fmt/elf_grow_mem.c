@@ -21,6 +21,7 @@ enum { I_EH = 1, I_INFO, I_ABBREV, I_LINE, I_STR, I_RANGES, I_SYMTAB, I_STRTAB, 
 #define NSEC_MAX (I_TEXT + JH__ELFM_RUNS)
 _Static_assert(NSEC_MAX == JH__ELFM_NSEC, "the section count");
 #define TABLE_SIZE (NSEC_MAX * sizeof(Elf64_Shdr))
+#define VIEW sizeof(Elf64_Ehdr)         /* view v's ELF header is at base + v * VIEW */
 
 static const char shstrtab[] = "\0.eh_frame\0.debug_info\0.debug_abbrev\0.debug_line\0"
                                ".debug_str\0.debug_ranges\0.symtab\0.strtab\0"
@@ -67,7 +68,7 @@ int jh__elfm_init(struct jh__elfm *g, void *base, size_t reserve, const struct j
     g->table_stale = true;
     g->run_dirty = -1;
     g->eh_cie[0] = g->eh_cie[1] = SIZE_MAX;
-    g->tail = sizeof(Elf64_Ehdr);
+    g->tail = 2 * VIEW;                 /* the two views' ELF headers */
     g->shstr_off = take(g, sizeof shstrtab);
     g->note_off[0] = take(g, JH__BUILD_ID_NOTE_SIZE);
     g->note_off[1] = take(g, JH__BUILD_ID_NOTE_SIZE);
@@ -96,6 +97,7 @@ int jh__elfm_init(struct jh__elfm *g, void *base, size_t reserve, const struct j
     eh.e_shnum = NSEC_MAX;              /* the runs not there yet: null entries */
     eh.e_shstrndx = I_SHSTRTAB;
     memcpy(g->base, &eh, sizeof eh);
+    memcpy(g->base + VIEW, &eh, sizeof eh);
     Elf64_Sym null = { 0 };
     jh__buf_put(&g->sym, &null, sizeof null);
     jh__buf_u8(&g->str, 0);
@@ -109,7 +111,7 @@ static void run_entry(const struct jh__elfm *g, Elf64_Shdr *sh, size_t r)
     sh[I_TEXT + r] = r >= g->nruns ? (Elf64_Shdr){ 0 } :
         (Elf64_Shdr){ .sh_name = sec_name[I_TEXT], .sh_type = SHT_NOBITS,
                       .sh_flags = SHF_ALLOC | SHF_EXECINSTR, .sh_addr = g->run[r].lo,
-                      .sh_offset = sizeof(Elf64_Ehdr), .sh_size = g->run[r].hi - g->run[r].lo,
+                      .sh_offset = 2 * VIEW, .sh_size = g->run[r].hi - g->run[r].lo,
                       .sh_addralign = 1 };
 }
 
@@ -190,16 +192,19 @@ static void prepare(struct jh__elfm *g)
     g->run_dirty = -1;
     sh[I_NOTE].sh_offset = g->note_off[next];
     uint32_t n = I_TEXT + (uint32_t)g->nruns, clear = n + 2 < NSEC_MAX ? n + 2 : NSEC_MAX;
-    memcpy(g->base + g->table_off[next], sh, clear * sizeof *sh);
+    Elf64_Shdr *to = (Elf64_Shdr *)(void *)(g->base + g->table_off[next]);
+    memcpy(to, sh, clear * sizeof *sh);
+    for (uint32_t i = 1; next && i < n; i++)    /* (view 1 starts VIEW bytes in) */
+        to[i].sh_offset -= to[i].sh_type != SHT_NULL ? VIEW : 0;
 }
 
 void jh__elfm_flip(struct jh__elfm *g)
 {
     int next = g->cur == 0;
-    /* every byte the new table names is written before the table is the image's: a
+    /* every byte the new table names is written before the table is the view's: a
      * debugger stops us between any two instructions, and reads what was stored by then */
-    __atomic_store_n((uint64_t *)(void *)(g->base + offsetof(Elf64_Ehdr, e_shoff)),
-                     (uint64_t)g->table_off[next], __ATOMIC_RELEASE);
+    __atomic_store_n((uint64_t *)(void *)(g->base + next * VIEW + offsetof(Elf64_Ehdr, e_shoff)),
+                     (uint64_t)(g->table_off[next] - next * VIEW), __ATOMIC_RELEASE);
     g->cur = next;
 }
 

@@ -7,22 +7,29 @@
  * (base, reserve bytes; it never moves). Pure: functions in, bytes out, no I/O.
  *
  * Why it can be read at any instant: a debugger attaching (ptrace) stops the process at any
- * instruction and reads the image once. So an append
- *   1. writes the function's bytes only where the current section header table points at
- *      nothing: past each growing section's current size in its chunk, or in a new chunk
- *      twice the size at the region's tail when the old one is full (the old bytes copied;
- *      the old chunk stays as it was, named by the current table, and is never used again:
- *      at most twice the bytes the sections hold);
- *   2. writes a whole new section header table, and a new build-id note, into the one of
- *      two areas each that the current table does not use (jh__elfm_add);
- *   3. (the caller) raises the list entry's symfile_size to cover it (jh__elfm_size);
- *   4. switches e_shoff to the new table: one aligned 8-byte store (jh__elfm_flip).
- * Any instant shows the old image or the new one, each complete. The ELF header never
- * changes but for e_shoff: e_shnum counts JH__ELFM_RUNS .text sections (one per run of
- * functions, as fmt/elf_image.h), those not there yet null entries (SHT_NULL: gdb's BFD and
- * LLDB skip them). Not ELF's extended numbering (e_shnum 0, the count in section 0's
- * sh_size), which BFD reads too: readelf 2.40 then takes section 0 for a .gnu_debuglink and
- * warns about every such image.
+ * instruction and reads the image once; one listening reads an image at its registration
+ * stop, once. The region holds two views of the image, each an ELF header (at base and at
+ * base + 64) with its own section header table area and build-id note slot, its table's
+ * offsets relative to its header. The caller lists one view at a time. An append
+ *   1. writes the function's bytes only where no table points: past each growing
+ *      section's current size in its chunk, or in a new chunk twice the size at the
+ *      region's tail when the old one is full (the old bytes copied; the old chunk stays
+ *      as it was, named by the listed view's table, and is never used again: at most
+ *      twice the bytes the sections hold);
+ *   2. writes the other view's note and whole section header table (jh__elfm_add);
+ *   3. switches that view's e_shoff to it: one aligned 8-byte store (jh__elfm_flip);
+ *   4. (the caller) lists that view, symfile_size jh__elfm_size, then unlists the other
+ *      (channels/gdb_grow.c): a debugger listening reads the new view at that stop, and
+ *      never sees a function in no image.
+ * The listed view is never written: any instant shows complete images. And every append is
+ * announced, so a debugger jitherald cannot see listening (qemu-user's gdb stub keeps its
+ * breakpoints out of the process's memory) reads each one; one it sees makes the channel
+ * stop growing the image (gdb_grow.c), so that it does not read it whole at every add.
+ * The ELF header never changes but for e_shoff: e_shnum counts JH__ELFM_RUNS .text
+ * sections (one per run of functions, as fmt/elf_image.h), those not there yet null
+ * entries (SHT_NULL: gdb's BFD and LLDB skip them). Not ELF's extended numbering (e_shnum
+ * 0, the count in section 0's sh_size), which BFD reads too: readelf 2.40 then takes
+ * section 0 for a .gnu_debuglink and warns about every such image.
  *
  * What a debugger reads equals a fresh jh__elf_image of the same functions in what it
  * names: the same symbols, sizes, FDEs, line rows and build-id (the id is a sum of
@@ -108,9 +115,19 @@ int jh__elfm_add(struct jh__elfm *g, const struct jh__func *f, uint64_t fn_bid,
 /* Undo the last jh__elfm_add (flipped or not), the next table written as for an append:
  * 0, or -ENOENT when there is nothing to undo (once per append). */
 int jh__elfm_pop(struct jh__elfm *g);
-/* What the next flip needs the debugger to read: bytes from base. */
-static inline size_t jh__elfm_size(const struct jh__elfm *g) { return g->tail; }
-/* Step 4: the new table becomes the image's. */
+/* The two views (see above): view v's image starts at jh__elfm_view(g, v) and takes
+ * jh__elfm_size(g, v) bytes. jh__elfm_add and _pop write the view the next flip switches
+ * to (jh__elfm_next), never the other. */
+static inline const uint8_t *jh__elfm_view(const struct jh__elfm *g, int v)
+{
+    return g->base + (size_t)v * 64;
+}
+static inline size_t jh__elfm_size(const struct jh__elfm *g, int v)
+{
+    return g->tail - (size_t)v * 64;
+}
+static inline int jh__elfm_next(const struct jh__elfm *g) { return g->cur == 0; }
+/* Step 4: the new table becomes its view's (then g->cur is that view). */
 void jh__elfm_flip(struct jh__elfm *g);
 
 /* The image as it stands (the current table's), compacted: appended to out like
