@@ -7,16 +7,19 @@
  * 30), for images nothing read unless a debugger came.
  *
  * Its life:
- *   - started by the first add with no debugger; registered once it holds that function;
- *   - each add: appended, the list entry's symfile_size raised, e_shoff switched (one store);
+ *   - started by the first add with no debugger;
+ *   - each add: appended to the view not listed, which is then listed before the other is
+ *     unlisted (fmt/elf_grow_mem.h): a debugger listening, one jitherald sees or not
+ *     (qemu-user's gdb stub keeps its breakpoint out of our memory), reads it then;
  *   - full (cap functions, JH__ELFM_RUNS .text sections, or its reserve): frozen, i.e. a
  *     compact copy registered in its place, an ordinary full image from then on;
- *   - a debugger listening after an add (it may have read the image before the add, and
- *     reads an entry once): frozen the same way, so it reads the copy; then the channel's
- *     ordinary policy while it listens (gdb.c);
+ *   - a debugger seen listening after an add (its breakpoint on the hook): frozen the same
+ *     way, then the channel's ordinary policy while it listens (gdb.c): it would read the
+ *     whole image again at every add;
  *   - its last function removed (the adapter replacing a perf-map line's function by the
- *     jitdump's description of it): undone in place; any other removal or move: frozen as
- *     it stands (no copy) and handled as in any image (gdb.c: lazily rebuilt).
+ *     jitdump's description of it): undone, the other view listed; any other removal or
+ *     move: frozen as it stands (no copy) and handled as in any image (gdb.c: lazily
+ *     rebuilt).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -190,8 +193,8 @@ int jh__gdb_grow_add(struct gdb_state *st, struct jh__entry *e)
     im->fns[im->n++] = e;
     SLOT(st, e) = im;
     grow_publish(st);
-    /* A debugger that came meanwhile read the entry once, maybe before e was in: it reads
-     * a copy now, before e can run. */
+    /* A debugger seen listening read e's view at its registration; it would read the whole
+     * image again at every add: an ordinary image from now on (the copy, read once more). */
     return jh__gdb_listening() ? jh__gdb_grow_freeze(st, true) : 0;
 }
 
