@@ -7,7 +7,9 @@
 
 void jh__buf_free(struct jh__buf *b)
 {
-    free(b->p);
+    if (!b->fixed)
+        free(b->p);
+    b->fixed = 0;
     b->p = NULL;
     b->len = b->cap = 0;
     b->err = 0;
@@ -22,6 +24,10 @@ int jh__buf_reserve(struct jh__buf *b, size_t extra)
     size_t need = b->len + extra;
     if (need <= b->cap)
         return 0;
+    if (b->fixed) {
+        b->fixed = 2;
+        return b->err = -ENOBUFS;
+    }
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;

@@ -13,6 +13,10 @@ struct jh__buf {
     uint8_t *p;
     size_t len, cap;
     int err;                    /* 0 or -ENOMEM, sticky */
+    /* 0: p is the buffer's own (malloc). 1: p is the caller's, cap bytes that never move
+     * (fmt/elf_grow_mem.c's sections, in one mapping): growing fails with -ENOBUFS instead,
+     * and sets fixed to 2 so the caller knows which buffer wanted more room; free forgets p */
+    uint8_t fixed;
 };
 
 void   jh__buf_free(struct jh__buf *b);

@@ -29,12 +29,14 @@
  *     removed or moved. Live images stay below FANOUT per class + n/cap (n/(4 cap) while
  *     a debugger listens, below); one-function images merge by SINGLE_FANOUT, so that
  *     each function is encoded fewer times and a debugger stops fewer times.
- *   - default, immediate: jh_code_add registers a one-function image before it returns,
- *     so a debugger attached now sees the function before it can run (pending
- *     breakpoints hit) and one attaching later finds it in the list. The merge registers
- *     the new image before unregistering the old ones: never a moment where a function is
- *     in no image. Cost: ~2 debugger stops per function while a debugger listens; a few
- *     microseconds of image building when none does. A jh_code_add_many: one image.
+ *   - default, immediate: while a debugger listens, jh_code_add registers a one-function
+ *     image before it returns, so the debugger sees the function before it can run
+ *     (pending breakpoints hit). The merge registers the new image before unregistering
+ *     the old ones: never a moment where a function is in no image. ~2 stops a function.
+ *     While none listens, the function is appended to one growing image instead
+ *     (gdb_grow.c), complete at every instant, so a debugger attaching later finds it
+ *     in the list: it becomes an ordinary full image at cap functions, or when a
+ *     debugger comes. A jh_code_add_many: one image.
  *   - deferred (gdb_batch | JH_GDB_DEFER, or JITHERALD_GDB_DEFER=1): new code is
  *     collected and registered as one image at jh_flush() or when `cap` functions are
  *     pending; the JIT calls jh_flush() before running new code. One stop per image: 100k
@@ -60,6 +62,7 @@
 #include "base/vec.h"
 #include "channels/channel.h"
 #include "channels/gdb_jit.h"
+#include "channels/gdb_state.h"
 #include "fmt/build_id.h"
 
 /* ---- policy ---- */
@@ -74,52 +77,11 @@
  * load's noise round by round; docs/cost.md, "LLVM under gdb"): up to 63 one-function
  * objfiles more in gdb cost it less than the merges did. */
 #define SINGLE_FANOUT 64
-#define NCLASS 4                /* < 16, < 256, < 4096, more: functions per image */
 #define LAZY_MIN 64             /* removals from images this big wait even under a debugger */
-#define BIG 5                   /* the class of merged full images */
 #define BIG_FANOUT 4            /* full images per merged image */
 /* Functions in a merged image at most: each may have a .text section of its own, and an
  * ELF file has at most 65,280 (config.c caps gdb_batch at half this for the same reason). */
 #define BIG_MAX 32768
-
-struct img {
-    struct jh__gdb_image *pub;            /* NULL only transiently */
-    struct jh__entry **fns;      /* sorted by start */
-    size_t n;
-    int cls;                    /* size class; NCLASS: full (n >= cap); BIG: merged full */
-    bool dirty;                 /* fns changed since pub was built (see img_changed) */
-    size_t ndead;               /* functions removed since then */
-    uintptr_t dead_lo, dead_hi; /* covers them: what pub still claims that is gone */
-    uintptr_t apart_lo, apart_hi;   /* no section of pub spans this gap (img_rebuild) */
-    struct img *prev, *next;    /* in its class list */
-};
-
-struct gdb_state {
-    const struct jh__chan_env *env;
-    size_t cap;                 /* functions per full image */
-    size_t big_cap;             /* per merged full image (0: cap is too big to merge) */
-    size_t single_fanout;       /* SINGLE_FANOUT, or less with a small cap (at most cap/16) */
-    bool defer;
-    bool batch;                 /* inside a jh_code_remove_range or _add_many: gdb_batch */
-    struct jh__entry **pending;  /* deferred mode, or in a batch: added, not yet in any image */
-    size_t npending, pending_cap;
-    struct img *cls[BIG + 1];
-    size_t cls_n[BIG + 1], cls_fns[BIG + 1];
-    size_t ndirty;
-    uintptr_t dead_lo, dead_hi; /* covers code removed from dirty images, not yet rebuilt */
-    uintptr_t apart_lo, apart_hi;   /* build() joins no gap that meets this range */
-    struct img *newest;         /* the image of the newest code: kept out of merges */
-    const struct jh__func **funcs;  /* scratch for build() */
-    size_t funcs_cap;
-    struct jh__elf_scratch scratch; /* the image builder's, reused by every build() */
-    /* Each function's share of the build-id (fmt/build_id.h), hashed once per description
-     * (jh__entry_bid, shared with elfmap): a function goes into its own image, then merged
-     * ones (SINGLE_FANOUT, cap); hashing it again was a tenth of an image (issue 30). */
-    uint64_t *bids;             /* scratch for build(), with funcs */
-    size_t bids_cap;
-};
-
-#define SLOT(st, e) ((e)->slot[(st)->env->slot])
 
 /* ---- images and their size classes ---- */
 static int class_of(const struct gdb_state *st, size_t n)
@@ -135,7 +97,7 @@ static int class_of(const struct gdb_state *st, size_t n)
 /* A full image stays full until half of it is gone: otherwise one removal would drop it
  * into a class where it merges again at once, and a GC sweep would rebuild big images
  * over and over. */
-static void class_link(struct gdb_state *st, struct img *im)
+void jh__gdb_class_link(struct gdb_state *st, struct img *im)
 {
     int c = im->cls == BIG && im->n >= st->big_cap / 2 ? BIG :
             im->cls >= NCLASS && im->n >= st->cap / 2 ? NCLASS : class_of(st, im->n);
@@ -215,6 +177,16 @@ static int cmp_start(const void *a, const void *b)
     return x->node.start < y->node.start ? -1 : x->node.start > y->node.start;
 }
 
+/* fns by start (a check first: most come sorted) */
+void jh__gdb_sort(struct jh__entry **fns, size_t n)
+{
+    size_t up = 1;
+    while (up < n && fns[up - 1]->node.start <= fns[up]->node.start)
+        up++;
+    if (up < n)
+        jh__sort(fns, n, sizeof *fns, cmp_start);
+}
+
 /* A new image for fns[0..n) (taken over on success), registered before the images in
  * drop[] are unregistered, then classified. */
 static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
@@ -224,11 +196,7 @@ static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
     if (!im)
         return -ENOMEM;
     im->cls = -1;
-    size_t up = 1;
-    while (up < n && fns[up - 1]->node.start <= fns[up]->node.start)
-        up++;
-    if (up < n)
-        jh__sort(fns, n, sizeof *fns, cmp_start);
+    jh__gdb_sort(fns, n);
     int err = build(st, &im->pub, fns, n);
     if (err) {
         free(im);
@@ -238,7 +206,7 @@ static int img_new(struct gdb_state *st, struct jh__entry **fns, size_t n,
     for (size_t i = 0; i < n; i++)
         SLOT(st, fns[i]) = im;
     jh__gdb_publish(im->pub, drop, ndrop);
-    class_link(st, im);
+    jh__gdb_class_link(st, im);
     if (out)
         *out = im;
     return 0;
@@ -290,7 +258,7 @@ static int merge_full(struct gdb_state *st);
  * with lines and CFI) replaces it right away, and merged it would take a big image's
  * rebuild with it: Erlang's 16,575 functions cost 8.6 s of gdb images against 0.4 s.
  */
-static int maybe_merge(struct gdb_state *st, int c)
+int jh__gdb_maybe_merge(struct gdb_state *st, int c)
 {
     for (; c < NCLASS; c++) {
         struct img *keep = st->newest && st->newest->cls == c ? st->newest : NULL;
@@ -325,12 +293,12 @@ static int maybe_merge(struct gdb_state *st, int c)
         for (struct img *im = old, *next; im; im = next) {
             next = im->next;
             if (err)
-                class_link(st, im);
+                jh__gdb_class_link(st, im);
             else
                 img_free(st, im);
         }
         if (keep)
-            class_link(st, keep);
+            jh__gdb_class_link(st, keep);
         if (err)
             return err;
     }
@@ -369,12 +337,12 @@ static int merge_full(struct gdb_state *st)
     if (err) {                  /* the old images stay as they are */
         free(fns);
         for (size_t i = 0; i < k; i++)
-            class_link(st, take[i]);
+            jh__gdb_class_link(st, take[i]);
         return err;
     }
     class_unlink(st, im);       /* classified by size as full: it is the merged class */
     im->cls = BIG;
-    class_link(st, im);
+    jh__gdb_class_link(st, im);
     for (size_t i = 0; i < k; i++)
         img_free(st, take[i]);
     return 0;
@@ -394,7 +362,7 @@ static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool 
     im->n = old_n;
     class_unlink(st, im);
     im->n = n;
-    class_link(st, im);
+    jh__gdb_class_link(st, im);
     bool wait = st->defer || (may_wait && (st->batch || old_n >= LAZY_MIN ||
                                            !jh__gdb_listening()));
     if (n && wait) {
@@ -417,7 +385,7 @@ static int img_changed(struct gdb_state *st, struct img *im, size_t old_n, bool 
     }
     int c = im->cls;
     int err = img_rebuild(st, im);
-    return err ? err : maybe_merge(st, c);
+    return err ? err : jh__gdb_maybe_merge(st, c);
 }
 
 /* Rebuild every dirty image (and merge what became small). */
@@ -433,7 +401,7 @@ static int rebuild_dirty(struct gdb_state *st)
     }
     st->dead_lo = st->dead_hi = 0;
     for (int c = 0; c < NCLASS; c++)
-        if ((err = maybe_merge(st, c)))
+        if ((err = jh__gdb_maybe_merge(st, c)))
             return err;
     return 0;
 }
@@ -459,7 +427,7 @@ static int settle(struct gdb_state *st, uintptr_t lo, uintptr_t hi)
         }
     }
     for (int c = 0; c < NCLASS && merged; c++) {
-        int err = maybe_merge(st, c);
+        int err = jh__gdb_maybe_merge(st, c);
         if (err)
             return err;
     }
@@ -491,7 +459,7 @@ static int register_pending(struct gdb_state *st)
         return err;
     st->newest = im;
     st->pending = NULL, st->npending = st->pending_cap = 0;
-    return maybe_merge(st, im->cls);
+    return jh__gdb_maybe_merge(st, im->cls);
 }
 
 /* ---- channel hooks ---- */
@@ -500,6 +468,8 @@ static int gdb_flush(void *state)
     struct gdb_state *st = state;
     int err = 0;
     jh__gdb_check_debugger();
+    if (st->grow && jh__gdb_listening() && (err = jh__gdb_grow_freeze(st, true)))
+        return err;
     if (st->ndirty && (err = rebuild_dirty(st)))  /* stale images first: no overlaps */
         return err;
     if ((err = register_pending(st)))
@@ -512,7 +482,7 @@ static int gdb_flush(void *state)
  * cover a small gap between two of its functions while nothing is there). That image must
  * not go on claiming e's addresses: it is rebuilt first (deferred: at the flush, before e
  * is registered). p and n, e's neighbours, are consecutive in any image holding both. */
-static int unjoin(struct gdb_state *st, const struct jh__entry *e)
+int jh__gdb_unjoin(struct gdb_state *st, const struct jh__entry *e)
 {
     const struct jh__entry *p = jh__entry_of(jh__reg_prev(st->env->reg, &e->node));
     struct img *im = p ? SLOT(st, p) : NULL;
@@ -535,16 +505,24 @@ static int unjoin(struct gdb_state *st, const struct jh__entry *e)
             im->dead_hi = hi;
         return 0;
     }
+    if (im == st->grow)
+        jh__gdb_grow_freeze(st, false);
     int c = im->cls;
     int err = img_rebuild(st, im);
-    return err ? err : maybe_merge(st, c);
+    return err ? err : jh__gdb_maybe_merge(st, c);
 }
 
 static int gdb_add(void *state, struct jh__entry *e)
 {
     struct gdb_state *st = state;
-    SLOT(st, e) = NULL;
-    int err = unjoin(st, e);
+    /* (inside a batch nothing is appended: the growing image is whole for a debugger that
+     * came meanwhile, and it is frozen at the next add outside one) */
+    bool grow = !st->defer && !st->batch, listening = grow && jh__gdb_listening();
+    int err = st->grow && listening ? jh__gdb_grow_freeze(st, true) : 0;
+    grow = grow && !listening;
+    SLOT(st, e) = grow ? st->grow : NULL;   /* (unjoin: e joins the growing image) */
+    if (!err)
+        err = jh__gdb_unjoin(st, e);
     if (!err)       /* (deferred: at the flush) */
         err = settle(st, e->node.start, e->node.start + e->node.size);
     if (err)
@@ -553,8 +531,18 @@ static int gdb_add(void *state, struct jh__entry *e)
         if (JH__VEC_RESERVE(st->pending, st->pending_cap, st->npending + 1))
             return -ENOMEM;
         st->pending[st->npending++] = e;
-        jh__gdb_check_debugger();
+        if (st->defer)      /* (a batch's end registers its image: that checks) */
+            jh__gdb_check_debugger();
         return st->npending < st->cap ? 0 : st->defer ? gdb_flush(st) : register_pending(st);
+    }
+    if (grow) {
+        err = jh__gdb_grow_add(st, e);
+        jh__gdb_report_foreign(st->env->diag);
+        if (err <= 0)
+            return err;
+        SLOT(st, e) = NULL;     /* an image of its own after all */
+        if ((err = jh__gdb_unjoin(st, e)))
+            return err;
     }
     struct jh__entry **fns = malloc(sizeof *fns);
     if (!fns)
@@ -566,13 +554,17 @@ static int gdb_add(void *state, struct jh__entry *e)
         return err;
     }
     jh__gdb_report_foreign(st->env->diag);
-    return maybe_merge(st, 0);
+    return jh__gdb_maybe_merge(st, 0);
 }
 
 static int gdb_remove(void *state, struct jh__entry *e)
 {
     struct gdb_state *st = state;
     struct img *im = SLOT(st, e);
+    if (im && im == st->grow && jh__gdb_grow_pop(st, e))
+        return 0;
+    if (im && im == st->grow)
+        jh__gdb_grow_freeze(st, false);
     SLOT(st, e) = NULL;
     if (!im) {
         for (size_t i = st->npending; i-- > 0;) {
@@ -614,6 +606,8 @@ static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
     struct img *im = SLOT(st, e);
     if (!im)
         return 0;           /* pending: its image is built from e->node.start at the flush */
+    if (im == st->grow)
+        jh__gdb_grow_freeze(st, false);
     size_t i = img_find(im, e, old_start);
     if (i == im->n)
         return -EFAULT;
@@ -641,7 +635,7 @@ static int gdb_move(void *state, struct jh__entry *e, uintptr_t old_start)
     }
     int err = settle(st, e->node.start, e->node.start + e->node.size);
     if (!err)
-        err = unjoin(st, e);
+        err = jh__gdb_unjoin(st, e);
     if (err)
         return err;
     /* Either may have merged im, freed now, into a new image: one built just now from the
@@ -657,6 +651,7 @@ static void gdb_close(void *state)
     struct gdb_state *st = state;
     if (!st)
         return;
+    jh__gdb_grow_close(st);
     for (int c = 0; c <= BIG; c++) {
         for (struct img *im = st->cls[c], *next; im; im = next) {
             next = im->next;

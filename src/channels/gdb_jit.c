@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "base/lock.h"
 #include "fmt/arch.h"
@@ -200,11 +201,20 @@ void jh__gdb_warn_shadowed(const struct jh__diag *d)
 
 void jh__gdb_image_free(struct jh__gdb_image *im)
 {
+    if (im && im->map)
+        munmap(im->map, im->map_len);
     free(im);
 }
 
-/* The entry, then the image, 8-byte aligned, in one allocation. */
-#define HEAD ((sizeof(struct jh__gdb_image) + 7) / 8 * 8)
+#define HEAD JH__GDB_HEAD
+
+struct jh__gdb_image *jh__gdb_image_of(struct jh__buf *b)
+{
+    struct jh__gdb_image *im = (struct jh__gdb_image *)(void *)b->p;
+    *im = (struct jh__gdb_image){ .ce = { .symfile_addr = (const char *)b->p + HEAD,
+                                          .symfile_size = b->len - HEAD } };
+    return im;
+}
 
 int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const *fns, size_t n,
                         bool (*join_ok)(void *arg, const struct jh__func *a, const struct jh__func *b), void *join_arg,
@@ -223,10 +233,7 @@ int jh__gdb_image_build(struct jh__gdb_image **out, const struct jh__func *const
         free(b.p);
         return err;
     }
-    struct jh__gdb_image *im = (struct jh__gdb_image *)(void *)b.p;
-    *im = (struct jh__gdb_image){ .ce = { .symfile_addr = (const char *)b.p + HEAD,
-                                          .symfile_size = b.len - HEAD } };
-    *out = im;
+    *out = jh__gdb_image_of(&b);
     return 0;
 }
 
@@ -250,6 +257,18 @@ void jh__gdb_publish(struct jh__gdb_image *add, struct jh__gdb_image *const *dro
     jh__unlock(&list_lock);
     for (size_t i = 0; i < ndrop; i++)
         jh__gdb_image_free(drop[i]);
+}
+
+void jh__gdb_republish(struct jit_code_entry *add, struct jit_code_entry *drop)
+{
+    jh__lock(&list_lock);
+    check_debugger_locked();
+    list_add(add);
+    list_remove(drop);
+    check_foreign();
+    jh__gdb_descriptor.relevant_entry = NULL;
+    jh__gdb_descriptor.action_flag = JIT_NOACTION;
+    jh__unlock(&list_lock);
 }
 
 /* A ready-made object: its entry only; the bytes are the caller's. */

@@ -52,7 +52,16 @@ void __jit_debug_register_code(void);
  * Allocated per registration, freed only after its unregister call has returned. */
 struct jh__gdb_image {
     struct jit_code_entry ce;
+    /* NULL; or the bytes lie in this mapping of map_len bytes, the image's own (a growing
+     * image frozen as it stood, gdb_grow.c), unmapped with it */
+    void *map;
+    size_t map_len;
 };
+
+/* An image built by appending to a buffer whose len starts at JH__GDB_HEAD (room for the
+ * entry, in the same allocation): the buffer's block becomes the image. */
+#define JH__GDB_HEAD ((sizeof(struct jh__gdb_image) + 7) / 8 * 8)
+struct jh__gdb_image *jh__gdb_image_of(struct jh__buf *b);
 
 /* 0, -ENOMEM, or the image builder's error. fns sorted by start, not overlapping. A gap of
  * at most JH__GDB_JOIN_GAP bytes between two of them is covered by one .text section when
@@ -70,6 +79,10 @@ void jh__gdb_image_free(struct jh__gdb_image *im);
  * unregister drop[] (NULLs skipped) and free them, so a function moving between images is
  * never in none. */
 void jh__gdb_publish(struct jh__gdb_image *add, struct jh__gdb_image *const *drop, size_t ndrop);
+
+/* Under the list lock: register add, then unregister drop, neither freed (the growing
+ * image's two views, gdb_grow.c). */
+void jh__gdb_republish(struct jit_code_entry *add, struct jit_code_entry *drop);
 
 /* A ready-made ELF object (jh_gdb_object_add), registered as it is: the entry is ours, the
  * bytes the caller's, unchanged until after jh__gdb_object_remove. While any is listed the

@@ -114,7 +114,7 @@ static inline void osleb(struct out *o, int64_t v)
 static inline void oadvance(struct out *o, uint64_t d)
 {
     uint8_t tmp[5];                     /* the longest: advance_loc4 */
-    struct jh__buf b = { tmp, 0, sizeof tmp, 0 };
+    struct jh__buf b = { .p = tmp, .cap = sizeof tmp };
     jh__cfa_put_advance(&b, d);
     for (size_t i = 0; i < b.len; i++)
         o8(o, tmp[i]);

@@ -587,15 +587,21 @@ static int unit(struct jh__dwarf *d, const struct item *items, size_t n, struct 
     return err ? err : sections_ok(d);
 }
 
-int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f)
+static int add(struct jh__dwarf *d, const struct jh__func *f, bool named)
 {
     struct item it = { unit_file(f), f };
-    if (!it.file)
+    if (!it.file && !(named && needs_name(f)))
         return 0;
     size_t lens[5] = { d->info.len, d->abbrev.len, d->line.len, d->str.len, d->ranges.len };
     struct ftab ft;
     ftab_init(&ft);
-    int err = unit(d, &it, 1, &ft);
+    int err;
+    if (it.file) {
+        err = unit(d, &it, 1, &ft);
+    } else {
+        noline_unit(d, &it, 1);
+        err = sections_ok(d);
+    }
     ftab_free(&ft);
     if (err) {
         struct jh__buf *all[] = { &d->info, &d->abbrev, &d->line, &d->str, &d->ranges };
@@ -607,6 +613,9 @@ int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f)
     }
     return err;
 }
+
+int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f) { return add(d, f, false); }
+int jh__dwarf_add_named(struct jh__dwarf *d, const struct jh__func *f) { return add(d, f, true); }
 
 /* Images of a few functions (most: one per add) sort their items on the stack. */
 #define ITEMS_SMALL 8

@@ -71,6 +71,9 @@ int jh__dwarf_build(struct jh__dwarf *d, const struct jh__func *const *fns, size
  */
 int jh__dwarf_begin(struct jh__dwarf *d, const struct jh__dwarf_opts *o);
 int jh__dwarf_add(struct jh__dwarf *d, const struct jh__func *f);
+/* The same, and a function with no file whose name is not a symbol gets a unit of its own
+ * with no line program, as from jh__dwarf_build (the gdb channel's growing image). */
+int jh__dwarf_add_named(struct jh__dwarf *d, const struct jh__func *f);
 
 /* Free the buffers (d stays usable for another build). */
 void jh__dwarf_free(struct jh__dwarf *d);

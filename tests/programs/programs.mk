@@ -27,6 +27,7 @@ $(eval $(call program,auditlog_dwarf_vm,yes))
 $(eval $(call program,auditlog_ref_vm,yes))
 $(eval $(call program,gdb_move,yes))
 $(eval $(call program,gdb_names,yes))
+$(eval $(call program,gdb_grow_attach,yes))
 $(eval $(call program,gdb_own_descriptor,yes))
 $(eval $(call program,gdb_own_descriptor_rdynamic,yes))
 $(eval $(call program,luajit_abi,yes))
@@ -51,6 +52,7 @@ $(eval $(call program,llvm_jit,$(and $(LLVM_CONFIG),$(CLANG14),$(CLANGXX14)),llv
 programs: $(PROGRAMS)
 
 $(PROG_DIR)/auditlog_dwarf_vm $(PROG_DIR)/auditlog_ref_vm $(PROG_DIR)/gdb_move $(PROG_DIR)/gdb_names $(PROG_DIR)/luajit_abi \
+    $(PROG_DIR)/gdb_grow_attach \
     $(PROG_DIR)/churn_rows: $(PROG_DIR)/%: tests/programs/%.c $(LIB_SO)
 	$(call msg,CC,$<)
 	@mkdir -p $(@D)

@@ -46,8 +46,9 @@ int snapshot(void)
             continue;
         }
         const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff);
-        BAD(eh->e_shoff + eh->e_shnum * sizeof *sh <= ce->symfile_size);
-        for (int i = 0; i < eh->e_shnum; i++) {
+        size_t nsec = elf_shnum(p);
+        BAD(eh->e_shoff + nsec * sizeof *sh <= ce->symfile_size);
+        for (size_t i = 0; i < nsec; i++) {
             if (sh[i].sh_type != SHT_SYMTAB)
                 continue;
             const Elf64_Sym *sym = (const Elf64_Sym *)(p + sh[i].sh_offset);
@@ -78,4 +79,12 @@ const void *image_naming(const char *name)
         if (!strcmp(view[i].name, name))
             return view[i].image;
     return NULL;
+}
+
+size_t elf_shnum(const void *image)
+{
+    const Elf64_Ehdr *eh = image;
+    if (eh->e_shnum || !eh->e_shoff)
+        return eh->e_shnum;
+    return ((const Elf64_Shdr *)(const void *)((const uint8_t *)image + eh->e_shoff))->sh_size;
 }

@@ -30,4 +30,8 @@ int count_named(const char *name, uintptr_t addr);
 /* The image naming name (the first in list order), or NULL. */
 const void *image_naming(const char *name);
 
+/* An in-memory ELF64 image's section count: e_shnum, or with ELF's extended numbering
+ * (e_shnum 0: the gdb channel's growing image, fmt/elf_grow_mem.h) section 0's sh_size. */
+size_t elf_shnum(const void *image);
+
 #endif

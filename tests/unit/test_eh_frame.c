@@ -150,8 +150,9 @@ static void test_translation(void)
     struct jh__buf out = translate(&eh, A, pc, &rc, msg, sizeof msg);
     CHECK_EQ(rc, 0);
     /* with the record's padding (DW_CFA_nop) */
-    CHECK(out.len >= sizeof fde_ins && same_bytes(&(struct jh__buf){ out.p, sizeof fde_ins,
-                                                                     0, 0 }, fde_ins,
+    CHECK(out.len >= sizeof fde_ins && same_bytes(&(struct jh__buf){ .p = out.p,
+                                                                     .len = sizeof fde_ins },
+                                                  fde_ins,
                                                   sizeof fde_ins));
     for (size_t i = sizeof fde_ins; i < out.len; i++)
         CHECK_EQ(out.p[i], 0);
@@ -235,7 +236,7 @@ static void test_translation(void)
     for (size_t n = 0; n < eh.len; n++) {
         uint8_t *cut = malloc(n ? n : 1);
         memcpy(cut, eh.p, n);
-        struct jh__buf part = { cut, n, n, 0 };
+        struct jh__buf part = { .p = cut, .len = n, .cap = n };
         out = translate(&part, A, pc, &rc, msg, sizeof msg);
         CHECK(rc != 0);
         jh__buf_free(&out);

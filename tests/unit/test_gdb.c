@@ -80,10 +80,10 @@ static void test_immediate(void)
     }
     CHECK_EQ(snapshot(), 0);
     CHECK_EQ(nview, N);
-    /* 3000 = 2 full images of 1024 + classes below (no debugger: one-function images
-     * merge by 64, gdb.c's SINGLE_FANOUT): far fewer images than functions */
+    /* no debugger: every function went into one growing image, frozen when full (1024,
+     * gdb_batch), so 3000 = 2 full images + the growing one (gdb_grow.c) */
     printf("immediate: %d functions in %zu images\n", N, nimages);
-    CHECK(nimages <= 2 + 63 + 2 * 15);
+    CHECK_EQ(nimages, 3);
     int dup = 0;
     for (int i = 0; i < N; i += 7) {
         snprintf(name, sizeof name, "f%d", i);
@@ -164,6 +164,44 @@ static void test_remove_range(void)
     snapshot();
     CHECK_EQ(nview, 0);
     CHECK_EQ(nimages, 0);
+    jh_close(jh);
+    munmap(code, N * FN_SIZE);
+}
+
+/* jitherald run announces a function from the perf map, then again from the jitdump with
+ * its lines (jh_code_remove_range over it, then jh_code_add): the last function added to
+ * the growing image is taken out of it in place, and the new one appended; the image stays
+ * the one registered (no copy, no rebuild). */
+static void test_replace_last(void)
+{
+    enum { N = 100 };
+    uint8_t *code = code_region(N);
+    char name[32];
+    jh_ctx *jh = open_gdb(0);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "q%d", i);
+        add_fn(jh, code + (size_t)i * FN_SIZE, name, 1 + i);
+        CHECK_EQ(jh_code_remove_range(jh, code + (size_t)i * FN_SIZE, FN_SIZE), 1);
+        snprintf(name, sizeof name, "again%d", i);
+        add_fn(jh, code + (size_t)i * FN_SIZE, name, 2 + i);
+    }
+    CHECK_EQ(snapshot(), 0);
+    CHECK_EQ(nimages, 1);
+    CHECK_EQ(nview, N);
+    CHECK_EQ(count_named("q0", 0), 0);
+    CHECK_EQ(count_named("q99", 0), 0);
+    CHECK_EQ(count_named("again0", (uintptr_t)code), 1);
+    CHECK_EQ(count_named("again99", (uintptr_t)(code + 99 * FN_SIZE)), 1);
+    const void *grown = image_naming("again0");
+    /* any other removal: the image as it stands becomes an ordinary one (gdb.c's lazy
+     * removal), and the next add starts a new growing image */
+    CHECK_EQ(jh_code_remove_range(jh, code + 50 * FN_SIZE, FN_SIZE), 1);
+    add_fn(jh, code + 50 * FN_SIZE, "new50", 9);
+    CHECK_EQ(snapshot(), 0);
+    CHECK_EQ(count_named("again50", 0), 0);
+    CHECK_EQ(count_named("new50", (uintptr_t)(code + 50 * FN_SIZE)), 1);
+    CHECK_EQ(nview, N);
+    CHECK(image_naming("again0") != grown);     /* rebuilt: it claimed new50's place */
     jh_close(jh);
     munmap(code, N * FN_SIZE);
 }
@@ -297,7 +335,7 @@ static size_t image_id_at(uintptr_t addr, uint8_t id[64])
         const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
         const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff), *note = NULL;
         bool one = false;
-        for (int i = 0; i < eh->e_shnum; i++) {
+        for (size_t i = 0; i < elf_shnum(eh); i++) {
             const Elf64_Sym *sym = (const Elf64_Sym *)(p + sh[i].sh_offset);
             if (sh[i].sh_type == SHT_SYMTAB)
                 one = sh[i].sh_size == 2 * sizeof *sym && sym[1].st_value == addr;
@@ -423,6 +461,7 @@ int main(void)
     test_deferred();
     test_remove_range();
     test_replace();
+    test_replace_last();
     test_move_big();
     test_move_build_id();
     test_threads();

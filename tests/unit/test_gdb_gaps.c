@@ -19,6 +19,7 @@
 
 #include "channels/gdb_jit.h"
 #include "check.h"
+#include "gdb_view.h"
 #include "jitherald.h"
 
 enum { N = 300, BODY = 34 };
@@ -42,7 +43,7 @@ static int text_has(const uint8_t *img, uintptr_t addr, size_t *nsec)
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
     int in = 0;
-    for (int i = 0; i < eh->e_shnum; i++) {
+    for (size_t i = 0; i < elf_shnum(eh); i++) {
         if (!(sh[i].sh_flags & SHF_EXECINSTR))
             continue;
         if (nsec)
@@ -57,7 +58,7 @@ static int names(const uint8_t *img, const char *name)
 {
     const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
-    for (int i = 0; i < eh->e_shnum; i++) {
+    for (size_t i = 0; i < elf_shnum(eh); i++) {
         if (sh[i].sh_type != SHT_SYMTAB)
             continue;
         const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);

@@ -14,6 +14,7 @@
  * The library sees the int3 as a debugger listening (jh__gdb_listening), as it would.
  */
 #include <elf.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,6 +73,39 @@ static int in(const struct jit_code_entry *const *v, size_t n, const struct jit_
     return 0;
 }
 
+/* What the debugger knows: the functions named "fNNN" in every image it read (at a
+ * JIT_REGISTER stop, or on attaching), as they were when it read them. */
+enum { KNOWN = 20000 };
+static volatile uint8_t known[KNOWN];
+static volatile long big_reads;         /* images of more than 64 functions read */
+
+static void learn(const struct jit_code_entry *ce)
+{
+    const uint8_t *p = (const uint8_t *)ce->symfile_addr;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)p;
+    if (ce->symfile_size < sizeof *eh || !eh->e_shoff ||
+        eh->e_shoff + eh->e_shnum * sizeof(Elf64_Shdr) > ce->symfile_size)
+        return;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(p + eh->e_shoff);
+    for (size_t i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+            continue;
+        const Elf64_Sym *sym = (const Elf64_Sym *)(p + sh[i].sh_offset);
+        const char *str = (const char *)p + sh[sh[i].sh_link].sh_offset;
+        big_reads += sh[i].sh_size / sizeof *sym > 64;
+        for (size_t k = 1; k < sh[i].sh_size / sizeof *sym; k++) {
+            const char *name = str + sym[k].st_name;
+            unsigned v = 0;
+            if (name[0] != 'f' || !name[1])
+                continue;
+            for (name++; *name >= '0' && *name <= '9'; name++)
+                v = v * 10 + (unsigned)(*name - '0');
+            if (!*name && v < KNOWN)
+                known[v] = 1;
+        }
+    }
+}
+
 static void at_stop(void)
 {
     static const struct jit_code_entry *now[MAXE];
@@ -89,6 +123,7 @@ static void at_stop(void)
     }
     if (action == JIT_REGISTER) {
         registers++;
+        learn(rel);
         if (!in(now, n, rel) || in(seen, nseen, rel) || n != nseen + 1)
             bad("JIT_REGISTER: the list did not gain exactly relevant_entry since the last stop");
         if (rel->symfile_size < SELFMAG || memcmp(rel->symfile_addr, ELFMAG, SELFMAG))
@@ -144,9 +179,11 @@ static int plant(void)
     if (sigaction(SIGTRAP, &sa, NULL) != 0)
         return -1;
     hook_byte = *hook;
-    poke(hook, 0xcc);
     return 0;
 }
+
+static void arm(void) { poke(hook, 0xcc); }
+static void disarm(void) { poke(hook, hook_byte); }
 
 /* The list is what the last stop saw: no edit went unannounced since. */
 static void announced(const char *when)
@@ -246,10 +283,96 @@ static void run(uint32_t batch, const char *mode)
     munmap(code, N * FN_SIZE);
 }
 
+/* ---- a debugger attaching at any instruction ----
+ * ptrace attach stops the process wherever it is; the debugger reads the whole list once,
+ * plants its breakpoint on the hook and lets the process go on. Here a second thread
+ * sends a signal at a random moment while the JIT adds code in a loop (mostly inside
+ * jh_code_add, so mostly halfway through an append to the growing image); the handler, on
+ * the JIT's thread, is the debugger. Every function must be known to it once its
+ * jh_code_add has returned: the one being appended when it came too (gdb_grow.c has the
+ * image read again then). */
+static volatile int attached;
+static pthread_t jit_thread;
+static volatile unsigned attach_after_us;
+
+static void on_attach(int sig)
+{
+    (void)sig;
+    nseen = list_now(seen);
+    for (size_t i = 0; i < nseen; i++)
+        learn(seen[i]);
+    arm();
+    attached = 1;
+}
+
+static void *attacher(void *arg)
+{
+    (void)arg;
+    usleep(attach_after_us);
+    pthread_kill(jit_thread, SIGUSR1);
+    return NULL;
+}
+
+static void late_attach(unsigned trial)
+{
+    enum { M = 20000 };
+    uint8_t *code = mmap(NULL, M * FN_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         -1, 0);
+    CHECK(code != MAP_FAILED);
+    if (code == MAP_FAILED)
+        return;
+    memset(code, 0xc3, M * FN_SIZE);
+    jh_ctx *jh = NULL;
+    struct jh_options o = { .sz = sizeof o, .channels = JH_GDB, .flags = JH_OPT_IGNORE_ENV,
+                            .engine = "test" };
+    CHECK_EQ(jh_open(&jh, &o), 0);
+    memset((void *)known, 0, sizeof known);
+    attached = 0;
+    jit_thread = pthread_self();
+    attach_after_us = 100 + trial * 397 % 3000;
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, attacher, NULL), 0);
+    char name[32];
+    int missed = 0, after = -1;
+    long reads_then = -1;
+    for (int i = 0; i < M; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        add(jh, code + (size_t)(M - 1 - i) * FN_SIZE, name);     /* top-down, as LuaJIT */
+        if (attached && after < 0)
+            after = i;
+        if (attached)
+            for (int k = 0; k <= i; k++)
+                missed += !known[k];
+        if (attached && i == after + 3)
+            reads_then = big_reads;
+        if (attached && i > after + 60)
+            break;
+    }
+    /* a debugger it sees makes the channel stop growing the image: it is not read again
+     * at every add (each add announces it anew while it grows, gdb_grow.c) */
+    CHECK_EQ(big_reads, reads_then);
+    pthread_join(t, NULL);
+    CHECK(after >= 0);
+    CHECK_EQ(missed, 0);
+    if (missed)
+        fprintf(stderr, "late attach at function %d: %d functions unknown to the debugger\n",
+                after, missed);
+    jh_close(jh);
+    disarm();
+    munmap(code, M * FN_SIZE);
+}
+
 int main(void)
 {
     if (plant() != 0)
         SKIP("cannot make the hook's page writable to plant a breakpoint (mprotect refused)");
+    struct sigaction sa = { .sa_handler = on_attach };
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+    for (unsigned trial = 0; trial < 12; trial++)
+        late_attach(trial);
+    stops = registers = unregisters = 0;
+    arm();
     run(0, "immediate");
     CHECK(stops > 0);
     stops = registers = unregisters = 0;
