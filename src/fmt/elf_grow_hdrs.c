@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fmt/arch.h"
+#include "fmt/elf_image.h"
 #include "fmt/elf_grow_sec.h"
 
 static const char *const sec_name[X_MAX] = {
@@ -21,20 +22,11 @@ static const char *const sec_name[X_MAX] = {
 void jh__elfg_build_hdr(struct jh__elfg *g)
 {
     size_t pg = page_of(g);
-    Elf64_Ehdr eh = { 0 };
-    memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_DYN;
-    eh.e_machine = g->s.arch->e_machine;
-    eh.e_version = EV_CURRENT;
+    Elf64_Ehdr eh;
+    jh__elf_ehdr_init(&eh, ET_DYN, g->s.arch->e_machine);
     eh.e_phoff = sizeof eh;
     eh.e_shoff = g->s.meta_off + NOTE_SPACE;
-    eh.e_ehsize = sizeof eh;
-    eh.e_phentsize = sizeof(Elf64_Phdr);
     eh.e_phnum = (uint16_t)nphdrs(g);
-    eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = (uint16_t)nsections(g);
     eh.e_shstrndx = (uint16_t)shndx(g, X_SHSTRTAB);
     uint64_t text = g->load_lo ? g->load_lo : g->s.lo;

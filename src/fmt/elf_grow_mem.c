@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fmt/arch.h"
+#include "fmt/elf_image.h"
 #include "fmt/cfi.h"
 #include "fmt/func.h"
 
@@ -83,17 +84,8 @@ int jh__elfm_init(struct jh__elfm *g, void *base, size_t reserve, const struct j
     if (g->table_off[1] == SIZE_MAX)
         return -ENOSPC;
     memcpy(g->base + g->shstr_off, shstrtab, sizeof shstrtab);
-    Elf64_Ehdr eh = { 0 };
-    memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_type = ET_DYN;
-    eh.e_machine = g->arch->e_machine;
-    eh.e_version = EV_CURRENT;
-    eh.e_ehsize = sizeof eh;
-    eh.e_phentsize = sizeof(Elf64_Phdr);
-    eh.e_shentsize = sizeof(Elf64_Shdr);
+    Elf64_Ehdr eh;
+    jh__elf_ehdr_init(&eh, ET_DYN, g->arch->e_machine);
     eh.e_shnum = NSEC_MAX;              /* the runs not there yet: null entries */
     eh.e_shstrndx = I_SHSTRTAB;
     memcpy(g->base, &eh, sizeof eh);

@@ -165,6 +165,23 @@ static int make_runs(const struct jh__elf_spec *s, uint64_t lo, size_t size, str
     return 0;
 }
 
+void jh__elf_ehdr_init(void *ehdr, unsigned type, unsigned machine)
+{
+    Elf64_Ehdr *eh = ehdr;
+    *eh = (Elf64_Ehdr){ 0 };
+    memcpy(eh->e_ident, ELFMAG, SELFMAG);
+    eh->e_ident[EI_CLASS] = ELFCLASS64;
+    eh->e_ident[EI_DATA] = ELFDATA2LSB;
+    eh->e_ident[EI_VERSION] = EV_CURRENT;
+    eh->e_ident[EI_OSABI] = ELFOSABI_NONE;
+    eh->e_type = (uint16_t)type;
+    eh->e_machine = (uint16_t)machine;
+    eh->e_version = EV_CURRENT;
+    eh->e_ehsize = sizeof *eh;
+    eh->e_phentsize = sizeof(Elf64_Phdr);
+    eh->e_shentsize = sizeof(Elf64_Shdr);
+}
+
 int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout)
 {
     struct jh__elf_scratch own, *sc = s && s->scratch ? s->scratch : &own;
@@ -352,21 +369,11 @@ int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__
         sec[S_EH].addr = (uint64_t)(uintptr_t)(out->p + start + sec[S_EH].off);
     copts.addr = sec[S_EH].addr;
 
-    Elf64_Ehdr eh = { 0 };
-    memcpy(eh.e_ident, ELFMAG, SELFMAG);
-    eh.e_ident[EI_CLASS] = ELFCLASS64;
-    eh.e_ident[EI_DATA] = ELFDATA2LSB;
-    eh.e_ident[EI_VERSION] = EV_CURRENT;
-    eh.e_ident[EI_OSABI] = ELFOSABI_NONE;
-    eh.e_type = s->e_type ? s->e_type : ET_DYN;
-    eh.e_machine = arch->e_machine;
-    eh.e_version = EV_CURRENT;
+    Elf64_Ehdr eh;
+    jh__elf_ehdr_init(&eh, s->e_type ? s->e_type : ET_DYN, arch->e_machine);
     eh.e_phoff = nph ? sizeof eh : 0;
     eh.e_shoff = shoff;
-    eh.e_ehsize = sizeof eh;
-    eh.e_phentsize = sizeof(Elf64_Phdr);
     eh.e_phnum = (uint16_t)nph;
-    eh.e_shentsize = sizeof(Elf64_Shdr);
     eh.e_shnum = (uint16_t)nsec;
     eh.e_shstrndx = (uint16_t)sec[S_SHSTRTAB].index;
     jh__buf_put(out, &eh, sizeof eh);

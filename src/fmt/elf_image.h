@@ -132,4 +132,10 @@ struct jh__elf_layout {
  */
 int jh__elf_image(struct jh__buf *out, const struct jh__elf_spec *s, struct jh__elf_layout *layout);
 
+/* An Elf64_Ehdr (ehdr) of every image we write (this one, fmt/elf_grow.h's files,
+ * fmt/elf_grow_mem.h's views): zeroed, then the identity (64-bit, little-endian, current
+ * version), type, machine and the three entry sizes; the caller sets the offsets and
+ * counts. */
+void jh__elf_ehdr_init(void *ehdr, unsigned type, unsigned machine);
+
 #endif
