@@ -16,6 +16,8 @@
 #              same rounds, interleaved: plain, each channel now, each channel before
 # JH_BENCH_PARTS (default "vm callgrind overhead"): which tables.
 # JH_BENCH_VMS (default "rakudo node erlang"): which VMs the overhead table runs.
+# JH_BENCH_CHANNELS (default "gdb unwind elfmap auditlog all"): its rows (more rounds of
+# fewer rows, e.g. "all", in the same time).
 # JH_BENCH_BEFORE: the "before" columns of the overhead table: a build directory holding
 # jitherald, libjitherald-run.so and libjitherald.so.0 of another commit, or a git revision
 # of this tree, built here (lib and cli, a minute or two): JH_BENCH_BEFORE=main.
@@ -166,7 +168,7 @@ if [ -n "${JH_BENCH_BEFORE:-}" ] && part overhead; then
     [ -n "$before_cli" ] && { [ -x "$before_cli" ] && [ -e "$(dirname "$before_cli")/libjitherald-run.so" ] ||
         { echo "$before_cli or its libjitherald-run.so missing: no before columns"; before_cli=; }; }
 fi
-chans="gdb unwind elfmap auditlog all"
+chans=${JH_BENCH_CHANNELS:-gdb unwind elfmap auditlog all}
 bench_vm() { # LOAD NAME CMD...: rounds of plain, every channel, every channel before
     local ld=$1 name=$2; shift 2
     local i ch m c b bc t base bcpu
