@@ -223,17 +223,29 @@ static uint64_t add(jh_ctx *jh, uint8_t *at, const char *name)
     return id;
 }
 
-static void run(uint32_t batch, const char *mode)
+/* n functions' room of code (each a ret) and a context with the gdb channel alone; NULL
+ * (a check failed) when either could not be had. */
+static uint8_t *open_code(size_t n, uint32_t batch, jh_ctx **jh)
 {
-    uint8_t *code = mmap(NULL, N * FN_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t *code = mmap(NULL, n * FN_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                         -1, 0);
     CHECK(code != MAP_FAILED);
     if (code == MAP_FAILED)
-        return;
-    memset(code, 0xc3, N * FN_SIZE);
-    jh_ctx *jh = NULL;
+        return NULL;
+    memset(code, 0xc3, n * FN_SIZE);
+    *jh = NULL;
     struct jh_options o = { .sz = sizeof o, .channels = JH_GDB, .flags = JH_OPT_IGNORE_ENV,
                             .engine = "test", .gdb_batch = batch };
-    CHECK_EQ(jh_open(&jh, &o), 0);
+    CHECK_EQ(jh_open(jh, &o), 0);
+    return code;
+}
+
+static void run(uint32_t batch, const char *mode)
+{
+    jh_ctx *jh;
+    uint8_t *code = open_code(N, batch, &jh);
+    if (!code)
+        return;
     if (!jh)
         return;
     static uint64_t ids[N];
@@ -316,16 +328,10 @@ static void *attacher(void *arg)
 static void late_attach(unsigned trial)
 {
     enum { M = 20000 };
-    uint8_t *code = mmap(NULL, M * FN_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                         -1, 0);
-    CHECK(code != MAP_FAILED);
-    if (code == MAP_FAILED)
+    jh_ctx *jh;
+    uint8_t *code = open_code(M, 0, &jh);
+    if (!code)
         return;
-    memset(code, 0xc3, M * FN_SIZE);
-    jh_ctx *jh = NULL;
-    struct jh_options o = { .sz = sizeof o, .channels = JH_GDB, .flags = JH_OPT_IGNORE_ENV,
-                            .engine = "test" };
-    CHECK_EQ(jh_open(&jh, &o), 0);
     memset((void *)known, 0, sizeof known);
     attached = 0;
     jit_thread = pthread_self();
